@@ -1,0 +1,30 @@
+# oengine: single-node LLM inference engine.
+GO        ?= go
+BIN       := bin/oengine
+# -race needs cgo and a C compiler (decisions.md section 7).
+RACE      := $(shell CC=$${CC:-gcc}; command -v $$CC >/dev/null 2>&1 && [ "$$($(GO) env CGO_ENABLED)" = "1" ] && echo -race)
+TESTFLAGS ?=
+ARGS      ?=
+
+.PHONY: build run test bench vet proto fuzz clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/oengine
+
+run: build
+	./$(BIN) serve $(ARGS)
+
+test:
+	$(GO) test $(RACE) -timeout 30m $(TESTFLAGS) ./...
+
+vet:
+	$(GO) vet ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+proto:
+	./proto/gen.sh
+
+clean:
+	rm -rf bin
