@@ -1,0 +1,175 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is every figure of one run, plus the configuration that made it.
+type Report struct {
+	Config     map[string]any     `json:"config"`
+	Scenario   string             `json:"scenario"`
+	Target     string             `json:"target"`
+	Concurrency int               `json:"concurrency,omitempty"`
+	Rate       float64            `json:"rate,omitempty"`
+	Elapsed    float64            `json:"elapsed_s"`
+	Requests   int                `json:"requests"`
+	Succeeded  int                `json:"succeeded"`
+	Cancelled  int                `json:"cancelled"`
+	Errors     map[string]int     `json:"errors"`
+	ReqPerS    float64            `json:"request_throughput"`
+	OutTokPerS float64            `json:"output_tokens_per_s"`
+	InTokens   int                `json:"input_tokens"`
+	OutTokens  int                `json:"output_tokens"`
+	Cached     int                `json:"cached_prompt_tokens"`
+	Goodput    float64            `json:"goodput"`
+	SLO        SLO                `json:"slo"`
+	TTFTms     Summary            `json:"ttft_ms"`
+	ITLms      Summary            `json:"itl_ms"`
+	E2Ems      Summary            `json:"e2e_ms"`
+	Server     map[string]float64 `json:"server_metrics_delta,omitempty"`
+}
+
+// Aggregate turns per-request results into a report.
+func Aggregate(rs []Result, elapsed time.Duration, slo SLO) Report {
+	rep := Report{Errors: map[string]int{}, SLO: slo, Elapsed: elapsed.Seconds(), Requests: len(rs)}
+	var ttft, itl, e2e []time.Duration
+	for _, r := range rs {
+		switch {
+		case r.Cancelled:
+			rep.Cancelled++
+		case r.Err != "":
+			kind := r.ErrKind
+			if kind == "" {
+				kind = "error"
+			}
+			rep.Errors[kind]++
+		default:
+			rep.Succeeded++
+			if r.OutputTokens > 0 {
+				ttft = append(ttft, r.TTFT)
+			}
+			e2e = append(e2e, r.E2E)
+			itl = append(itl, r.ITLs...)
+		}
+		rep.InTokens += r.PromptTokens
+		rep.OutTokens += r.OutputTokens
+		rep.Cached += r.CachedTokens
+	}
+	if elapsed > 0 {
+		rep.ReqPerS = float64(rep.Succeeded) / elapsed.Seconds()
+		rep.OutTokPerS = float64(rep.OutTokens) / elapsed.Seconds()
+	}
+	rep.Goodput = Goodput(rs, slo, elapsed)
+	rep.TTFTms = Summarize(ms(ttft))
+	rep.ITLms = Summarize(ms(itl))
+	rep.E2Ems = Summarize(ms(e2e))
+	return rep
+}
+
+// WriteTable prints reports as a readable table.
+func WriteTable(w io.Writer, reps []Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tconc\treqs\tok\terr\treq/s\tout tok/s\tgoodput\tTTFT p50\tTTFT p99\tITL p50\tITL p99\tE2E p50\tE2E p99\t")
+	for _, r := range reps {
+		errs := 0
+		for _, n := range r.Errors {
+			errs += n
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t\n",
+			r.Scenario, r.Concurrency, r.Requests, r.Succeeded, errs, r.ReqPerS, r.OutTokPerS, r.Goodput,
+			r.TTFTms.P50, r.TTFTms.P99, r.ITLms.P50, r.ITLms.P99, r.E2Ems.P50, r.E2Ems.P99)
+	}
+	tw.Flush()
+	for _, r := range reps {
+		if len(r.Errors) > 0 {
+			kinds := make([]string, 0, len(r.Errors))
+			for k, n := range r.Errors {
+				kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+			}
+			sort.Strings(kinds)
+			fmt.Fprintf(w, "errors (%s, conc %d): %s\n", r.Scenario, r.Concurrency, strings.Join(kinds, " "))
+		}
+		if len(r.Server) > 0 {
+			keys := make([]string, 0, len(r.Server))
+			for k := range r.Server {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			fmt.Fprintf(w, "server (%s, conc %d):", r.Scenario, r.Concurrency)
+			for _, k := range keys {
+				fmt.Fprintf(w, " %s=%g", k, r.Server[k])
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// File is the JSON document a run writes.
+type File struct {
+	Tool    string         `json:"tool"`
+	Version string         `json:"version"`
+	Machine map[string]any `json:"machine"`
+	Reports []Report       `json:"reports"`
+}
+
+// WriteJSON writes f to path.
+func WriteJSON(path string, f File) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadJSON reads a file written by WriteJSON.
+func ReadJSON(path string) (File, error) {
+	var f File
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return f, err
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return f, fmt.Errorf("bench: %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Compare prints B/A ratios of the headline figures for reports that match
+// by scenario and concurrency.
+func Compare(w io.Writer, a, b File) {
+	type key struct {
+		s string
+		c int
+	}
+	idx := map[key]Report{}
+	for _, r := range a.Reports {
+		idx[key{r.Scenario, r.Concurrency}] = r
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tconc\treq/s B/A\tout tok/s B/A\tTTFT p50 B/A\tTTFT p99 B/A\tITL p50 B/A\tE2E p99 B/A\t")
+	for _, rb := range b.Reports {
+		ra, ok := idx[key{rb.Scenario, rb.Concurrency}]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rb.Scenario, rb.Concurrency,
+			ratio(rb.ReqPerS, ra.ReqPerS), ratio(rb.OutTokPerS, ra.OutTokPerS),
+			ratio(rb.TTFTms.P50, ra.TTFTms.P50), ratio(rb.TTFTms.P99, ra.TTFTms.P99),
+			ratio(rb.ITLms.P50, ra.ITLms.P50), ratio(rb.E2Ems.P99, ra.E2Ems.P99))
+	}
+	tw.Flush()
+}
+
+func ratio(b, a float64) string {
+	if a == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", b/a)
+}

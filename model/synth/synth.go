@@ -1,0 +1,371 @@
+// Package synth builds GGUF models with seeded random weights and real shapes:
+// the built-in default model, test models and benchmark models (oengine synth).
+package synth
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"oengine/kernels/cpu"
+	"oengine/model/gguf"
+	"oengine/model/tokenizer"
+)
+
+// Dims are the shapes of a llama-family transformer.
+type Dims struct {
+	Dim, Layers, Heads, KVHeads, FFN, Vocab, CtxLen int
+	RopeBase                                        float32
+}
+
+// Presets maps a preset name to its shapes.
+var Presets = map[string]Dims{
+	// tiny: the built-in default and test model; a byte-level vocabulary.
+	"tiny": {Dim: 128, Layers: 2, Heads: 4, KVHeads: 2, FFN: 384, Vocab: 512, CtxLen: 2048, RopeBase: 10000},
+	// tinyllama-1.1b: the shapes of TinyLlama 1.1B.
+	"tinyllama-1.1b": {Dim: 2048, Layers: 22, Heads: 32, KVHeads: 4, FFN: 5632, Vocab: 32000, CtxLen: 2048, RopeBase: 10000},
+	// llama3-8b: the shapes of Llama 3 8B.
+	"llama3-8b": {Dim: 4096, Layers: 32, Heads: 32, KVHeads: 8, FFN: 14336, Vocab: 128256, CtxLen: 8192, RopeBase: 500000},
+}
+
+// PresetNames lists the presets in a stable order.
+func PresetNames() []string {
+	names := make([]string, 0, len(Presets))
+	for n := range Presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Options selects what Build writes.
+type Options struct {
+	Arch   string    // "llama", "qwen2" or "qwen3"
+	Preset string    // a key of Presets, or "" when Dims is set
+	Dims   Dims      // used when Preset is ""
+	Type   gguf.Type // weight type of the 2-D matrices (norms stay F32); the zero value is F32
+	Seed   uint64
+	CtxLen int // overrides the preset's context length when > 0
+	// Vocab, when set, supplies the tokenizer (its tokenizer.* metadata is
+	// copied); the model's vocabulary size becomes its token count.
+	Vocab *gguf.File
+	Name  string // general.name; default "synthetic-<preset>"
+}
+
+// ErrOptions reports unusable options.
+var ErrOptions = errors.New("synth: invalid options")
+
+// Resolve returns the dims the options describe.
+func (o Options) Resolve() (Dims, error) {
+	d := o.Dims
+	if o.Preset != "" {
+		p, ok := Presets[o.Preset]
+		if !ok {
+			return Dims{}, fmt.Errorf("%w: unknown preset %q (have %s)", ErrOptions, o.Preset, strings.Join(PresetNames(), ", "))
+		}
+		d = p
+	}
+	if o.CtxLen > 0 {
+		d.CtxLen = o.CtxLen
+	}
+	if d.RopeBase == 0 {
+		d.RopeBase = 10000
+	}
+	if d.Dim <= 0 || d.Layers <= 0 || d.Heads <= 0 || d.KVHeads <= 0 || d.FFN <= 0 || d.CtxLen <= 0 {
+		return Dims{}, fmt.Errorf("%w: dims must be positive: %+v", ErrOptions, d)
+	}
+	if d.Dim%d.Heads != 0 || d.Heads%d.KVHeads != 0 {
+		return Dims{}, fmt.Errorf("%w: dim %d, heads %d, kv heads %d do not divide", ErrOptions, d.Dim, d.Heads, d.KVHeads)
+	}
+	return d, nil
+}
+
+// Build writes the model as GGUF bytes.
+func Build(o Options) ([]byte, error) {
+	w, err := NewWriter(o)
+	if err != nil {
+		return nil, err
+	}
+	return w.Bytes()
+}
+
+// WriteFile writes the model to path.
+func WriteFile(o Options, path string) error {
+	w, err := NewWriter(o)
+	if err != nil {
+		return err
+	}
+	return w.WriteFile(path)
+}
+
+// NewWriter fills a gguf.Writer with the model's metadata and tensors.
+func NewWriter(o Options) (*gguf.Writer, error) {
+	if o.Arch == "" {
+		o.Arch = "llama"
+	}
+	switch o.Arch {
+	case "llama", "qwen2", "qwen3":
+	default:
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3)", ErrOptions, o.Arch)
+	}
+	if !cpu.CanQuantize(o.Type) {
+		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
+	}
+	d, err := o.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	w := gguf.NewWriter()
+	vocabSize, err := writeVocab(w, o, d)
+	if err != nil {
+		return nil, err
+	}
+	d.Vocab = vocabSize
+	name := o.Name
+	if name == "" {
+		p := o.Preset
+		if p == "" {
+			p = "custom"
+		}
+		name = "synthetic-" + p
+	}
+	a := o.Arch
+	headDim := d.Dim / d.Heads
+	w.SetString("general.architecture", a)
+	w.SetString("general.name", name)
+	w.SetUint32("general.file_type", fileType(o.Type))
+	w.SetUint32("general.quantization_version", 2)
+	w.SetUint32(a+".context_length", uint32(d.CtxLen))
+	w.SetUint32(a+".embedding_length", uint32(d.Dim))
+	w.SetUint32(a+".block_count", uint32(d.Layers))
+	w.SetUint32(a+".feed_forward_length", uint32(d.FFN))
+	w.SetUint32(a+".attention.head_count", uint32(d.Heads))
+	w.SetUint32(a+".attention.head_count_kv", uint32(d.KVHeads))
+	w.SetUint32(a+".attention.key_length", uint32(headDim))
+	w.SetUint32(a+".attention.value_length", uint32(headDim))
+	w.SetFloat32(a+".rope.freq_base", d.RopeBase)
+	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", 1e-5)
+	w.SetUint32(a+".rope.dimension_count", uint32(headDim))
+	w.SetUint32(a+".vocab_size", uint32(d.Vocab))
+
+	specs := tensorSpecs(o.Arch, d, o.Type)
+	datas := make([][]byte, len(specs))
+	errs := make([]error, len(specs))
+	// Tensors are generated in parallel; each from its own seed, so the
+	// result does not depend on scheduling.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.NumCPU())
+	for i := range specs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			datas[i], errs[i] = specs[i].generate(o.Seed)
+		}(i)
+	}
+	wg.Wait()
+	for i, s := range specs {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if err := w.AddTensor(s.name, s.typ, s.dims, datas[i]); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// fileType is general.file_type (llama_ftype) for a weight type.
+func fileType(t gguf.Type) uint32 {
+	switch t {
+	case gguf.TypeF32:
+		return 0
+	case gguf.TypeF16:
+		return 1
+	case gguf.TypeQ4_0:
+		return 2
+	case gguf.TypeQ4_1:
+		return 3
+	case gguf.TypeQ8_0:
+		return 7
+	case gguf.TypeQ5_0:
+		return 8
+	case gguf.TypeQ5_1:
+		return 9
+	case gguf.TypeQ2_K:
+		return 10
+	case gguf.TypeQ3_K:
+		return 12
+	case gguf.TypeQ4_K:
+		return 15
+	case gguf.TypeQ5_K:
+		return 17
+	case gguf.TypeQ6_K:
+		return 18
+	case gguf.TypeBF16:
+		return 32
+	}
+	return 0
+}
+
+type tensorSpec struct {
+	name  string
+	typ   gguf.Type
+	dims  []uint64 // ggml order: dims[0] = columns
+	std   float32  // weights ~ N(0, std); ignored when ones
+	ones  bool     // norm weights: 1 + small noise
+	noise float32
+}
+
+func tensorSpecs(arch string, d Dims, t gguf.Type) []tensorSpec {
+	headDim := d.Dim / d.Heads
+	qDim, kvDim := d.Heads*headDim, d.KVHeads*headDim
+	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	mat := func(name string, cols, rows int, std float32) tensorSpec {
+		tt := t
+		if cols%tt.BlockElems() != 0 {
+			tt = gguf.TypeF16
+		}
+		return tensorSpec{name: name, typ: tt, dims: []uint64{uint64(cols), uint64(rows)}, std: std}
+	}
+	vec := func(name string, n int, ones bool, std float32) tensorSpec {
+		return tensorSpec{name: name, typ: gguf.TypeF32, dims: []uint64{uint64(n)}, ones: ones, noise: 0.1, std: std}
+	}
+	specs := []tensorSpec{
+		mat("token_embd.weight", d.Dim, d.Vocab, 1),
+		vec("output_norm.weight", d.Dim, true, 0),
+		// Logit spread about 4 nats: usable, non-uniform next-token distributions.
+		mat("output.weight", d.Dim, d.Vocab, 4*inv(d.Dim)),
+	}
+	for l := 0; l < d.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		specs = append(specs,
+			vec(p+"attn_norm.weight", d.Dim, true, 0),
+			mat(p+"attn_q.weight", d.Dim, qDim, inv(d.Dim)),
+			mat(p+"attn_k.weight", d.Dim, kvDim, inv(d.Dim)),
+			mat(p+"attn_v.weight", d.Dim, kvDim, inv(d.Dim)),
+			mat(p+"attn_output.weight", qDim, d.Dim, 0.5*inv(qDim)),
+			vec(p+"ffn_norm.weight", d.Dim, true, 0),
+			mat(p+"ffn_gate.weight", d.Dim, d.FFN, inv(d.Dim)),
+			mat(p+"ffn_up.weight", d.Dim, d.FFN, inv(d.Dim)),
+			mat(p+"ffn_down.weight", d.FFN, d.Dim, 0.5*inv(d.FFN)),
+		)
+		switch arch {
+		case "qwen2":
+			specs = append(specs,
+				vec(p+"attn_q.bias", qDim, false, 0.1),
+				vec(p+"attn_k.bias", kvDim, false, 0.1),
+				vec(p+"attn_v.bias", kvDim, false, 0.1))
+		case "qwen3":
+			specs = append(specs,
+				vec(p+"attn_q_norm.weight", headDim, true, 0),
+				vec(p+"attn_k_norm.weight", headDim, true, 0))
+		}
+	}
+	return specs
+}
+
+func (s tensorSpec) generate(seed uint64) ([]byte, error) {
+	n := 1
+	for _, v := range s.dims {
+		n *= int(v)
+	}
+	r := newRNG(seed ^ hashName(s.name))
+	vals := make([]float32, n)
+	for i := range vals {
+		if s.ones {
+			vals[i] = 1 + s.noise*r.normal()
+		} else {
+			vals[i] = s.std * r.normal()
+		}
+	}
+	rb, err := s.typ.RowBytes(int(s.dims[0]))
+	if err != nil {
+		return nil, fmt.Errorf("synth: tensor %s: %w", s.name, err)
+	}
+	rows := n / int(s.dims[0])
+	out := make([]byte, rb*rows)
+	if err := cpu.Quantize(s.typ, vals, out); err != nil {
+		return nil, fmt.Errorf("synth: tensor %s: %w", s.name, err)
+	}
+	return out, nil
+}
+
+// writeVocab writes the tokenizer metadata and returns the vocabulary size.
+func writeVocab(w *gguf.Writer, o Options, d Dims) (int, error) {
+	if o.Vocab != nil {
+		n := 0
+		for _, k := range o.Vocab.Keys() {
+			if !strings.HasPrefix(k, "tokenizer.") {
+				continue
+			}
+			v, _ := o.Vocab.Value(k)
+			if err := w.Set(k, v); err != nil {
+				return 0, err
+			}
+		}
+		toks, ok := o.Vocab.Strings("tokenizer.ggml.tokens")
+		if !ok || len(toks) == 0 {
+			return 0, fmt.Errorf("%w: --vocab file has no tokenizer.ggml.tokens", ErrOptions)
+		}
+		n = len(toks)
+		return n, nil
+	}
+	v := SyntheticVocab(d.Vocab, o.Seed)
+	w.SetString("tokenizer.ggml.model", v.Model)
+	w.SetString("tokenizer.ggml.pre", v.Pre)
+	w.SetStrings("tokenizer.ggml.tokens", v.Tokens)
+	w.SetInt32s("tokenizer.ggml.token_type", v.Types)
+	w.SetStrings("tokenizer.ggml.merges", v.Merges)
+	w.SetUint32("tokenizer.ggml.bos_token_id", uint32(v.BOS))
+	w.SetUint32("tokenizer.ggml.eos_token_id", uint32(v.EOS))
+	w.SetBool("tokenizer.ggml.add_bos_token", v.AddBOS)
+	w.SetBool("tokenizer.ggml.add_eos_token", false)
+	return len(v.Tokens), nil
+}
+
+// SyntheticVocab returns a byte-level BPE vocabulary of size n (at least
+// the 256 byte tokens and two control tokens): the byte tokens, then
+// deterministic merges of letters into word-like tokens.
+func SyntheticVocab(n int, seed uint64) *tokenizer.Vocab {
+	base := tokenizer.ByteLevelVocab(nil)
+	v := *base
+	v.Tokens = append([]string(nil), base.Tokens...)
+	v.Types = append([]int32(nil), base.Types...)
+	v.Merges = append([]string(nil), base.Merges...)
+	have := make(map[string]bool, n)
+	for _, t := range v.Tokens {
+		have[t] = true
+	}
+	// Word pieces are built from lowercase letters and the byte-level space
+	// (U+0120), one character at a time, so each merge joins two tokens that
+	// already exist.
+	letters := []string{"Ġ"}
+	for c := 'a'; c <= 'z'; c++ {
+		letters = append(letters, string(c))
+	}
+	pieces := append([]string(nil), letters...)
+	r := newRNG(seed ^ 0x5eed)
+	for tries := 0; len(v.Tokens) < n && tries < 50*n; tries++ {
+		a := pieces[int(r.next()%uint64(len(pieces)))]
+		b := letters[1+int(r.next()%uint64(len(letters)-1))]
+		if len([]rune(a)) >= 8 {
+			continue
+		}
+		t := a + b
+		if have[t] {
+			continue
+		}
+		have[t] = true
+		v.Tokens = append(v.Tokens, t)
+		v.Types = append(v.Types, 1)
+		v.Merges = append(v.Merges, a+" "+b)
+		pieces = append(pieces, t)
+	}
+	return &v
+}
