@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"oengine/model/llama"
+	"oengine/model/verify"
+)
+
+func init() {
+	register("verify", "check a model against a llama.cpp reference JSON (logprobs, tokens, greedy)", runVerify)
+}
+
+func runVerify(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("verify", stderr)
+	model := fs.String("model", "", "GGUF model file")
+	ref := fs.String("ref", "", "reference JSON written from llama.cpp (see shared testdata README)")
+	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
+	kv := fs.String("kv", "f16", "K/V store type: f16 or f32")
+	page := fs.Int("page-size", 16, "tokens per KV page")
+	maxTok := fs.Int("max-tokens", 0, "skip cases longer than this many teacher-forced tokens (0: none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" || *ref == "" {
+		return errors.New("verify: --model and --ref are required")
+	}
+	opts := verify.Options{Threads: *threads, PageSize: *page, MaxTokens: *maxTok}
+	switch *kv {
+	case "f16":
+		opts.KV = llama.KVF16
+	case "f32":
+		opts.KV = llama.KVF32
+	default:
+		return fmt.Errorf("verify: --kv must be f16 or f32, got %q", *kv)
+	}
+	rep, err := verify.Run(*model, *ref, opts)
+	if err != nil {
+		return err
+	}
+	if _, err := rep.WriteTo(stdout); err != nil {
+		return err
+	}
+	if !rep.Pass {
+		return errors.New("verify: FAILED")
+	}
+	return nil
+}

@@ -1,0 +1,358 @@
+// Package engine is the in-process API every transport uses: Submit a
+// validated Request, read its events from a bounded Stream, Abort it, read
+// load figures. It owns the step loop: one goroutine that asks the
+// scheduler for a plan, runs it on the model, samples, applies the stop
+// conditions and emits events.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"oengine/kvcache"
+	"oengine/scheduler"
+)
+
+// Config sizes the engine. Zero values take the documented defaults.
+type Config struct {
+	ModelName string
+	PageSize  int   // tokens per KV page; 16
+	KVPages   int   // pages in the pool; 0: from KVMemory
+	KVMemory  int64 // bytes for K/V when KVPages is 0; 1 GiB
+	// MaxBatchedTokens and MaxRunning bound one step (scheduler defaults).
+	MaxBatchedTokens int
+	MaxRunning       int
+	MaxWaiting       int           // queued requests before OVERLOADED; 1024
+	EventQueue       int           // per-request event bound before pausing; 64
+	ConsumerTimeout  time.Duration // a paused consumer longer than this is cancelled; 30 s
+	// FinishedRetention: finished ids answer Abort with ALREADY_FINISHED
+	// this long; 10 min.
+	FinishedRetention time.Duration
+	// DefaultTemperature for requests without one; 0 means 1.0 unless
+	// GreedyDefault.
+	DefaultTemperature float64
+	GreedyDefault      bool
+	MaxLogprobs        int // top-n cap for logprob candidates; 20
+
+	// Pinned-page budgets passed to the KV cache (sessions).
+	MaxPinnedPages         int
+	MaxPinnedPagesPerOwner int
+	KVEventWindow          int
+
+	// CheckIntegrity runs the KV ledger check on every idle step and logs
+	// (debug).
+	CheckIntegrity bool
+	Hooks          Hooks
+	Logger         *slog.Logger
+}
+
+func (c *Config) fill() {
+	if c.PageSize == 0 {
+		c.PageSize = kvcache.DefaultPageSize
+	}
+	if c.KVMemory == 0 {
+		c.KVMemory = 1 << 30
+	}
+	if c.MaxWaiting == 0 {
+		c.MaxWaiting = 1024
+	}
+	if c.EventQueue == 0 {
+		c.EventQueue = 64
+	}
+	if c.ConsumerTimeout == 0 {
+		c.ConsumerTimeout = 30 * time.Second
+	}
+	if c.FinishedRetention == 0 {
+		c.FinishedRetention = 10 * time.Minute
+	}
+	if c.DefaultTemperature == 0 && !c.GreedyDefault {
+		c.DefaultTemperature = 1
+	}
+	if c.MaxLogprobs == 0 {
+		c.MaxLogprobs = 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Engine serves requests on one model. Its methods are safe for concurrent
+// use.
+type Engine struct {
+	cfg    Config
+	model  Model
+	kv     KV
+	tok    Tokenizer
+	cache  *kvcache.Cache
+	sched  *scheduler.Scheduler // owned by the loop goroutine
+	info   ModelInfo
+	limits Limits
+	eog    []int32 // end-of-generation token ids
+	log    *slog.Logger
+
+	mu       sync.Mutex // protects the fields below
+	live     map[string]*request
+	finished map[string]time.Time
+	finQ     []finishedID // retention order
+	pending  []*request   // accepted, not yet given to the scheduler
+	cmds     []inputCmd   // streamed input for the loop
+	cancels  []*request   // cancellations for the loop
+	draining bool
+	closed   bool
+	load     LoadFigures
+	stats    Stats
+	idle     chan struct{} // closed when live becomes empty
+
+	wakeCh chan struct{} // cap 1: something for the loop
+	done   chan struct{} // closed when the loop exits
+
+	lp loopState // owned by the loop goroutine
+}
+
+type finishedID struct {
+	id string
+	at time.Time
+}
+
+type inputCmd struct {
+	req    *request
+	tokens []int32
+	close  bool
+}
+
+// New builds an engine on model m with tokenizer tok and starts its loop.
+func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
+	if m == nil || tok == nil {
+		return nil, errors.New("engine: nil model or tokenizer")
+	}
+	cfg.fill()
+	info := m.Info()
+	if info.Vocab < 1 || info.ContextLen < 1 {
+		return nil, fmt.Errorf("engine: model reports vocab %d, context %d", info.Vocab, info.ContextLen)
+	}
+	pages := cfg.KVPages
+	if pages == 0 {
+		pages = kvcache.PagesForBudget(cfg.KVMemory, m.KVBytesPerPage(cfg.PageSize))
+		// No more than every running sequence at full context could use.
+		maxRun := cfg.MaxRunning
+		if maxRun == 0 {
+			maxRun = scheduler.DefaultMaxRunning
+		}
+		pages = min(pages, maxRun*((info.ContextLen+cfg.PageSize-1)/cfg.PageSize)+1)
+	}
+	if pages < 1 {
+		return nil, fmt.Errorf("engine: KV budget %d bytes holds no page", cfg.KVMemory)
+	}
+	cache, err := kvcache.New(kvcache.Config{PageSize: cfg.PageSize, NumPages: pages,
+		MaxPinnedPages: cfg.MaxPinnedPages, MaxPinnedPagesPerOwner: cfg.MaxPinnedPagesPerOwner,
+		EventWindow: cfg.KVEventWindow})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	kv, err := m.NewKV(pages, cfg.PageSize)
+	if err != nil {
+		cache.Close()
+		return nil, fmt.Errorf("engine: KV store: %w", err)
+	}
+	sched, err := scheduler.New(scheduler.Config{MaxBatchedTokens: cfg.MaxBatchedTokens, MaxRunning: cfg.MaxRunning},
+		&kvAlloc{c: cache, log: cfg.Logger})
+	if err != nil {
+		cache.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	sc := sched.Config()
+	e := &Engine{
+		cfg: cfg, model: m, kv: kv, tok: tok, cache: cache, sched: sched, info: info, log: cfg.Logger,
+		live: map[string]*request{}, finished: map[string]time.Time{},
+		wakeCh: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+	e.limits = Limits{
+		ContextLen: info.ContextLen, Vocab: info.Vocab, PageSize: cfg.PageSize, TotalPages: pages,
+		MaxOutputTokens:  min(info.ContextLen, pages*cfg.PageSize) - 1,
+		MaxBatchedTokens: sc.MaxBatchedTokens, MaxRunning: sc.MaxRunning,
+		MaxWaiting: cfg.MaxWaiting, MaxLogprobs: cfg.MaxLogprobs,
+	}
+	for id := 0; id < info.Vocab; id++ {
+		if tok.IsEOG(int32(id)) {
+			e.eog = append(e.eog, int32(id))
+		}
+	}
+	e.load.Pages = cache.Stats()
+	go e.loop()
+	return e, nil
+}
+
+// ModelName returns the configured model name.
+func (e *Engine) ModelName() string { return e.cfg.ModelName }
+
+// Limits returns the engine's fixed figures.
+func (e *Engine) Limits() Limits { return e.limits }
+
+// Tokenizer returns the tokenizer requests are encoded with.
+func (e *Engine) Tokenizer() Tokenizer { return e.tok }
+
+// Cache returns the KV cache (pins, stats, events, integrity checks).
+func (e *Engine) Cache() *kvcache.Cache { return e.cache }
+
+// Load returns the figures published after the latest step.
+func (e *Engine) Load() LoadFigures {
+	e.mu.Lock()
+	l := e.load
+	e.mu.Unlock()
+	l.Pages = e.cache.Stats()
+	return l
+}
+
+// Stats returns cumulative counters.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats
+}
+
+// Abort cancels a live request; it ends within one step. Unknown ids get an
+// error matching ErrNotFound, ids that finished within the retention
+// window one matching ErrAlreadyFinished.
+func (e *Engine) Abort(id string) error {
+	e.mu.Lock()
+	e.purgeLocked(time.Now())
+	req, ok := e.live[id]
+	_, fin := e.finished[id]
+	e.mu.Unlock()
+	switch {
+	case ok:
+		e.cancel(req, newError(CodeCancelled, "request %s aborted", id))
+		return nil
+	case fin:
+		return newError(CodeAlreadyFinished, "request %s already finished", id)
+	}
+	return newError(CodeRequestNotFound, "request %s not found", id)
+}
+
+// AbortAll cancels every live request and returns how many.
+func (e *Engine) AbortAll() int {
+	e.mu.Lock()
+	reqs := make([]*request, 0, len(e.live))
+	for _, r := range e.live {
+		reqs = append(reqs, r)
+	}
+	e.mu.Unlock()
+	for _, r := range reqs {
+		e.cancel(r, newError(CodeCancelled, "request %s aborted", r.id))
+	}
+	return len(reqs)
+}
+
+// Drain stops admitting: Submit fails with CodeDraining from now on.
+// Running requests continue.
+func (e *Engine) Drain() {
+	e.mu.Lock()
+	e.draining = true
+	e.mu.Unlock()
+}
+
+// Draining reports whether Drain was called.
+func (e *Engine) Draining() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.draining
+}
+
+// WaitIdle blocks until no request is live or ctx is done.
+func (e *Engine) WaitIdle(ctx context.Context) error {
+	e.mu.Lock()
+	if len(e.live) == 0 {
+		e.mu.Unlock()
+		return nil
+	}
+	if e.idle == nil {
+		e.idle = make(chan struct{})
+	}
+	ch := e.idle
+	e.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close cancels every request, stops the loop and releases the cache.
+// Safe to call twice.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	already := e.closed
+	e.closed = true
+	e.draining = true
+	e.mu.Unlock()
+	if !already {
+		e.wake()
+	}
+	<-e.done
+}
+
+func (e *Engine) wake() {
+	select {
+	case e.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// cancel asks the loop to end req with err (first reason wins).
+func (e *Engine) cancel(req *request, err *Error) {
+	e.mu.Lock()
+	if req.cancelErr == nil && !req.ended {
+		req.cancelErr = err
+		e.cancels = append(e.cancels, req)
+	}
+	e.mu.Unlock()
+	e.wake()
+}
+
+// input queues streamed input for the loop.
+func (e *Engine) input(req *request, tokens []int32, close bool) error {
+	if !req.r.OpenInput {
+		return newError(CodeInvalidArgument, "request %s was not submitted with open input", req.id)
+	}
+	for _, t := range tokens {
+		if t < 0 || int(t) >= e.info.Vocab {
+			return newError(CodeInvalidArgument, "token id %d outside the vocabulary (%d)", t, e.info.Vocab)
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case req.ended || req.cancelErr != nil:
+		return newError(CodeCancelled, "request %s has ended", req.id)
+	case req.inputClosed:
+		return newError(CodeInvalidArgument, "input of request %s is closed", req.id)
+	}
+	req.inputClosed = close
+	e.cmds = append(e.cmds, inputCmd{req: req, tokens: append([]int32(nil), tokens...), close: close})
+	e.wake()
+	return nil
+}
+
+// purgeLocked forgets finished ids older than the retention window.
+func (e *Engine) purgeLocked(now time.Time) {
+	i := 0
+	for ; i < len(e.finQ) && now.Sub(e.finQ[i].at) > e.cfg.FinishedRetention; i++ {
+		if at, ok := e.finished[e.finQ[i].id]; ok && at.Equal(e.finQ[i].at) {
+			delete(e.finished, e.finQ[i].id)
+		}
+	}
+	e.finQ = e.finQ[i:]
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

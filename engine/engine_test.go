@@ -1,0 +1,586 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"oengine/sampling"
+)
+
+func TestGenerateBasic(t *testing.T) {
+	e := newFakeEngine(t, Config{}, nil)
+	r := run(t, e, Request{Prompt: "hello world", MaxTokens: 10, Sampling: greedy()})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(r.tokens[0]) != 10 || r.finish[0].Reason != FinishLength || r.finish[0].Kind != StopMaxTokens {
+		t.Fatalf("tokens %v finish %+v", r.tokens[0], r.finish[0])
+	}
+	if want := (fakeTok{}).text(r.tokens[0]); r.text[0] != want {
+		t.Fatalf("text %q, want %q", r.text[0], want)
+	}
+	if r.usage.PromptTokens != 11 || r.usage.CompletionTokens != 10 {
+		t.Fatalf("usage %+v", r.usage)
+	}
+	if r.prompt == nil || len(r.prompt.Tokens) != 11 || r.events[0].Kind != EventPrompt {
+		t.Fatal("prompt event missing or not first")
+	}
+	if last := r.events[len(r.events)-1]; last.Kind != EventDone {
+		t.Fatalf("last event %v", last.Kind)
+	}
+}
+
+// solo runs each request alone on a fresh engine.
+func solo(t *testing.T, reqs []Request) []result {
+	e := newFakeEngine(t, Config{}, nil)
+	out := make([]result, len(reqs))
+	for i, r := range reqs {
+		out[i] = run(t, e, r)
+	}
+	return out
+}
+
+func concurrent(t *testing.T, e *Engine, reqs []Request) []result {
+	out := make([]result, len(reqs))
+	streams := make([]*Stream, len(reqs))
+	for i, r := range reqs {
+		s, err := e.Submit(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams[i] = s
+	}
+	var wg sync.WaitGroup
+	for i, s := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = collect(t, s, max(reqs[i].N, 1))
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func mixedRequests(n int, seed uint64, sampled bool) []Request {
+	r := rand.New(rand.NewPCG(seed, 1))
+	reqs := make([]Request, n)
+	for i := range reqs {
+		words := make([]string, 1+r.IntN(30))
+		for j := range words {
+			words[j] = strings.Repeat(string(rune('a'+r.IntN(26))), 1+r.IntN(6))
+		}
+		reqs[i] = Request{Prompt: strings.Join(words, " "), MaxTokens: 1 + r.IntN(40), Sampling: greedy()}
+		if sampled {
+			reqs[i].Sampling = sampling.Options{Temperature: ptr(0.8), TopP: ptr(0.9), Seed: ptr(uint64(i + 1))}
+		}
+	}
+	return reqs
+}
+
+// TestBatchInvariance: 32 concurrent mixed-length requests produce what
+// each produces alone, also with chunked prefill and a pool so small that
+// sequences are preempted and recomputed. The fake model's logits depend on
+// every K/V slot the sequence reads, so this proves page tables,
+// copy-on-write, prefix reuse and recomputation.
+func TestBatchInvariance(t *testing.T) {
+	for _, sampled := range []bool{false, true} {
+		reqs := mixedRequests(32, 3, sampled)
+		want := solo(t, reqs)
+		cases := []struct {
+			name string
+			cfg  Config
+		}{
+			{"default", Config{}},
+			{"chunked prefill", Config{MaxBatchedTokens: 16}},
+			{"tiny pool preempts", Config{KVPages: 60, MaxBatchedTokens: 24}},
+			{"few running", Config{MaxRunning: 3, MaxBatchedTokens: 8}},
+		}
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/sampled=%v", tc.name, sampled), func(t *testing.T) {
+				e := newFakeEngine(t, tc.cfg, nil)
+				got := concurrent(t, e, reqs)
+				for i := range reqs {
+					if got[i].err != nil {
+						t.Fatalf("request %d: %v", i, got[i].err)
+					}
+					if !equalTokens(got[i].tokens[0], want[i].tokens[0]) {
+						t.Fatalf("request %d: %v, alone %v", i, got[i].tokens[0], want[i].tokens[0])
+					}
+				}
+				if tc.name == "tiny pool preempts" && e.Stats().Preemptions == 0 {
+					t.Fatal("no preemption happened")
+				}
+				t.Logf("preemptions %d steps %d", e.Stats().Preemptions, e.Stats().Steps)
+			})
+		}
+	}
+}
+
+func TestPrefixReuse(t *testing.T) {
+	m := &fakeModel{vocab: 64, ctx: 512}
+	e := newFakeEngine(t, Config{}, m)
+	prompt := strings.Repeat("abcdefg ", 8) // 64 tokens = 16 pages of 4
+	lp := &sampling.Candidates{Mode: sampling.CandidatesTopN, TopN: 3}
+	first := run(t, e, Request{Prompt: prompt, MaxTokens: 5, Sampling: greedy(), Logprobs: lp})
+	before := m.forwarded.Load()
+	second := run(t, e, Request{Prompt: prompt + "xyz", MaxTokens: 5, Sampling: greedy(), Logprobs: lp})
+	computed := m.forwarded.Load() - before
+	if second.usage.CachedPromptTokens != 64 {
+		t.Fatalf("cached %d, want 64", second.usage.CachedPromptTokens)
+	}
+	if computed != 3+4 { // the 3 new prompt tokens, then 4 decode steps
+		t.Fatalf("second request computed %d tokens", computed)
+	}
+	same := run(t, e, Request{Prompt: prompt, MaxTokens: 5, Sampling: greedy(), Logprobs: lp})
+	if same.usage.CachedPromptTokens != 60 { // the last prompt token is always computed
+		t.Fatalf("cached %d, want 60", same.usage.CachedPromptTokens)
+	}
+	for i := range first.lps[0] {
+		if fmt.Sprint(first.lps[0][i]) != fmt.Sprint(same.lps[0][i]) {
+			t.Fatalf("logprobs differ at %d: %+v vs %+v", i, first.lps[0][i], same.lps[0][i])
+		}
+	}
+	salted := run(t, e, Request{Prompt: prompt, MaxTokens: 1, Sampling: greedy(), CacheSalt: "tenant"})
+	bypass := run(t, e, Request{Prompt: prompt, MaxTokens: 1, Sampling: greedy(), BypassPrefixCache: true})
+	if salted.usage.CachedPromptTokens != 0 || bypass.usage.CachedPromptTokens != 0 {
+		t.Fatalf("salted %d bypass %d cached tokens", salted.usage.CachedPromptTokens, bypass.usage.CachedPromptTokens)
+	}
+	if st := e.Stats(); st.PrefixHits == 0 || st.PrefixQueries < st.PrefixHits {
+		t.Fatalf("prefix stats %+v", st)
+	}
+}
+
+func TestMultipleOutputs(t *testing.T) {
+	e := newFakeEngine(t, Config{}, nil)
+	g := run(t, e, Request{Prompt: "shared prompt here", N: 3, MaxTokens: 12, Sampling: greedy()})
+	for i := 1; i < 3; i++ {
+		if !equalTokens(g.tokens[i], g.tokens[0]) {
+			t.Fatalf("greedy outputs differ: %v vs %v", g.tokens[i], g.tokens[0])
+		}
+	}
+	if g.usage.CompletionTokens != 36 || g.usage.PromptTokens != 18 {
+		t.Fatalf("usage %+v", g.usage)
+	}
+	s := run(t, e, Request{Prompt: "shared prompt here", N: 4, MaxTokens: 12,
+		Sampling: sampling.Options{Temperature: ptr(1.5), Seed: ptr(uint64(9))}})
+	distinct := map[string]bool{}
+	for i := 0; i < 4; i++ {
+		if s.finish[i] == nil || len(s.tokens[i]) != 12 {
+			t.Fatalf("output %d: %v %+v", i, s.tokens[i], s.finish[i])
+		}
+		distinct[fmt.Sprint(s.tokens[i])] = true
+	}
+	if len(distinct) < 2 {
+		t.Fatal("sampled outputs identical")
+	}
+	if e.cache.Stats().COWCopies == 0 {
+		t.Fatal("outputs did not share the prompt's last page")
+	}
+}
+
+func TestStopConditions(t *testing.T) {
+	m := &fakeModel{vocab: 64, ctx: 512}
+	e := newFakeEngine(t, Config{}, m)
+	base := run(t, e, Request{Prompt: "stop tests", MaxTokens: 30, Sampling: greedy()})
+	full := base.text[0]
+	toks := base.tokens[0]
+	// A stop string that spans a token boundary: the last char of token 4
+	// and the first of token 5.
+	pre := fakeTok{}.text(toks[:5])
+	stop := pre[len(pre)-1:] + fakeTok{}.piece(toks[5])[:1]
+	cut := strings.Index(full, stop)
+
+	cases := []struct {
+		name      string
+		req       Request
+		wantText  string
+		wantKind  StopKind
+		wantToken int // tokens generated; -1: don't check
+	}{
+		{"stop token id", Request{Stop: StopParams{TokenIDs: []int32{toks[3]}}}, "", StopTokenID, -1},
+		{"stop string across tokens", Request{Stop: StopParams{Strings: []string{stop}}}, full[:cut], StopString, -1},
+		{"include stop string", Request{Stop: StopParams{Strings: []string{stop}, IncludeStopInOutput: true}}, full[:cut+len(stop)], StopString, -1},
+		{"max tokens", Request{MaxTokens: 7}, fakeTok{}.text(toks[:7]), StopMaxTokens, 7},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := tc.req
+			req.Prompt, req.Sampling = "stop tests", greedy()
+			if req.MaxTokens == 0 {
+				req.MaxTokens = 30
+			}
+			r := run(t, e, req)
+			f := r.finish[0]
+			if f.Kind != tc.wantKind {
+				t.Fatalf("finish %+v", f)
+			}
+			if tc.wantKind == StopTokenID {
+				i := 0
+				for toks[i] != toks[3] {
+					i++
+				}
+				if f.TokenID != toks[3] || len(r.tokens[0]) != i+1 || r.text[0] != (fakeTok{}).text(toks[:i]) {
+					t.Fatalf("stop id: tokens %v text %q", r.tokens[0], r.text[0])
+				}
+				return
+			}
+			if r.text[0] != tc.wantText {
+				t.Fatalf("text %q, want %q", r.text[0], tc.wantText)
+			}
+			if tc.wantKind == StopString && (f.Text != stop || f.Index != 0) {
+				t.Fatalf("match %+v", f)
+			}
+			if tc.wantToken >= 0 && len(r.tokens[0]) != tc.wantToken {
+				t.Fatalf("%d tokens", len(r.tokens[0]))
+			}
+		})
+	}
+}
+
+// TestHoldback: text that may still become a stop string is not emitted
+// until it is known not to be one.
+func TestHoldback(t *testing.T) {
+	e := newFakeEngine(t, Config{}, nil)
+	base := run(t, e, Request{Prompt: "hold", MaxTokens: 20, Sampling: greedy()})
+	full := base.text[0]
+	// A stop string whose first 2 chars occur at the end of token 2's
+	// text but which never matches: it holds text back, then releases it.
+	p := fakeTok{}.text(base.tokens[0][:3])
+	stop := p[len(p)-2:] + "#"
+	r := run(t, e, Request{Prompt: "hold", MaxTokens: 20, Sampling: greedy(), Stop: StopParams{Strings: []string{stop}}})
+	if r.text[0] != full {
+		t.Fatalf("text %q, want %q", r.text[0], full)
+	}
+	// Right after token 3, the emitted text must stop before the
+	// held suffix.
+	emitted := ""
+	n := 0
+	for _, ev := range r.events {
+		if ev.Kind == EventTokens {
+			emitted += ev.Text
+			n++
+			if n == 3 {
+				break
+			}
+		}
+	}
+	if emitted != p[:len(p)-2] {
+		t.Fatalf("after 3 tokens emitted %q, want %q (suffix held back)", emitted, p[:len(p)-2])
+	}
+}
+
+func TestEOSMinTokensIgnoreEOS(t *testing.T) {
+	m := &fakeModel{vocab: 64, ctx: 512, eosAt: 8} // EOS is argmax from position 8 on
+	e := newFakeEngine(t, Config{}, m)
+	prompt := "abcd" // 4 tokens: the 6th generated token is sampled at position 8
+	cases := []struct {
+		name   string
+		req    Request
+		tokens int
+		kind   StopKind
+	}{
+		{"eos stops", Request{}, 6, StopEOS},
+		{"min tokens masks eos", Request{MinTokens: 9}, 10, StopEOS},
+		{"ignore eos", Request{Stop: StopParams{IgnoreEOS: true}}, 20, StopMaxTokens},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := tc.req
+			req.Prompt, req.MaxTokens, req.Sampling = prompt, 20, greedy()
+			r := run(t, e, req)
+			if len(r.tokens[0]) != tc.tokens || r.finish[0].Kind != tc.kind {
+				t.Fatalf("tokens %v finish %+v", r.tokens[0], r.finish[0])
+			}
+			for i, tk := range r.tokens[0] {
+				if tk == 0 && tc.kind == StopEOS && i != len(r.tokens[0])-1 {
+					t.Fatalf("EOS at %d before the end", i)
+				}
+			}
+		})
+	}
+}
+
+func TestContextLimit(t *testing.T) {
+	m := &fakeModel{vocab: 64, ctx: 32}
+	e := newFakeEngine(t, Config{}, m)
+	_, err := e.Submit(context.Background(), Request{Prompt: strings.Repeat("a", 30), MaxTokens: 5})
+	if !errors.Is(err, ErrContextLength) {
+		t.Fatalf("err %v", err)
+	}
+	r := run(t, e, Request{Prompt: strings.Repeat("a", 28), Sampling: greedy(), Stop: StopParams{IgnoreEOS: true}})
+	if len(r.tokens[0]) != 4 || r.finish[0].Reason != FinishLength || r.finish[0].Kind != StopMaxTokens && r.finish[0].Kind != StopContext {
+		t.Fatalf("tokens %d finish %+v", len(r.tokens[0]), r.finish[0])
+	}
+}
+
+func TestValidation(t *testing.T) {
+	e := newFakeEngine(t, Config{}, nil)
+	cases := []struct {
+		name string
+		req  Request
+		code Code
+	}{
+		{"empty prompt", Request{}, CodeInvalidArgument},
+		{"negative n", Request{Prompt: "a", N: -1}, CodeInvalidArgument},
+		{"negative max tokens", Request{Prompt: "a", MaxTokens: -1}, CodeInvalidArgument},
+		{"min above max", Request{Prompt: "a", MaxTokens: 2, MinTokens: 3}, CodeInvalidArgument},
+		{"token out of vocab", Request{TokenIDs: []int32{1, 999}}, CodeInvalidArgument},
+		{"stop id out of vocab", Request{Prompt: "a", Stop: StopParams{TokenIDs: []int32{-2}}}, CodeInvalidArgument},
+		{"empty stop string", Request{Prompt: "a", Stop: StopParams{Strings: []string{""}}}, CodeInvalidArgument},
+		{"temperature negative", Request{Prompt: "a", Sampling: sampling.Options{Temperature: ptr(-1.0)}}, CodeInvalidArgument},
+		{"top_p zero", Request{Prompt: "a", Sampling: sampling.Options{TopP: ptr(0.0)}}, CodeInvalidArgument},
+		{"too many logprobs", Request{Prompt: "a", Logprobs: &sampling.Candidates{Mode: sampling.CandidatesTopN, TopN: 1000}}, CodeInvalidArgument},
+		{"context exceeded", Request{Prompt: "a", MaxTokens: 100000}, CodeContextLengthExceeded},
+		{"n beyond max running", Request{Prompt: "a", N: 1000}, CodeInvalidArgument},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.Submit(context.Background(), tc.req)
+			if CodeOf(err) != tc.code || err == nil {
+				t.Fatalf("err %v (code %v), want %v", err, CodeOf(err), tc.code)
+			}
+		})
+	}
+}
+
+func TestAbortAndRetention(t *testing.T) {
+	m := &fakeModel{vocab: 64, ctx: 512, gate: make(chan struct{})}
+	e := newFakeEngine(t, Config{}, m)
+	s, err := e.Submit(context.Background(), Request{ID: "r1", Prompt: "abc", MaxTokens: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Submit(context.Background(), Request{ID: "r1", Prompt: "abc"}); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	m.gate <- struct{}{} // one step runs
+	if err := e.Abort("r1"); err != nil {
+		t.Fatal(err)
+	}
+	close(m.gate)
+	r := collect(t, s, 1)
+	if r.err == nil || r.err.Code != CodeCancelled {
+		t.Fatalf("terminal %+v", r.err)
+	}
+	if err := e.Abort("r1"); !errors.Is(err, ErrAlreadyFinished) {
+		t.Fatalf("abort finished: %v", err)
+	}
+	if err := e.Abort("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("abort unknown: %v", err)
+	}
+	e.Drain()
+	if _, err := e.Submit(context.Background(), Request{Prompt: "abc"}); !errors.Is(err, ErrDraining) {
+		t.Fatalf("draining: %v", err)
+	}
+}
+
+func TestOverloaded(t *testing.T) {
+	m := &fakeModel{vocab: 64, ctx: 512, gate: make(chan struct{})}
+	e := newFakeEngine(t, Config{MaxWaiting: 2, MaxRunning: 1}, m)
+	var streams []*Stream
+	for i := 0; i < 2; i++ {
+		s, err := e.Submit(context.Background(), Request{Prompt: "abc", MaxTokens: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, s)
+	}
+	if _, err := e.Submit(context.Background(), Request{Prompt: "abc"}); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("err %v", err)
+	} else if !err.(*Error).Retryable {
+		t.Fatal("overload not retryable")
+	}
+	close(m.gate)
+	for _, s := range streams {
+		collect(t, s, 1)
+	}
+}
+
+func TestContextCancel(t *testing.T) {
+	m := &fakeModel{vocab: 64, ctx: 512, gate: make(chan struct{})}
+	e := newFakeEngine(t, Config{}, m)
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := e.Submit(ctx, Request{Prompt: "abc", MaxTokens: 100, Stop: StopParams{IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.gate <- struct{}{}
+	ev, err := s.Next(context.Background())
+	if err != nil || ev.Kind != EventPrompt {
+		t.Fatalf("%v %v", ev.Kind, err)
+	}
+	cancel()
+	waitCancelSeen(e, s)
+	close(m.gate)
+	r := collect(t, s, 1)
+	if r.err == nil || r.err.Code != CodeCancelled {
+		t.Fatalf("terminal %+v", r.err)
+	}
+}
+
+func TestBackpressureAndConsumerTimeout(t *testing.T) {
+	e := newFakeEngine(t, Config{EventQueue: 4}, nil)
+	s, err := e.Submit(context.Background(), Request{Prompt: "abc", MaxTokens: 40, Sampling: greedy(), Stop: StopParams{IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the engine pauses the sequence: queue full, not buffered.
+	for e.Stats().Pauses == 0 {
+		runtimeGosched()
+	}
+	if l := e.Load(); l.Paused != 1 {
+		t.Fatalf("load %+v", l)
+	}
+	if n := s.backlog(); n > 4+1 {
+		t.Fatalf("backlog %d beyond the bound", n)
+	}
+	r := collect(t, s, 1)
+	if r.err != nil || len(r.tokens[0]) != 40 {
+		t.Fatalf("after resume: %v, %d tokens", r.err, len(r.tokens[0]))
+	}
+
+	e2 := newFakeEngine(t, Config{EventQueue: 2, ConsumerTimeout: 1}, nil)
+	s2, err := e2.Submit(context.Background(), Request{Prompt: "abc", MaxTokens: 40, Stop: StopParams{IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.WaitIdle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r2 := collect(t, s2, 1)
+	if r2.err == nil || r2.err.Code != CodeCancelled || e2.Stats().ConsumerTimeouts != 1 {
+		t.Fatalf("consumer timeout: %+v", r2.err)
+	}
+}
+
+func TestOpenInput(t *testing.T) {
+	e := newFakeEngine(t, Config{}, nil)
+	want := run(t, e, Request{Prompt: "streamed input text", MaxTokens: 8, Sampling: greedy(), BypassPrefixCache: true})
+	s, err := e.Submit(context.Background(), Request{OpenInput: true, MaxTokens: 8, Sampling: greedy(), BypassPrefixCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := fakeTok{}.Encode("streamed input text", true, true)
+	for i := 0; i < len(toks); i += 5 {
+		if err := s.AppendInput(toks[i:min(i+5, len(toks))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CloseInput(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendInput([]int32{1}); CodeOf(err) != CodeInvalidArgument {
+		t.Fatalf("append after close: %v", err)
+	}
+	r := collect(t, s, 1)
+	if !equalTokens(r.tokens[0], want.tokens[0]) || r.usage.PromptTokens != len(toks) {
+		t.Fatalf("streamed %v, unary %v", r.tokens[0], want.tokens[0])
+	}
+}
+
+func TestPromptLogprobs(t *testing.T) {
+	e := newFakeEngine(t, Config{MaxBatchedTokens: 5}, nil)
+	c := &sampling.Candidates{Mode: sampling.CandidatesTopN, TopN: 2}
+	a := run(t, e, Request{Prompt: "prompt logprobs over chunks", MaxTokens: 2, Sampling: greedy(), PromptLogprobs: c})
+	e2 := newFakeEngine(t, Config{}, nil)
+	b := run(t, e2, Request{Prompt: "prompt logprobs over chunks", MaxTokens: 2, Sampling: greedy(), PromptLogprobs: c})
+	if len(a.prompt.Logprobs) != 27 {
+		t.Fatalf("%d prompt logprobs", len(a.prompt.Logprobs))
+	}
+	for i := 1; i < 27; i++ {
+		x, y := a.prompt.Logprobs[i], b.prompt.Logprobs[i]
+		if x.Chosen != y.Chosen || x.Chosen.Rank == 0 || len(x.Candidates) != 2 || x.Candidates[0] != y.Candidates[0] {
+			t.Fatalf("position %d: %+v vs %+v", i, x, y)
+		}
+	}
+}
+
+func TestRetainForSessions(t *testing.T) {
+	m := &fakeModel{vocab: 64, ctx: 512}
+	e := newFakeEngine(t, Config{}, m)
+	var kept []int32
+	r := run(t, e, Request{Prompt: strings.Repeat("turn one ", 4), MaxTokens: 6, Sampling: greedy(),
+		OnRetain: func(rt Retained) {
+			kept = rt.Tokens
+			if err := e.Cache().Repin("sess", rt.Table); err != nil {
+				t.Error(err)
+			}
+		}})
+	if len(kept) != 36+6 || !equalTokens(kept[36:], r.tokens[0]) {
+		t.Fatalf("retained %d tokens", len(kept))
+	}
+	if e.Cache().PinnedPages("sess") == 0 {
+		t.Fatal("nothing pinned")
+	}
+	next := append(append([]int32(nil), kept...), fakeTok{}.Encode(" turn two", false, true)...)
+	r2 := run(t, e, Request{TokenIDs: next, MaxTokens: 3, Sampling: greedy()})
+	if r2.usage.CachedPromptTokens != 40 { // full pages of the 41 computed tokens
+		t.Fatalf("cached %d", r2.usage.CachedPromptTokens)
+	}
+	e.Cache().Unpin("sess")
+}
+
+func TestDeadline(t *testing.T) {
+	m := &fakeModel{vocab: 64, ctx: 512, gate: make(chan struct{})}
+	e := newFakeEngine(t, Config{}, m)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	s, err := e.Submit(ctx, Request{Prompt: "abc", MaxTokens: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ctx.Done()
+	waitCancelSeen(e, s)
+	close(m.gate)
+	r := collect(t, s, 1)
+	if r.err == nil || r.err.Code != CodeCancelled || !strings.Contains(r.err.Message, "deadline") {
+		t.Fatalf("terminal %+v", r.err)
+	}
+}
+
+func TestHooksAndStats(t *testing.T) {
+	var mu sync.Mutex
+	var done []RequestStats
+	steps, itl := 0, 0
+	e := newFakeEngine(t, Config{Hooks: Hooks{
+		OnStep:        func(StepStats) { mu.Lock(); steps++; mu.Unlock() },
+		OnInterToken:  func(time.Duration) { mu.Lock(); itl++; mu.Unlock() },
+		OnRequestDone: func(rs RequestStats) { mu.Lock(); done = append(done, rs); mu.Unlock() },
+	}}, nil)
+	run(t, e, Request{ID: "h1", Prompt: "hooks", MaxTokens: 6, Sampling: greedy(), Stop: StopParams{IgnoreEOS: true}})
+	checkLedger(t, e)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(done) != 1 || done[0].ID != "h1" || done[0].CompletionTokens != 6 || done[0].TTFT <= 0 ||
+		done[0].E2E < done[0].TTFT || done[0].Err != nil || done[0].Finishes[0].Kind != StopMaxTokens {
+		t.Fatalf("request stats %+v", done)
+	}
+	if steps != 6 || itl != 5 {
+		t.Fatalf("steps %d inter-token %d", steps, itl)
+	}
+	if st := e.Stats(); st.GenerationTokens != 6 || st.Requests != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// waitCancelSeen waits until a context cancellation, which reaches the
+// engine asynchronously (context.AfterFunc), is recorded; tests hold the
+// model gate until then so the request cannot finish first.
+func waitCancelSeen(e *Engine, s *Stream) {
+	for {
+		e.mu.Lock()
+		seen := s.req.cancelErr != nil
+		e.mu.Unlock()
+		if seen {
+			return
+		}
+		runtimeGosched()
+	}
+}

@@ -1,0 +1,40 @@
+package engine
+
+import (
+	"fmt"
+
+	"oengine/model/llama"
+)
+
+// llamaModel adapts *llama.Model to Model.
+type llamaModel struct {
+	m     *llama.Model
+	typ   llama.KVType
+	batch llama.Batch // reused: only the step loop calls Forward
+}
+
+// FromLlama adapts a loaded llama-family model; kvType selects the K/V
+// storage (llama.KVF16 is llama.cpp's default).
+func FromLlama(m *llama.Model, kvType llama.KVType) Model {
+	return &llamaModel{m: m, typ: kvType}
+}
+
+func (l *llamaModel) Info() ModelInfo {
+	c := l.m.Config()
+	return ModelInfo{Vocab: c.Vocab, ContextLen: c.CtxLen}
+}
+
+func (l *llamaModel) KVBytesPerPage(pageSize int) int64 { return l.m.KVBytesPerPage(pageSize, l.typ) }
+
+func (l *llamaModel) NewKV(pages, pageSize int) (KV, error) {
+	return l.m.NewKV(pages, pageSize, l.typ)
+}
+
+func (l *llamaModel) Forward(kv KV, b *Batch, logits []float32) error {
+	lkv, ok := kv.(*llama.KV)
+	if !ok {
+		return fmt.Errorf("engine: KV of type %T is not a llama KV", kv)
+	}
+	l.batch = llama.Batch{Tokens: b.Tokens, Pos: b.Pos, Seq: b.Seq, Seqs: b.Seqs, Logits: b.Logits}
+	return l.m.Forward(lkv, &l.batch, logits)
+}

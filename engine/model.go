@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"log/slog"
+	"unsafe"
+
+	"oengine/kvcache"
+	"oengine/scheduler"
+)
+
+// Batch is one forward step (same layout as llama.Batch): any mix of
+// prefill chunks and decode tokens of many sequences.
+type Batch struct {
+	Tokens []int32   // [T] token ids
+	Pos    []int32   // [T] position of each token in its sequence
+	Seq    []int32   // [T] index into Seqs
+	Seqs   [][]int32 // per sequence: page ids covering positions 0..max pos
+	Logits []int32   // indices into Tokens whose logits are wanted, in order
+}
+
+// ModelInfo are the model's fixed figures.
+type ModelInfo struct {
+	Vocab      int
+	ContextLen int
+}
+
+// Model is the forward pass the engine runs plans on. It is declared here,
+// by its user; FromLlama adapts *llama.Model. Tests use a fake.
+type Model interface {
+	Info() ModelInfo
+	// KVBytesPerPage is the memory one page of pageSize positions takes.
+	KVBytesPerPage(pageSize int) int64
+	// NewKV allocates the paged K/V store.
+	NewKV(pages, pageSize int) (KV, error)
+	// Forward writes each token's K/V at its position in its sequence's
+	// pages, attends causally within the sequence and writes
+	// [len(b.Logits)][Vocab] raw logits.
+	Forward(kv KV, b *Batch, logits []float32) error
+}
+
+// KV is the model's paged K/V store.
+type KV interface {
+	CopyPage(dst, src int32)
+}
+
+// Tokenizer is what the engine needs of a tokenizer; WrapTokenizer adapts
+// *tokenizer.Tokenizer.
+type Tokenizer interface {
+	// Encode tokenizes text; addSpecial applies the BOS/EOS rule,
+	// parseSpecial recognises special token texts.
+	Encode(text string, addSpecial, parseSpecial bool) []int32
+	// IsEOG reports end-of-generation tokens (EOS, EOT, ...).
+	IsEOG(id int32) bool
+	// NewDecoder returns an incremental detokenizer.
+	NewDecoder() Decoder
+}
+
+// Decoder turns tokens into text incrementally, never emitting half a UTF-8
+// character; the concatenation of Push results and Flush is the text.
+type Decoder interface {
+	Push(id int32) string
+	Flush() string
+}
+
+// kvAlloc adapts *kvcache.Cache to scheduler.Allocator.
+type kvAlloc struct {
+	c   *kvcache.Cache
+	log *slog.Logger
+}
+
+// kvTable wraps a kvcache table with a reusable page buffer.
+type kvTable struct {
+	t   *kvcache.Table
+	buf []kvcache.PageID
+}
+
+// Pages returns a view valid until the next call.
+func (t *kvTable) Pages() []int32 {
+	t.buf = t.t.AppendPages(t.buf[:0])
+	if len(t.buf) == 0 {
+		return nil
+	}
+	// kvcache.PageID is an int32.
+	return unsafe.Slice((*int32)(unsafe.Pointer(&t.buf[0])), len(t.buf))
+}
+
+var _ scheduler.Allocator = (*kvAlloc)(nil)
+
+func (a *kvAlloc) PageSize() int   { return a.c.PageSize() }
+func (a *kvAlloc) TotalPages() int { return a.c.NumPages() }
+func (a *kvAlloc) Available() int  { return a.c.Available() }
+
+func (a *kvAlloc) Match(tokens []int32, salt string, maxTokens int) (scheduler.Table, int) {
+	t, n := a.c.Match(tokens, kvcache.Namespace{Salt: salt}, maxTokens)
+	return &kvTable{t: t}, n
+}
+
+func (a *kvAlloc) NewTable(salt string) scheduler.Table {
+	return &kvTable{t: a.c.NewTable(kvcache.Namespace{Salt: salt})}
+}
+
+func (a *kvAlloc) Fork(t scheduler.Table) (scheduler.Table, error) {
+	f, err := a.c.Fork(t.(*kvTable).t)
+	if err != nil {
+		return nil, err
+	}
+	return &kvTable{t: f}, nil
+}
+
+func (a *kvAlloc) Grow(t scheduler.Table, valid, total int) ([]scheduler.Copy, error) {
+	kt := t.(*kvTable).t
+	n := total - kt.Len()
+	if n <= 0 {
+		return nil, nil
+	}
+	cs, err := a.c.PrepareAppend(kt, n)
+	if err != nil {
+		return nil, err
+	}
+	var out []scheduler.Copy
+	for _, c := range cs {
+		out = append(out, scheduler.Copy{Src: int32(c.Src), Dst: int32(c.Dst)})
+	}
+	return out, nil
+}
+
+func (a *kvAlloc) Commit(t scheduler.Table, tokens []int32) {
+	if err := a.c.Commit(t.(*kvTable).t, tokens); err != nil {
+		a.log.Error("engine: prefix commit", "err", err)
+	}
+}
+
+func (a *kvAlloc) Release(t scheduler.Table) { a.c.Release(t.(*kvTable).t) }

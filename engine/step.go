@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"oengine/sampling"
+	"oengine/scheduler"
+)
+
+// runStep turns a plan into one forward pass, then samples and applies stop
+// conditions for every item that ends at its last known token.
+func (e *Engine) runStep(plan *scheduler.Plan) {
+	t0 := time.Now()
+	for _, c := range plan.Copies {
+		e.kv.CopyPage(c.Dst, c.Src)
+	}
+	b := &e.lp.batch
+	b.Tokens, b.Pos, b.Seq, b.Seqs, b.Logits = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Seqs[:0], b.Logits[:0]
+	for i := range plan.Items {
+		it := &plan.Items[i]
+		b.Seqs = append(b.Seqs, it.Pages)
+		toks := it.Seq.Tokens()
+		for p := it.Start; p < it.End; p++ {
+			if p >= it.LogitsStart {
+				b.Logits = append(b.Logits, int32(len(b.Tokens)))
+			}
+			b.Tokens = append(b.Tokens, toks[p])
+			b.Pos = append(b.Pos, int32(p))
+			b.Seq = append(b.Seq, int32(i))
+		}
+	}
+	V := e.info.Vocab
+	if need := len(b.Logits) * V; cap(e.lp.logits) < need {
+		e.lp.logits = make([]float32, need)
+	}
+	logits := e.lp.logits[:len(b.Logits)*V]
+	if err := e.model.Forward(e.kv, b, logits); err != nil {
+		e.log.Error("engine: forward failed", "err", err, "tokens", len(b.Tokens))
+		for i := range plan.Items {
+			e.endRequest(plan.Items[i].Seq.Data.(*output).req, wrapError(CodeInternal, err, "forward pass"))
+		}
+		return
+	}
+	e.sched.Advance(plan)
+
+	st := StepStats{Sequences: len(plan.Items), Preemptions: len(plan.Preempted)}
+	row := 0
+	for i := range plan.Items {
+		it := &plan.Items[i]
+		o := it.Seq.Data.(*output)
+		req := o.req
+		rows := logits[row*V : (row+it.Logits())*V]
+		row += it.Logits()
+		st.PrefillTokens += it.End - it.Start
+		if _, live := e.lp.active[req]; !live || o.finished {
+			continue
+		}
+		if !req.started {
+			req.started, req.cached, req.queued = true, it.Seq.Cached(), t0.Sub(req.arrived)
+		}
+		if o.index == 0 {
+			req.prefilled.Store(int64(min(it.End, len(req.prompt))))
+		}
+		if req.promptLP != nil && o.index == 0 {
+			e.promptLogprobs(req, it, rows)
+		}
+		if it.Sample {
+			st.PrefillTokens--
+			st.DecodeTokens++
+			e.sampleStep(o, rows[(it.Logits()-1)*V:])
+		}
+	}
+	st.Duration = time.Since(t0)
+	e.mu.Lock()
+	e.stats.PromptTokens += uint64(st.PrefillTokens)
+	e.stats.GenerationTokens += uint64(st.DecodeTokens)
+	e.mu.Unlock()
+	if h := e.cfg.Hooks.OnStep; h != nil {
+		h(st)
+	}
+}
+
+// promptLogprobs records the logprob of prompt token p+1 from the logits
+// of position p, for each row of the item that is still missing.
+func (e *Engine) promptLogprobs(req *request, it *scheduler.Item, rows []float32) {
+	V := e.info.Vocab
+	for p := it.LogitsStart; p < it.End; p++ {
+		if p+1 < len(req.prompt) && req.promptLP[p+1].Candidates == nil && req.promptLP[p+1].Chosen.Rank == 0 {
+			r := rows[(p-it.LogitsStart)*V : (p-it.LogitsStart+1)*V]
+			sampling.ComputeLogprobs(r, req.prompt[p+1], *req.r.PromptLogprobs, &req.promptLP[p+1])
+		}
+	}
+	if it.End >= len(req.prompt)-1 {
+		it.Seq.LogitsFrom = scheduler.NoLogits
+	} else {
+		it.Seq.LogitsFrom = it.End
+	}
+}
+
+// sampleStep samples the next token of o (and, at the first token of an
+// n > 1 request, forks the other outputs, which sample from the same row).
+func (e *Engine) sampleStep(o *output, row []float32) {
+	req := o.req
+	now := time.Now()
+	if !req.promptSent {
+		req.promptSent = true
+		e.emit(req, Event{Kind: EventPrompt, Prompt: &PromptInfo{
+			Tokens: slices.Clone(req.prompt), CachedTokens: req.cached, Logprobs: req.promptLP}})
+	}
+	outs := []*output{o}
+	if o.index == 0 && len(req.outputs) < req.n {
+		for k := 1; k < req.n; k++ {
+			c := &output{req: req, index: k}
+			seq, err := e.sched.Fork(o.seq, c)
+			if err != nil {
+				e.endRequest(req, wrapError(CodeInternal, err, "fork output %d", k))
+				return
+			}
+			c.seq = seq
+			e.initOutput(c)
+			req.outputs = append(req.outputs, c)
+			if req.paused {
+				e.sched.SetPaused(seq, true)
+			}
+			outs = append(outs, c)
+		}
+	}
+	for _, x := range outs {
+		if _, live := e.lp.active[req]; !live {
+			return
+		}
+		e.sampleOne(x, row, now)
+	}
+}
+
+// sampleOne draws one token for o from its logits row, then applies the
+// stop conditions and emits its events.
+func (e *Engine) sampleOne(o *output, row []float32, now time.Time) {
+	req := o.req
+	r := &req.r
+	gen := len(o.tokens)
+	dist := row
+	if gen < r.MinTokens && (len(r.Stop.TokenIDs) > 0 || (!r.Stop.IgnoreEOS && len(e.eog) > 0)) {
+		e.lp.masked = append(e.lp.masked[:0], row...)
+		dist = e.lp.masked
+		if !r.Stop.IgnoreEOS {
+			for _, id := range e.eog {
+				dist[id] = float32(math.Inf(-1))
+			}
+		}
+		for _, id := range r.Stop.TokenIDs {
+			dist[id] = float32(math.Inf(-1))
+		}
+	}
+	tok := o.sampler.Sample(dist, sampling.History{Prompt: req.prompt, Output: o.tokens})
+	var lp *sampling.Logprobs
+	if r.Logprobs != nil {
+		lp = &sampling.Logprobs{}
+		sampling.ComputeLogprobs(row, tok, *r.Logprobs, lp)
+	}
+	o.tokens = append(o.tokens, tok)
+	_ = e.sched.Append(o.seq, tok)
+	if req.firstTok.IsZero() {
+		req.firstTok = now
+	}
+	if !o.lastTok.IsZero() {
+		if h := e.cfg.Hooks.OnInterToken; h != nil {
+			h(now.Sub(o.lastTok))
+		}
+	}
+	o.lastTok = now
+	gen++
+
+	text, fin := e.stopCheck(o, tok, gen)
+	e.emit(req, Event{Kind: EventTokens, Output: o.index, Tokens: []Token{{ID: tok, Logprobs: lp}}, Text: text})
+	if fin == nil {
+		return
+	}
+	fin.Tokens = gen
+	o.finished, o.finish = true, *fin
+	e.emit(req, Event{Kind: EventFinished, Output: o.index, Finish: fin})
+	if r.OnRetain != nil && o.index == 0 {
+		if kt, ok := o.seq.Table().(*kvTable); ok {
+			r.OnRetain(Retained{Tokens: slices.Clone(o.seq.Tokens()), Computed: o.seq.Computed(), Table: kt.t})
+		}
+	}
+	e.sched.Finish(o.seq)
+	if len(req.outputs) < req.n {
+		return // siblings not forked yet (cannot happen: forks precede sampling)
+	}
+	for _, x := range req.outputs {
+		if !x.finished {
+			return
+		}
+	}
+	e.endRequest(req, nil)
+}
+
+// stopCheck applies the stop conditions to the token just sampled (the
+// gen-th of o) and returns the text that may be emitted now.
+func (e *Engine) stopCheck(o *output, tok int32, gen int) (string, *Finish) {
+	req := o.req
+	r := &req.r
+	canStop := gen-1 >= r.MinTokens // tokens before this one
+	switch {
+	case canStop && !r.Stop.IgnoreEOS && e.tok.IsEOG(tok):
+		return e.flushText(o), &Finish{Reason: FinishStop, Kind: StopEOS, TokenID: tok}
+	case canStop && slices.Contains(r.Stop.TokenIDs, tok):
+		return e.flushText(o), &Finish{Reason: FinishStop, Kind: StopTokenID, TokenID: tok}
+	}
+	piece := o.dec.Push(tok)
+	var text string
+	if gen >= r.MinTokens {
+		t, matched := o.match.Push(piece)
+		if matched {
+			m, _ := o.match.Match()
+			return t, &Finish{Reason: FinishStop, Kind: StopString, Text: m.Text, Index: m.Index}
+		}
+		text = t
+	} else {
+		text = o.match.PushNoStop(piece)
+	}
+	switch {
+	case gen >= req.maxTokens():
+		return text + e.flushText(o), &Finish{Reason: FinishLength, Kind: StopMaxTokens}
+	case o.seq.Known() >= req.limit:
+		return text + e.flushText(o), &Finish{Reason: FinishLength, Kind: StopContext}
+	}
+	return text, nil
+}
+
+// flushText releases text held by the detokenizer and the stop matcher at
+// the end of an output that did not end on a stop string.
+func (e *Engine) flushText(o *output) string {
+	var text string
+	if rest := o.dec.Flush(); rest != "" {
+		t, matched := o.match.Push(rest)
+		if matched {
+			return t
+		}
+		text = t
+	}
+	return text + o.match.Flush()
+}

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"oengine/sampling"
+	"oengine/scheduler"
+	"oengine/stopstr"
+)
+
+// request is an accepted request. Fields marked (mu) are protected by
+// Engine.mu; the rest belong to the loop goroutine after acceptance.
+type request struct {
+	id     string
+	r      Request
+	prompt []int32 // input tokens (grows with streamed input)
+	params sampling.Params
+	n      int
+	limit  int // most known tokens a sequence may reach (context and pool)
+	stream *Stream
+	stop   func() bool // stops the context.AfterFunc
+
+	cancelErr   *Error // (mu) first cancellation reason
+	ended       bool   // (mu) terminal event pushed
+	inputClosed bool   // (mu) CloseInput was called
+
+	outputs    []*output
+	started    bool // first scheduled
+	promptSent bool
+	cached     int
+	promptLP   []sampling.Logprobs
+	paused     bool
+	pausedAt   time.Time
+	arrived    time.Time
+	queued     time.Duration
+	firstTok   time.Time
+	inputDone  bool // loop view of CloseInput
+	prefilled  atomic.Int64 // input tokens whose K/V is computed (Stream.Prefilled)
+}
+
+// output is one of a request's sequences.
+type output struct {
+	req      *request
+	index    int
+	seq      *scheduler.Seq
+	sampler  *sampling.Sampler
+	dec      Decoder
+	match    *stopstr.Matcher
+	tokens   []int32 // generated
+	finished bool
+	finish   Finish
+	lastTok  time.Time
+}
+
+// Submit validates r and queues it. Errors before acceptance are *Error
+// values (validation, context length, duplicate id, overload, draining);
+// after acceptance every outcome arrives on the stream, which ends with
+// exactly one terminal event. ctx being done cancels the request.
+func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
+	req, err := e.prepare(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, newError(CodeCancelled, "request cancelled before admission: %v", err)
+	}
+	req.stream = newStream(e, req)
+	req.stop = context.AfterFunc(ctx, func() {
+		e.cancel(req, newError(CodeCancelled, "request %s: %v", req.id, context.Cause(ctx)))
+	})
+	e.mu.Lock()
+	e.purgeLocked(time.Now())
+	err = e.admitLocked(req)
+	e.mu.Unlock()
+	if err != nil {
+		req.stop()
+		return nil, err
+	}
+	e.wake()
+	return req.stream, nil
+}
+
+func (e *Engine) admitLocked(req *request) error {
+	switch {
+	case e.closed:
+		return newError(CodeDraining, "engine closed")
+	case e.draining:
+		return newError(CodeDraining, "engine draining, not admitting requests")
+	}
+	if _, dup := e.live[req.id]; dup {
+		return newError(CodeDuplicateRequest, "request id %q is already live", req.id)
+	}
+	if e.load.Waiting+len(e.pending) >= e.cfg.MaxWaiting {
+		return newError(CodeOverloaded, "%d requests waiting", e.load.Waiting+len(e.pending))
+	}
+	e.live[req.id] = req
+	e.pending = append(e.pending, req)
+	e.stats.Requests++
+	return nil
+}
+
+// prepare validates and tokenizes a request (before acceptance).
+func (e *Engine) prepare(r Request) (*request, error) {
+	req := &request{id: r.ID, r: r, n: r.N, arrived: time.Now()}
+	if req.id == "" {
+		req.id = newID()
+	}
+	if req.n == 0 {
+		req.n = 1
+	}
+	invalid := func(format string, args ...any) error {
+		return newError(CodeInvalidArgument, format, args...)
+	}
+	switch {
+	case req.n < 0:
+		return nil, invalid("n must be >= 1, got %d", r.N)
+	case req.n > e.limits.MaxRunning:
+		return nil, invalid("n = %d exceeds the %d sequences the engine runs at once", req.n, e.limits.MaxRunning)
+	case r.MaxTokens < 0:
+		return nil, invalid("max_tokens must be >= 0, got %d", r.MaxTokens)
+	case r.MinTokens < 0:
+		return nil, invalid("min_tokens must be >= 0, got %d", r.MinTokens)
+	case r.MaxTokens > 0 && r.MinTokens > r.MaxTokens:
+		return nil, invalid("min_tokens %d exceeds max_tokens %d", r.MinTokens, r.MaxTokens)
+	case r.OnRetain != nil && req.n != 1:
+		return nil, invalid("retaining a turn needs n = 1")
+	case r.OpenInput && r.PromptLogprobs != nil:
+		return nil, newError(CodeUnsupportedFeature, "prompt logprobs with streamed input are not supported")
+	}
+	params, err := r.Sampling.Resolve(e.cfg.DefaultTemperature)
+	if err != nil {
+		return nil, wrapError(CodeInvalidArgument, err, "sampling")
+	}
+	req.params = params
+	for _, c := range []*sampling.Candidates{r.Logprobs, r.PromptLogprobs} {
+		if c != nil {
+			if err := c.Validate(e.info.Vocab, e.cfg.MaxLogprobs); err != nil {
+				return nil, wrapError(CodeInvalidArgument, err, "logprobs")
+			}
+		}
+	}
+	for _, id := range r.Stop.TokenIDs {
+		if id < 0 || int(id) >= e.info.Vocab {
+			return nil, invalid("stop token id %d outside the vocabulary (%d)", id, e.info.Vocab)
+		}
+	}
+	if _, err := stopstr.New(r.Stop.Strings, r.Stop.IncludeStopInOutput); err != nil {
+		return nil, wrapError(CodeInvalidArgument, err, "stop strings")
+	}
+
+	if r.TokenIDs != nil {
+		req.prompt = slices.Clone(r.TokenIDs)
+	} else if r.Prompt != "" {
+		req.prompt = e.tok.Encode(r.Prompt, true, true)
+	}
+	for _, id := range req.prompt {
+		if id < 0 || int(id) >= e.info.Vocab {
+			return nil, invalid("token id %d outside the vocabulary (%d)", id, e.info.Vocab)
+		}
+	}
+	if len(req.prompt) == 0 && !r.OpenInput {
+		return nil, invalid("empty prompt")
+	}
+	req.limit = e.limits.MaxOutputTokens + 1
+	if err := e.checkLength(req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// checkLength rejects input that, with the requested output, exceeds the
+// context or the pool.
+func (e *Engine) checkLength(req *request) error {
+	want := len(req.prompt) + max(req.r.MaxTokens, 1)
+	if req.r.OpenInput && !req.inputDone {
+		want = len(req.prompt) + req.r.MinTokens
+	}
+	if want > req.limit {
+		return newError(CodeContextLengthExceeded,
+			"%d input tokens + %d output tokens exceed the limit of %d tokens (context %d, KV pool %d tokens)",
+			len(req.prompt), want-len(req.prompt), req.limit, e.info.ContextLen, e.limits.TotalPages*e.limits.PageSize)
+	}
+	return nil
+}
+
+// maxTokens is the effective output cap of one sequence.
+func (req *request) maxTokens() int {
+	if req.r.MaxTokens > 0 {
+		return req.r.MaxTokens
+	}
+	return req.limit - len(req.prompt)
+}

@@ -1,0 +1,230 @@
+package cpu
+
+import (
+	"golang.org/x/sys/cpu"
+
+	"oengine/model/gguf"
+)
+
+// AVX2 kernels (dot_amd64.s, dot_k_amd64.s). nb is the number of blocks;
+// the float kernels take n, a multiple of 8.
+
+//go:noescape
+func dotQ4_0AVX2(row *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ8_0AVX2(row *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ4_1AVX2(row *byte, qs *int8, d, s *float32, nb int) float32
+
+//go:noescape
+func dotQ5_0AVX2(row *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ5_1AVX2(row *byte, qs *int8, d, s *float32, nb int) float32
+
+//go:noescape
+func dotF16AVX2(row *byte, x *float32, n int) float32
+
+//go:noescape
+func dotBF16AVX2(row *byte, x *float32, n int) float32
+
+//go:noescape
+func dotF32AVX2(row *byte, x *float32, n int) float32
+
+//go:noescape
+func dotQ2_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ3_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ4_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ5_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ6_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+// hasAVX2 reports whether the CPU (and OS) support the AVX2 kernels.
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+
+func init() {
+	if !hasAVX2 {
+		return
+	}
+	for t, f := range simdKernels {
+		k := kernels[t]
+		k.dot = f
+		k.dot4 = simdKernels4[t] // nil where there is none
+		kernels[t] = k
+	}
+}
+
+// simdKernels are the AVX2 replacements for the portable dot kernels.
+var simdKernels = map[gguf.Type]func(row []byte, a actView) float32{
+	gguf.TypeQ4_0: func(row []byte, a actView) float32 {
+		_ = row[18*len(a.d)-1]
+		_ = a.qs[32*len(a.d)-1]
+		return dotQ4_0AVX2(&row[0], &a.qs[0], &a.d[0], len(a.d))
+	},
+	gguf.TypeQ8_0: func(row []byte, a actView) float32 {
+		_ = row[34*len(a.d)-1]
+		_ = a.qs[32*len(a.d)-1]
+		return dotQ8_0AVX2(&row[0], &a.qs[0], &a.d[0], len(a.d))
+	},
+	gguf.TypeQ4_1: func(row []byte, a actView) float32 {
+		_ = row[20*len(a.d)-1]
+		_ = a.qs[32*len(a.d)-1]
+		_ = a.s[len(a.d)-1]
+		return dotQ4_1AVX2(&row[0], &a.qs[0], &a.d[0], &a.s[0], len(a.d))
+	},
+	gguf.TypeQ5_0: func(row []byte, a actView) float32 {
+		_ = row[22*len(a.d)-1]
+		_ = a.qs[32*len(a.d)-1]
+		return dotQ5_0AVX2(&row[0], &a.qs[0], &a.d[0], len(a.d))
+	},
+	gguf.TypeQ5_1: func(row []byte, a actView) float32 {
+		_ = row[24*len(a.d)-1]
+		_ = a.qs[32*len(a.d)-1]
+		_ = a.s[len(a.d)-1]
+		return dotQ5_1AVX2(&row[0], &a.qs[0], &a.d[0], &a.s[0], len(a.d))
+	},
+	gguf.TypeQ2_K: func(row []byte, a actView) float32 {
+		_ = row[84*len(a.d)-1]
+		_ = a.qs[256*len(a.d)-1]
+		_ = a.bsums[16*len(a.d)-1]
+		return dotQ2_KAVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], len(a.d))
+	},
+	gguf.TypeQ3_K: func(row []byte, a actView) float32 {
+		_ = row[110*len(a.d)-1]
+		_ = a.qs[256*len(a.d)-1]
+		_ = a.bsums[16*len(a.d)-1]
+		return dotQ3_KAVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], len(a.d))
+	},
+	gguf.TypeQ4_K: func(row []byte, a actView) float32 {
+		_ = row[144*len(a.d)-1]
+		_ = a.qs[256*len(a.d)-1]
+		_ = a.bsums[16*len(a.d)-1]
+		return dotQ4_KAVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], len(a.d))
+	},
+	gguf.TypeQ5_K: func(row []byte, a actView) float32 {
+		_ = row[176*len(a.d)-1]
+		_ = a.qs[256*len(a.d)-1]
+		_ = a.bsums[16*len(a.d)-1]
+		return dotQ5_KAVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], len(a.d))
+	},
+	gguf.TypeQ6_K: func(row []byte, a actView) float32 {
+		_ = row[210*len(a.d)-1]
+		_ = a.qs[256*len(a.d)-1]
+		_ = a.bsums[16*len(a.d)-1]
+		return dotQ6_KAVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], len(a.d))
+	},
+	gguf.TypeF16: func(row []byte, a actView) float32 {
+		x := a.x
+		n8 := len(x) &^ 7
+		_ = row[2*len(x)-1]
+		s := dotF16AVX2(&row[0], &x[0], n8)
+		tab := f16Table()
+		for i := n8; i < len(x); i++ {
+			s += tab[le16(row[2*i:])] * x[i]
+		}
+		return s
+	},
+	gguf.TypeBF16: func(row []byte, a actView) float32 {
+		x := a.x
+		n8 := len(x) &^ 7
+		_ = row[2*len(x)-1]
+		s := dotBF16AVX2(&row[0], &x[0], n8)
+		for i := n8; i < len(x); i++ {
+			s += BF16ToF32(le16(row[2*i:])) * x[i]
+		}
+		return s
+	},
+	gguf.TypeF32: func(row []byte, a actView) float32 {
+		x := a.x
+		n8 := len(x) &^ 7
+		_ = row[4*len(x)-1]
+		s := dotF32AVX2(&row[0], &x[0], n8)
+		for i := n8; i < len(x); i++ {
+			s += f32le(row[4*i:]) * x[i]
+		}
+		return s
+	},
+}
+
+// Four-token kernels (dot_x4_amd64.s); strides are in bytes.
+
+//go:noescape
+func dotQ4_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ8_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotF16x4AVX2(row *byte, x *float32, n, xstride int, out *float32)
+
+//go:noescape
+func dotQ4_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ6_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
+
+// simdKernels4 are the four-token kernels; each must give, per token,
+// bitwise the result of the one-token kernel in simdKernels.
+var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float32{
+	gguf.TypeQ4_0: func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qk
+		_ = row[18*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		dotQ4_0x4AVX2(&row[0], &a.qs[0], &a.d[0], nb, cols, 4*nb, &out[0])
+		return out
+	},
+	gguf.TypeQ8_0: func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qk
+		_ = row[34*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		dotQ8_0x4AVX2(&row[0], &a.qs[0], &a.d[0], nb, cols, 4*nb, &out[0])
+		return out
+	},
+	gguf.TypeQ4_K: func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qkK
+		_ = row[144*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		_ = a.bsums[4*16*nb-1]
+		dotQ4_Kx4AVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
+		return out
+	},
+	gguf.TypeQ6_K: func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qkK
+		_ = row[210*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		_ = a.bsums[4*16*nb-1]
+		dotQ6_Kx4AVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
+		return out
+	},
+	gguf.TypeF16: func(row []byte, a actView, cols int) (out [4]float32) {
+		x := a.x
+		n8 := cols &^ 7
+		_ = row[2*cols-1]
+		_ = x[4*cols-1]
+		dotF16x4AVX2(&row[0], &x[0], n8, 4*cols, &out[0])
+		if n8 < cols {
+			tab := f16Table()
+			for t := range out {
+				s := out[t]
+				for i := n8; i < cols; i++ {
+					s += tab[le16(row[2*i:])] * x[t*cols+i]
+				}
+				out[t] = s
+			}
+		}
+		return out
+	},
+}

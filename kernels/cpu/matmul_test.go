@@ -1,0 +1,133 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"oengine/model/gguf"
+)
+
+// TestMatMulVsRef: MatMul on random quantized weights against MatMulRef
+// (within the documented activation-quantization bound) and against the
+// float64 dot with the quantized activations (2e-5 relative), for every type
+// and shapes whose rows do not divide evenly over the threads.
+func TestMatMulVsRef(t *testing.T) {
+	shapes := []struct{ rows, cols, n int }{
+		{1, 256, 1}, {37, 512, 3}, {19, 256, 17}, {5, 768, 9},
+		{130, 512, 5}, // above smallMatMul: split over the workers
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, threads := range []int{1, 3} {
+		pool := NewPool(threads)
+		for _, typ := range allTypes {
+			for _, sh := range shapes {
+				name := fmt.Sprintf("%s/%dx%d/n%d/t%d", typ, sh.rows, sh.cols, sh.n, threads)
+				t.Run(name, func(t *testing.T) {
+					w := randMatrix(t, rng, typ, sh.rows, sh.cols)
+					x := randNormal(rng, sh.n*sh.cols, 1)
+					got := make([]float32, sh.n*sh.rows)
+					ref := make([]float32, sh.n*sh.rows)
+					pool.MatMul(got, w, x, sh.n)
+					MatMulRef(ref, w, x, sh.n)
+					for i := 0; i < sh.n; i++ {
+						xi := x[i*sh.cols : (i+1)*sh.cols]
+						xq, sCorr := quantActRef(kernels[typ].act, xi)
+						for r := 0; r < sh.rows; r++ {
+							g := float64(got[i*sh.rows+r])
+							if b := actErrBound(t, typ, w.Row(r), xi); math.Abs(g-float64(ref[i*sh.rows+r])) > b {
+								t.Fatalf("token %d row %d: %g vs ref %g (bound %g)", i, r, g, ref[i*sh.rows+r], b)
+							}
+							exp, mag := quantDotRef(t, typ, w.Row(r), xq, sCorr)
+							if math.Abs(g-exp) > 2e-5*mag+1e-6 {
+								t.Fatalf("token %d row %d: %g vs quantized-activation dot %g", i, r, g, exp)
+							}
+						}
+					}
+				})
+			}
+		}
+		pool.Close()
+	}
+}
+
+// TestMatMulBatchInvariance: the output of a token is bitwise the same
+// whether it runs alone or inside a batch with other tokens, at any
+// position, with any thread count.
+func TestMatMulBatchInvariance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const rows, cols, n = 45, 256, 19
+	p1, p3 := NewPool(1), NewPool(3)
+	defer p1.Close()
+	defer p3.Close()
+	for _, typ := range allTypes {
+		t.Run(typ.String(), func(t *testing.T) {
+			w := randMatrix(t, rng, typ, rows, cols)
+			x := randNormal(rng, n*cols, 1)
+			batch := make([]float32, n*rows)
+			p3.MatMul(batch, w, x, n)
+			seven := make([]float32, 7*rows)
+			p1.MatMul(seven, w, x[5*cols:12*cols], 7)
+			one := make([]float32, rows)
+			for i := 0; i < n; i++ {
+				p1.MatMul(one, w, x[i*cols:(i+1)*cols], 1)
+				for r := range one {
+					if math.Float32bits(one[r]) != math.Float32bits(batch[i*rows+r]) {
+						t.Fatalf("token %d row %d: alone %g, in batch of %d %g", i, r, one[r], n, batch[i*rows+r])
+					}
+					if i >= 5 && i < 12 && math.Float32bits(one[r]) != math.Float32bits(seven[(i-5)*rows+r]) {
+						t.Fatalf("token %d row %d: alone %g, in batch of 7 %g", i, r, one[r], seven[(i-5)*rows+r])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMatMulAllocs: no allocation per call once the scratch has grown.
+func TestMatMulAllocs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	pool := NewPool(2)
+	defer pool.Close()
+	for _, typ := range allTypes {
+		for _, n := range []int{1, 12} {
+			w := randMatrix(t, rng, typ, 16, 256)
+			x := randNormal(rng, n*256, 1)
+			dst := make([]float32, n*16)
+			pool.MatMul(dst, w, x, n)
+			if a := testing.AllocsPerRun(5, func() { pool.MatMul(dst, w, x, n) }); a != 0 {
+				t.Errorf("%s n=%d: %v allocations per MatMul", typ, n, a)
+			}
+		}
+	}
+}
+
+func TestNewMatrix(t *testing.T) {
+	cases := []struct {
+		name       string
+		typ        gguf.Type
+		rows, cols int
+		bytes      int
+		ok         bool
+	}{
+		{"q4_0 ok", gguf.TypeQ4_0, 2, 64, 2 * 36, true},
+		{"q4_k ok", gguf.TypeQ4_K, 3, 256, 3 * 144, true},
+		{"f16 ok", gguf.TypeF16, 2, 3, 12, true},
+		{"short data", gguf.TypeQ4_0, 2, 64, 71, false},
+		{"long data", gguf.TypeQ4_0, 2, 64, 73, false},
+		{"partial block", gguf.TypeQ4_K, 1, 128, 72, false},
+		{"zero rows", gguf.TypeF32, 0, 4, 0, false},
+		{"negative cols", gguf.TypeF32, 1, -4, 0, false},
+		{"unsupported type", gguf.TypeIQ2_XXS, 1, 256, 66, false},
+		{"q8_k is not a weight type", gguf.TypeQ8_K, 1, 256, 292, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewMatrix(c.typ, c.rows, c.cols, make([]byte, c.bytes))
+			if (err == nil) != c.ok {
+				t.Fatalf("err = %v, want ok=%v", err, c.ok)
+			}
+		})
+	}
+}

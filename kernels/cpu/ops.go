@@ -1,0 +1,104 @@
+package cpu
+
+import "math"
+
+// Element-wise kernels of the transformer block: RMSNorm, residual add and the
+// SiLU-gated linear unit. Each has a plain float64 reference twin in
+// ops_ref.go; ops_test.go compares them.
+//
+// The arithmetic follows ggml's CPU backend where it affects the numbers:
+// RMSNorm sums squares in float64 and scales in float32, SiLU is
+// x/(1+exp(-x)) in float32.
+
+// RMSNorm writes dst[i] = x[i] * 1/sqrt(mean(x²) + eps) * w[i].
+// x, dst: [n] (dst may alias x); w: [n] or nil for no weight.
+func RMSNorm(dst, x, w []float32, eps float32) {
+	n := len(x)
+	if n == 0 {
+		return
+	}
+	dst = dst[:n]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		a, b, c, d := x[i], x[i+1], x[i+2], x[i+3]
+		s0 += float64(a * a)
+		s1 += float64(b * b)
+		s2 += float64(c * c)
+		s3 += float64(d * d)
+	}
+	for ; i < n; i++ {
+		s0 += float64(x[i] * x[i])
+	}
+	mean := float32((s0 + s1 + s2 + s3) / float64(n))
+	scale := float32(1 / math.Sqrt(float64(mean+eps)))
+	if w == nil {
+		for i := range dst {
+			dst[i] = x[i] * scale
+		}
+		return
+	}
+	w = w[:n]
+	for i := range dst {
+		dst[i] = float32(x[i]*scale) * w[i]
+	}
+}
+
+// Add writes dst[i] = a[i] + b[i] (dst may alias a or b).
+func Add(dst, a, b []float32) {
+	n := len(dst)
+	a, b = a[:n], b[:n]
+	for i := range dst {
+		dst[i] = a[i] + b[i]
+	}
+}
+
+// AddBias adds bias (length m) to each of the len(x)/m rows of x: x [rows][m].
+func AddBias(x, bias []float32) {
+	m := len(bias)
+	if m == 0 {
+		return
+	}
+	for r := 0; r+m <= len(x); r += m {
+		row := x[r : r+m]
+		for i := range row {
+			row[i] += bias[i]
+		}
+	}
+}
+
+// SwiGLU writes dst[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x).
+// dst may alias gate or up.
+func SwiGLU(dst, gate, up []float32) {
+	n := len(dst)
+	gate, up = gate[:n], up[:n]
+	for i := range dst {
+		g := gate[i]
+		s := g / float32(1+float32(math.Exp(float64(-g))))
+		dst[i] = s * up[i]
+	}
+}
+
+// Softmax replaces x by softmax(x) in place, computed in float32 with a
+// float64 sum (the max is subtracted first). An empty x is left alone.
+func Softmax(x []float32) {
+	if len(x) == 0 {
+		return
+	}
+	m := x[0]
+	for _, v := range x[1:] {
+		if v > m {
+			m = v
+		}
+	}
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - m)))
+		x[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}

@@ -1,0 +1,254 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randVec(r *rand.Rand, n int, scale float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64()) * scale
+	}
+	return v
+}
+
+// maxRelErr returns max |a-b| / (|b| + floor).
+func maxRelErr(a, b []float32, floor float64) float64 {
+	var m float64
+	for i := range a {
+		e := math.Abs(float64(a[i])-float64(b[i])) / (math.Abs(float64(b[i])) + floor)
+		if e > m || math.IsNaN(e) {
+			m = math.Max(m, e)
+			if math.IsNaN(e) {
+				return math.Inf(1)
+			}
+		}
+	}
+	return m
+}
+
+func TestRMSNormMatchesRef(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	cases := []struct {
+		name  string
+		n     int
+		scale float32
+		noW   bool
+	}{
+		{"dim256", 256, 1, false},
+		{"odd7", 7, 3, false},
+		{"one", 1, 0.5, false},
+		{"large_values", 2048, 100, false},
+		{"tiny_values", 64, 1e-4, false},
+		{"no_weight", 96, 2, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := randVec(r, c.n, c.scale)
+			var w []float32
+			if !c.noW {
+				w = randVec(r, c.n, 1)
+			}
+			got := make([]float32, c.n)
+			want := make([]float32, c.n)
+			RMSNorm(got, x, w, 1e-5)
+			RMSNormRef(want, x, w, 1e-5)
+			if e := maxRelErr(got, want, 1e-6); e > 1e-5 {
+				t.Fatalf("max rel err %g", e)
+			}
+			// In place gives the same result.
+			RMSNorm(x, x, w, 1e-5)
+			for i := range x {
+				if x[i] != got[i] {
+					t.Fatalf("in-place differs at %d", i)
+				}
+			}
+		})
+	}
+}
+
+func TestRMSNormUnitRMS(t *testing.T) {
+	x := []float32{3, -4, 0, 0}
+	got := make([]float32, 4)
+	RMSNorm(got, x, nil, 0)
+	// rms = sqrt(25/4) = 2.5
+	want := []float32{1.2, -1.6, 0, 0}
+	for i := range want {
+		if math.Abs(float64(got[i]-want[i])) > 1e-6 {
+			t.Fatalf("got %v want %v", got, want)
+		}
+	}
+}
+
+func TestSwiGLUMatchesRef(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, scale := range []float32{0.1, 1, 10, 60} {
+		g, u := randVec(r, 513, scale), randVec(r, 513, 1)
+		got, want := make([]float32, 513), make([]float32, 513)
+		SwiGLU(got, g, u)
+		SwiGLURef(want, g, u)
+		if e := maxRelErr(got, want, 1e-6); e > 1e-5 {
+			t.Fatalf("scale %g: max rel err %g", scale, e)
+		}
+	}
+	// Known values: silu(0)=0, silu(large)≈x, silu(-large)≈0.
+	d := make([]float32, 3)
+	SwiGLU(d, []float32{0, 50, -50}, []float32{1, 2, 3})
+	if d[0] != 0 || math.Abs(float64(d[1]-100)) > 1e-4 || math.Abs(float64(d[2])) > 1e-15 {
+		t.Fatalf("known values: %v", d)
+	}
+}
+
+func TestSoftmaxMatchesRef(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	cases := []struct {
+		name  string
+		n     int
+		scale float32
+	}{{"small", 5, 1}, {"vocab", 32000, 5}, {"peaked", 100, 80}, {"one", 1, 1}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := randVec(r, c.n, c.scale)
+			y := append([]float32(nil), x...)
+			Softmax(x)
+			SoftmaxRef(y)
+			var sum float64
+			for i := range x {
+				if math.Abs(float64(x[i]-y[i])) > 1e-6*math.Max(1, float64(y[i])*10) {
+					t.Fatalf("at %d: %g vs %g", i, x[i], y[i])
+				}
+				sum += float64(x[i])
+			}
+			if math.Abs(sum-1) > 1e-5 {
+				t.Fatalf("sum %g", sum)
+			}
+		})
+	}
+}
+
+func TestAddAndBias(t *testing.T) {
+	a := []float32{1, 2, 3, 4}
+	b := []float32{10, 20, 30, 40}
+	Add(a, a, b)
+	want := []float32{11, 22, 33, 44}
+	for i := range a {
+		if a[i] != want[i] {
+			t.Fatalf("Add: %v", a)
+		}
+	}
+	x := []float32{1, 1, 2, 2, 3, 3}
+	AddBias(x, []float32{0.5, -1})
+	wantB := []float32{1.5, 0, 2.5, 1, 3.5, 2}
+	for i := range x {
+		if x[i] != wantB[i] {
+			t.Fatalf("AddBias: %v", x)
+		}
+	}
+}
+
+func TestRopeMatchesRef(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	factors := make([]float32, 32)
+	for i := range factors {
+		factors[i] = 1 + float32(i)/4
+	}
+	cases := []struct {
+		name      string
+		heads, hd int
+		nRot      int
+		base      float32
+		freqScale float32
+		factors   []float32
+		neox      bool
+	}{
+		{"llama_adjacent", 4, 64, 64, 10000, 1, nil, false},
+		{"qwen_neox", 4, 64, 64, 1e6, 1, nil, true},
+		{"partial_rot", 2, 64, 32, 10000, 1, nil, false},
+		{"partial_rot_neox", 2, 64, 32, 10000, 1, nil, true},
+		{"linear_scaling", 2, 64, 64, 10000, 0.25, nil, false},
+		{"freq_factors", 2, 64, 64, 500000, 1, factors, true},
+		{"head128", 2, 128, 128, 10000, 1, nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, pos := range []int32{0, 1, 17, 300, 1500} {
+				x := randVec(r, c.heads*c.hd, 1)
+				want := append([]float32(nil), x...)
+				cs := make([]float32, c.nRot)
+				RopeCache(cs, pos, c.nRot, c.base, c.freqScale, c.factors)
+				Rope(x, c.heads, c.hd, c.nRot, cs, c.neox)
+				RopeRef(want, c.heads, c.hd, c.nRot, pos, c.base, c.freqScale, c.factors, c.neox)
+				// ggml's float32 angle recurrence drifts by ~1e-7 relative per
+				// step, so the angle error grows with the position.
+				tol := 1e-5 + 4e-6*float64(pos)
+				for i := range x {
+					if e := math.Abs(float64(x[i] - want[i])); e > tol {
+						t.Fatalf("pos %d idx %d: %g vs %g (tol %g)", pos, i, x[i], want[i], tol)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestRopeLayouts(t *testing.T) {
+	// One head of 4 values at pos 1 with base 1: every pair turns by 1 radian
+	// (theta_j = 1 * 1^(...)). Adjacent layout pairs (0,1),(2,3); NeoX (0,2),(1,3).
+	c, s := float32(math.Cos(1)), float32(math.Sin(1))
+	cs := make([]float32, 4)
+	RopeCache(cs, 1, 4, 1, 1, nil)
+	x := []float32{1, 0, 0, 1}
+	Rope(x, 1, 4, 4, cs, false)
+	want := []float32{c, s, -s, c}
+	for i := range x {
+		if math.Abs(float64(x[i]-want[i])) > 1e-6 {
+			t.Fatalf("adjacent: got %v want %v", x, want)
+		}
+	}
+	x = []float32{1, 0, 0, 1}
+	Rope(x, 1, 4, 4, cs, true)
+	want = []float32{c, -s, s, c}
+	for i := range x {
+		if math.Abs(float64(x[i]-want[i])) > 1e-6 {
+			t.Fatalf("neox: got %v want %v", x, want)
+		}
+	}
+}
+
+func TestRopePassThrough(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	x := randVec(r, 64, 1)
+	orig := append([]float32(nil), x...)
+	cs := make([]float32, 32)
+	RopeCache(cs, 42, 32, 10000, 1, nil)
+	Rope(x, 1, 64, 32, cs, false)
+	for i := 32; i < 64; i++ {
+		if x[i] != orig[i] {
+			t.Fatalf("value %d past nRot changed", i)
+		}
+	}
+	for j := 0; j < 16; j++ {
+		n0 := orig[2*j]*orig[2*j] + orig[2*j+1]*orig[2*j+1]
+		n1 := x[2*j]*x[2*j] + x[2*j+1]*x[2*j+1]
+		if math.Abs(float64(n0-n1)) > 1e-5*float64(n0+1) {
+			t.Fatalf("pair %d norm changed: %g -> %g", j, n0, n1)
+		}
+	}
+}
+
+// TestRopeCacheMatchesGGMLRecurrence pins the float32 recurrence: the angle
+// of pair j is pos * s^j with s rounded to float32 and each product rounded.
+func TestRopeCacheMatchesGGMLRecurrence(t *testing.T) {
+	cs := make([]float32, 64)
+	RopeCache(cs, 1000, 64, 10000, 1, nil)
+	s := float32(math.Pow(10000, -2.0/64))
+	theta := float32(1000)
+	for j := 0; j < 32; j++ {
+		if cs[2*j] != float32(math.Cos(float64(theta))) {
+			t.Fatalf("pair %d: cos %g, want cos(%g)", j, cs[2*j], theta)
+		}
+		theta *= s
+	}
+}

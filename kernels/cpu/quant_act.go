@@ -1,0 +1,142 @@
+package cpu
+
+import "math"
+
+// Activation quantization for MatMul, as ggml's CPU backend does it: the
+// float32 activations of each token are quantized once per call to the
+// weight type's "vec_dot" partner, then every row uses integer dot products.
+//
+//	Q4_0, Q5_0, Q8_0 weights: Q8_0 activations (per 32: F16 scale d, int8 q = round(x/d), d = amax/127)
+//	Q4_1, Q5_1 weights:       Q8_1 activations (Q8_0 plus s = F16(d*sum(q)))
+//	K-quant weights:          Q8_K activations (per 256: f32 d = max/-127, int8 q, int16 sums of 16)
+//
+// Each token is quantized independently of the others, so results do not
+// depend on the batch (batch invariance).
+
+type actKind uint8
+
+const (
+	actF32 actKind = iota // activations used as float32
+	actQ8_0
+	actQ8_1
+	actQ8K
+)
+
+// actBuf holds the quantized activations of n tokens of cols elements. The
+// slices grow on demand and are reused between calls.
+type actBuf struct {
+	qs    []int8    // [n][cols]
+	d     []float32 // [n][cols/32] (Q8_0/Q8_1) or [n][cols/256] (Q8_K)
+	s     []float32 // [n][cols/32] Q8_1 only: F16-rounded d*sum(q)
+	bsums []int16   // [n][cols/16] Q8_K only
+}
+
+// actView is the quantized activation of one token.
+type actView struct {
+	x     []float32 // [cols] (actF32)
+	qs    []int8    // [cols]
+	d     []float32 // [cols/32] or [cols/256]
+	s     []float32 // [cols/32]
+	bsums []int16   // [cols/16]
+}
+
+func growF32(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+// prepare sizes the buffers for n tokens of cols elements of kind k.
+func (a *actBuf) prepare(k actKind, n, cols int) {
+	switch k {
+	case actQ8_0, actQ8_1:
+		a.qs = growI8(a.qs, n*cols)
+		a.d = growF32(a.d, n*cols/qk)
+		if k == actQ8_1 {
+			a.s = growF32(a.s, n*cols/qk)
+		}
+	case actQ8K:
+		a.qs = growI8(a.qs, n*cols)
+		a.d = growF32(a.d, n*cols/qkK)
+		if cap(a.bsums) < n*cols/16 {
+			a.bsums = make([]int16, n*cols/16)
+		}
+		a.bsums = a.bsums[:n*cols/16]
+	}
+}
+
+func growI8(s []int8, n int) []int8 {
+	if cap(s) < n {
+		return make([]int8, n)
+	}
+	return s[:n]
+}
+
+// quantizeToken quantizes token i's activations x ([cols]) into a.
+func (a *actBuf) quantizeToken(k actKind, i, cols int, x []float32) {
+	switch k {
+	case actQ8_0, actQ8_1:
+		nb := cols / qk
+		qs, d := a.qs[i*cols:(i+1)*cols], a.d[i*nb:(i+1)*nb]
+		var s []float32
+		if k == actQ8_1 {
+			s = a.s[i*nb : (i+1)*nb]
+		}
+		for b := 0; b < nb; b++ {
+			sum := q8Block(x[b*qk:(b+1)*qk], qs[b*qk:(b+1)*qk], &d[b])
+			if s != nil {
+				s[b] = fp16Round(d[b] * float32(sum))
+			}
+		}
+	case actQ8K:
+		nb := cols / qkK
+		for b := 0; b < nb; b++ {
+			o := i*cols + b*qkK
+			a.d[i*nb+b] = q8KBlock(x[b*qkK:(b+1)*qkK], a.qs[o:o+qkK], a.bsums[o/16:o/16+16])
+		}
+	}
+}
+
+// q8Block quantizes 32 values as ggml's quantize_row_q8_0_ref (round half
+// away from zero with the unrounded 1/d, then d stored as F16). It writes the
+// F16-rounded scale to *d and returns the sum of the quantized values.
+func q8Block(x []float32, qs []int8, d *float32) int {
+	var amax float32
+	for _, v := range x[:qk] {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	dd := amax / 127
+	id := inv(dd)
+	sum := 0
+	for j, v := range x[:qk] {
+		q := int8(math.Round(float64(v * id)))
+		qs[j] = q
+		sum += int(q)
+	}
+	*d = fp16Round(dd)
+	return sum
+}
+
+// view returns token i's activations.
+func (a *actBuf) view(k actKind, i, cols int, x []float32, v *actView) {
+	a.viewN(k, i, 1, cols, x, v)
+}
+
+// viewN returns the activations of tokens i..i+n-1 (contiguous per field).
+func (a *actBuf) viewN(k actKind, i, n, cols int, x []float32, v *actView) {
+	j := i + n
+	switch k {
+	case actF32:
+		v.x = x[i*cols : j*cols]
+	case actQ8_0, actQ8_1:
+		nb := cols / qk
+		v.qs, v.d = a.qs[i*cols:j*cols], a.d[i*nb:j*nb]
+		if k == actQ8_1 {
+			v.s = a.s[i*nb : j*nb]
+		}
+	case actQ8K:
+		nb := cols / qkK
+		v.qs, v.d, v.bsums = a.qs[i*cols:j*cols], a.d[i*nb:j*nb], a.bsums[i*cols/16:j*cols/16]
+	}
+}

@@ -1,0 +1,198 @@
+// Package llama holds the weights and the forward pass of the llama family of
+// decoder-only transformers as GGUF files describe them: architectures
+// "llama" (Llama 2/3, TinyLlama, Mistral, SmolLM), "qwen2" (biases on Q, K
+// and V) and "qwen3" (RMSNorm on each Q and K head).
+//
+// One forward pass serves prefill and decode: a Batch is a set of tokens,
+// each with its sequence and position, and attention reads keys and values
+// from a paged store (KV) through each sequence's page table. The arithmetic
+// follows llama.cpp's CPU backend closely enough to match its logits within
+// the tolerances of the reference data.
+package llama
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"oengine/model/gguf"
+)
+
+// ErrUnsupported is wrapped by errors about models this package cannot run
+// (architecture, rope scaling type, tensor type).
+var ErrUnsupported = errors.New("llama: unsupported model")
+
+// Config is the shape of a model, read from GGUF metadata.
+type Config struct {
+	Arch    string // "llama", "qwen2", "qwen3"
+	Dim     int    // embedding width
+	Layers  int    // transformer blocks
+	Heads   int    // query heads
+	KVHeads int    // key/value heads (GQA: Heads is a multiple of KVHeads)
+	HeadDim int    // values per head (key_length, or Dim/Heads)
+	FFN     int    // feed-forward hidden width
+	Vocab   int    // logits per token
+	CtxLen  int    // training context length (informational)
+
+	RopeBase      float32 // rope.freq_base
+	RopeDims      int     // rotated values per head (rope.dimension_count, else HeadDim)
+	RopeFreqScale float32 // 1/factor for linear rope scaling, else 1
+	RopeNeoX      bool    // half-split pairs (qwen2, qwen3) instead of adjacent pairs (llama)
+	RopeFreqs     bool    // a rope_freqs tensor divides each pair's frequency (Llama-3 scaling)
+
+	NormEps float32 // RMSNorm epsilon
+	QKVBias bool    // attn_q/k/v carry a .bias (qwen2)
+	QKNorm  bool    // attn_q_norm / attn_k_norm per head (qwen3)
+	TiedOut bool    // no output.weight: the output projection is token_embd
+}
+
+// QDim is Heads*HeadDim, the width of the query projection.
+func (c Config) QDim() int { return c.Heads * c.HeadDim }
+
+// KVDim is KVHeads*HeadDim, the width of one token's K (or V) row.
+func (c Config) KVDim() int { return c.KVHeads * c.HeadDim }
+
+// archTraits are the per-architecture differences.
+type archTraits struct {
+	neox, qkvBias, qkNorm bool
+}
+
+var archs = map[string]archTraits{
+	"llama": {},
+	"qwen2": {neox: true, qkvBias: true},
+	"qwen3": {neox: true, qkNorm: true},
+}
+
+// maxDim bounds every metadata size so that products of them cannot
+// overflow an int and hostile files fail cleanly.
+const maxDim = 1 << 24
+
+// ConfigFromGGUF reads the model shape from f's metadata. Tensor shapes are
+// checked later, by Load.
+func ConfigFromGGUF(f *gguf.File) (Config, error) {
+	arch, ok := f.String("general.architecture")
+	if !ok {
+		return Config{}, errors.New("llama: missing general.architecture")
+	}
+	tr, ok := archs[arch]
+	if !ok {
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2 or qwen3)", ErrUnsupported, arch)
+	}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm}
+	get := func(key string, dst *int, required bool) error {
+		v, ok := f.Uint(arch + "." + key)
+		if !ok {
+			if required {
+				return fmt.Errorf("llama: missing metadata %s.%s", arch, key)
+			}
+			return nil
+		}
+		if v == 0 || v > maxDim {
+			return fmt.Errorf("llama: metadata %s.%s = %d out of range", arch, key, v)
+		}
+		*dst = int(v)
+		return nil
+	}
+	for _, k := range []struct {
+		key      string
+		dst      *int
+		required bool
+	}{
+		{"embedding_length", &c.Dim, true},
+		{"block_count", &c.Layers, true},
+		{"attention.head_count", &c.Heads, true},
+		{"attention.head_count_kv", &c.KVHeads, false},
+		{"attention.key_length", &c.HeadDim, false},
+		{"feed_forward_length", &c.FFN, true},
+		{"context_length", &c.CtxLen, false},
+		{"rope.dimension_count", &c.RopeDims, false},
+		{"vocab_size", &c.Vocab, false},
+	} {
+		if err := get(k.key, k.dst, k.required); err != nil {
+			return Config{}, err
+		}
+	}
+	if c.KVHeads == 0 {
+		c.KVHeads = c.Heads
+	}
+	if c.HeadDim == 0 {
+		if c.Dim%c.Heads != 0 {
+			return Config{}, fmt.Errorf("llama: embedding_length %d not divisible by head_count %d", c.Dim, c.Heads)
+		}
+		c.HeadDim = c.Dim / c.Heads
+	}
+	if vl, ok := f.Uint(arch + ".attention.value_length"); ok && int(vl) != c.HeadDim {
+		return Config{}, fmt.Errorf("%w: value_length %d != key_length %d", ErrUnsupported, vl, c.HeadDim)
+	}
+	if c.Heads%c.KVHeads != 0 {
+		return Config{}, fmt.Errorf("llama: head_count %d not a multiple of head_count_kv %d", c.Heads, c.KVHeads)
+	}
+	if c.RopeDims == 0 {
+		c.RopeDims = c.HeadDim
+	}
+	if c.RopeDims > c.HeadDim || c.RopeDims%2 != 0 {
+		return Config{}, fmt.Errorf("llama: rope.dimension_count %d invalid for head dim %d", c.RopeDims, c.HeadDim)
+	}
+	if c.Vocab == 0 {
+		if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok && len(toks) > 0 {
+			c.Vocab = len(toks)
+		} else if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 && t.Dims[1] <= maxDim {
+			c.Vocab = int(t.Dims[1])
+		} else {
+			return Config{}, errors.New("llama: cannot determine vocabulary size")
+		}
+	}
+	if c.CtxLen == 0 {
+		c.CtxLen = 2048
+	}
+
+	c.RopeBase = 10000
+	if v, ok := f.Float(arch + ".rope.freq_base"); ok {
+		c.RopeBase = float32(v)
+	}
+	eps, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon")
+	if !ok {
+		return Config{}, fmt.Errorf("llama: missing metadata %s.attention.layer_norm_rms_epsilon", arch)
+	}
+	c.NormEps = float32(eps)
+	if !(c.RopeBase > 0) || math.IsInf(float64(c.RopeBase), 0) || !(c.NormEps >= 0) || c.NormEps > 1 {
+		return Config{}, fmt.Errorf("llama: rope.freq_base %g or rms epsilon %g out of range", c.RopeBase, c.NormEps)
+	}
+	if err := c.readRopeScaling(f); err != nil {
+		return Config{}, err
+	}
+	_, c.RopeFreqs = f.Tensor("rope_freqs.weight")
+	_, hasOut := f.Tensor("output.weight")
+	c.TiedOut = !hasOut
+	return c, nil
+}
+
+// readRopeScaling handles rope.scaling.type / rope.scaling.factor (and the
+// older rope.scale_linear). Linear scaling divides every angle by the factor;
+// Llama-3 scaling comes as a rope_freqs tensor and needs nothing here.
+func (c *Config) readRopeScaling(f *gguf.File) error {
+	c.RopeFreqScale = 1
+	typ, _ := f.String(c.Arch + ".rope.scaling.type")
+	factor, hasFactor := f.Float(c.Arch + ".rope.scaling.factor")
+	if !hasFactor {
+		factor, hasFactor = f.Float(c.Arch + ".rope.scale_linear")
+		if hasFactor && typ == "" {
+			typ = "linear"
+		}
+	}
+	switch typ {
+	case "", "none", "llama3":
+		return nil
+	case "linear":
+		if !hasFactor || factor == 0 || factor == 1 {
+			return nil
+		}
+		if !(factor > 0) || math.IsInf(factor, 0) {
+			return fmt.Errorf("llama: rope scaling factor %g out of range", factor)
+		}
+		c.RopeFreqScale = float32(1 / factor)
+		return nil
+	default:
+		return fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, typ)
+	}
+}

@@ -1,0 +1,212 @@
+package llama
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"oengine/kernels/cpu"
+)
+
+// ErrBadBatch is wrapped by Forward's errors about an invalid Batch or
+// logits buffer.
+var ErrBadBatch = errors.New("llama: bad batch")
+
+// Batch is one forward step: any mix of prefill chunks and decode tokens of
+// many sequences.
+type Batch struct {
+	Tokens []int32   // [T] token ids
+	Pos    []int32   // [T] position of each token in its sequence (0-based)
+	Seq    []int32   // [T] index into Seqs
+	Seqs   [][]int32 // per sequence: its page table (page ids covering positions 0..max pos in this batch)
+	Logits []int32   // indices into Tokens whose logits are wanted, in output order
+}
+
+// Forward runs the batch through the model. Token i's K/V are written at
+// row Pos[i]%pageSize of page Seqs[Seq[i]][Pos[i]/pageSize]; it attends
+// causally to positions 0..Pos[i] of its own sequence, whether they were
+// written in this batch or before. logits receives [len(Logits)][Vocab] raw
+// logits.
+//
+// A token's results do not depend on the rest of the batch: the arithmetic
+// is the same whatever else runs with it (batch-invariant), provided every
+// position it attends to holds the same K/V.
+func (m *Model) Forward(kv *KV, b *Batch, logits []float32) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := &m.fw
+	maxN, err := m.checkBatch(kv, b, logits)
+	if err != nil {
+		return err
+	}
+	T := len(b.Tokens)
+	if T == 0 {
+		return nil
+	}
+	c := &m.cfg
+	f.ensure(m, T, len(b.Logits), maxN)
+	f.kv, f.b, f.t = kv, b, T
+
+	D, R := c.Dim, c.RopeDims
+	for i, tok := range b.Tokens {
+		m.tokEmb.RowF32(int(tok), f.x[i*D:(i+1)*D])
+	}
+	for i, pos := range b.Pos {
+		cpu.RopeCache(f.cs[i*R:(i+1)*R], pos, R, c.RopeBase, c.RopeFreqScale, m.ropeFreqs)
+	}
+	for l := range m.layers {
+		m.layerForward(l)
+	}
+	nOut := len(b.Logits)
+	if nOut > 0 {
+		for j, idx := range b.Logits {
+			cpu.RMSNorm(f.xo[j*D:(j+1)*D], f.x[int(idx)*D:(int(idx)+1)*D], m.outNorm, c.NormEps)
+		}
+		m.pool.MatMul(logits[:nOut*c.Vocab], m.out, f.xo[:nOut*D], nOut)
+	}
+	f.kv, f.b = nil, nil
+	return nil
+}
+
+// layerForward runs block l on the T token states in f.x.
+func (m *Model) layerForward(l int) {
+	c, f, w := &m.cfg, &m.fw, &m.layers[l]
+	T, D, QD, KD, HD := f.t, c.Dim, c.QDim(), c.KVDim(), c.HeadDim
+	b, kv := f.b, f.kv
+	pool := m.pool
+
+	// Attention block: xb = norm(x); q, k, v = xb·Wᵀ (+bias); per-head norm;
+	// RoPE; K/V into the pages; att = attention; x += att·Woᵀ.
+	for i := 0; i < T; i++ {
+		cpu.RMSNorm(f.xb[i*D:(i+1)*D], f.x[i*D:(i+1)*D], w.attnNorm, c.NormEps)
+	}
+	q, k, v := f.q[:T*QD], f.k[:T*KD], f.v[:T*KD]
+	pool.MatMul(q, w.wq, f.xb[:T*D], T)
+	pool.MatMul(k, w.wk, f.xb[:T*D], T)
+	pool.MatMul(v, w.wv, f.xb[:T*D], T)
+	if w.bq != nil {
+		cpu.AddBias(q, w.bq)
+		cpu.AddBias(k, w.bk)
+		cpu.AddBias(v, w.bv)
+	}
+	if w.qNorm != nil {
+		for h := 0; h < T*c.Heads; h++ {
+			cpu.RMSNorm(q[h*HD:(h+1)*HD], q[h*HD:(h+1)*HD], w.qNorm, c.NormEps)
+		}
+		for h := 0; h < T*c.KVHeads; h++ {
+			cpu.RMSNorm(k[h*HD:(h+1)*HD], k[h*HD:(h+1)*HD], w.kNorm, c.NormEps)
+		}
+	}
+	R := c.RopeDims
+	for i := 0; i < T; i++ {
+		cs := f.cs[i*R : (i+1)*R]
+		cpu.Rope(q[i*QD:(i+1)*QD], c.Heads, HD, R, cs, c.RopeNeoX)
+		cpu.Rope(k[i*KD:(i+1)*KD], c.KVHeads, HD, R, cs, c.RopeNeoX)
+		pos := int(b.Pos[i])
+		page := b.Seqs[b.Seq[i]][pos/kv.pageSize]
+		kv.store(l, page, pos%kv.pageSize, k[i*KD:(i+1)*KD], v[i*KD:(i+1)*KD])
+	}
+	f.layer = l
+	pool.For(f.slots, f.attnFn)
+	pool.MatMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
+	cpu.Add(f.x[:T*D], f.x[:T*D], f.xb[:T*D])
+
+	// Feed-forward block: x += (silu(xb·Wgᵀ) * xb·Wuᵀ)·Wdᵀ with xb = norm(x).
+	F := c.FFN
+	for i := 0; i < T; i++ {
+		cpu.RMSNorm(f.xb[i*D:(i+1)*D], f.x[i*D:(i+1)*D], w.ffnNorm, c.NormEps)
+	}
+	pool.MatMul(f.hb[:T*F], w.wGate, f.xb[:T*D], T)
+	pool.MatMul(f.hb2[:T*F], w.wUp, f.xb[:T*D], T)
+	cpu.SwiGLU(f.hb[:T*F], f.hb[:T*F], f.hb2[:T*F])
+	pool.MatMul(f.xb[:T*D], w.wDown, f.hb[:T*F], T)
+	cpu.Add(f.x[:T*D], f.x[:T*D], f.xb[:T*D])
+}
+
+// f16AttnPositions selects the attention arithmetic by query position, to
+// follow llama.cpp as closely as a batch-invariant engine can. llama.cpp's
+// CPU flash attention takes its one-row path (query and V accumulator in
+// F16, cpu.AttendF16) for batches of fewer than 64 query rows, which covers
+// decoding and short prompts, and a tiled float32 path (cpu.Attend) for
+// longer prompt chunks. Which path a token takes there depends on the batch;
+// here it depends only on the token's position: the first 64 positions of a
+// sequence (where short prompts live) use AttendF16, later ones Attend. An
+// F32 store always uses Attend.
+const f16AttnPositions = 64
+
+// attnSlots runs the attention work items (token i, KV head h), numbered
+// i*KVHeads+h, of slots [lo, hi): slot s takes items s, s+slots, s+2*slots,
+// ... (interleaved, because causal attention costs grow with position) and
+// uses its own scratch.
+func (f *forward) attnSlots(lo, hi int) {
+	m, b, kv, l := f.m, f.b, f.kv, f.layer
+	c := &m.cfg
+	HD, QD := c.HeadDim, c.QDim()
+	g := c.Heads / c.KVHeads
+	items := f.t * c.KVHeads
+	for s := lo; s < hi; s++ {
+		scratch := f.attnScratch[s]
+		for it := s; it < items; it += f.slots {
+			i, h := it/c.KVHeads, it%c.KVHeads
+			off := i*QD + h*g*HD
+			table := b.Seqs[b.Seq[i]]
+			attend := cpu.Attend
+			if b.Pos[i] < f16AttnPositions {
+				attend = cpu.AttendF16
+			}
+			attend(f.att[off:off+g*HD], f.q[off:off+g*HD], g, kv.k[l], kv.v[l],
+				table, int(b.Pos[i])+1, h*HD, f.scale, scratch)
+		}
+	}
+}
+
+// checkBatch validates b against the model, kv and logits and returns the
+// largest attention length (max Pos + 1).
+func (m *Model) checkBatch(kv *KV, b *Batch, logits []float32) (int, error) {
+	c := &m.cfg
+	if kv == nil || b == nil {
+		return 0, fmt.Errorf("%w: nil KV or batch", ErrBadBatch)
+	}
+	if kv.owner != m {
+		return 0, fmt.Errorf("%w: KV store was made by another model", ErrBadBatch)
+	}
+	T := len(b.Tokens)
+	if len(b.Pos) != T || len(b.Seq) != T {
+		return 0, fmt.Errorf("%w: %d tokens, %d positions, %d sequence indices", ErrBadBatch, T, len(b.Pos), len(b.Seq))
+	}
+	if len(logits) < len(b.Logits)*c.Vocab {
+		return 0, fmt.Errorf("%w: logits buffer holds %d values, need %d", ErrBadBatch, len(logits), len(b.Logits)*c.Vocab)
+	}
+	for _, idx := range b.Logits {
+		if idx < 0 || int(idx) >= T {
+			return 0, fmt.Errorf("%w: logits index %d outside %d tokens", ErrBadBatch, idx, T)
+		}
+	}
+	maxN := 0
+	for i := 0; i < T; i++ {
+		tok, pos, s := b.Tokens[i], b.Pos[i], b.Seq[i]
+		if tok < 0 || int(tok) >= c.Vocab {
+			return 0, fmt.Errorf("%w: token %d outside vocabulary of %d", ErrBadBatch, tok, c.Vocab)
+		}
+		if s < 0 || int(s) >= len(b.Seqs) {
+			return 0, fmt.Errorf("%w: token %d names sequence %d of %d", ErrBadBatch, i, s, len(b.Seqs))
+		}
+		if pos < 0 || pos == math.MaxInt32 {
+			return 0, fmt.Errorf("%w: token %d has position %d", ErrBadBatch, i, pos)
+		}
+		table := b.Seqs[s]
+		need := int(pos)/kv.pageSize + 1
+		if need > len(table) {
+			return 0, fmt.Errorf("%w: sequence %d position %d needs %d pages, table has %d", ErrBadBatch, s, pos, need, len(table))
+		}
+		maxN = max(maxN, int(pos)+1)
+	}
+	for s, table := range b.Seqs {
+		for _, p := range table {
+			if p < 0 || int(p) >= kv.pages {
+				return 0, fmt.Errorf("%w: sequence %d uses page %d outside %d pages", ErrBadBatch, s, p, kv.pages)
+			}
+		}
+	}
+	return maxN, nil
+}

@@ -1,0 +1,146 @@
+package llama
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"oengine/model/gguf"
+	"oengine/model/synth"
+)
+
+// sharedModels returns shared/testdata/models (next to the repository root),
+// skipping the test when it is absent.
+func sharedModels(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("repository root not found")
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, "..", "shared", "testdata", "models")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no shared test models: %v", err)
+	}
+	return p
+}
+
+// openShared loads one of the shared reference models.
+func openShared(t testing.TB, name string) (*gguf.File, *Model) {
+	t.Helper()
+	f, err := gguf.Open(filepath.Join(sharedModels(t), name+".gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(f, Options{Threads: 2})
+	if err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(); f.Close() })
+	return f, m
+}
+
+// synthFile builds a small synthetic model in memory.
+func synthFile(t testing.TB, arch string, typ gguf.Type, seed uint64) *gguf.File {
+	t.Helper()
+	b, err := synth.Build(synth.Options{Arch: arch, Preset: "tiny", Type: typ, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// synthModel loads a small synthetic model.
+func synthModel(t testing.TB, arch string, typ gguf.Type) *Model {
+	t.Helper()
+	m, err := Load(synthFile(t, arch, typ, 7), Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// rewrite copies f into a new GGUF buffer, letting edit change metadata and
+// drop or replace tensors (return nil data to drop one).
+func rewrite(t testing.TB, f *gguf.File, meta map[string]gguf.Value, edit func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte)) *gguf.File {
+	t.Helper()
+	w := gguf.NewWriter()
+	for _, k := range f.Keys() {
+		v, _ := f.Value(k)
+		if nv, ok := meta[k]; ok {
+			v = nv
+		}
+		if err := w.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range meta {
+		if _, ok := f.Value(k); !ok {
+			if err := w.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, ti := range f.Tensors {
+		typ, dims, data := ti.Type, ti.Dims, ti.Data
+		if edit != nil {
+			typ, dims, data = edit(ti)
+		}
+		if data == nil {
+			continue
+		}
+		if err := w.AddTensor(ti.Name, typ, dims, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := w.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf, err := gguf.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nf
+}
+
+// seqBatch builds a batch of tokens at positions start.. of one sequence
+// with page table table, asking for every token's logits.
+func seqBatch(tokens []int32, start int, table []int32) *Batch {
+	b := &Batch{Seqs: [][]int32{table}}
+	for i, tok := range tokens {
+		b.Tokens = append(b.Tokens, tok)
+		b.Pos = append(b.Pos, int32(start+i))
+		b.Seq = append(b.Seq, 0)
+		b.Logits = append(b.Logits, int32(i))
+	}
+	return b
+}
+
+// testTokens returns n deterministic token ids below vocab.
+func testTokens(n, vocab int, seed uint32) []int32 {
+	t := make([]int32, n)
+	x := seed*2654435761 + 1
+	for i := range t {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		t[i] = int32(x % uint32(vocab))
+	}
+	return t
+}

@@ -1,0 +1,128 @@
+package llama
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"oengine/model/gguf"
+)
+
+func TestConfigOfReferenceModels(t *testing.T) {
+	cases := []struct {
+		name string
+		want Config
+	}{
+		{"tiny-llama-f16", Config{Arch: "llama", Dim: 256, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 768, Vocab: 32000,
+			CtxLen: 2048, RopeBase: 10000, RopeDims: 64, RopeFreqScale: 1, NormEps: 1e-5, TiedOut: true}},
+		{"tiny-llama-q4_k_m", Config{Arch: "llama", Dim: 256, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 768, Vocab: 32000,
+			CtxLen: 2048, RopeBase: 10000, RopeDims: 64, RopeFreqScale: 1, NormEps: 1e-5}},
+		{"tiny-qwen2-q8_0", Config{Arch: "qwen2", Dim: 256, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 768, Vocab: 50257,
+			CtxLen: 2048, RopeBase: 1e6, RopeDims: 64, RopeFreqScale: 1, RopeNeoX: true, NormEps: 1e-5, QKVBias: true, TiedOut: true}},
+		{"tiny-qwen3-q4_k_m", Config{Arch: "qwen3", Dim: 256, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 768, Vocab: 50257,
+			CtxLen: 2048, RopeBase: 1e6, RopeDims: 64, RopeFreqScale: 1, RopeNeoX: true, NormEps: 1e-5, QKNorm: true, TiedOut: true}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, m := openShared(t, c.name)
+			if got := m.Config(); got != c.want {
+				t.Fatalf("config\n got %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	base := synthFile(t, "qwen2", gguf.TypeQ8_0, 3)
+	drop := func(name string) func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte) {
+		return func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte) {
+			if ti.Name == name {
+				return 0, nil, nil
+			}
+			return ti.Type, ti.Dims, ti.Data
+		}
+	}
+	cases := []struct {
+		name     string
+		meta     map[string]gguf.Value
+		edit     func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte)
+		wantErr  string
+		sentinel error
+	}{
+		{name: "unknown_arch", meta: map[string]gguf.Value{"general.architecture": gguf.StringValue("mamba")},
+			wantErr: `architecture "mamba"`, sentinel: ErrUnsupported},
+		{name: "missing_tensor", edit: drop("blk.1.ffn_up.weight"), wantErr: "missing tensor blk.1.ffn_up.weight"},
+		{name: "missing_bias", edit: drop("blk.0.attn_k.bias"), wantErr: "missing tensor blk.0.attn_k.bias"},
+		{name: "missing_metadata", meta: map[string]gguf.Value{"qwen2.embedding_length": gguf.StringValue("x")},
+			wantErr: "missing metadata qwen2.embedding_length"},
+		{name: "zero_heads", meta: map[string]gguf.Value{"qwen2.attention.head_count": gguf.Uint32Value(0)},
+			wantErr: "head_count = 0 out of range"},
+		{name: "gqa_mismatch", meta: map[string]gguf.Value{"qwen2.attention.head_count_kv": gguf.Uint32Value(3)},
+			wantErr: "not a multiple"},
+		{name: "yarn_scaling", meta: map[string]gguf.Value{"qwen2.rope.scaling.type": gguf.StringValue("yarn")},
+			wantErr: `rope scaling type "yarn"`, sentinel: ErrUnsupported},
+		{name: "wrong_shape", edit: func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte) {
+			if ti.Name == "blk.0.ffn_gate.weight" { // half the rows
+				return ti.Type, []uint64{ti.Dims[0], ti.Dims[1] / 2}, ti.Data[:len(ti.Data)/2]
+			}
+			return ti.Type, ti.Dims, ti.Data
+		}, wantErr: "tensor blk.0.ffn_gate.weight has dims"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := rewrite(t, base, c.meta, c.edit)
+			m, err := Load(f, Options{Threads: 1})
+			if err == nil {
+				m.Close()
+				t.Fatalf("Load succeeded, want error containing %q", c.wantErr)
+			}
+			if !strings.Contains(err.Error(), c.wantErr) || !strings.HasPrefix(err.Error(), "llama: ") {
+				t.Fatalf("error %q, want it to contain %q", err, c.wantErr)
+			}
+			if c.sentinel != nil && !errors.Is(err, c.sentinel) {
+				t.Fatalf("error %q does not wrap %v", err, c.sentinel)
+			}
+		})
+	}
+	// The unedited copy loads.
+	m, err := Load(rewrite(t, base, nil, nil), Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+}
+
+func TestRopeScalingConfig(t *testing.T) {
+	base := synthFile(t, "llama", gguf.TypeF32, 5)
+	f := rewrite(t, base, map[string]gguf.Value{
+		"llama.rope.scaling.type":   gguf.StringValue("linear"),
+		"llama.rope.scaling.factor": gguf.Float32Value(4),
+	}, nil)
+	c, err := ConfigFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RopeFreqScale != 0.25 {
+		t.Fatalf("RopeFreqScale = %g, want 0.25", c.RopeFreqScale)
+	}
+}
+
+func TestKVBytesPerPage(t *testing.T) {
+	_, m := openShared(t, "tiny-llama-q8_0")
+	// 16 tokens x 128 values x 4 layers x (K+V) x 2 bytes.
+	if got := m.KVBytesPerPage(16, KVF16); got != 16*128*4*2*2 {
+		t.Fatalf("F16: %d", got)
+	}
+	if got := m.KVBytesPerPage(16, KVF32); got != 16*128*4*2*4 {
+		t.Fatalf("F32: %d", got)
+	}
+	if _, err := m.NewKV(0, 16, KVF16); err == nil {
+		t.Fatal("NewKV with 0 pages succeeded")
+	}
+	if _, err := m.NewKV(1<<40, 1<<20, KVF16); err == nil {
+		t.Fatal("NewKV of an absurd size succeeded")
+	}
+	if _, err := m.NewKV(4, 16, KVType(9)); err == nil {
+		t.Fatal("NewKV with an unknown type succeeded")
+	}
+}

@@ -1,0 +1,181 @@
+package llama
+
+import (
+	"fmt"
+	"sync"
+
+	"oengine/kernels/cpu"
+	"oengine/model/gguf"
+)
+
+// Options tune Load.
+type Options struct {
+	Threads int       // worker threads when Pool is nil (<= 0: all cores)
+	Pool    *cpu.Pool // optional shared pool; Close leaves a shared pool open
+}
+
+// layer holds one transformer block's weights. Matrices are [rows][cols]
+// row-major with rows the output features:
+//
+//	wq [Heads*HeadDim][Dim], wk, wv [KVHeads*HeadDim][Dim], wo [Dim][Heads*HeadDim]
+//	wGate, wUp [FFN][Dim], wDown [Dim][FFN]
+type layer struct {
+	attnNorm, ffnNorm []float32 // [Dim]
+	wq, wk, wv, wo    cpu.Matrix
+	bq, bk, bv        []float32 // [Heads*HeadDim], [KVHeads*HeadDim] x2 (qwen2), else nil
+	qNorm, kNorm      []float32 // [HeadDim] (qwen3), else nil
+	wGate, wUp, wDown cpu.Matrix
+}
+
+// Model is a loaded model. Its weights are views into the GGUF file's
+// mapping: keep the file open while the model is in use.
+//
+// Forward may be called from several goroutines; calls are serialized (one
+// scratch arena per model).
+type Model struct {
+	cfg       Config
+	tokEmb    cpu.Matrix // [Vocab][Dim]
+	outNorm   []float32  // [Dim]
+	out       cpu.Matrix // [Vocab][Dim] (token_embd when tied)
+	ropeFreqs []float32  // [RopeDims/2] or nil
+	layers    []layer
+
+	pool    *cpu.Pool
+	ownPool bool
+
+	mu sync.Mutex // protects fwd and serializes Forward
+	fw forward
+}
+
+// Load builds a model from an open GGUF file, checking every tensor's shape
+// and type. Unknown or unsupported tensor types are an error naming the
+// tensor and its type.
+func Load(f *gguf.File, opts Options) (*Model, error) {
+	cfg, err := ConfigFromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: cfg}
+	ld := loader{f: f}
+	c := cfg
+	m.tokEmb = ld.matrix("token_embd.weight", c.Vocab, c.Dim)
+	m.outNorm = ld.vector("output_norm.weight", c.Dim)
+	if c.TiedOut {
+		m.out = m.tokEmb
+	} else {
+		m.out = ld.matrix("output.weight", c.Vocab, c.Dim)
+	}
+	if c.RopeFreqs {
+		m.ropeFreqs = ld.vector("rope_freqs.weight", c.RopeDims/2)
+	}
+	m.layers = make([]layer, c.Layers)
+	for i := range m.layers {
+		l := &m.layers[i]
+		p := fmt.Sprintf("blk.%d.", i)
+		l.attnNorm = ld.vector(p+"attn_norm.weight", c.Dim)
+		l.wq = ld.matrix(p+"attn_q.weight", c.QDim(), c.Dim)
+		l.wk = ld.matrix(p+"attn_k.weight", c.KVDim(), c.Dim)
+		l.wv = ld.matrix(p+"attn_v.weight", c.KVDim(), c.Dim)
+		l.wo = ld.matrix(p+"attn_output.weight", c.Dim, c.QDim())
+		if c.QKVBias {
+			l.bq = ld.vector(p+"attn_q.bias", c.QDim())
+			l.bk = ld.vector(p+"attn_k.bias", c.KVDim())
+			l.bv = ld.vector(p+"attn_v.bias", c.KVDim())
+		}
+		if c.QKNorm {
+			l.qNorm = ld.vector(p+"attn_q_norm.weight", c.HeadDim)
+			l.kNorm = ld.vector(p+"attn_k_norm.weight", c.HeadDim)
+		}
+		l.ffnNorm = ld.vector(p+"ffn_norm.weight", c.Dim)
+		l.wGate = ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim)
+		l.wUp = ld.matrix(p+"ffn_up.weight", c.FFN, c.Dim)
+		l.wDown = ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN)
+		if ld.err != nil {
+			break
+		}
+	}
+	if ld.err != nil {
+		return nil, ld.err
+	}
+	if opts.Pool != nil {
+		m.pool = opts.Pool
+	} else {
+		m.pool = cpu.NewPool(opts.Threads)
+		m.ownPool = true
+	}
+	return m, nil
+}
+
+// Config returns the model's shape.
+func (m *Model) Config() Config { return m.cfg }
+
+// Pool returns the worker pool the model computes on.
+func (m *Model) Pool() *cpu.Pool { return m.pool }
+
+// Close stops the model's own worker pool (a shared one stays open). The
+// GGUF file is the caller's to close. Safe to call twice.
+func (m *Model) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ownPool && m.pool != nil {
+		m.pool.Close()
+	}
+}
+
+// loader reads tensors and keeps the first error.
+type loader struct {
+	f   *gguf.File
+	err error
+}
+
+func (ld *loader) tensor(name string, dims ...int) *gguf.TensorInfo {
+	if ld.err != nil {
+		return nil
+	}
+	t, ok := ld.f.Tensor(name)
+	if !ok {
+		ld.err = fmt.Errorf("llama: missing tensor %s", name)
+		return nil
+	}
+	if !t.Type.Supported() {
+		ld.err = fmt.Errorf("%w: tensor %s has type %s (id %d)", ErrUnsupported, name, t.Type, uint32(t.Type))
+		return nil
+	}
+	// GGUF dims are innermost first; callers pass them that way (cols, rows).
+	match := len(t.Dims) == len(dims)
+	for i := 0; match && i < len(dims); i++ {
+		match = t.Dims[i] == uint64(dims[i])
+	}
+	if !match {
+		ld.err = fmt.Errorf("llama: tensor %s has dims %v, want %v", name, t.Dims, dims)
+		return nil
+	}
+	return t
+}
+
+// matrix returns tensor name as a [rows][cols] matrix (GGUF dims [cols, rows]).
+func (ld *loader) matrix(name string, rows, cols int) cpu.Matrix {
+	t := ld.tensor(name, cols, rows)
+	if t == nil {
+		return cpu.Matrix{}
+	}
+	mat, err := cpu.NewMatrix(t.Type, rows, cols, t.Data)
+	if err != nil {
+		ld.err = fmt.Errorf("llama: tensor %s: %w", name, err)
+	}
+	return mat
+}
+
+// vector returns tensor name ([n], any supported type) as float32.
+func (ld *loader) vector(name string, n int) []float32 {
+	t := ld.tensor(name, n)
+	if t == nil {
+		return nil
+	}
+	v := make([]float32, n)
+	if err := cpu.Dequantize(t.Type, t.Data, v); err != nil {
+		ld.err = fmt.Errorf("llama: tensor %s: %w", name, err)
+		return nil
+	}
+	return v
+}

@@ -1,0 +1,69 @@
+package llama
+
+import (
+	"math"
+
+	"oengine/kernels/cpu"
+)
+
+// forward is the scratch arena of Forward, reused across calls and grown
+// (never shrunk) to the largest batch seen. All activations are row-major
+// with one row per batch token:
+//
+//	x, xb   [T][Dim]            residual stream / normed input or block output
+//	q, att  [T][Heads*HeadDim]  queries / attention output (head-major)
+//	k, v    [T][KVHeads*HeadDim]
+//	hb, hb2 [T][FFN]            gate / up projections
+//	cs      [T][RopeDims]       (cos, sin) pairs of each token's position
+//	xo      [nOut][Dim]         normed states of the tokens whose logits are wanted
+type forward struct {
+	m                   *Model
+	x, xb, q, k, v, att []float32
+	hb, hb2, cs, xo     []float32
+	attnScratch         [][]float32 // [slots][AttnScratch(g, maxN, HeadDim)]
+	slots               int
+	scale               float32 // 1/sqrt(HeadDim)
+	attnFn              func(lo, hi int)
+
+	// the call in progress (set by Forward, read by the parallel loop bodies)
+	kv    *KV
+	b     *Batch
+	t     int
+	layer int
+}
+
+// grow returns s with length n, reallocating only when its capacity is short.
+func grow(s []float32, n int) []float32 {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]float32, n, n+n/4)
+}
+
+// ensure sizes the arena for T tokens, nOut logits rows and attention over
+// up to maxN positions.
+func (f *forward) ensure(m *Model, T, nOut, maxN int) {
+	c := &m.cfg
+	if f.m == nil {
+		f.m = m
+		f.attnFn = f.attnSlots
+		f.scale = float32(1 / math.Sqrt(float64(c.HeadDim)))
+		f.slots = 4 * m.pool.Threads()
+		f.attnScratch = make([][]float32, f.slots)
+	}
+	f.x = grow(f.x, T*c.Dim)
+	f.xb = grow(f.xb, T*c.Dim)
+	f.q = grow(f.q, T*c.QDim())
+	f.att = grow(f.att, T*c.QDim())
+	f.k = grow(f.k, T*c.KVDim())
+	f.v = grow(f.v, T*c.KVDim())
+	f.hb = grow(f.hb, T*c.FFN)
+	f.hb2 = grow(f.hb2, T*c.FFN)
+	f.cs = grow(f.cs, T*c.RopeDims)
+	f.xo = grow(f.xo, max(nOut, 1)*c.Dim)
+	g := c.Heads / c.KVHeads
+	need := cpu.AttnScratch(g, maxN, c.HeadDim)
+	for s := range f.attnScratch {
+		f.attnScratch[s] = grow(f.attnScratch[s], need)
+	}
+}

@@ -1,0 +1,497 @@
+// Package tokenizer turns text into token ids and back the way llama.cpp
+// does for GGUF vocabularies: SentencePiece BPE ("llama" models) and
+// byte-level BPE ("gpt2" models) with the pre-tokenizer that
+// tokenizer.ggml.pre selects.
+package tokenizer
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// attr is llama.cpp's per-token attribute set.
+type attr uint16
+
+const (
+	attrUnknown attr = 1 << iota
+	attrUnused
+	attrNormal
+	attrControl
+	attrUserDefined
+	attrByte
+	attrNormalized
+	attrLStrip
+	attrRStrip
+)
+
+// EncodeOptions controls Encode.
+type EncodeOptions struct {
+	// AddSpecial adds BOS / EOS as the vocabulary asks (add_bos_token,
+	// add_eos_token).
+	AddSpecial bool
+	// ParseSpecial recognises the texts of control tokens in the input.
+	// User-defined tokens are always recognised, as in llama.cpp.
+	ParseSpecial bool
+	// Continuation marks text that continues earlier text: SentencePiece
+	// vocabularies then add no leading space to its first fragment.
+	Continuation bool
+}
+
+// Tokenizer encodes and decodes with one vocabulary. It is safe for
+// concurrent use.
+type Tokenizer struct {
+	v     *Vocab
+	isBPE bool
+
+	ids    map[string]int32 // token text -> id
+	attrs  []attr
+	scores []float32 // SPM, by id
+
+	// pieces[pieceOff[id]:pieceOff[id+1]] is the token's bytes with special
+	// tokens rendered as their text (llama.cpp's token-to-piece cache).
+	pieces   []byte
+	pieceOff []int32
+
+	specials []int32 // control / user-defined / unknown, longest text first
+	// specialsByByte[b] lists indices into specials whose text starts with b.
+	specialsByByte [256][]int32
+	maxSpecial     int // longest special text in bytes
+	eog            map[int32]bool
+	eot, eom       int32
+
+	// SPM
+	addSpacePrefix bool
+	byteTok        [256]int32
+
+	// BPE
+	bpe          *bpeModel
+	stages       []stage
+	ignoreMerges bool
+	noWordCache  bool // tests: encode every word afresh (the reference path)
+
+	// spmSplit is set when no SPM token holds a ▁ that follows a non-▁
+	// byte: text can then be merged piecewise, cut before each word's ▁.
+	spmSplit   bool
+	noSPMSplit bool // tests: merge the whole fragment at once (the reference path)
+
+	scratch sync.Pool // *encodeScratch
+
+	specialPrefixSet // built on first StablePrefix call
+}
+
+type encodeScratch struct {
+	bpe     bpeScratch
+	spm     spmScratch
+	frags   []fragment
+	tmp     []fragment
+	present []int32
+	seen    []bool
+}
+
+// New builds a tokenizer. It fails on unsupported models or pre-tokenizers,
+// duplicate token texts, and BOS/EOS requested but absent.
+func New(v *Vocab) (*Tokenizer, error) {
+	n := len(v.Tokens)
+	if n == 0 {
+		return nil, fmt.Errorf("%w: no tokens", ErrInvalid)
+	}
+	if v.Scores != nil && len(v.Scores) < n || v.Types != nil && len(v.Types) < n {
+		return nil, fmt.Errorf("%w: scores or types shorter than the token list", ErrInvalid)
+	}
+	t := &Tokenizer{v: v, ids: make(map[string]int32, n), attrs: make([]attr, n), eot: v.EOT, eom: v.EOM}
+	t.scratch.New = func() any { return new(encodeScratch) }
+	for i, s := range v.Tokens {
+		if s == "" {
+			s = fmt.Sprintf("[EMPTY_%d]", i) // as llama.cpp renames empty tokens
+		}
+		if j, dup := t.ids[s]; dup {
+			return nil, fmt.Errorf("%w: duplicate token %q has ids %d and %d", ErrInvalid, s, j, i)
+		}
+		t.ids[s] = int32(i)
+		t.attrs[i] = attrNormal
+		if v.Types != nil {
+			t.attrs[i] = attrFromType(v.Types[i])
+		}
+	}
+	switch v.Model {
+	case ModelSPM:
+		t.addSpacePrefix = v.AddSpacePrefix
+		t.scores = v.Scores
+		if t.scores == nil {
+			t.scores = make([]float32, n)
+		}
+		t.spmSplit = spmWordsSeparable(v.Tokens)
+		for b := 0; b < 256; b++ {
+			t.byteTok[b] = -1
+			if id, ok := t.ids[fmt.Sprintf("<0x%02X>", b)]; ok {
+				t.byteTok[b] = id
+			} else if id, ok := t.ids[string([]byte{byte(b)})]; ok {
+				t.byteTok[b] = id
+			}
+		}
+	case ModelBPE:
+		pc, err := lookupPre(v.Pre)
+		if err != nil {
+			return nil, err
+		}
+		t.isBPE = true
+		t.stages = pc.family.stages()
+		t.ignoreMerges = pc.ignoreMerges
+		t.bpe = buildBPE(t.ids, n, v.Merges)
+	default:
+		return nil, fmt.Errorf("%w: tokenizer model %q", ErrUnsupported, v.Model)
+	}
+	for _, sp := range []struct {
+		name string
+		id   int32
+		on   bool
+	}{{"BOS", v.BOS, v.AddBOS}, {"EOS", v.EOS, v.AddEOS}} {
+		if sp.id >= int32(n) {
+			return nil, fmt.Errorf("%w: %s id %d outside the vocabulary", ErrInvalid, sp.name, sp.id)
+		}
+		if sp.on && sp.id < 0 {
+			return nil, fmt.Errorf("%w: add %s is set but there is no %s token", ErrInvalid, sp.name, sp.name)
+		}
+	}
+	t.deriveSpecials()
+	t.buildPieces()
+	return t, nil
+}
+
+func attrFromType(ty int32) attr {
+	switch ty {
+	case TypeUnknown:
+		return attrUnknown
+	case TypeUnused:
+		return attrUnused
+	case TypeNormal:
+		return attrNormal
+	case TypeControl:
+		return attrControl
+	case TypeUserDefined:
+		return attrUserDefined
+	case TypeByte:
+		return attrByte
+	}
+	return 0
+}
+
+// Texts llama.cpp recognises as end-of-turn / end-of-generation tokens.
+var (
+	eotTexts = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+		"<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>"}
+	eogTexts = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
+		"<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]",
+		"[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+		"<｜end▁of▁sentence｜>", "[e~["}
+	fimTexts = [][]string{
+		{"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"},
+		{"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"},
+		{"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"},
+		{"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},
+		{"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},
+		{"<|file_sep|>"},
+	}
+)
+
+// deriveSpecials reproduces llama.cpp's text-based fix-ups: EOT / EOM / FIM
+// detection (forcing such tokens to control), "unused" control tokens, the
+// end-of-generation set, gpt-oss's always-rendered tokens, the special
+// token list used to split input, and Phi-3's whitespace stripping.
+// Where llama.cpp picks among several candidates in hash-map order, the
+// first text in its list wins here.
+func (t *Tokenizer) deriveSpecials() {
+	v := t.v
+	find := func(texts []string) int32 {
+		for _, s := range texts {
+			if id, ok := t.ids[s]; ok {
+				return id
+			}
+		}
+		return -1
+	}
+	forceControl := func(id int32) {
+		if id >= 0 && t.attrs[id]&attrControl == 0 {
+			slog.Debug("tokenizer: control-looking token was not control-type", "id", id, "text", v.Tokens[id])
+			t.attrs[id] |= attrControl
+		}
+	}
+	if t.eot < 0 {
+		t.eot = find(eotTexts)
+		forceControl(t.eot)
+	}
+	if t.eom < 0 {
+		t.eom = find([]string{"<|eom_id|>"})
+		forceControl(t.eom)
+	}
+	fim := []int32{-1, -1, -1, v.FIMPad, v.FIMRep, v.FIMSep}
+	for i, texts := range fimTexts {
+		if fim[i] < 0 {
+			fim[i] = find(texts)
+			forceControl(fim[i])
+		}
+	}
+	for id, s := range v.Tokens {
+		if t.attrs[id]&attrControl != 0 && strings.Contains(s, "unused") {
+			t.attrs[id] |= attrUnused
+		}
+	}
+	t.eog = make(map[int32]bool)
+	for _, id := range fim[3:] {
+		if id >= 0 {
+			t.eog[id] = true
+		}
+	}
+	for _, s := range eogTexts {
+		if id, ok := t.ids[s]; ok {
+			t.eog[id] = true
+			forceControl(id)
+		}
+	}
+	for _, s := range []string{"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"} {
+		if id, ok := t.ids[s]; ok {
+			t.attrs[id] = attrUserDefined
+		}
+	}
+	for _, id := range []int32{v.EOS, t.eot, t.eom} {
+		if id >= 0 {
+			t.eog[id] = true
+		}
+	}
+	// o200k_harmony / solar-open: <|end|> is not EOG when <|return|> and
+	// <|call|> (or <|calls|> and <|flush|>) are.
+	has := func(s string) bool { id, ok := t.ids[s]; return ok && t.eog[id] }
+	if endID, ok := t.ids["<|end|>"]; ok && t.eog[endID] {
+		call := has("<|call|>") || has("<|calls|>")
+		if (has("<|return|>") && call) || (call && has("<|flush|>")) {
+			delete(t.eog, endID)
+			t.attrs[endID] = attrUserDefined
+		}
+	}
+	// Gemma 4 / PaddleOCR: </s> is not EOG when <|tool_response> is.
+	if sID, ok := t.ids["</s>"]; ok && t.eog[sID] && has("<|tool_response>") {
+		delete(t.eog, sID)
+		t.attrs[sID] = attrNormal
+	}
+
+	for id, a := range t.attrs {
+		if a&(attrControl|attrUserDefined|attrUnknown) != 0 {
+			t.specials = append(t.specials, int32(id))
+			t.maxSpecial = max(t.maxSpecial, len(v.Tokens[id]))
+		}
+	}
+	sort.SliceStable(t.specials, func(i, j int) bool {
+		return len(v.Tokens[t.specials[i]]) > len(v.Tokens[t.specials[j]])
+	})
+	for k, id := range t.specials {
+		if s := v.Tokens[id]; s != "" {
+			t.specialsByByte[s[0]] = append(t.specialsByByte[s[0]], int32(k))
+		}
+	}
+	name := strings.ToLower(v.Name)
+	if strings.Contains(name, "phi-3") || strings.Contains(name, "phi3") {
+		for _, id := range t.specials {
+			t.attrs[id] |= attrRStrip
+		}
+		if id, ok := t.ids["</s>"]; ok {
+			t.attrs[id] |= attrRStrip
+		}
+		for _, s := range []string{"<unk>", "<s>", "<|endoftext|>"} {
+			if id, ok := t.ids[s]; ok {
+				t.attrs[id] &^= attrRStrip
+			}
+		}
+	}
+}
+
+// buildPieces renders every token once (special tokens as their text).
+func (t *Tokenizer) buildPieces() {
+	n := len(t.v.Tokens)
+	t.pieceOff = make([]int32, n+1)
+	buf := make([]byte, 0, n*6)
+	for id, s := range t.v.Tokens {
+		a := t.attrs[id]
+		switch {
+		case a&(attrUnknown|attrControl|attrUserDefined) != 0:
+			buf = append(buf, s...)
+		case a&attrNormal != 0:
+			if t.isBPE {
+				buf = byteDecode(buf, s)
+			} else {
+				buf = appendUnescaped(buf, s)
+			}
+		case a&attrByte != 0:
+			buf = append(buf, parseByteToken(s))
+		}
+		t.pieceOff[id+1] = int32(len(buf))
+	}
+	t.pieces = buf
+}
+
+// appendUnescaped appends s with every ▁ replaced by a space.
+func appendUnescaped(dst []byte, s string) []byte {
+	for {
+		i := strings.Index(s, spaceMarker)
+		if i < 0 {
+			return append(dst, s...)
+		}
+		dst = append(append(dst, s[:i]...), ' ')
+		s = s[i+len(spaceMarker):]
+	}
+}
+
+// parseByteToken reads the two hex digits of "<0xNN>" (strtol semantics:
+// stop at the first non-hex digit).
+func parseByteToken(s string) byte {
+	if len(s) < 4 {
+		return 0
+	}
+	var v byte
+	for i := 3; i < len(s) && i < 5; i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | (c - '0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | (c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | (c - 'A' + 10)
+		default:
+			return v
+		}
+	}
+	return v
+}
+
+// Encode tokenizes text.
+func (t *Tokenizer) Encode(text string, opts EncodeOptions) []int32 {
+	s := t.scratch.Get().(*encodeScratch)
+	defer t.scratch.Put(s)
+	var out []int32
+	frags := t.partition(text, opts.ParseSpecial, s)
+	if opts.AddSpecial && t.v.AddBOS {
+		out = append(out, t.v.BOS)
+	}
+	prevSpecial := !opts.Continuation
+	for _, f := range frags {
+		if f.tok >= 0 {
+			out = append(out, f.tok)
+			prevSpecial = true
+			continue
+		}
+		raw := text[f.start:f.end]
+		if t.isBPE {
+			out = t.bpeEncode(raw, &s.bpe, out)
+		} else {
+			out = t.spmEncode(escapeSpaces(raw, t.addSpacePrefix && prevSpecial), &s.spm, out)
+		}
+		prevSpecial = false
+	}
+	if opts.AddSpecial && t.v.AddEOS {
+		out = append(out, t.v.EOS)
+	}
+	return out
+}
+
+// Piece returns the bytes of one token: byte tokens give their byte, SPM's
+// ▁ becomes a space, byte-level BPE text is mapped back to bytes, and
+// control / unknown tokens give nothing (see PieceSpecial). Ids outside the
+// vocabulary give nil.
+func (t *Tokenizer) Piece(id int32) []byte {
+	if id < 0 || int(id) >= len(t.attrs) || t.attrs[id]&(attrControl|attrUnknown) != 0 {
+		return nil
+	}
+	return t.pieces[t.pieceOff[id]:t.pieceOff[id+1]:t.pieceOff[id+1]]
+}
+
+// PieceSpecial is Piece with control and unknown tokens rendered as their
+// text.
+func (t *Tokenizer) PieceSpecial(id int32) []byte {
+	if id < 0 || int(id) >= len(t.attrs) {
+		return nil
+	}
+	return t.pieces[t.pieceOff[id]:t.pieceOff[id+1]:t.pieceOff[id+1]]
+}
+
+// Decode concatenates the pieces of ids. Unlike llama.cpp's detokenizer it
+// strips no leading space and cleans no spaces, so streaming the pieces
+// (Decoder) gives exactly the same bytes.
+func (t *Tokenizer) Decode(ids []int32) []byte {
+	return t.decode(ids, false)
+}
+
+// DecodeSpecial is Decode with control tokens rendered as their text.
+func (t *Tokenizer) DecodeSpecial(ids []int32) []byte {
+	return t.decode(ids, true)
+}
+
+func (t *Tokenizer) decode(ids []int32, special bool) []byte {
+	var out []byte
+	for _, id := range ids {
+		if special {
+			out = append(out, t.PieceSpecial(id)...)
+		} else {
+			out = append(out, t.Piece(id)...)
+		}
+	}
+	return out
+}
+
+// VocabSize is the number of tokens.
+func (t *Tokenizer) VocabSize() int { return len(t.v.Tokens) }
+
+// BOS is the beginning-of-sequence token, -1 when absent.
+func (t *Tokenizer) BOS() int32 { return t.v.BOS }
+
+// EOS is the end-of-sequence token, -1 when absent.
+func (t *Tokenizer) EOS() int32 { return t.v.EOS }
+
+// EOT is the end-of-turn token (from metadata or recognised by its text),
+// -1 when absent.
+func (t *Tokenizer) EOT() int32 { return t.eot }
+
+// AddBOS reports whether Encode with AddSpecial prepends BOS.
+func (t *Tokenizer) AddBOS() bool { return t.v.AddBOS }
+
+// IsEOG reports whether generating id ends generation: EOS, EOT, EOM and
+// the tokens llama.cpp recognises by text (<|im_end|>, <|eot_id|>,
+// <|endoftext|>, FIM pad / repo / file-separator tokens, ...).
+func (t *Tokenizer) IsEOG(id int32) bool { return t.eog[id] }
+
+// EOGTokens lists the end-of-generation set in increasing order.
+func (t *Tokenizer) EOGTokens() []int32 {
+	out := make([]int32, 0, len(t.eog))
+	for id := range t.eog {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// IsControl reports whether id is a control token.
+func (t *Tokenizer) IsControl(id int32) bool {
+	return id >= 0 && int(id) < len(t.attrs) && t.attrs[id]&attrControl != 0
+}
+
+// TokenText is the vocabulary text of id ("" outside the vocabulary).
+func (t *Tokenizer) TokenText(id int32) string {
+	if id < 0 || int(id) >= len(t.v.Tokens) {
+		return ""
+	}
+	return t.v.Tokens[id]
+}
+
+// TokenID looks a token up by its vocabulary text.
+func (t *Tokenizer) TokenID(text string) (int32, bool) {
+	id, ok := t.ids[text]
+	return id, ok
+}
+
+// ChatTemplate is tokenizer.chat_template ("" if absent).
+func (t *Tokenizer) ChatTemplate() string { return t.v.ChatTemplate }
+
+// Vocab returns the vocabulary the tokenizer was built from; do not modify it.
+func (t *Tokenizer) Vocab() *Vocab { return t.v }

@@ -1,0 +1,112 @@
+package verify
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"oengine/model/llama"
+)
+
+// Report is the outcome of Run.
+type Report struct {
+	Model    string
+	Arch     string
+	Class    string // weight class: ClassFloat, ClassBF16, ClassQuantized
+	Tol      Tolerance
+	KV       llama.KVType
+	PageSize int
+	Cases    []CaseReport
+	Pass     bool
+}
+
+// CaseReport is the outcome of one prompt.
+type CaseReport struct {
+	Index          int
+	PromptTokens   int
+	ForcedTokens   int  // prompt + greedy[:len-1]
+	TokensChecked  bool // the prompt was tokenized and compared
+	TokensMatch    bool
+	Compared       int     // reference entries compared
+	MaxAbs         float64 // max abs logprob error
+	WorstPos       int     // position of MaxAbs
+	MeanAbs        float64
+	ArgmaxChecked  int // positions with a confident reference argmax
+	ArgmaxMismatch int
+	FirstMismatch  int
+	GreedyLimit    int // steps before the reference's first near-tie
+	GreedyMatched  int
+	Pass           bool
+	Failures       []string
+}
+
+func (c *CaseReport) fail(format string, args ...any) {
+	c.Pass = false
+	c.Failures = append(c.Failures, fmt.Sprintf(format, args...))
+}
+
+// MaxAbs returns the largest error over all cases.
+func (r Report) MaxAbs() float64 {
+	var m float64
+	for _, c := range r.Cases {
+		m = max(m, c.MaxAbs)
+	}
+	return m
+}
+
+// MeanAbs returns the mean error over all compared entries of all cases.
+func (r Report) MeanAbs() float64 {
+	var s float64
+	n := 0
+	for _, c := range r.Cases {
+		s += c.MeanAbs * float64(c.Compared)
+		n += c.Compared
+	}
+	if n == 0 {
+		return 0
+	}
+	return s / float64(n)
+}
+
+// String renders the report as WriteTo does.
+func (r Report) String() string {
+	var b strings.Builder
+	r.WriteTo(&b)
+	return b.String()
+}
+
+// WriteTo prints a header, one line per case (and its failures) and a verdict.
+func (r Report) WriteTo(w io.Writer) (int64, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "model %s: arch %s, weights %s (tolerance max %.3g, mean %.3g, argmax margin %.3g), kv %s, page %d\n",
+		r.Model, r.Arch, r.Class, r.Tol.MaxAbs, r.Tol.MeanAbs, r.Tol.ArgmaxMargin, r.KV, r.PageSize)
+	passed := 0
+	for _, c := range r.Cases {
+		tok := "tokens not checked"
+		if c.TokensChecked {
+			tok = "tokens ok"
+			if !c.TokensMatch {
+				tok = "TOKENS DIFFER"
+			}
+		}
+		verdict := "PASS"
+		if c.Pass {
+			passed++
+		} else {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(&b, "  case %d: %4d+%d tokens, %s, %5d compared, max %.4f @%d, mean %.4f, argmax %d/%d, greedy %d/%d  %s\n",
+			c.Index, c.PromptTokens, c.ForcedTokens-c.PromptTokens, tok, c.Compared, c.MaxAbs, c.WorstPos, c.MeanAbs,
+			c.ArgmaxChecked-c.ArgmaxMismatch, c.ArgmaxChecked, c.GreedyMatched, c.GreedyLimit, verdict)
+		for _, f := range c.Failures {
+			fmt.Fprintf(&b, "    - %s\n", f)
+		}
+	}
+	verdict := "PASS"
+	if !r.Pass {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(&b, "%s: %d/%d cases, max abs %.4f, mean abs %.4f\n", verdict, passed, len(r.Cases), r.MaxAbs(), r.MeanAbs())
+	n, err := io.WriteString(w, b.String())
+	return int64(n), err
+}

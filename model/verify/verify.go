@@ -1,0 +1,171 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"oengine/model/gguf"
+	"oengine/model/llama"
+)
+
+// Tolerance bounds the differences to the reference.
+type Tolerance struct {
+	MaxAbs       float64 // max |logprob - reference logprob| over compared entries
+	MeanAbs      float64 // mean of the same
+	ArgmaxMargin float64 // argmax must equal the reference where its top-1/top-2 logit margin is at least this
+}
+
+// Weight classes, with the tolerances of shared/testdata/README.md.
+const (
+	ClassFloat     = "f32/f16"
+	ClassBF16      = "bf16"
+	ClassQuantized = "quantized"
+)
+
+// ToleranceFor returns the tolerance for a weight class.
+func ToleranceFor(class string) Tolerance {
+	switch class {
+	case ClassFloat:
+		return Tolerance{MaxAbs: 0.1, MeanAbs: 0.01, ArgmaxMargin: 0.1}
+	case ClassBF16:
+		return Tolerance{MaxAbs: 0.15, MeanAbs: 0.03, ArgmaxMargin: 0.25}
+	default:
+		return Tolerance{MaxAbs: 1.0, MeanAbs: 0.2, ArgmaxMargin: 0.5}
+	}
+}
+
+// WeightClass classifies a model by its matrix types: quantized when any
+// matrix is, else bf16 when any is, else f32/f16.
+func WeightClass(f *gguf.File) string {
+	class := ClassFloat
+	for _, t := range f.Tensors {
+		if len(t.Dims) < 2 {
+			continue
+		}
+		switch t.Type {
+		case gguf.TypeF32, gguf.TypeF16:
+		case gguf.TypeBF16:
+			class = ClassBF16
+		default:
+			return ClassQuantized
+		}
+	}
+	return class
+}
+
+// Options tune Run. The zero value checks everything with the defaults.
+type Options struct {
+	Threads   int          // worker threads (<= 0: all cores)
+	KV        llama.KVType // K/V store type (default F16, as the reference)
+	PageSize  int          // tokens per KV page (default 16)
+	Chunks    []int        // teacher-forcing chunk sizes, used in turn (default 1, 7, 16, 64, 33, 128)
+	Cases     []int        // indices of the cases to run (nil: all)
+	MaxTokens int          // > 0: skip cases whose teacher-forced sequence is longer
+	Tolerance *Tolerance   // nil: ToleranceFor(WeightClass(model))
+	// MinLogprob: reference entries below it are not compared (default -8).
+	MinLogprob float64
+	// GreedyTie: free-running greedy must match up to the first step whose
+	// reference margin is below this (default 0.05).
+	GreedyTie float64
+	// SkipTokenize turns the tokenization check off.
+	SkipTokenize bool
+}
+
+func (o *Options) defaults() {
+	if o.PageSize <= 0 {
+		o.PageSize = 16
+	}
+	if len(o.Chunks) == 0 {
+		o.Chunks = []int{1, 7, 16, 64, 33, 128}
+	}
+	if o.MinLogprob == 0 {
+		o.MinLogprob = -8
+	}
+	if o.GreedyTie == 0 {
+		o.GreedyTie = 0.05
+	}
+}
+
+// Run loads the model and the reference and checks every selected case.
+// An error means the check could not run (files, shapes); a failed check is
+// a Report whose Pass is false.
+func Run(modelPath, refPath string, opts Options) (Report, error) {
+	opts.defaults()
+	ref, err := LoadReference(refPath)
+	if err != nil {
+		return Report{}, err
+	}
+	f, err := gguf.Open(modelPath)
+	if err != nil {
+		return Report{}, err
+	}
+	defer f.Close()
+	m, err := llama.Load(f, llama.Options{Threads: opts.Threads})
+	if err != nil {
+		return Report{}, err
+	}
+	defer m.Close()
+	var enc encoder
+	if !opts.SkipTokenize {
+		if enc, err = newEncoder(f); err != nil {
+			return Report{}, err
+		}
+	}
+	return check(m, enc, ref, WeightClass(f), modelPath, opts)
+}
+
+// check runs the selected cases of ref on m.
+func check(m *llama.Model, enc encoder, ref *Reference, class, name string, opts Options) (Report, error) {
+	cfg := m.Config()
+	if ref.NVocab != 0 && ref.NVocab != cfg.Vocab {
+		return Report{}, fmt.Errorf("verify: reference has vocabulary %d, model %d", ref.NVocab, cfg.Vocab)
+	}
+	tol := ToleranceFor(class)
+	if opts.Tolerance != nil {
+		tol = *opts.Tolerance
+	}
+	cases := opts.Cases
+	if cases == nil {
+		for i := range ref.Cases {
+			cases = append(cases, i)
+		}
+	}
+	rep := Report{Model: name, Arch: cfg.Arch, Class: class, Tol: tol, KV: opts.KV, PageSize: opts.PageSize, Pass: true}
+	r := &runner{m: m, opts: opts, tol: tol}
+	for _, ci := range cases {
+		if ci < 0 || ci >= len(ref.Cases) {
+			return Report{}, fmt.Errorf("verify: case %d outside %d cases", ci, len(ref.Cases))
+		}
+		c := &ref.Cases[ci]
+		if opts.MaxTokens > 0 && len(c.Tokens)+len(c.Greedy)-1 > opts.MaxTokens {
+			continue
+		}
+		cr, err := r.runCase(ci, c, enc)
+		if err != nil {
+			return Report{}, err
+		}
+		rep.Cases = append(rep.Cases, cr)
+		rep.Pass = rep.Pass && cr.Pass
+	}
+	if len(rep.Cases) == 0 {
+		return Report{}, errors.New("verify: no case selected")
+	}
+	return rep, nil
+}
+
+// logSoftmaxAt returns, for a row of logits, the log-sum-exp (float64) and
+// the argmax.
+func logSumExp(row []float32) (lse float64, arg int) {
+	mx := math.Inf(-1)
+	for i, v := range row {
+		if float64(v) > mx {
+			mx, arg = float64(v), i
+		}
+	}
+	var s float64
+	for _, v := range row {
+		s += math.Exp(float64(v) - mx)
+	}
+	return mx + math.Log(s), arg
+}

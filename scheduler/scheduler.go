@@ -1,0 +1,256 @@
+// Package scheduler decides, step by step, which sequences run and how many
+// of their tokens are computed: decode tokens of running sequences first,
+// then prefill chunks of waiting ones, under a token budget and a limit on
+// running sequences, with preemption by recomputation when pages run out.
+//
+// It knows sequences (two counters: tokens known, tokens computed), their
+// priority and their page tables through the Allocator interface; it knows
+// no tensors and no protocols. One goroutine owns a Scheduler: it is not
+// safe for concurrent use.
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Config bounds one step.
+type Config struct {
+	// MaxBatchedTokens is the token budget of one step (decode tokens plus
+	// prefill chunk tokens). Default 512.
+	MaxBatchedTokens int
+	// MaxRunning is the most sequences holding pages at once. Default 64.
+	MaxRunning int
+}
+
+// Defaults for zero Config fields.
+const (
+	DefaultMaxBatchedTokens = 512
+	DefaultMaxRunning       = 64
+)
+
+// ErrNeverFits rejects a sequence that could not fit in the whole pool even
+// if it ran alone.
+var ErrNeverFits = errors.New("scheduler: sequence can never fit in the KV pool")
+
+// ErrState reports an operation on a sequence in the wrong state.
+var ErrState = errors.New("scheduler: sequence in wrong state")
+
+// Stats are cumulative counters for metrics.
+type Stats struct {
+	Steps         uint64 // plans with at least one item
+	Preemptions   uint64 // sequences preempted
+	PrefixQueries uint64 // prompt tokens looked up in the prefix cache
+	PrefixHits    uint64 // of those, tokens found
+	Admitted      uint64 // admissions (first ones and after preemption)
+}
+
+// Load is a snapshot of the queues.
+type Load struct {
+	Running       int // sequences holding pages
+	Waiting       int // sequences queued
+	Paused        int // running sequences held back by their consumer
+	TokensRunning int // known tokens of running sequences
+	TokensWaiting int // known tokens of waiting sequences
+}
+
+// Scheduler owns the queues. Not safe for concurrent use.
+type Scheduler struct {
+	cfg         Config
+	alloc       Allocator
+	nextID      SeqID
+	nextArrival uint64
+	waiting     []*Seq // sorted by Seq.before at Plan time
+	running     []*Seq // sorted by Seq.before at Plan time
+	stats       Stats
+}
+
+// New returns a scheduler drawing pages from a.
+func New(cfg Config, a Allocator) (*Scheduler, error) {
+	if a == nil {
+		return nil, errors.New("scheduler: nil allocator")
+	}
+	if cfg.MaxBatchedTokens == 0 {
+		cfg.MaxBatchedTokens = DefaultMaxBatchedTokens
+	}
+	if cfg.MaxRunning == 0 {
+		cfg.MaxRunning = DefaultMaxRunning
+	}
+	if cfg.MaxBatchedTokens < 1 || cfg.MaxRunning < 1 {
+		return nil, fmt.Errorf("scheduler: invalid config %+v", cfg)
+	}
+	if a.PageSize() < 1 || a.TotalPages() < 1 {
+		return nil, fmt.Errorf("scheduler: allocator with page size %d and %d pages", a.PageSize(), a.TotalPages())
+	}
+	return &Scheduler{cfg: cfg, alloc: a}, nil
+}
+
+// Config returns the effective configuration.
+func (sc *Scheduler) Config() Config { return sc.cfg }
+
+// Fits reports whether a sequence of total tokens could ever be held by the
+// pool (running alone, every page free).
+func (sc *Scheduler) Fits(total int) bool {
+	ps := sc.alloc.PageSize()
+	return (total+ps-1)/ps <= sc.alloc.TotalPages()
+}
+
+// Add queues a new sequence.
+func (sc *Scheduler) Add(o SeqOptions) (*Seq, error) {
+	if !sc.Fits(len(o.Tokens)) {
+		return nil, ErrNeverFits
+	}
+	w := o.Width
+	if w < 1 {
+		w = 1
+	}
+	if w > sc.cfg.MaxRunning {
+		return nil, fmt.Errorf("scheduler: %d outputs exceed max running %d", w, sc.cfg.MaxRunning)
+	}
+	sc.nextID++
+	sc.nextArrival++
+	s := &Seq{
+		id:         sc.nextID,
+		priority:   o.Priority,
+		arrival:    sc.nextArrival,
+		tokens:     slices.Clone(o.Tokens),
+		open:       o.Open,
+		state:      Waiting,
+		width:      w,
+		salt:       o.Salt,
+		bypass:     o.Bypass,
+		LogitsFrom: NoLogits,
+		Data:       o.Data,
+	}
+	if o.PromptLogits {
+		s.LogitsFrom = 0
+	}
+	sc.waiting = append(sc.waiting, s)
+	return s, nil
+}
+
+// Append adds known tokens to a waiting or running sequence (a sampled
+// token, or streamed input).
+func (sc *Scheduler) Append(s *Seq, toks ...int32) error {
+	if s.state == Finished {
+		return ErrState
+	}
+	s.tokens = append(s.tokens, toks...)
+	return nil
+}
+
+// CloseInput marks the end of streamed input: the sequence may now sample.
+func (sc *Scheduler) CloseInput(s *Seq) { s.open = false }
+
+// SetPaused holds a sequence back (consumer backlog) or lets it run again.
+// A paused sequence keeps its pages.
+func (sc *Scheduler) SetPaused(s *Seq, paused bool) { s.paused = paused }
+
+// Finish removes a sequence in any state and releases its pages. It is the
+// one release path and is safe to call twice.
+func (sc *Scheduler) Finish(s *Seq) {
+	switch s.state {
+	case Finished:
+		return
+	case Running:
+		sc.running = remove(sc.running, s)
+	case Waiting:
+		sc.waiting = remove(sc.waiting, s)
+	}
+	sc.releaseTable(s)
+	s.state = Finished
+}
+
+// Fork returns a new running sequence sharing s's tokens and pages (n > 1:
+// the outputs of a request share the prompt's pages copy-on-write). s must
+// be running. The child takes one of the running slots s reserved.
+func (sc *Scheduler) Fork(s *Seq, data any) (*Seq, error) {
+	if s.state != Running {
+		return nil, ErrState
+	}
+	t, err := sc.alloc.Fork(s.table)
+	if err != nil {
+		return nil, err
+	}
+	sc.nextID++
+	c := &Seq{
+		id:         sc.nextID,
+		priority:   s.priority,
+		arrival:    s.arrival,
+		tokens:     slices.Clone(s.tokens),
+		computed:   s.computed,
+		open:       s.open,
+		state:      Running,
+		table:      t,
+		width:      1,
+		salt:       s.salt,
+		bypass:     s.bypass,
+		cached:     s.cached,
+		LogitsFrom: NoLogits,
+		Data:       data,
+	}
+	if s.width > 1 {
+		s.width--
+	}
+	sc.running = append(sc.running, c)
+	return c, nil
+}
+
+// Load returns queue figures.
+func (sc *Scheduler) Load() Load {
+	var l Load
+	for _, s := range sc.running {
+		l.Running++
+		l.TokensRunning += len(s.tokens)
+		if s.paused {
+			l.Paused++
+		}
+	}
+	for _, s := range sc.waiting {
+		l.Waiting++
+		l.TokensWaiting += len(s.tokens)
+	}
+	return l
+}
+
+// Stats returns the cumulative counters.
+func (sc *Scheduler) Stats() Stats { return sc.stats }
+
+// Idle reports whether no sequence is queued or running.
+func (sc *Scheduler) Idle() bool { return len(sc.running) == 0 && len(sc.waiting) == 0 }
+
+// preempt releases a running sequence's pages and requeues it with every
+// token it has (recomputation); its arrival order is kept, so it returns
+// ahead of later arrivals of its priority.
+func (sc *Scheduler) preempt(s *Seq) {
+	sc.running = remove(sc.running, s)
+	sc.releaseTable(s)
+	s.state = Waiting
+	s.preempted++
+	sc.stats.Preemptions++
+	sc.waiting = append(sc.waiting, s)
+}
+
+func (sc *Scheduler) releaseTable(s *Seq) {
+	if s.table != nil {
+		sc.alloc.Release(s.table)
+		s.table = nil
+	}
+	s.computed = 0
+}
+
+func (sc *Scheduler) slotsUsed() int {
+	n := 0
+	for _, s := range sc.running {
+		n += s.width
+	}
+	return n
+}
+
+func remove(list []*Seq, s *Seq) []*Seq {
+	if i := slices.Index(list, s); i >= 0 {
+		return slices.Delete(list, i, i+1)
+	}
+	return list
+}

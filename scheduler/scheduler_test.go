@@ -1,0 +1,369 @@
+package scheduler
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+func seqTokens(n int, base int32) []int32 {
+	t := make([]int32, n)
+	for i := range t {
+		t[i] = base + int32(i)
+	}
+	return t
+}
+
+func mustNew(t *testing.T, cfg Config, a Allocator) *Scheduler {
+	t.Helper()
+	sc, err := New(cfg, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func mustAdd(t *testing.T, sc *Scheduler, o SeqOptions) *Seq {
+	t.Helper()
+	s, err := sc.Add(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// step plans, runs on fake memory and advances; sampled sequences get the
+// token next(seq) appended.
+func step(t *testing.T, sc *Scheduler, a *fakeAlloc) Plan {
+	t.Helper()
+	p := sc.Plan()
+	if err := a.run(&p); err != nil {
+		t.Fatal(err)
+	}
+	sc.Advance(&p)
+	for _, it := range p.Items {
+		if it.Sample {
+			if err := sc.Append(it.Seq, int32(1000+it.Seq.Known())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := a.check(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type span struct{ start, end int }
+
+func spans(p Plan) map[SeqID]span {
+	m := map[SeqID]span{}
+	for _, it := range p.Items {
+		m[it.Seq.ID()] = span{it.Start, it.End}
+	}
+	return m
+}
+
+func TestChunkedPrefill(t *testing.T) {
+	a := newFakeAlloc(64, 16)
+	sc := mustNew(t, Config{MaxBatchedTokens: 32, MaxRunning: 4}, a)
+	s := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(100, 1)})
+	want := []span{{0, 32}, {32, 64}, {64, 96}, {96, 100}, {100, 101}}
+	for i, w := range want {
+		p := step(t, sc, a)
+		if len(p.Items) != 1 {
+			t.Fatalf("step %d: %d items", i, len(p.Items))
+		}
+		it := p.Items[0]
+		if (span{it.Start, it.End}) != w {
+			t.Fatalf("step %d: span %d-%d, want %v", i, it.Start, it.End, w)
+		}
+		if it.Sample != (it.End == 100 || it.End == 101) {
+			t.Fatalf("step %d: sample=%v", i, it.Sample)
+		}
+		if it.Sample && it.Logits() != 1 {
+			t.Fatalf("step %d: %d logits rows", i, it.Logits())
+		}
+	}
+	if s.Known() != 102 || s.Computed() != 101 {
+		t.Fatalf("known %d computed %d", s.Known(), s.Computed())
+	}
+}
+
+func TestDecodeFirst(t *testing.T) {
+	a := newFakeAlloc(64, 16)
+	sc := mustNew(t, Config{MaxBatchedTokens: 20, MaxRunning: 8}, a)
+	d1 := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(5, 1)})
+	d2 := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(6, 1)})
+	step(t, sc, a) // both prefill in one step: 11 tokens
+	long := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(50, 1)})
+	p := step(t, sc, a)
+	got := spans(p)
+	if got[d1.ID()] != (span{5, 6}) || got[d2.ID()] != (span{6, 7}) {
+		t.Fatalf("decode spans %v", got)
+	}
+	if got[long.ID()] != (span{0, 18}) {
+		t.Fatalf("prefill chunk %v, want 0-18 (budget minus 2 decode tokens)", got[long.ID()])
+	}
+	if p.Items[0].Seq == long {
+		t.Fatal("prefill scheduled before decode")
+	}
+}
+
+func TestAdmissionOrder(t *testing.T) {
+	a := newFakeAlloc(64, 16)
+	sc := mustNew(t, Config{MaxBatchedTokens: 100, MaxRunning: 1}, a)
+	low := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(4, 1), Priority: 0})
+	hi1 := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(4, 1), Priority: 5})
+	hi2 := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(4, 1), Priority: 5})
+	var order []*Seq
+	for len(order) < 3 {
+		p := step(t, sc, a)
+		for _, it := range p.Items {
+			if it.Start == 0 {
+				order = append(order, it.Seq)
+			}
+			sc.Finish(it.Seq)
+		}
+	}
+	if order[0] != hi1 || order[1] != hi2 || order[2] != low {
+		t.Fatalf("admission order %d %d %d", order[0].ID(), order[1].ID(), order[2].ID())
+	}
+}
+
+func TestNeverFits(t *testing.T) {
+	a := newFakeAlloc(4, 16)
+	sc := mustNew(t, Config{}, a)
+	if sc.Fits(65) || !sc.Fits(64) {
+		t.Fatal("Fits boundary wrong")
+	}
+	if _, err := sc.Add(SeqOptions{Tokens: seqTokens(65, 1)}); !errors.Is(err, ErrNeverFits) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestPausedNotScheduled(t *testing.T) {
+	a := newFakeAlloc(16, 16)
+	sc := mustNew(t, Config{}, a)
+	s := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(3, 1)})
+	step(t, sc, a)
+	sc.SetPaused(s, true)
+	if p := step(t, sc, a); !p.Empty() {
+		t.Fatal("paused sequence scheduled")
+	}
+	if l := sc.Load(); l.Paused != 1 || l.Running != 1 {
+		t.Fatalf("load %+v", l)
+	}
+	sc.SetPaused(s, false)
+	if p := step(t, sc, a); len(p.Items) != 1 {
+		t.Fatal("resumed sequence not scheduled")
+	}
+}
+
+func TestOpenInput(t *testing.T) {
+	a := newFakeAlloc(16, 16)
+	sc := mustNew(t, Config{}, a)
+	s := mustAdd(t, sc, SeqOptions{Open: true})
+	if p := step(t, sc, a); !p.Empty() {
+		t.Fatal("empty open sequence scheduled")
+	}
+	sc.Append(s, seqTokens(10, 1)...)
+	p := step(t, sc, a)
+	// The last known token is held back while input is open.
+	if len(p.Items) != 1 || p.Items[0].Sample || p.Items[0].End != 9 || p.Items[0].Logits() != 0 {
+		t.Fatalf("open chunk %+v", p.Items)
+	}
+	sc.Append(s, 50, 51)
+	p = step(t, sc, a)
+	if p.Items[0].Start != 9 || p.Items[0].End != 11 || p.Items[0].Sample {
+		t.Fatalf("appended chunk %+v", p.Items[0])
+	}
+	if p := step(t, sc, a); !p.Empty() {
+		t.Fatal("open sequence scheduled its held-back token")
+	}
+	sc.CloseInput(s)
+	p = step(t, sc, a)
+	if len(p.Items) != 1 || !p.Items[0].Sample || p.Items[0].Start != 11 || p.Items[0].End != 12 {
+		t.Fatalf("closed chunk %+v", p.Items)
+	}
+}
+
+func TestPromptLogitsRows(t *testing.T) {
+	a := newFakeAlloc(16, 16)
+	sc := mustNew(t, Config{MaxBatchedTokens: 8}, a)
+	s := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(12, 1), PromptLogits: true})
+	p := step(t, sc, a)
+	if it := p.Items[0]; it.LogitsStart != 0 || it.Logits() != 8 || it.Sample {
+		t.Fatalf("first chunk %+v", it)
+	}
+	s.LogitsFrom = 8
+	p = step(t, sc, a)
+	if it := p.Items[0]; it.LogitsStart != 8 || it.Logits() != 4 || !it.Sample {
+		t.Fatalf("second chunk %+v", it)
+	}
+}
+
+func TestPrefixReuse(t *testing.T) {
+	a := newFakeAlloc(32, 4)
+	sc := mustNew(t, Config{}, a)
+	prompt := seqTokens(10, 1)
+	s1 := mustAdd(t, sc, SeqOptions{Tokens: prompt})
+	step(t, sc, a)
+	sc.Finish(s1)
+	tests := []struct {
+		name   string
+		tokens []int32
+		salt   string
+		bypass bool
+		cached int
+	}{
+		{"same prompt reuses full pages", prompt, "", false, 8},
+		{"exact page multiple leaves one token", prompt[:8], "", false, 4},
+		{"longer prompt", append(seqTokens(10, 1), 7, 7, 7), "", false, 8},
+		{"other salt", prompt, "x", false, 0},
+		{"bypass", prompt, "", true, 0},
+		{"diverging second page", append(seqTokens(5, 1), 99, 99, 99, 99, 99), "", false, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustAdd(t, sc, SeqOptions{Tokens: tc.tokens, Salt: tc.salt, Bypass: tc.bypass})
+			p := step(t, sc, a)
+			if s.Cached() != tc.cached || p.Items[0].Start != tc.cached {
+				t.Fatalf("cached %d start %d, want %d", s.Cached(), p.Items[0].Start, tc.cached)
+			}
+			sc.Finish(s)
+			if err := a.check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestForkCopyOnWrite(t *testing.T) {
+	a := newFakeAlloc(32, 4)
+	sc := mustNew(t, Config{}, a)
+	s := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(6, 1), Width: 3})
+	p := sc.Plan()
+	if err := a.run(&p); err != nil {
+		t.Fatal(err)
+	}
+	sc.Advance(&p)
+	c1, err := sc.Fork(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := sc.Fork(s, nil)
+	sc.Append(s, 100)
+	sc.Append(c1, 200)
+	sc.Append(c2, 300)
+	p = step(t, sc, a)
+	if len(p.Items) != 3 {
+		t.Fatalf("%d items", len(p.Items))
+	}
+	// The last page (positions 4..7) was shared by three tables: two of them
+	// copy it before writing.
+	if len(p.Copies) != 2 {
+		t.Fatalf("%d copies, want 2", len(p.Copies))
+	}
+	for i := 0; i < 5; i++ {
+		step(t, sc, a)
+	}
+	for _, x := range []*Seq{s, c1, c2} {
+		sc.Finish(x)
+		sc.Finish(x) // twice is safe
+	}
+	if err := a.check(); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.free)+len(a.lru) != 32 {
+		t.Fatalf("pages leaked: %d free %d cached", len(a.free), len(a.lru))
+	}
+}
+
+func TestPreemption(t *testing.T) {
+	// 6 pages of 4 tokens: three sequences of 5 tokens take 2 pages each;
+	// growing past 8 tokens needs a third page, so someone is preempted:
+	// the lowest priority, most recent.
+	a := newFakeAlloc(6, 4)
+	sc := mustNew(t, Config{}, a)
+	old := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(5, 1), Priority: 1})
+	mid := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(5, 100), Priority: 1})
+	young := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(5, 200), Priority: 1})
+	var preempted []*Seq
+	for i := 0; i < 5; i++ {
+		p := step(t, sc, a)
+		preempted = append(preempted, p.Preempted...)
+	}
+	if len(preempted) == 0 || preempted[0] != young {
+		t.Fatalf("preempted %v, want the youngest first", preempted)
+	}
+	if young.State() != Waiting || young.Computed() != 0 || young.Known() <= 5 {
+		t.Fatalf("preempted seq state %v computed %d known %d", young.State(), young.Computed(), young.Known())
+	}
+	if sc.Stats().Preemptions == 0 || young.Preemptions() == 0 {
+		t.Fatal("preemption not counted")
+	}
+	sc.Finish(old)
+	sc.Finish(mid)
+	// young comes back and recomputes all its tokens so far.
+	known := young.Known()
+	p := step(t, sc, a)
+	if len(p.Items) != 1 || p.Items[0].Seq != young || p.Items[0].End != known || !p.Items[0].Sample {
+		t.Fatalf("readmission %+v", p.Items)
+	}
+}
+
+// TestRandomWalk drives many sequences with random lengths, priorities,
+// pauses, forks and finishes through a small pool; the fake memory proves
+// every step attends to exactly each sequence's own tokens, and the ledger
+// stays consistent.
+func TestRandomWalk(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		r := rand.New(rand.NewPCG(seed, 7))
+		a := newFakeAlloc(8+r.IntN(24), 1+r.IntN(8))
+		sc := mustNew(t, Config{MaxBatchedTokens: 1 + r.IntN(40), MaxRunning: 1 + r.IntN(6)}, a)
+		var live []*Seq
+		for stepN := 0; stepN < 300; stepN++ {
+			if r.IntN(3) == 0 {
+				n := 1 + r.IntN(a.TotalPages()*a.ps/2)
+				salt := ""
+				if r.IntN(4) == 0 {
+					salt = "s"
+				}
+				s, err := sc.Add(SeqOptions{Tokens: seqTokens(n, int32(r.IntN(3))), Priority: int32(r.IntN(3)), Salt: salt, Width: 1 + r.IntN(2)})
+				if err == nil {
+					live = append(live, s)
+				}
+			}
+			p := step(t, sc, a)
+			for _, it := range p.Items {
+				if it.Sample && it.Seq.width > 1 && r.IntN(2) == 0 {
+					if c, err := sc.Fork(it.Seq, nil); err == nil {
+						live = append(live, c)
+					}
+				}
+			}
+			for i := 0; i < len(live); i++ {
+				s := live[i]
+				switch x := r.IntN(20); {
+				case x == 0 || s.Known() >= a.TotalPages()*a.ps-1:
+					sc.Finish(s)
+					live = append(live[:i], live[i+1:]...)
+					i--
+				case x == 1:
+					sc.SetPaused(s, !s.Paused())
+				}
+			}
+		}
+		for _, s := range live {
+			sc.Finish(s)
+		}
+		if err := a.check(); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		t.Logf("seed %d: %+v", seed, sc.Stats())
+		if len(a.free)+len(a.lru) != a.TotalPages() || !sc.Idle() {
+			t.Fatalf("seed %d: pages leaked", seed)
+		}
+	}
+}

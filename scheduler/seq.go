@@ -1,0 +1,134 @@
+package scheduler
+
+import "math"
+
+// State is a sequence's place in the scheduler's lifecycle.
+type State int
+
+const (
+	// Waiting: queued for admission (new or preempted); holds no pages.
+	Waiting State = iota
+	// Running: admitted; holds a page table.
+	Running
+	// Finished: removed; its pages were released.
+	Finished
+)
+
+func (s State) String() string {
+	switch s {
+	case Waiting:
+		return "waiting"
+	case Running:
+		return "running"
+	case Finished:
+		return "finished"
+	}
+	return "unknown"
+}
+
+// NoLogits is the LogitsFrom value of a sequence that needs no per-position
+// logits besides the one it samples from.
+const NoLogits = math.MaxInt
+
+// SeqID identifies a sequence inside one scheduler.
+type SeqID uint64
+
+// Seq is one sequence: the tokens known so far and how many of them have
+// their K/V computed. Tokens may be appended at any time (sampled tokens,
+// streamed input); the scheduler computes min(known - computed, budget) of
+// them per step. The fields are owned by the scheduler's goroutine.
+type Seq struct {
+	id       SeqID
+	priority int32
+	arrival  uint64 // admission order among equal priorities
+	tokens   []int32
+	computed int
+	open     bool // input still streaming: no output sampling yet
+	paused   bool // consumer backlog: not scheduled
+	state    State
+	table    Table
+	width    int // running slots this sequence will occupy (n > 1 before the fork)
+
+	salt      string
+	bypass    bool // skip prefix-cache reuse (still stores)
+	cached    int  // tokens reused from the prefix cache at the last admission
+	preempted int  // times preempted
+
+	// LogitsFrom: every position >= LogitsFrom in a step's range also gets
+	// logits (prompt logprobs). The engine moves it forward as it consumes
+	// them; NoLogits when none are wanted.
+	LogitsFrom int
+	// Data is the engine's per-sequence payload; the scheduler ignores it.
+	Data any
+}
+
+// SeqOptions describe a new sequence.
+type SeqOptions struct {
+	Tokens   []int32 // initial known tokens (the prompt); copied
+	Priority int32   // higher runs first
+	Open     bool    // more input will be appended; sampling waits for CloseInput
+	Width    int     // running slots reserved (number of outputs); 0 means 1
+	Salt     string  // prefix-cache salt
+	Bypass   bool    // do not reuse cached prefix pages
+	// PromptLogits asks for logits at every position from 0 (prompt
+	// logprobs); see Seq.LogitsFrom.
+	PromptLogits bool
+	Data         any
+}
+
+// ID returns the sequence's id.
+func (s *Seq) ID() SeqID { return s.id }
+
+// State returns the lifecycle state.
+func (s *Seq) State() State { return s.state }
+
+// Tokens returns the known tokens; the caller must not modify them.
+func (s *Seq) Tokens() []int32 { return s.tokens }
+
+// Known is the number of known tokens.
+func (s *Seq) Known() int { return len(s.tokens) }
+
+// Computed is the number of tokens whose K/V is in the table.
+func (s *Seq) Computed() int { return s.computed }
+
+// Cached is the number of tokens reused from the prefix cache at the most
+// recent admission.
+func (s *Seq) Cached() int { return s.cached }
+
+// Preemptions counts how often the sequence was preempted.
+func (s *Seq) Preemptions() int { return s.preempted }
+
+// Open reports whether input is still streaming in.
+func (s *Seq) Open() bool { return s.open }
+
+// Paused reports whether the sequence is held back by its consumer.
+func (s *Seq) Paused() bool { return s.paused }
+
+// Priority returns the sequence's priority.
+func (s *Seq) Priority() int32 { return s.priority }
+
+// Table returns the page table (nil unless running).
+func (s *Seq) Table() Table { return s.table }
+
+// todo is the number of tokens the next step may compute. While input is
+// open the last known token is held back: it is the one whose logits the
+// first output token is sampled from once input closes.
+func (s *Seq) todo() int {
+	n := len(s.tokens) - s.computed
+	if s.open && n > 0 {
+		n--
+	}
+	return n
+}
+
+// before orders sequences: higher priority first, then earlier arrival,
+// then lower id.
+func (s *Seq) before(o *Seq) bool {
+	if s.priority != o.priority {
+		return s.priority > o.priority
+	}
+	if s.arrival != o.arrival {
+		return s.arrival < o.arrival
+	}
+	return s.id < o.id
+}

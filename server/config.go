@@ -1,0 +1,57 @@
+package server
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config configures a Server. DefaultConfig gives the documented defaults.
+type Config struct {
+	// GRPCAddr is the gRPC listener (Inference, Control, grpc.health.v1,
+	// reflection), e.g. ":50051" or "127.0.0.1:0".
+	GRPCAddr string
+	// HTTPAddr is the HTTP listener (/metrics, /healthz, /readyz and routes
+	// added with HandleHTTP); empty: no HTTP listener.
+	HTTPAddr string
+	// AdvertiseHost is the host announced by GetKvEventSources. Empty: the
+	// gRPC listener's host if it is not a wildcard, else the hostname.
+	AdvertiseHost string
+
+	// ServedModelName replaces the first backend's model name when set.
+	ServedModelName string
+	// Aliases are extra names of the first backend's model.
+	Aliases []string
+
+	// EngineName and EngineVersion are reported by GetServerInfo.
+	EngineName    string
+	EngineVersion string
+	// InstanceID identifies this process; empty: a random id per process.
+	InstanceID string
+
+	// DrainGrace is how long running requests may finish after a shutdown
+	// starts before they are cancelled.
+	DrainGrace time.Duration
+	// MaxPromptBytes caps GenerateRequest.prompt (PAYLOAD_TOO_LARGE);
+	// 0: only gRPC's message size limit applies.
+	MaxPromptBytes int
+	// ModelDegraded, when set, reports the model health check as DEGRADED
+	// with this message (e.g. a --fast-model that failed to load).
+	ModelDegraded string
+
+	// Metrics collects the Prometheus metrics; nil: New makes one.
+	Metrics *Metrics
+	// Logger; nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults of `oengine serve`.
+func DefaultConfig() Config {
+	return Config{
+		GRPCAddr:       ":50051",
+		HTTPAddr:       ":8080",
+		EngineName:     "oengine",
+		EngineVersion:  "dev",
+		DrainGrace:     30 * time.Second,
+		MaxPromptBytes: 1 << 20,
+	}
+}

@@ -1,0 +1,376 @@
+// Package server exposes engines over the OpenEngine v1 gRPC contract
+// (Inference, Control, grpc.health.v1, reflection) and an HTTP listener
+// (/metrics, /healthz, /readyz). It is the only place where gRPC codes and
+// HTTP statuses exist: engines report typed errors, the server maps them
+// (decisions.md §1).
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	pb "oengine/proto/openengine/v1"
+)
+
+// model is one served model: a backend and the names it answers to.
+type model struct {
+	b       Backend
+	name    string
+	aliases []string
+}
+
+// Server serves backends over gRPC and HTTP. Make it with New, run it with
+// Serve (or Listen + Serve), stop it with Shutdown or by cancelling Serve's
+// context.
+type Server struct {
+	cfg        Config
+	log        *slog.Logger
+	models     []*model
+	byName     map[string]*model // names and aliases
+	instanceID string
+	started    time.Time
+	metrics    *Metrics
+
+	grpc   *grpc.Server
+	health *health.Server
+	mux    *http.ServeMux
+	http   *http.Server
+
+	draining atomic.Bool
+	inflight tracker // accepted Generate streams
+	// stop is closed when shutdown begins; long-lived streams (KV events)
+	// end on it.
+	stop     chan struct{}
+	stopOnce sync.Once
+
+	mu       sync.Mutex // protects gl and hl
+	gl, hl   net.Listener
+	shutdown chan struct{} // closed when Shutdown finished
+	shutOnce sync.Once
+}
+
+// New builds a server for one or more backends; the first is the default
+// model. Nothing listens until Listen or Serve.
+func New(cfg Config, backends ...Backend) (*Server, error) {
+	if len(backends) == 0 {
+		return nil, errors.New("server: no backend")
+	}
+	if cfg.GRPCAddr == "" {
+		return nil, errors.New("server: no gRPC address")
+	}
+	if cfg.EngineName == "" {
+		cfg.EngineName = "oengine"
+	}
+	if cfg.DrainGrace < 0 {
+		return nil, fmt.Errorf("server: negative drain grace %v", cfg.DrainGrace)
+	}
+	s := &Server{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		byName:     map[string]*model{},
+		instanceID: cfg.InstanceID,
+		started:    time.Now(),
+		metrics:    cfg.Metrics,
+		stop:       make(chan struct{}),
+		shutdown:   make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.instanceID == "" {
+		s.instanceID = newInstanceID()
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	for i, b := range backends {
+		if b == nil {
+			return nil, fmt.Errorf("server: backend %d is nil", i)
+		}
+		m := &model{b: b, name: b.ModelName()}
+		if i == 0 {
+			if cfg.ServedModelName != "" {
+				m.name = cfg.ServedModelName
+			}
+			m.aliases = append(m.aliases, cfg.Aliases...)
+		}
+		for _, n := range append([]string{m.name}, m.aliases...) {
+			if n == "" {
+				return nil, fmt.Errorf("server: backend %d has an empty model name", i)
+			}
+			if _, dup := s.byName[n]; dup {
+				return nil, fmt.Errorf("server: model name %q used twice", n)
+			}
+			s.byName[n] = m
+		}
+		s.models = append(s.models, m)
+	}
+	s.metrics.attach(s)
+
+	s.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.unaryMeta),
+		grpc.ChainStreamInterceptor(s.streamMeta),
+	)
+	pb.RegisterInferenceServer(s.grpc, &inferenceService{s: s})
+	pb.RegisterControlServer(s.grpc, &controlService{s: s})
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	for _, svc := range []string{"", pb.Inference_ServiceDesc.ServiceName, pb.Control_ServiceDesc.ServiceName} {
+		s.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
+	}
+	reflection.Register(s.grpc)
+
+	s.mux = http.NewServeMux()
+	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// InstanceID is the per-process id reported in ServerInfo and LoadInfo.
+func (s *Server) InstanceID() string { return s.instanceID }
+
+// RegisterService adds another gRPC service (sessions, streaming input) to
+// the listener; call it before Serve.
+func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	s.grpc.RegisterService(desc, impl)
+	s.health.SetServingStatus(desc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+}
+
+// HandleHTTP adds an HTTP route (net/http pattern syntax); call it before
+// Serve.
+func (s *Server) HandleHTTP(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Draining reports whether the server stopped admitting new work.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Listen binds the listeners (once). Serve calls it; tests call it first to
+// learn the addresses of ":0" listeners.
+func (s *Server) Listen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gl != nil {
+		return nil
+	}
+	select {
+	case <-s.shutdown:
+		return errors.New("server: shut down")
+	default:
+	}
+	gl, err := net.Listen("tcp", s.cfg.GRPCAddr)
+	if err != nil {
+		return fmt.Errorf("server: grpc listen: %w", err)
+	}
+	if s.cfg.HTTPAddr != "" {
+		hl, err := net.Listen("tcp", s.cfg.HTTPAddr)
+		if err != nil {
+			gl.Close()
+			return fmt.Errorf("server: http listen: %w", err)
+		}
+		s.hl = hl
+	}
+	s.gl = gl
+	return nil
+}
+
+// GRPCAddr is the bound gRPC address ("" before Listen).
+func (s *Server) GRPCAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gl == nil {
+		return ""
+	}
+	return s.gl.Addr().String()
+}
+
+// HTTPAddr is the bound HTTP address ("" before Listen or without HTTP).
+func (s *Server) HTTPAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hl == nil {
+		return ""
+	}
+	return s.hl.Addr().String()
+}
+
+// Serve listens (if needed) and serves until ctx is done, then drains with
+// Config.DrainGrace and returns nil; or until a listener fails (that
+// error), or until Shutdown is called elsewhere (nil).
+func (s *Server) Serve(ctx context.Context) error {
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	gl, hl := s.gl, s.hl
+	s.mu.Unlock()
+	errc := make(chan error, 2)
+	go func() { errc <- s.grpc.Serve(gl) }()
+	if hl != nil {
+		go func() {
+			if err := s.http.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	s.log.Info("server: serving", "grpc", gl.Addr().String(), "http", s.HTTPAddr(),
+		"instance_id", s.instanceID, "models", s.modelNames())
+	select {
+	case <-ctx.Done():
+		s.log.Info("server: shutting down", "grace", s.cfg.DrainGrace)
+		return s.Shutdown(s.cfg.DrainGrace)
+	case <-s.shutdown:
+		return nil
+	case err := <-errc:
+		if err == nil {
+			<-s.shutdown
+			return nil
+		}
+		_ = s.Shutdown(0)
+		return fmt.Errorf("server: %w", err)
+	}
+}
+
+// Shutdown drains: new requests get UNAVAILABLE (DRAINING) and health says
+// DRAINING; running requests may finish for up to grace, then the rest
+// are cancelled; then the listeners close. Safe to call twice.
+func (s *Server) Shutdown(grace time.Duration) error {
+	first := false
+	s.shutOnce.Do(func() {
+		first = true
+		s.shutdownNow(grace)
+		close(s.shutdown)
+	})
+	if !first {
+		<-s.shutdown
+	}
+	return nil
+}
+
+func (s *Server) shutdownNow(grace time.Duration) {
+	s.startDrain()
+	if !s.inflight.wait(grace) {
+		n := 0
+		for _, m := range s.models {
+			n += m.b.AbortAll()
+		}
+		s.log.Warn("server: drain grace over, cancelled running requests", "requests", n)
+		s.inflight.wait(5 * time.Second)
+	}
+	s.stopOnce.Do(func() { close(s.stop) })
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		s.grpc.Stop()
+		<-done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.http.Shutdown(ctx); err != nil {
+		s.http.Close()
+	}
+	s.log.Info("server: stopped")
+}
+
+// startDrain stops admitting work everywhere.
+func (s *Server) startDrain() {
+	if s.draining.Swap(true) {
+		return
+	}
+	s.health.Shutdown() // every service NOT_SERVING
+	for _, m := range s.models {
+		m.b.Drain()
+	}
+}
+
+func (s *Server) modelNames() []string {
+	out := make([]string, 0, len(s.models))
+	for _, m := range s.models {
+		out = append(out, m.name)
+	}
+	return out
+}
+
+// lookup finds a model by name or alias; "" is the default model.
+func (s *Server) lookup(name string) (*model, bool) {
+	if name == "" {
+		return s.models[0], true
+	}
+	m, ok := s.byName[name]
+	return m, ok
+}
+
+func newInstanceID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Sprintf("oengine-%d", time.Now().UnixNano())
+	}
+	return "oengine-" + hex.EncodeToString(b[:])
+}
+
+// tracker counts in-flight work and lets a shutdown wait for zero.
+type tracker struct {
+	mu   sync.Mutex // protects n and zero
+	n    int
+	zero chan struct{} // closed when n drops to 0; nil while n == 0
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.zero = make(chan struct{})
+	}
+	t.n++
+	t.mu.Unlock()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	t.n--
+	if t.n == 0 {
+		close(t.zero)
+		t.zero = nil
+	}
+	t.mu.Unlock()
+}
+
+func (t *tracker) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
+// wait blocks until the count is zero or d passed; it reports whether the
+// count reached zero.
+func (t *tracker) wait(d time.Duration) bool {
+	t.mu.Lock()
+	z := t.zero
+	t.mu.Unlock()
+	if z == nil {
+		return true
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-z:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
