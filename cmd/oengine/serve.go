@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"oengine/server"
+)
+
+func init() {
+	register("serve", "serve a model over OpenEngine gRPC and HTTP (metrics, health, SSE)", runServe)
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return fmt.Sprint(*l) }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	ef := addEngineFlags(fs)
+	def := server.DefaultConfig()
+	name := fs.String("served-model-name", "", "model name announced to clients (default: general.name or the file name)")
+	var aliases stringList
+	fs.Var(&aliases, "alias", "another name clients may use for the model (repeatable)")
+	grpcAddr := fs.String("grpc-addr", def.GRPCAddr, "gRPC listen address")
+	httpAddr := fs.String("http-addr", def.HTTPAddr, "HTTP listen address (metrics, health, SSE); empty: none")
+	advertise := fs.String("advertise-host", "", "host announced in GetKvEventSources (default: listener host or hostname)")
+	grace := fs.Duration("drain-grace", def.DrainGrace, "how long running requests may finish on SIGTERM")
+	fastModel := fs.String("fast-model", "", "a second, smaller GGUF model for the SSE side generation")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("serve: --log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+
+	cfg := def
+	cfg.GRPCAddr, cfg.HTTPAddr, cfg.AdvertiseHost = *grpcAddr, *httpAddr, *advertise
+	cfg.ServedModelName, cfg.Aliases, cfg.DrainGrace = *name, aliases, *grace
+	cfg.EngineVersion = version
+	cfg.Logger = logger
+	cfg.Metrics = server.NewMetrics()
+
+	served := *name
+	rt, err := openRuntime(ef, served, cfg.Metrics.EngineHooks(served), stderr, logger)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if served == "" {
+		served = rt.engine.ModelName()
+	}
+	backends := []server.Backend{server.FromEngine(rt.engine)}
+	if *fastModel != "" {
+		fef := *ef
+		fef.model = fastModel
+		frt, err := openRuntime(&fef, "", cfg.Metrics.EngineHooks(baseName(*fastModel)), stderr, logger)
+		if err != nil {
+			// decisions.md section 6: a fast model that fails to load does
+			// not stop the server; it is reported as degraded.
+			logger.Error("fast model failed to load; serving without it", "path", *fastModel, "err", err)
+			cfg.ModelDegraded = fmt.Sprintf("fast model %s failed to load: %v", *fastModel, err)
+		} else {
+			defer frt.Close()
+			backends = append(backends, server.FromEngine(frt.engine))
+		}
+	}
+	srv, err := server.New(cfg, backends...)
+	if err != nil {
+		return err
+	}
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	label := rt.file.Label
+	if label == "synthetic" {
+		label = "synthetic (built-in default: random weights)"
+	}
+	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz)\n",
+		version, served, label, srv.GRPCAddr(), srv.HTTPAddr())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	err = srv.Serve(ctx)
+	logger.Info("server stopped", "uptime", time.Since(start).Round(time.Second))
+	return err
+}
+
+// version is the engine version reported by GetServerInfo.
+var version = "0.1.0-dev"
