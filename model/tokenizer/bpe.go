@@ -44,7 +44,7 @@ func buildBPE(ids map[string]int32, nTokens int, merges []string) *bpeModel {
 		}
 		id := next
 		next++
-		m.virtual[s] = id
+		m.virtual[strings.Clone(s)] = id // do not pin the whole merge list
 		return id
 	}
 	var buf []byte

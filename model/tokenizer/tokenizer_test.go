@@ -113,6 +113,8 @@ func TestEndOfGeneration(t *testing.T) {
 		// recognised by text as llama.cpp does.
 		{"qwen3", []int32{128247, 151643, 151645, 151662, 151663, 151664}, []int32{151644, 151667, 151659}, 151645, 151645, []int32{151643, 151644, 151659}},
 		{"gpt-2", []int32{50256}, []int32{0, 198}, 50256, 50256, []int32{50256}},
+		// DeepSeek's end token is found by its text (full-width bars, ▁).
+		{"deepseek-llm", []int32{100001}, []int32{100000, 100002}, 100001, 100001, []int32{100000, 100001}},
 	}
 	for _, c := range cases {
 		t.Run(c.vocab, func(t *testing.T) {
