@@ -51,6 +51,13 @@ func dotQ6_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 // hasAVX2 reports whether the CPU (and OS) support the AVX2 kernels.
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
+func simdName() string {
+	if hasAVX2 {
+		return "avx2+fma+f16c"
+	}
+	return "generic"
+}
+
 func init() {
 	if !hasAVX2 {
 		return
@@ -167,7 +174,25 @@ func dotQ8_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, ou
 func dotF16x4AVX2(row *byte, x *float32, n, xstride int, out *float32)
 
 //go:noescape
+func dotQ5_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ4_1x4AVX2(row *byte, qs *int8, d, s *float32, nb, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ5_1x4AVX2(row *byte, qs *int8, d, s *float32, nb, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ2_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ3_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
+
+//go:noescape
 func dotQ4_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ5_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
 
 //go:noescape
 func dotQ6_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
@@ -191,6 +216,50 @@ var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float3
 		dotQ8_0x4AVX2(&row[0], &a.qs[0], &a.d[0], nb, cols, 4*nb, &out[0])
 		return out
 	},
+	gguf.TypeQ5_0: func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qk
+		_ = row[22*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		dotQ5_0x4AVX2(&row[0], &a.qs[0], &a.d[0], nb, cols, 4*nb, &out[0])
+		return out
+	},
+	gguf.TypeQ4_1: func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qk
+		_ = row[20*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		_ = a.s[4*nb-1]
+		dotQ4_1x4AVX2(&row[0], &a.qs[0], &a.d[0], &a.s[0], nb, cols, 4*nb, &out[0])
+		return out
+	},
+	gguf.TypeQ5_1: func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qk
+		_ = row[24*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		_ = a.s[4*nb-1]
+		dotQ5_1x4AVX2(&row[0], &a.qs[0], &a.d[0], &a.s[0], nb, cols, 4*nb, &out[0])
+		return out
+	},
+	gguf.TypeQ2_K: func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qkK
+		_ = row[84*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		_ = a.bsums[4*16*nb-1]
+		dotQ2_Kx4AVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
+		return out
+	},
+	gguf.TypeQ3_K: func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qkK
+		_ = row[110*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		_ = a.bsums[4*16*nb-1]
+		dotQ3_Kx4AVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
+		return out
+	},
 	gguf.TypeQ4_K: func(row []byte, a actView, cols int) (out [4]float32) {
 		nb := cols / qkK
 		_ = row[144*nb-1]
@@ -198,6 +267,15 @@ var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float3
 		_ = a.d[4*nb-1]
 		_ = a.bsums[4*16*nb-1]
 		dotQ4_Kx4AVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
+		return out
+	},
+	gguf.TypeQ5_K: func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qkK
+		_ = row[176*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		_ = a.bsums[4*16*nb-1]
+		dotQ5_Kx4AVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
 		return out
 	},
 	gguf.TypeQ6_K: func(row []byte, a actView, cols int) (out [4]float32) {
@@ -227,4 +305,37 @@ var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float3
 		}
 		return out
 	},
+}
+
+//go:noescape
+func quantQ8AVX2(x *float32, qs *int8, d *float32, nb int)
+
+// quantQ8SIMD quantizes whole 32-blocks of x with quantQ8AVX2; it returns
+// false (doing nothing) without AVX2.
+func quantQ8SIMD(x []float32, qs []int8, d []float32) bool {
+	nb := len(x) / qk
+	if !hasAVX2 || nb == 0 {
+		return hasAVX2
+	}
+	_ = qs[nb*qk-1]
+	_ = d[nb-1]
+	quantQ8AVX2(&x[0], &qs[0], &d[0], nb)
+	return true
+}
+
+//go:noescape
+func quantQ8KAVX2(x *float32, qs *int8, d *float32, bsums *int16, nb int)
+
+// quantQ8KSIMD quantizes whole 256-blocks of x with quantQ8KAVX2; it
+// returns false (doing nothing) without AVX2.
+func quantQ8KSIMD(x []float32, qs []int8, d []float32, bsums []int16) bool {
+	nb := len(x) / qkK
+	if !hasAVX2 || nb == 0 {
+		return hasAVX2
+	}
+	_ = qs[nb*qkK-1]
+	_ = d[nb-1]
+	_ = bsums[nb*16-1]
+	quantQ8KAVX2(&x[0], &qs[0], &d[0], &bsums[0], nb)
+	return true
 }

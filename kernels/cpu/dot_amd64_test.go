@@ -3,6 +3,8 @@ package cpu
 import (
 	"fmt"
 	"testing"
+
+	"oengine/model/gguf"
 )
 
 // TestSIMDSelected: on a CPU with AVX2, MatMul must use the SIMD kernels.
@@ -14,6 +16,9 @@ func TestSIMDSelected(t *testing.T) {
 	for typ := range simdKernels {
 		if fmt.Sprintf("%p", kernels[typ].dot) == fmt.Sprintf("%p", portable[typ].dot) {
 			t.Errorf("%s: MatMul uses the portable kernel", typ)
+		}
+		if kernels[typ].dot4 == nil && typ != gguf.TypeF32 && typ != gguf.TypeBF16 {
+			t.Errorf("%s: no four-token kernel", typ)
 		}
 	}
 }

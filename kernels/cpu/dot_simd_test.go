@@ -131,3 +131,71 @@ func TestDot4BitwiseEqualsDot(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantRowQ8MatchesBlock: the row quantizer MatMul uses (SIMD where
+// present) equals q8Block bit for bit, zero blocks and ties included.
+func TestQuantRowQ8MatchesBlock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	const nb = 40
+	x := randNormal(rng, nb*qk, 3)
+	clear(x[5*qk : 6*qk]) // all-zero block
+	for i := 7 * qk; i < 8*qk; i++ {
+		x[i] = float32(rng.IntN(255) - 127) // exact ties after scaling
+	}
+	x[9*qk] = 1e-30 // tiny amax
+	qs, d, s := make([]int8, nb*qk), make([]float32, nb), make([]float32, nb)
+	quantRowQ8(x, qs, d, s)
+	for b := 0; b < nb; b++ {
+		var wq [qk]int8
+		var wd float32
+		sum := q8Block(x[b*qk:(b+1)*qk], wq[:], &wd)
+		if math.Float32bits(d[b]) != math.Float32bits(wd) {
+			t.Fatalf("block %d: d %g, want %g", b, d[b], wd)
+		}
+		for j := range wq {
+			if qs[b*qk+j] != wq[j] {
+				t.Fatalf("block %d elem %d: q %d, want %d (x %g)", b, j, qs[b*qk+j], wq[j], x[b*qk+j])
+			}
+		}
+		if want := fp16Round(wd * float32(sum)); s[b] != want {
+			t.Fatalf("block %d: s %g, want %g", b, s[b], want)
+		}
+	}
+}
+
+// TestQuantRowQ8KMatchesBlock: the Q8_K row quantizer MatMul uses (SIMD
+// where present) equals q8KBlock bit for bit: zero blocks, ±amax ties (the
+// first wins), rounding ties.
+func TestQuantRowQ8KMatchesBlock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	const nb = 12
+	x := randNormal(rng, nb*qkK, 2)
+	clear(x[2*qkK : 3*qkK])
+	x[3*qkK+10], x[3*qkK+200] = -9, 9 // -amax first
+	x[4*qkK+7], x[4*qkK+100] = 9, -9  // +amax first
+	for i := 5 * qkK; i < 6*qkK; i++ {
+		x[i] = float32(rng.IntN(255)-127) / 2 // halves: rounding ties
+	}
+	x[5*qkK+3] = -127
+	x[6*qkK+255] = 50 // amax in the last element
+	qs, d, bs := make([]int8, nb*qkK), make([]float32, nb), make([]int16, nb*16)
+	quantRowQ8K(x, qs, d, bs)
+	for b := 0; b < nb; b++ {
+		var wq [qkK]int8
+		var wb [16]int16
+		wd := q8KBlock(x[b*qkK:(b+1)*qkK], wq[:], wb[:])
+		if math.Float32bits(d[b]) != math.Float32bits(wd) {
+			t.Fatalf("block %d: d %g, want %g", b, d[b], wd)
+		}
+		for j := range wq {
+			if qs[b*qkK+j] != wq[j] {
+				t.Fatalf("block %d elem %d: q %d, want %d", b, j, qs[b*qkK+j], wq[j])
+			}
+		}
+		for j := range wb {
+			if bs[b*16+j] != wb[j] {
+				t.Fatalf("block %d bsum %d: %d, want %d", b, j, bs[b*16+j], wb[j])
+			}
+		}
+	}
+}

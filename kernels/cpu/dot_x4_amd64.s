@@ -1,9 +1,10 @@
-// Four-token AVX2 kernels for MatMul with n > 1 (prefill): one weight row
-// is decoded once and dotted with four consecutive tokens. For each token
-// they perform exactly the floating-point operations of the one-token
-// kernel (same lanes, same order, same final reduction), so results are
-// bitwise identical to it: batch invariance. Integer sums are exact, so
-// their order is free. Token t's activations are at base + t*stride.
+// Four-token AVX2 kernels for MatMul with n > 1 (prefill), legacy quants
+// and F16: one weight row is decoded once and dotted with four consecutive
+// tokens. For each token they perform exactly the floating-point operations
+// of the one-token kernel (same lanes, same order, same final reduction), so
+// results are bitwise identical to it: batch invariance. Integer sums are
+// exact, so their order is free. Token t's activations are at base + t*stride.
+// K-quants: dot_x4k_amd64.s.
 
 #include "textflag.h"
 
@@ -19,33 +20,35 @@ DATA x08<>+16(SB)/8, $0x0808080808080808
 DATA x08<>+24(SB)/8, $0x0808080808080808
 GLOBL x08<>(SB), RODATA|NOPTR, $32
 
-DATA x03<>+0(SB)/8, $0x0303030303030303
-DATA x03<>+8(SB)/8, $0x0303030303030303
-DATA x03<>+16(SB)/8, $0x0303030303030303
-DATA x03<>+24(SB)/8, $0x0303030303030303
-GLOBL x03<>(SB), RODATA|NOPTR, $32
-
-DATA x02<>+0(SB)/8, $0x0202020202020202
-DATA x02<>+8(SB)/8, $0x0202020202020202
-DATA x02<>+16(SB)/8, $0x0202020202020202
-DATA x02<>+24(SB)/8, $0x0202020202020202
-GLOBL x02<>(SB), RODATA|NOPTR, $32
-
 DATA xones16<>+0(SB)/8, $0x0001000100010001
 DATA xones16<>+8(SB)/8, $0x0001000100010001
 DATA xones16<>+16(SB)/8, $0x0001000100010001
 DATA xones16<>+24(SB)/8, $0x0001000100010001
 GLOBL xones16<>(SB), RODATA|NOPTR, $32
 
-DATA xwsel<>+0(SB)/8, $0x0100010001000100
-DATA xwsel<>+8(SB)/8, $0x0100010001000100
-DATA xwsel<>+16(SB)/8, $0x0100010001000100
-DATA xwsel<>+24(SB)/8, $0x0100010001000100
-GLOBL xwsel<>(SB), RODATA|NOPTR, $32
+DATA xf0<>+0(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA xf0<>+8(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA xf0<>+16(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA xf0<>+24(SB)/8, $0xf0f0f0f0f0f0f0f0
+GLOBL xf0<>(SB), RODATA|NOPTR, $32
 
-DATA xdeint<>+0(SB)/8, $0x0e0c0a0806040200
-DATA xdeint<>+8(SB)/8, $0x0f0d0b0907050301
-GLOBL xdeint<>(SB), RODATA|NOPTR, $16
+DATA x10<>+0(SB)/8, $0x1010101010101010
+DATA x10<>+8(SB)/8, $0x1010101010101010
+DATA x10<>+16(SB)/8, $0x1010101010101010
+DATA x10<>+24(SB)/8, $0x1010101010101010
+GLOBL x10<>(SB), RODATA|NOPTR, $32
+
+DATA xbitshuf<>+0(SB)/8, $0x0000000000000000
+DATA xbitshuf<>+8(SB)/8, $0x0101010101010101
+DATA xbitshuf<>+16(SB)/8, $0x0202020202020202
+DATA xbitshuf<>+24(SB)/8, $0x0303030303030303
+GLOBL xbitshuf<>(SB), RODATA|NOPTR, $32
+
+DATA xbitmask<>+0(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA xbitmask<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA xbitmask<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA xbitmask<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
+GLOBL xbitmask<>(SB), RODATA|NOPTR, $32
 
 #define HSUM8(Y, X, T) \
 	VEXTRACTF128 $1, Y, T; \
@@ -102,136 +105,65 @@ GLOBL xdeint<>(SB), RODATA|NOPTR, $16
 	VMOVSS X3, 12(AX); \
 	VZEROUPPER
 
-#define KPROLOGUE \
-	MOVQ    row+0(FP), SI; \
-	MOVQ    qs+8(FP), DI; \
-	MOVQ    d+16(FP), DX; \
-	MOVQ    bsums+24(FP), R12; \
-	MOVQ    nb+32(FP), CX; \
-	MOVQ    qstride+40(FP), R8; \
-	MOVQ    dstride+48(FP), R10; \
-	LEAQ    (R8)(R8*2), R9; \
-	LEAQ    (R10)(R10*1), R11; \
-	LEAQ    (R10)(R10*2), R13; \
-	VXORPS  Y0, Y0, Y0; \
-	VMOVUPS Y0, 0(SP); \
-	VMOVUPS Y0, 32(SP); \
-	VMOVUPS Y0, 64(SP); \
-	VMOVUPS Y0, 96(SP); \
-	VMOVUPS Y0, 128(SP); \
-	VMOVUPS Y0, 160(SP); \
-	VMOVUPS Y0, 192(SP); \
-	VMOVUPS Y0, 224(SP)
+// ---- Q5_0, Q4_1, Q5_1 ---------------------------------------------------
+// XBITS32: 0xFF in byte j of Y where bit j of the uint32 at m is set (Y12: ones).
+#define XBITS32(m, Y) \
+	VPBROADCASTD m, Y; \
+	VPSHUFB      xbitshuf<>(SB), Y, Y; \
+	VPOR         xbitmask<>(SB), Y, Y; \
+	VPCMPEQB     Y12, Y, Y
 
-// KACC: acc(off) += (dx in Y5) * dy(md) * float(S), as the one-token kernel.
-#define KACC(md, S, off) \
-	VBROADCASTSS md, Y6; \
-	VMULPS       Y6, Y5, Y6; \
-	VCVTDQ2PS    S, S; \
-	VMOVUPS      off(SP), Y1; \
-	VFMADD231PS  S, Y6, Y1; \
-	VMOVUPS      Y1, off(SP)
+// XNIB32: 16 bytes at m as 32 nibbles in Y5 (low lane: elements 0..15).
+#define XNIB32(m) \
+	VMOVDQU     m, X5; \
+	VPSRLW      $4, X5, X7; \
+	VINSERTI128 $1, X7, Y5, Y5; \
+	VPAND       Y15, Y5, Y5
 
-#define KACC4 \
-	KACC((DX), Y0, 0); \
-	KACC((DX)(R10*1), Y4, 64); \
-	KACC((DX)(R10*2), Y7, 128); \
-	KACC((DX)(R13*1), Y13, 192)
+// AFFTOK: one token of Q4_1/Q5_1 (Y6 dx, Y5 unsigned q, X4 m), as the
+// one-token kernel: ACC += (dx·dy)·float(Σ q·q8); MACC += m·s.
+#define AFFTOK(mq, md, ms, ACC, MACC) \
+	VBROADCASTSS md, Y7; \
+	VMULPS       Y7, Y6, Y7; \
+	VPMADDUBSW   mq, Y5, Y8; \
+	VPMADDWD     Y13, Y8, Y8; \
+	VCVTDQ2PS    Y8, Y8; \
+	VFMADD231PS  Y8, Y7, ACC; \
+	VMOVSS       ms, X8; \
+	VFMADD231SS  X8, X4, MACC
 
-// KSTORE: out[t] = hsum(acc) - hsum(accm), as the one-token kernel.
-#define KSTORE(off, o) \
-	VMOVUPS off(SP), Y0; \
-	HSUM8(Y0, X0, X1); \
-	VMOVUPS off+32(SP), Y7; \
-	HSUM8(Y7, X7, X1); \
-	VSUBSS  X7, X0, X0; \
-	VMOVSS  X0, o(AX)
+#define AFFTOK4 \
+	AFFTOK((DI), (DX), (R8), Y0, X9); \
+	AFFTOK((DI)(R10*1), (DX)(R12*1), (R8)(R12*1), Y1, X10); \
+	AFFTOK((DI)(R10*2), (DX)(R12*2), (R8)(R12*2), Y2, X11); \
+	AFFTOK((DI)(R11*1), (DX)(R13*1), (R8)(R13*1), Y3, X14)
 
-// Q4_K: mins for one token: X12 holds the 8 mins as words, X5 dmin (4 lanes).
-#define Q4KMIN(mb, mb16, md, off) \
-	VMOVDQU      mb, X13; \
-	VMOVDQU      mb16, X14; \
-	VPHADDW      X14, X13, X13; \
-	VPMADDWD     X13, X12, X13; \
-	VCVTDQ2PS    X13, X13; \
-	VBROADCASTSS md, X6; \
-	VMULPS       X6, X5, X6; \
-	VMOVUPS      off(SP), X3; \
-	VFMADD231PS  X13, X6, X3; \
-	VMOVUPS      X3, off(SP)
+#define AFFPROLOGUE \
+	MOVQ     row+0(FP), SI; \
+	MOVQ     qs+8(FP), DI; \
+	MOVQ     d+16(FP), DX; \
+	MOVQ     s+24(FP), R8; \
+	MOVQ     nb+32(FP), CX; \
+	MOVQ     qstride+40(FP), R10; \
+	MOVQ     dstride+48(FP), R12; \
+	LEAQ     (R10)(R10*2), R11; \
+	LEAQ     (R12)(R12*2), R13; \
+	VXORPS   Y0, Y0, Y0; \
+	VXORPS   Y1, Y1, Y1; \
+	VXORPS   Y2, Y2, Y2; \
+	VXORPS   Y3, Y3, Y3; \
+	VXORPS   Y9, Y9, Y9; \
+	VXORPS   Y10, Y10, Y10; \
+	VXORPS   Y11, Y11, Y11; \
+	VXORPS   Y14, Y14, Y14; \
+	VMOVDQU  x0f<>(SB), Y15; \
+	VMOVDQU  xones16<>(SB), Y13; \
+	VPCMPEQB Y12, Y12, Y12
 
-#define Q4KTOK(m1, m2, S) \
-	VPMADDUBSW m1, Y1, Y6; \
-	VPMADDWD   Y3, Y6, Y6; \
-	VPADDD     Y6, S, S; \
-	VPMADDUBSW m2, Y2, Y6; \
-	VPMADDWD   Y5, Y6, Y6; \
-	VPADDD     Y6, S, S
-
-#define Q4KPAIR4(qoff, yoff) \
-	VMOVDQU qoff(SI), Y1; \
-	VPSRLW  $4, Y1, Y2; \
-	VPAND   Y15, Y1, Y1; \
-	VPAND   Y15, Y2, Y2; \
-	VPSHUFB Y10, Y8, Y3; \
-	VPADDB  Y11, Y10, Y10; \
-	VPSHUFB Y10, Y8, Y5; \
-	VPADDB  Y11, Y10, Y10; \
-	Q4KTOK(yoff(DI), yoff+32(DI), Y0); \
-	Q4KTOK(yoff(DI)(R8*1), yoff+32(DI)(R8*1), Y4); \
-	Q4KTOK(yoff(DI)(R8*2), yoff+32(DI)(R8*2), Y7); \
-	Q4KTOK(yoff(DI)(R9*1), yoff+32(DI)(R9*1), Y13)
-
-// ---- Q6_K --------------------------------------------------------------
-#define Q6KTOK(m, S) \
-	VPMADDUBSW m, Y5, Y8; \
-	VPMADDWD   Y6, Y8, Y8; \
-	VPADDD     Y8, S, S
-
-#define Q6KGROUP4(yoff) \
-	VPSHUFB Y10, Y12, Y6; \
-	VPADDB  Y11, Y10, Y10; \
-	Q6KTOK(yoff(DI), Y0); \
-	Q6KTOK(yoff(DI)(R8*1), Y4); \
-	Q6KTOK(yoff(DI)(R8*2), Y7); \
-	Q6KTOK(yoff(DI)(R9*1), Y13)
-
-#define Q6KHALF4(qloff, qhoff, yoff) \
-	VMOVDQU qloff(SI), Y1; \
-	VMOVDQU qloff+32(SI), Y2; \
-	VMOVDQU qhoff(SI), Y3; \
-	VPAND   Y15, Y1, Y5; \
-	VPAND   Y14, Y3, Y6; \
-	VPSLLW  $4, Y6, Y6; \
-	VPOR    Y6, Y5, Y5; \
-	Q6KGROUP4(yoff); \
-	VPAND   Y15, Y2, Y5; \
-	VPSRLW  $2, Y3, Y6; \
-	VPAND   Y14, Y6, Y6; \
-	VPSLLW  $4, Y6, Y6; \
-	VPOR    Y6, Y5, Y5; \
-	Q6KGROUP4(yoff+32); \
-	VPSRLW  $4, Y1, Y5; \
-	VPAND   Y15, Y5, Y5; \
-	VPSRLW  $4, Y3, Y6; \
-	VPAND   Y14, Y6, Y6; \
-	VPSLLW  $4, Y6, Y6; \
-	VPOR    Y6, Y5, Y5; \
-	Q6KGROUP4(yoff+64); \
-	VPSRLW  $4, Y2, Y5; \
-	VPAND   Y15, Y5, Y5; \
-	VPSRLW  $6, Y3, Y6; \
-	VPAND   Y14, Y6, Y6; \
-	VPSLLW  $4, Y6, Y6; \
-	VPOR    Y6, Y5, Y5; \
-	Q6KGROUP4(yoff+96)
-
-// Q6KCORR: S = -32 · Σ sc·bsum for one token (Y8: scales in natural order).
-#define Q6KCORR(mb, S) \
-	VPMADDWD mb, Y8, Y6; \
-	VPSLLD   $5, Y6, Y6; \
-	VPXOR    S, S, S; \
-	VPSUBD   Y6, S, S
+#define AFFSTORE(Y, X, MACC, o) \
+	HSUM8(Y, X, X8); \
+	VADDSS MACC, X, X; \
+	VMOVSS X, o(AX)
 
 // func dotQ4_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
 TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-56
@@ -344,126 +276,89 @@ f16x4done:
 	VZEROUPPER
 	RET
 
-// ---- K-quants ----------------------------------------------------------
-// Float accumulators live in the frame: token t's main accumulator at
-// 64t(SP), its min accumulator (Q4_K, low 4 lanes) at 64t+32(SP).
-// Token t: q8 at DI + t*R8 (R9 = 3*R8), d at DX + t*R10 (R11 = 2*R10,
-// R13 = 3*R10), bsums at R12 + 8*t*R10 (bsums stride = 8 × d stride).
+// func dotQ5_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
+TEXT ·dotQ5_0x4AVX2(SB), NOSPLIT, $0-56
+	LEGPROLOGUE
+	VPCMPEQB Y12, Y12, Y12
+	TESTQ    CX, CX
+	JLE      q50x4done
 
-// func dotQ4_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
-TEXT ·dotQ4_Kx4AVX2(SB), NOSPLIT, $256-64
-	KPROLOGUE
-	VMOVDQU x0f<>(SB), Y15
-	VMOVDQU xwsel<>(SB), Y9
-	VMOVDQU x02<>(SB), Y11
-	TESTQ   CX, CX
-	JLE     q4kx4done
+q50x4loop:
+	VPBROADCASTW (SI), X6
+	VCVTPH2PS    X6, Y6
+	XNIB32(6(SI))
+	XBITS32(2(SI), Y8)
+	VPANDN       xf0<>(SB), Y8, Y8
+	VPOR         Y8, Y5, Y5
+	VPSIGNB      Y5, Y5, Y4
+	LEGTOK4
+	ADDQ         $22, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	DECQ         CX
+	JNZ          q50x4loop
 
-q4kx4loop:
-	// scales 0..3, 4..7 -> X8; mins 0..3, 4..7 -> X12 (see scaleMinK4).
-	MOVL        4(SI), AX
-	ANDL        $0x3f3f3f3f, AX
-	VMOVD       AX, X8
-	MOVL        4(SI), AX
-	SHRL        $6, AX
-	ANDL        $0x03030303, AX
-	SHLL        $4, AX
-	MOVL        12(SI), BX
-	ANDL        $0x0f0f0f0f, BX
-	ORL         BX, AX
-	VPINSRD     $1, AX, X8, X8
-	MOVL        8(SI), AX
-	ANDL        $0x3f3f3f3f, AX
-	VMOVD       AX, X12
-	MOVL        8(SI), AX
-	SHRL        $6, AX
-	ANDL        $0x03030303, AX
-	SHLL        $4, AX
-	MOVL        12(SI), BX
-	SHRL        $4, BX
-	ANDL        $0x0f0f0f0f, BX
-	ORL         BX, AX
-	VPINSRD     $1, AX, X12, X12
-	VPMOVZXBW   X8, X8
-	VINSERTI128 $1, X8, Y8, Y8
-	VPMOVZXBW   X12, X12
+q50x4done:
+	STORE4
+	RET
 
-	VPBROADCASTW 2(SI), X5
-	VCVTPH2PS    X5, X5
-	Q4KMIN((R12), 16(R12), (DX), 32)
-	Q4KMIN((R12)(R10*8), 16(R12)(R10*8), (DX)(R10*1), 96)
-	Q4KMIN((R12)(R11*8), 16(R12)(R11*8), (DX)(R10*2), 160)
-	Q4KMIN((R12)(R13*8), 16(R12)(R13*8), (DX)(R13*1), 224)
+// func dotQ4_1x4AVX2(row *byte, qs *int8, d, s *float32, nb, qstride, dstride int, out *float32)
+TEXT ·dotQ4_1x4AVX2(SB), NOSPLIT, $0-64
+	AFFPROLOGUE
+	TESTQ CX, CX
+	JLE   q41x4done
 
-	VPXOR   Y0, Y0, Y0
-	VPXOR   Y4, Y4, Y4
-	VPXOR   Y7, Y7, Y7
-	VPXOR   Y13, Y13, Y13
-	VMOVDQA Y9, Y10
-	Q4KPAIR4(16, 0)
-	Q4KPAIR4(48, 64)
-	Q4KPAIR4(80, 128)
-	Q4KPAIR4(112, 192)
+q41x4loop:
+	VPBROADCASTW (SI), X6
+	VCVTPH2PS    X6, Y6
+	VPBROADCASTW 2(SI), X4
+	VCVTPH2PS    X4, X4
+	XNIB32(4(SI))
+	AFFTOK4
+	ADDQ         $20, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, R8
+	DECQ         CX
+	JNZ          q41x4loop
 
-	VPBROADCASTW (SI), X5
-	VCVTPH2PS    X5, Y5
-	KACC4
-
-	ADDQ $144, SI
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, R12
-	DECQ CX
-	JNZ  q4kx4loop
-
-q4kx4done:
+q41x4done:
 	MOVQ out+56(FP), AX
-	KSTORE(0, 0)
-	KSTORE(64, 4)
-	KSTORE(128, 8)
-	KSTORE(192, 12)
+	AFFSTORE(Y0, X0, X9, 0)
+	AFFSTORE(Y1, X1, X10, 4)
+	AFFSTORE(Y2, X2, X11, 8)
+	AFFSTORE(Y3, X3, X14, 12)
 	VZEROUPPER
 	RET
 
-// func dotQ6_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
-TEXT ·dotQ6_Kx4AVX2(SB), NOSPLIT, $256-64
-	KPROLOGUE
-	VMOVDQU x0f<>(SB), Y15
-	VMOVDQU x03<>(SB), Y14
-	VMOVDQU xwsel<>(SB), Y9
-	VMOVDQU x02<>(SB), Y11
-	TESTQ   CX, CX
-	JLE     q6kx4done
+// func dotQ5_1x4AVX2(row *byte, qs *int8, d, s *float32, nb, qstride, dstride int, out *float32)
+TEXT ·dotQ5_1x4AVX2(SB), NOSPLIT, $0-64
+	AFFPROLOGUE
+	TESTQ CX, CX
+	JLE   q51x4done
 
-q6kx4loop:
-	VMOVDQU   192(SI), X8
-	VPSHUFB   xdeint<>(SB), X8, X12
-	VPMOVSXBW X12, Y12
-	VPMOVSXBW X8, Y8
-	Q6KCORR((R12), Y0)
-	Q6KCORR((R12)(R10*8), Y4)
-	Q6KCORR((R12)(R11*8), Y7)
-	Q6KCORR((R12)(R13*8), Y13)
-	VMOVDQA   Y9, Y10
-	Q6KHALF4(0, 128, 0)
-	Q6KHALF4(64, 160, 128)
+q51x4loop:
+	VPBROADCASTW (SI), X6
+	VCVTPH2PS    X6, Y6
+	VPBROADCASTW 2(SI), X4
+	VCVTPH2PS    X4, X4
+	XNIB32(8(SI))
+	XBITS32(4(SI), Y8)
+	VPAND        x10<>(SB), Y8, Y8
+	VPOR         Y8, Y5, Y5
+	AFFTOK4
+	ADDQ         $24, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, R8
+	DECQ         CX
+	JNZ          q51x4loop
 
-	VPBROADCASTW 208(SI), X5
-	VCVTPH2PS    X5, Y5
-	KACC4
-
-	ADDQ $210, SI
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, R12
-	DECQ CX
-	JNZ  q6kx4loop
-
-q6kx4done:
+q51x4done:
 	MOVQ out+56(FP), AX
-	KSTORE(0, 0)
-	KSTORE(64, 4)
-	KSTORE(128, 8)
-	KSTORE(192, 12)
+	AFFSTORE(Y0, X0, X9, 0)
+	AFFSTORE(Y1, X1, X10, 4)
+	AFFSTORE(Y2, X2, X11, 8)
+	AFFSTORE(Y3, X3, X14, 12)
 	VZEROUPPER
 	RET

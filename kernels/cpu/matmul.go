@@ -111,6 +111,10 @@ func MatMulRef(dst []float32, w Matrix, x []float32, n int) {
 // caller alone (about 10 µs of work; a worker wake-up costs several µs).
 const smallMatMul = 1 << 17
 
+// Features names the instruction set the MatMul kernels use on this CPU
+// ("avx2+fma+f16c" or "generic"), for logs and benchmark reports.
+func Features() string { return simdName() }
+
 // matmulScratch is the Pool's reusable MatMul state.
 type matmulScratch struct {
 	act  actBuf
@@ -128,11 +132,20 @@ type matmulScratch struct {
 
 // MatMul computes dst[i*w.Rows+r] = dot(row r of w, x[i*w.Cols:(i+1)*w.Cols])
 // for i in [0, n). x is [n][Cols] float32 row-major, dst is [n][Rows].
-// Quantized weights use quantized activations (see quant_act.go); F32, F16
-// and BF16 weights use float32 activations. Work is split over rows (and
-// over tokens when n is large); the result for one (row, token) does not
-// depend on n or on the other tokens. It panics if the slices are too short
-// (a programming error, like an index out of range).
+//
+// Quantized weights use quantized activations, as ggml's CPU backend does
+// (see quant_act.go), then exact integer block sums and float32
+// accumulation; F32, F16 and BF16 weights use float32 activations and FMA.
+// Accuracy against the exact dot Σ w·x (DotRef): for Q8_0/Q8_1 activations
+// |err| ≤ Σ|w_i|·0.57·amax_b/127 (+ |m_b|·32·amax_b·2^-11 per Q4_1/Q5_1
+// block), for Q8_K ≤ Σ|w_i|·0.5·amax_b/127, where amax_b is the largest |x|
+// of the element's activation block, plus 2e-5·Σ|w·x| of float32 rounding
+// (the float types have only the latter). Tests: TestDotGolden, TestMatMulVsRef.
+//
+// Work is split over rows (and over tokens when n is large). The result for
+// one (row, token) is bitwise independent of n, of the other tokens and of
+// the thread count (batch invariance). MatMul panics if the slices are too
+// short (a programming error, like an index out of range).
 func (p *Pool) MatMul(dst []float32, w Matrix, x []float32, n int) {
 	if n <= 0 {
 		return
@@ -141,7 +154,8 @@ func (p *Pool) MatMul(dst []float32, w Matrix, x []float32, n int) {
 	if !ok {
 		panic(fmt.Sprintf("cpu: MatMul on unsupported type %s", w.Type))
 	}
-	if len(x) < n*w.Cols || len(dst) < n*w.Rows || len(w.Data) < w.Rows*w.rowBytes() {
+	if w.Rows <= 0 || w.Cols <= 0 || w.Cols%w.Type.BlockElems() != 0 ||
+		len(x) < n*w.Cols || len(dst) < n*w.Rows || len(w.Data) < w.Rows*w.rowBytes() {
 		panic(fmt.Sprintf("cpu: MatMul shapes: dst %d, x %d, n %d, w %dx%d (%d bytes)", len(dst), len(x), n, w.Rows, w.Cols, len(w.Data)))
 	}
 	p.mu.Lock()
@@ -154,7 +168,7 @@ func (p *Pool) MatMul(dst []float32, w Matrix, x []float32, n int) {
 	s.w, s.k, s.x, s.dst, s.n = w, k, x, dst, n
 	if k.act != actF32 {
 		s.act.prepare(k.act, n, w.Cols)
-		if n >= 4 && p.threads > 1 {
+		if n >= 4 && n*w.Cols >= 1<<14 && p.threads > 1 {
 			p.forLocked(n, 1, s.qfn)
 		} else {
 			p.quantChunk(0, n)

@@ -9,47 +9,59 @@ import (
 	"oengine/model/gguf"
 )
 
-// TestMatMulVsRef: MatMul on random quantized weights against MatMulRef
-// (within the documented activation-quantization bound) and against the
-// float64 dot with the quantized activations (2e-5 relative), for every type
-// and shapes whose rows do not divide evenly over the threads.
+// TestMatMulVsRef: MatMul on random weights (random quant bits) against
+// MatMulRef (within the documented activation-quantization bound) and
+// against the float64 dot with the quantized activations (2e-5 relative),
+// for every type and shapes whose rows do not divide evenly over 3 threads.
 func TestMatMulVsRef(t *testing.T) {
 	shapes := []struct{ rows, cols, n int }{
 		{1, 256, 1}, {37, 512, 3}, {19, 256, 17}, {5, 768, 9},
-		{130, 512, 5}, // above smallMatMul: split over the workers
+		{130, 256, 5}, // above smallMatMul: split over the workers
 	}
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, threads := range []int{1, 3} {
-		pool := NewPool(threads)
-		for _, typ := range allTypes {
-			for _, sh := range shapes {
-				name := fmt.Sprintf("%s/%dx%d/n%d/t%d", typ, sh.rows, sh.cols, sh.n, threads)
-				t.Run(name, func(t *testing.T) {
-					w := randMatrix(t, rng, typ, sh.rows, sh.cols)
-					x := randNormal(rng, sh.n*sh.cols, 1)
-					got := make([]float32, sh.n*sh.rows)
-					ref := make([]float32, sh.n*sh.rows)
-					pool.MatMul(got, w, x, sh.n)
-					MatMulRef(ref, w, x, sh.n)
-					for i := 0; i < sh.n; i++ {
-						xi := x[i*sh.cols : (i+1)*sh.cols]
-						xq, sCorr := quantActRef(kernels[typ].act, xi)
-						for r := 0; r < sh.rows; r++ {
-							g := float64(got[i*sh.rows+r])
-							if b := actErrBound(t, typ, w.Row(r), xi); math.Abs(g-float64(ref[i*sh.rows+r])) > b {
-								t.Fatalf("token %d row %d: %g vs ref %g (bound %g)", i, r, g, ref[i*sh.rows+r], b)
-							}
-							exp, mag := quantDotRef(t, typ, w.Row(r), xq, sCorr)
-							if math.Abs(g-exp) > 2e-5*mag+1e-6 {
-								t.Fatalf("token %d row %d: %g vs quantized-activation dot %g", i, r, g, exp)
-							}
+	pool := NewPool(3)
+	defer pool.Close()
+	for _, typ := range allTypes {
+		for _, sh := range shapes {
+			name := fmt.Sprintf("%s/%dx%d/n%d", typ, sh.rows, sh.cols, sh.n)
+			t.Run(name, func(t *testing.T) {
+				w := randomMatrix(t, rng, typ, sh.rows, sh.cols)
+				x := randNormal(rng, sh.n*sh.cols, 1)
+				got := make([]float32, sh.n*sh.rows)
+				ref := make([]float32, sh.n*sh.rows)
+				pool.MatMul(got, w, x, sh.n)
+				MatMulRef(ref, w, x, sh.n)
+				for i := 0; i < sh.n; i++ {
+					xi := x[i*sh.cols : (i+1)*sh.cols]
+					xq, sCorr := quantActRef(kernels[typ].act, xi)
+					for r := 0; r < sh.rows; r++ {
+						g := float64(got[i*sh.rows+r])
+						if b := actErrBound(t, typ, w.Row(r), xi); math.Abs(g-float64(ref[i*sh.rows+r])) > b {
+							t.Fatalf("token %d row %d: %g vs ref %g (bound %g)", i, r, g, ref[i*sh.rows+r], b)
+						}
+						exp, mag := quantDotRef(t, typ, w.Row(r), xq, sCorr)
+						if math.Abs(g-exp) > 2e-5*mag+1e-6 {
+							t.Fatalf("token %d row %d: %g vs quantized-activation dot %g", i, r, g, exp)
 						}
 					}
-				})
-			}
+				}
+			})
 		}
-		pool.Close()
 	}
+}
+
+// randomMatrix builds a matrix from randomRow rows (random quant bits).
+func randomMatrix(t testing.TB, rng *rand.Rand, typ gguf.Type, rows, cols int) Matrix {
+	t.Helper()
+	var data []byte
+	for r := 0; r < rows; r++ {
+		data = append(data, randomRow(rng, typ, cols)...)
+	}
+	m, err := NewMatrix(typ, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // TestMatMulBatchInvariance: the output of a token is bitwise the same
@@ -85,19 +97,20 @@ func TestMatMulBatchInvariance(t *testing.T) {
 	}
 }
 
-// TestMatMulAllocs: no allocation per call once the scratch has grown.
+// TestMatMulAllocs: no allocation per call once the scratch has grown, on
+// the caller-only path (small) and the worker path (above smallMatMul).
 func TestMatMulAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	pool := NewPool(2)
 	defer pool.Close()
 	for _, typ := range allTypes {
-		for _, n := range []int{1, 12} {
-			w := randMatrix(t, rng, typ, 16, 256)
-			x := randNormal(rng, n*256, 1)
-			dst := make([]float32, n*16)
-			pool.MatMul(dst, w, x, n)
-			if a := testing.AllocsPerRun(5, func() { pool.MatMul(dst, w, x, n) }); a != 0 {
-				t.Errorf("%s n=%d: %v allocations per MatMul", typ, n, a)
+		for _, sh := range []struct{ rows, cols, n int }{{16, 256, 1}, {16, 256, 12}, {64, 512, 6}} {
+			w := randomMatrix(t, rng, typ, sh.rows, sh.cols)
+			x := randNormal(rng, sh.n*sh.cols, 1)
+			dst := make([]float32, sh.n*sh.rows)
+			pool.MatMul(dst, w, x, sh.n)
+			if a := testing.AllocsPerRun(5, func() { pool.MatMul(dst, w, x, sh.n) }); a != 0 {
+				t.Errorf("%s %+v: %v allocations per MatMul", typ, sh, a)
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package cpu
 
-import "math"
+import (
+	"math"
+	"os"
+)
 
 // Element-wise kernels of the transformer block: RMSNorm, residual add and the
 // SiLU-gated linear unit. Each has a plain float64 reference twin in
@@ -12,26 +15,25 @@ import "math"
 
 // RMSNorm writes dst[i] = x[i] * 1/sqrt(mean(x²) + eps) * w[i].
 // x, dst: [n] (dst may alias x); w: [n] or nil for no weight.
+//
+// As ggml: the squares are rounded to float32 and summed in order in
+// float64, the mean is rounded to float32, then scale = 1/sqrtf(mean+eps)
+// with float32 sqrt and division, y = x*scale, then y*w.
 func RMSNorm(dst, x, w []float32, eps float32) {
 	n := len(x)
 	if n == 0 {
 		return
 	}
 	dst = dst[:n]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		a, b, c, d := x[i], x[i+1], x[i+2], x[i+3]
-		s0 += float64(a * a)
-		s1 += float64(b * b)
-		s2 += float64(c * c)
-		s3 += float64(d * d)
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
 	}
-	for ; i < n; i++ {
-		s0 += float64(x[i] * x[i])
+	mean := float32(sum / float64(n))
+	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+	if dbgOldRMS {
+		scale = float32(1 / math.Sqrt(float64(mean+eps)))
 	}
-	mean := float32((s0 + s1 + s2 + s3) / float64(n))
-	scale := float32(1 / math.Sqrt(float64(mean+eps)))
 	if w == nil {
 		for i := range dst {
 			dst[i] = x[i] * scale
@@ -67,15 +69,27 @@ func AddBias(x, bias []float32) {
 	}
 }
 
-// SwiGLU writes dst[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x).
-// dst may alias gate or up.
+// SwiGLU writes dst[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x),
+// for one row. dst may alias gate or up.
+//
+// As ggml's AVX2 build (ggml_vec_swiglu_f32): whole groups of 8 values use
+// its vector expf approximation (expGGML), the last len%8 values libm's
+// expf; then x/(1+e) and the product are float32 operations.
 func SwiGLU(dst, gate, up []float32) {
 	n := len(dst)
 	gate, up = gate[:n], up[:n]
-	for i := range dst {
+	nv := n &^ 7
+	for i := 0; i < nv; i++ {
 		g := gate[i]
-		s := g / float32(1+float32(math.Exp(float64(-g))))
-		dst[i] = s * up[i]
+		if dbgOldSilu {
+			dst[i] = g / float32(1+float32(math.Exp(float64(-g)))) * up[i]
+			continue
+		}
+		dst[i] = g / (1 + expGGML(0-g)) * up[i]
+	}
+	for i := nv; i < n; i++ {
+		g := gate[i]
+		dst[i] = g / float32(1+float32(math.Exp(float64(-g)))) * up[i]
 	}
 }
 
@@ -102,3 +116,5 @@ func Softmax(x []float32) {
 		x[i] *= inv
 	}
 }
+
+var dbgOldRMS, dbgOldSilu = os.Getenv("OLD_RMS") != "", os.Getenv("OLD_SILU") != ""

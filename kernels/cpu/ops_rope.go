@@ -1,6 +1,9 @@
 package cpu
 
-import "math"
+import (
+	"math"
+	"os"
+)
 
 // Rotary position embedding (RoPE).
 //
@@ -49,16 +52,26 @@ func Rope(x []float32, heads, headDim, nRot int, cs []float32, neox bool) {
 			for j := range lo {
 				c, s := cs[2*j], cs[2*j+1]
 				a, b := lo[j], hi[j]
-				lo[j] = float32(a*c) - float32(b*s)
-				hi[j] = float32(a*s) + float32(b*c)
+				lo[j], hi[j] = rot(a, b, c, s)
 			}
 			continue
 		}
 		for j := 0; j < half; j++ {
 			c, s := cs[2*j], cs[2*j+1]
 			a, b := v[2*j], v[2*j+1]
-			v[2*j] = float32(a*c) - float32(b*s)
-			v[2*j+1] = float32(a*s) + float32(b*c)
+			v[2*j], v[2*j+1] = rot(a, b, c, s)
 		}
 	}
+}
+
+var dbgRope = os.Getenv("ROPE_MODE")
+
+func rot(a, b, c, s float32) (float32, float32) {
+	switch dbgRope {
+	case "1": // fma(x0,c,-(x1*s)), fma(x0,s,x1*c)
+		return fma32(a, c, -float32(b*s)), fma32(a, s, float32(b*c))
+	case "2": // fnma(x1,s,x0*c), fma(x1,c,x0*s)
+		return fnma32(b, s, float32(a*c)), fma32(b, c, float32(a*s))
+	}
+	return float32(a*c) - float32(b*s), float32(a*s) + float32(b*c)
 }

@@ -85,8 +85,8 @@ func TestRMSNormUnitRMS(t *testing.T) {
 func TestSwiGLUMatchesRef(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, scale := range []float32{0.1, 1, 10, 60} {
-		g, u := randVec(r, 513, scale), randVec(r, 513, 1)
-		got, want := make([]float32, 513), make([]float32, 513)
+		g, u := randVec(r, 515, scale), randVec(r, 515, 1) // 64 vector groups and a tail of 3
+		got, want := make([]float32, 515), make([]float32, 515)
 		SwiGLU(got, g, u)
 		SwiGLURef(want, g, u)
 		if e := maxRelErr(got, want, 1e-6); e > 1e-5 {
@@ -94,10 +94,38 @@ func TestSwiGLUMatchesRef(t *testing.T) {
 		}
 	}
 	// Known values: silu(0)=0, silu(large)≈x, silu(-large)≈0.
-	d := make([]float32, 3)
+	d := make([]float32, 3) // tail path
 	SwiGLU(d, []float32{0, 50, -50}, []float32{1, 2, 3})
 	if d[0] != 0 || math.Abs(float64(d[1]-100)) > 1e-4 || math.Abs(float64(d[2])) > 1e-15 {
 		t.Fatalf("known values: %v", d)
+	}
+	d = make([]float32, 8) // vector path
+	SwiGLU(d, []float32{0, 50, -50, 0, 0, 0, 0, 0}, []float32{1, 2, 3, 0, 0, 0, 0, 0})
+	if d[0] != 0 || math.Abs(float64(d[1]-100)) > 1e-4 || math.Abs(float64(d[2])) > 1e-15 {
+		t.Fatalf("known values (vector path): %v", d)
+	}
+}
+
+func TestExpGGML(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for i := 0; i < 200000; i++ {
+		x := float32(r.Float64()*175 - 87) // normal results only
+		got := float64(expGGML(x))
+		want := math.Exp(float64(x))
+		// ggml documents a max error of 1.45 ulp plus 0.5 ulp rounding.
+		if math.Abs(got-want) > 2.5*want*0x1p-24 {
+			t.Fatalf("expGGML(%g) = %g, want %g", x, got, want)
+		}
+	}
+	cases := []struct {
+		x    float32
+		want float32
+	}{{0, 1}, {1, float32(math.E)}, {-200, 0}, {100, float32(math.Inf(1))}}
+	for _, c := range cases {
+		got := expGGML(c.x)
+		if math.Abs(float64(got-c.want)) > 1e-6*math.Max(1, float64(c.want)) && !(math.IsInf(float64(c.want), 1) && math.IsInf(float64(got), 1)) {
+			t.Errorf("expGGML(%g) = %g, want %g", c.x, got, c.want)
+		}
 	}
 }
 

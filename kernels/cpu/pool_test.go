@@ -4,8 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 )
 
 func TestPoolFor(t *testing.T) {

@@ -6,7 +6,7 @@ import "math"
 // float32 activations of each token are quantized once per call to the
 // weight type's "vec_dot" partner, then every row uses integer dot products.
 //
-//	Q4_0, Q5_0, Q8_0 weights: Q8_0 activations (per 32: F16 scale d, int8 q = round(x/d), d = amax/127)
+//	Q4_0, Q5_0, Q8_0 weights: Q8_0 activations (per 32: F16 scale d = amax/127, int8 q = round(x·127/amax))
 //	Q4_1, Q5_1 weights:       Q8_1 activations (Q8_0 plus s = F16(d*sum(q)))
 //	K-quant weights:          Q8_K activations (per 256: f32 d = max/-127, int8 q, int16 sums of 16)
 //
@@ -83,39 +83,66 @@ func (a *actBuf) quantizeToken(k actKind, i, cols int, x []float32) {
 		if k == actQ8_1 {
 			s = a.s[i*nb : (i+1)*nb]
 		}
-		for b := 0; b < nb; b++ {
-			sum := q8Block(x[b*qk:(b+1)*qk], qs[b*qk:(b+1)*qk], &d[b])
-			if s != nil {
-				s[b] = fp16Round(d[b] * float32(sum))
-			}
-		}
+		quantRowQ8(x[:cols], qs, d, s)
 	case actQ8K:
 		nb := cols / qkK
-		for b := 0; b < nb; b++ {
-			o := i*cols + b*qkK
-			a.d[i*nb+b] = q8KBlock(x[b*qkK:(b+1)*qkK], a.qs[o:o+qkK], a.bsums[o/16:o/16+16])
-		}
+		quantRowQ8K(x[:cols], a.qs[i*cols:(i+1)*cols], a.d[i*nb:(i+1)*nb], a.bsums[i*cols/16:(i+1)*cols/16])
 	}
 }
 
-// q8Block quantizes 32 values as ggml's quantize_row_q8_0_ref (round half
-// away from zero with the unrounded 1/d, then d stored as F16). It writes the
-// F16-rounded scale to *d and returns the sum of the quantized values.
+// q8Block quantizes 32 values to Q8_0 as ggml's AVX2 quantize_row_q8_0
+// does on x86 (llama.cpp's CPU path): d = amax/127 stored as F16,
+// q = round-half-even(x·127/amax) with the unrounded reciprocal. It writes
+// the F16-rounded scale to *d and returns the sum of the quantized values.
+// quantQ8AVX2 is its bit-exact SIMD twin.
 func q8Block(x []float32, qs []int8, d *float32) int {
 	var amax float32
 	for _, v := range x[:qk] {
 		amax = max(amax, float32(math.Abs(float64(v))))
 	}
-	dd := amax / 127
-	id := inv(dd)
+	var id float32
+	if amax != 0 {
+		id = 127 / amax
+	}
 	sum := 0
 	for j, v := range x[:qk] {
-		q := int8(math.Round(float64(v * id)))
+		q := int8(math.RoundToEven(float64(v * id)))
 		qs[j] = q
 		sum += int(q)
 	}
-	*d = fp16Round(dd)
+	*d = fp16Round(amax / 127)
 	return sum
+}
+
+// quantRowQ8 quantizes whole 32-blocks of x into qs and d (with the SIMD
+// kernel where present); s, if not nil, receives F16(d·Σq) per block.
+func quantRowQ8(x []float32, qs []int8, d, s []float32) {
+	nb := len(x) / qk
+	if !quantQ8SIMD(x, qs, d) {
+		for b := 0; b < nb; b++ {
+			q8Block(x[b*qk:(b+1)*qk], qs[b*qk:(b+1)*qk], &d[b])
+		}
+	}
+	if s != nil {
+		for b := 0; b < nb; b++ {
+			sum := 0
+			for _, q := range qs[b*qk : (b+1)*qk] {
+				sum += int(q)
+			}
+			s[b] = fp16Round(d[b] * float32(sum))
+		}
+	}
+}
+
+// quantRowQ8K quantizes whole 256-blocks of x to Q8_K (SIMD where present;
+// q8KBlock is the twin).
+func quantRowQ8K(x []float32, qs []int8, d []float32, bsums []int16) {
+	if quantQ8KSIMD(x, qs, d, bsums) {
+		return
+	}
+	for b := 0; b < len(x)/qkK; b++ {
+		d[b] = q8KBlock(x[b*qkK:(b+1)*qkK], qs[b*qkK:(b+1)*qkK], bsums[b*16:b*16+16])
+	}
 }
 
 // view returns token i's activations.

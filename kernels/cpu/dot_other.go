@@ -1,0 +1,13 @@
+//go:build !amd64
+
+package cpu
+
+// Stubs where there are no SIMD kernels (the portable ones are used).
+
+// quantQ8SIMD: no SIMD activation quantizer on this architecture.
+func quantQ8SIMD(x []float32, qs []int8, d []float32) bool { return false }
+
+// quantQ8KSIMD: no SIMD activation quantizer on this architecture.
+func quantQ8KSIMD(x []float32, qs []int8, d []float32, bsums []int16) bool { return false }
+
+func simdName() string { return "generic" }
