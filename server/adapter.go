@@ -39,5 +39,5 @@ func (b engineBackend) TokenText(id int32) string {
 		return ""
 	}
 	d := tok.NewDecoder()
-	return d.Push(id) + d.Flush()
+	return validUTF8(d.Push(id) + d.Flush())
 }

@@ -91,8 +91,8 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		},
 		SupportsLora:       ptr(false),
 		SupportsMultimodal: ptr(false),
-		Sessions:           &pb.SessionCapabilities{Supported: ptr(false)},
-		StreamingInput:     &pb.StreamingInputCapabilities{Supported: ptr(false)},
+		Sessions:           c.s.sessionCaps(m),
+		StreamingInput:     c.s.streamingCaps(m),
 	}, nil
 }
 

@@ -48,7 +48,7 @@ const (
 	fakeVocab      = 1000
 )
 
-func newFake(t *testing.T, name string) *fakeBackend {
+func newFake(t testing.TB, name string) *fakeBackend {
 	t.Helper()
 	c, err := kvcache.New(kvcache.Config{PageSize: 4, NumPages: 64, EventWindow: 8})
 	if err != nil {

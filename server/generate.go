@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -27,6 +29,9 @@ type inferenceService struct {
 // failure is one EngineError event and the RPC ends OK.
 func (is *inferenceService) Generate(req *pb.GenerateRequest, stream grpc.ServerStreamingServer[pb.GenerateResponse]) error {
 	s := is.s
+	if handled, err := s.continueSession(req, stream); handled {
+		return err // a session turn (sessions_generate.go)
+	}
 	ctx := stream.Context()
 	start := time.Now()
 	if s.draining.Load() {
@@ -149,7 +154,7 @@ func (p *pump) handle(ev engine.Event) (done bool, err error) {
 func (p *pump) validIndex(i int) bool { return i >= 0 && i < len(p.finished) }
 
 func (p *pump) tokens(ev engine.Event) error {
-	out := &pb.TokenOutput{OutputIndex: ptr(uint32(max(ev.Output, 0))), Text: ev.Text}
+	out := &pb.TokenOutput{OutputIndex: ptr(uint32(max(ev.Output, 0))), Text: validUTF8(ev.Text)}
 	for _, t := range ev.Tokens {
 		out.Tokens = append(out.Tokens, p.tokenInfo(t.ID, t.Logprobs, p.opt.outputLogprobs))
 	}
@@ -263,7 +268,7 @@ func stopMatch(f *engine.Finish) *pb.StopMatch {
 	case engine.StopTokenID:
 		return &pb.StopMatch{Match: &pb.StopMatch_StopTokenId{StopTokenId: uint32(f.TokenID)}}
 	case engine.StopString:
-		return &pb.StopMatch{Match: &pb.StopMatch_StopText{StopText: f.Text}}
+		return &pb.StopMatch{Match: &pb.StopMatch_StopText{StopText: validUTF8(f.Text)}}
 	}
 	return nil
 }
@@ -291,3 +296,13 @@ func clampU32(n int) uint32 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// validUTF8 makes text safe for a proto3 string field: model output may
+// contain byte-fallback tokens that are not UTF-8 on their own (or a
+// generation that ended inside a character); invalid bytes become U+FFFD.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}

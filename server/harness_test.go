@@ -44,7 +44,7 @@ func testConfig() Config {
 	return cfg
 }
 
-func startServer(t *testing.T, cfg Config, backends ...Backend) *harness {
+func startServer(t testing.TB, cfg Config, backends ...Backend) *harness {
 	t.Helper()
 	s, err := New(cfg, backends...)
 	if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -237,4 +238,25 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 func engineStats(queue time.Duration) engine.RequestStats {
 	return engine.RequestStats{ID: "x", Queue: queue}
+}
+
+func TestShutdownBeforeServeClosesListeners(t *testing.T) {
+	s, err := New(testConfig(), newFake(t, "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	addr := s.GRPCAddr()
+	if err := s.Shutdown(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatal("gRPC listener still accepts after Shutdown")
+	}
+	if err := s.Listen(); err == nil {
+		t.Fatal("Listen after Shutdown succeeded")
+	}
 }

@@ -164,13 +164,13 @@ func (s *Server) Draining() bool { return s.draining.Load() }
 func (s *Server) Listen() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.gl != nil {
-		return nil
-	}
 	select {
 	case <-s.shutdown:
 		return errors.New("server: shut down")
 	default:
+	}
+	if s.gl != nil {
+		return nil
 	}
 	gl, err := net.Listen("tcp", s.cfg.GRPCAddr)
 	if err != nil {
@@ -285,6 +285,15 @@ func (s *Server) shutdownNow(grace time.Duration) {
 	if err := s.http.Shutdown(ctx); err != nil {
 		s.http.Close()
 	}
+	// Listeners that Serve never took over are closed here (closing twice
+	// is harmless).
+	s.mu.Lock()
+	for _, l := range []net.Listener{s.gl, s.hl} {
+		if l != nil {
+			_ = l.Close()
+		}
+	}
+	s.mu.Unlock()
 	s.log.Info("server: stopped")
 }
 

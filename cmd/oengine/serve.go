@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"oengine/server"
+	"oengine/sessions"
+	"oengine/streaming"
 )
 
 func init() {
@@ -36,6 +38,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	grace := fs.Duration("drain-grace", def.DrainGrace, "how long running requests may finish on SIGTERM")
 	fastModel := fs.String("fast-model", "", "a second, smaller GGUF model for the SSE side generation")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	sessionLease := fs.Duration("session-lease", 0, "default generation-session lease (0: engine default)")
+	sessionMaxLease := fs.Duration("session-max-lease", 0, "longest lease granted; longer requests are clamped (0: engine default)")
+	sessionRetention := fs.Duration("session-retention", time.Hour, "how long closed and expired sessions stay as tombstones")
+	sessionEvictIdle := fs.Bool("session-evict-idle", false, "let idle sessions lose their pinned pages under memory pressure (state EVICTED)")
+	maxSessions := fs.Int("max-sessions", 0, "live generation sessions at once (0: engine default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,6 +69,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		served = rt.engine.ModelName()
 	}
 	backends := []server.Backend{server.FromEngine(rt.engine)}
+	type namedTok struct {
+		name string
+		tok  streaming.TextTokenizer
+	}
+	var fastTokenizers []namedTok
 	if *fastModel != "" {
 		fef := *ef
 		fef.model = fastModel
@@ -74,10 +86,22 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		} else {
 			defer frt.Close()
 			backends = append(backends, server.FromEngine(frt.engine))
+			fastTokenizers = append(fastTokenizers, namedTok{frt.engine.ModelName(), frt.tok})
 		}
 	}
 	srv, err := server.New(cfg, backends...)
 	if err != nil {
+		return err
+	}
+	tokens := map[string]streaming.TextTokenizer{rt.engine.ModelName(): rt.tok}
+	for _, b := range fastTokenizers {
+		tokens[b.name] = b.tok
+	}
+	if _, err := srv.EnableSessions(server.ExtensionConfig{
+		Sessions: sessions.Config{DefaultLease: *sessionLease, MaxLease: *sessionMaxLease,
+			Retention: *sessionRetention, EvictIdle: *sessionEvictIdle, MaxSessions: *maxSessions},
+		TextTokenizer: func(model string) streaming.TextTokenizer { return tokens[model] },
+	}); err != nil {
 		return err
 	}
 	if err := srv.Listen(); err != nil {

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"oengine/bench"
+	"oengine/model/llama"
+	"oengine/scheduler"
+)
+
+func runBenchModel(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench model", stderr)
+	model := fs.String("model", "", "GGUF model file (default: the built-in synthetic model)")
+	pp := fs.Int("pp", 512, "prompt tokens of the prefill test (0: skip)")
+	tg := fs.Int("tg", 128, "generated tokens of the decode test (0: skip)")
+	threads := fs.Int("threads", 0, "CPU worker threads (0: all cores)")
+	reps := fs.Int("reps", 5, "repetitions of each test (after one warm-up)")
+	batch := fs.Int("batch", scheduler.DefaultMaxBatchedTokens, "prefill chunk in tokens (the engine's step budget)")
+	kvType := fs.String("kv-type", "f16", "K/V store type: f16 or f32")
+	membw := fs.Bool("membw", false, "also measure memory read bandwidth and the decode bandwidth fraction")
+	asJSON := fs.Bool("json", false, "print JSON instead of the table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	kvt := llama.KVF16
+	switch strings.ToLower(*kvType) {
+	case "f16":
+	case "f32":
+		kvt = llama.KVF32
+	default:
+		return fmt.Errorf("bench model: --kv-type must be f16 or f32, got %q", *kvType)
+	}
+	lf, err := openModelFile(*model, stderr)
+	if err != nil {
+		return err
+	}
+	defer lf.File.Close()
+	res, err := bench.BenchModel(lf.File, bench.ModelBenchConfig{PP: *pp, TG: *tg, Reps: *reps, Threads: *threads,
+		Batch: *batch, PageSize: 16, KVType: kvt, MemBW: *membw})
+	if err != nil {
+		return err
+	}
+	res.Path = lf.Label
+	if res.Model == "" {
+		res.Model = lf.Name
+	}
+	if *asJSON {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	bench.WriteModelTable(stdout, []bench.ModelBenchResult{res})
+	return nil
+}
