@@ -154,16 +154,21 @@ func (r FinishReason) String() string {
 type StopKind int
 
 const (
-	StopNone    StopKind = iota
-	StopEOS                 // an end-of-generation token
-	StopTokenID             // one of StopParams.TokenIDs
-	StopString              // one of StopParams.Strings
-	StopMaxTokens           // FinishLength: max_tokens reached
-	StopContext             // FinishLength: the context (or pool) limit reached
+	StopNone      StopKind = iota
+	StopEOS                // an end-of-generation token
+	StopTokenID            // one of StopParams.TokenIDs
+	StopString             // one of StopParams.Strings
+	StopMaxTokens          // FinishLength: max_tokens reached
+	StopContext            // FinishLength: the context (or pool) limit reached
 )
 
+var stopKindNames = [...]string{"none", "eos", "token_id", "string", "max_tokens", "context"}
+
 func (k StopKind) String() string {
-	return [...]string{"none", "eos", "token_id", "string", "max_tokens", "context"}[k]
+	if k >= 0 && int(k) < len(stopKindNames) {
+		return stopKindNames[k]
+	}
+	return "unknown"
 }
 
 // Finish is how one output ended.

@@ -53,7 +53,7 @@ func synthTinyLlama(b *testing.B) (Model, Tokenizer) {
 
 // BenchmarkDecode reports aggregate decode throughput with 1, 4, 16 and 64
 // concurrent sequences on the synthetic tinyllama-1.1b preset: each
-// iteration runs that many requests (16-token prompts, 32 output tokens,
+// iteration runs that many requests (16-token prompts, 16 output tokens,
 // EOS ignored). tok/s is generated tokens over wall time; decode_tok/s
 // counts only steps without prefill.
 func BenchmarkDecode(b *testing.B) {
@@ -76,7 +76,7 @@ func BenchmarkDecode(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Close()
-			const outTokens = 32
+			const outTokens = 16
 			b.ResetTimer()
 			start := time.Now()
 			for it := 0; it < b.N; it++ {

@@ -584,3 +584,21 @@ func waitCancelSeen(e *Engine, s *Stream) {
 		runtimeGosched()
 	}
 }
+
+// panicModel fails every forward pass by panicking.
+type panicModel struct{ *fakeModel }
+
+func (panicModel) Forward(KV, *Batch, []float32) error { panic("kernel bug") }
+
+func TestModelPanicEndsRequestNotProcess(t *testing.T) {
+	e, err := New(Config{KVPages: 16, PageSize: 4}, panicModel{&fakeModel{vocab: 64, ctx: 64}}, fakeTok{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r := run(t, e, Request{Prompt: "abc", MaxTokens: 3})
+	if r.err == nil || r.err.Code != CodeInternal {
+		t.Fatalf("terminal %+v", r.err)
+	}
+	checkLedger(t, e)
+}

@@ -121,8 +121,8 @@ func (t fakeTok) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 	return out
 }
 
-func (t fakeTok) IsEOG(id int32) bool  { return id == 0 }
-func (t fakeTok) NewDecoder() Decoder  { return &fakeDec{t: t} }
+func (t fakeTok) IsEOG(id int32) bool { return id == 0 }
+func (t fakeTok) NewDecoder() Decoder { return &fakeDec{t: t} }
 func (t fakeTok) text(ids []int32) string {
 	var sb strings.Builder
 	for _, id := range ids {

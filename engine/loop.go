@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"time"
 
 	"oengine/sampling"
@@ -10,12 +11,11 @@ import (
 
 // loopState belongs to the loop goroutine.
 type loopState struct {
-	active  map[*request]struct{} // given to the scheduler, not ended
-	batch   Batch
-	logits  []float32 // [rows][vocab]
-	masked  []float32 // [vocab] scratch for min_tokens masking
-	timer   *time.Timer
-	lastLog time.Time
+	active map[*request]struct{} // given to the scheduler, not ended
+	batch  Batch
+	logits []float32 // [rows][vocab]
+	masked []float32 // [vocab] scratch for min_tokens masking
+	timer  *time.Timer
 }
 
 // loop is the step loop: take what other goroutines queued, plan, run,
@@ -94,7 +94,11 @@ func (e *Engine) start(req *request) {
 		Salt: req.r.CacheSalt, Bypass: req.r.BypassPrefixCache, PromptLogits: req.r.PromptLogprobs != nil, Data: o,
 	})
 	if err != nil {
-		e.endRequest(req, wrapError(CodeContextLengthExceeded, err, "admission"))
+		code := CodeInternal
+		if errors.Is(err, scheduler.ErrNeverFits) {
+			code = CodeContextLengthExceeded
+		}
+		e.endRequest(req, wrapError(code, err, "admission"))
 		return
 	}
 	o.seq = seq

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -36,7 +37,7 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 		e.lp.logits = make([]float32, need)
 	}
 	logits := e.lp.logits[:len(b.Logits)*V]
-	if err := e.model.Forward(e.kv, b, logits); err != nil {
+	if err := e.forward(b, logits); err != nil {
 		e.log.Error("engine: forward failed", "err", err, "tokens", len(b.Tokens))
 		for i := range plan.Items {
 			e.endRequest(plan.Items[i].Seq.Data.(*output).req, wrapError(CodeInternal, err, "forward pass"))
@@ -80,6 +81,17 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	if h := e.cfg.Hooks.OnStep; h != nil {
 		h(st)
 	}
+}
+
+// forward runs the model, turning a panic in it into an error that ends
+// the step's requests instead of the process.
+func (e *Engine) forward(b *Batch, logits []float32) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("engine: model panicked: %v", p)
+		}
+	}()
+	return e.model.Forward(e.kv, b, logits)
 }
 
 // promptLogprobs records the logprob of prompt token p+1 from the logits

@@ -37,7 +37,7 @@ type request struct {
 	arrived    time.Time
 	queued     time.Duration
 	firstTok   time.Time
-	inputDone  bool // loop view of CloseInput
+	inputDone  bool         // loop view of CloseInput
 	prefilled  atomic.Int64 // input tokens whose K/V is computed (Stream.Prefilled)
 }
 

@@ -11,7 +11,7 @@ type Item struct {
 	Start, End  int
 	LogitsStart int
 	Sample      bool
-	Pages       []int32 // the sequence's page table, read-only view
+	Pages       []int32 // the sequence's page table: a read-only view, valid until the next Plan
 	Copies      []Copy  // copy-on-write this item needs (also in Plan.Copies)
 }
 

@@ -367,3 +367,22 @@ func TestRandomWalk(t *testing.T) {
 		}
 	}
 }
+
+func TestPreemptionPrefersLowPriority(t *testing.T) {
+	a := newFakeAlloc(6, 4)
+	sc := mustNew(t, Config{}, a)
+	low := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(5, 1), Priority: 0})
+	hi1 := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(5, 100), Priority: 2})
+	hi2 := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(5, 200), Priority: 2})
+	var preempted []*Seq
+	for i := 0; i < 10 && len(preempted) == 0; i++ {
+		p := step(t, sc, a)
+		preempted = append(preempted, p.Preempted...)
+	}
+	if len(preempted) == 0 || preempted[0] != low {
+		t.Fatalf("preempted %v, want the low-priority sequence although it arrived first", preempted)
+	}
+	if hi1.State() != Running || hi2.State() != Running {
+		t.Fatal("high-priority sequences not running")
+	}
+}
