@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -404,4 +405,95 @@ func TestExtensionCleanup(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestSessionCapabilitiesEnforced reads ModelInfo.sessions and checks each
+// advertised figure against the server's behaviour.
+func TestSessionCapabilitiesEnforced(t *testing.T) {
+	h := startExt(t, func(c *ExtensionConfig) {
+		c.Sessions.MaxSessions = 3
+		c.Sessions.MaxPinnedPages = 8
+		c.Sessions.MaxPinnedPagesPerSession = 4
+		c.Sessions.DefaultLease = 2 * time.Minute
+		c.Sessions.MaxLease = 20 * time.Minute
+	})
+	ctx := ctxT(t)
+	mi, err := h.ctl.GetModelInfo(ctx, &pb.GetModelInfoRequest{Model: extModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mi.GetSessions()
+	wantModes := []pb.ContinuationMode{pb.ContinuationMode_CONTINUATION_MODE_APPEND, pb.ContinuationMode_CONTINUATION_MODE_DROP_OUTPUT,
+		pb.ContinuationMode_CONTINUATION_MODE_BRANCH, pb.ContinuationMode_CONTINUATION_MODE_REPLACE}
+	if !c.GetSupported() || !slices.Equal(c.GetModes(), wantModes) || !c.GetOwnerAffinityRequired() || c.GetMigrationSupported() {
+		t.Fatalf("capabilities %v", c)
+	}
+	if c.GetMaxRetainedTokens() != 64 || c.GetMaxPinnedKvBlocks() != 8 || c.GetMaxSessions() != 3 {
+		t.Fatalf("limits %v", c)
+	}
+	ids := func(n int) *pb.OpenGenerationSessionRequest_TokenIds {
+		v := make([]uint32, n)
+		for i := range v {
+			v[i] = uint32(100 + i)
+		}
+		return &pb.OpenGenerationSessionRequest_TokenIds{TokenIds: &pb.TokenIds{Ids: v}}
+	}
+	t.Run("default lease", func(t *testing.T) {
+		gs := h.open(ctx, "l1", "")
+		if gs.GetLeaseMs() != c.GetDefaultLeaseMs() {
+			t.Fatalf("lease %d, advertised default %d", gs.GetLeaseMs(), c.GetDefaultLeaseMs())
+		}
+	})
+	t.Run("max lease", func(t *testing.T) {
+		gs, err := h.sess.RenewGenerationSession(ctx, &pb.RenewGenerationSessionRequest{Ref: h.ref("l1"), LeaseMs: ptr(c.GetMaxLeaseMs() + 1)})
+		if err != nil || gs.GetLeaseMs() != c.GetMaxLeaseMs() {
+			t.Fatalf("lease %d, advertised max %d (%v)", gs.GetLeaseMs(), c.GetMaxLeaseMs(), err)
+		}
+	})
+	t.Run("max retained tokens", func(t *testing.T) {
+		_, err := h.sess.OpenGenerationSession(ctx, &pb.OpenGenerationSessionRequest{SessionId: "big", Model: extModel,
+			InitialInput: ids(int(c.GetMaxRetainedTokens()) + 1)})
+		wantStatus(t, err, codes.ResourceExhausted, "SESSION_BUDGET")
+		h.open(ctx, "l2", "")
+		_, err = h.generate(ctx, h.cont("l2", 0, "", 1))
+		wantStatus(t, err, codes.InvalidArgument, "") // nothing to continue from: empty prompt
+		req := h.cont("l2", 0, "", c.GetMaxRetainedTokens())
+		req.Input = &pb.GenerateRequest_TokenIds{TokenIds: &pb.TokenIds{Ids: []uint32{100}}}
+		_, err = h.generate(ctx, req)
+		wantStatus(t, err, codes.ResourceExhausted, "SESSION_BUDGET")
+		req.Stopping.MaxTokens = ptr(c.GetMaxRetainedTokens() - 1)
+		if rs, err := h.generate(ctx, req); err != nil || terminalError(rs) != nil {
+			t.Fatalf("a turn at the limit: %v %v", err, terminalError(rs))
+		}
+		if gs := h.get(ctx, "l2"); gs.GetRetainedTokens() != c.GetMaxRetainedTokens() {
+			t.Fatalf("retained %d", gs.GetRetainedTokens())
+		}
+	})
+	t.Run("max pinned blocks", func(t *testing.T) {
+		// l2 pins 4 pages (64 tokens), l3 three more; two pages more would
+		// pass the global 8 (each session stays within its own 4).
+		if _, err := h.sess.CloseGenerationSession(ctx, &pb.CloseGenerationSessionRequest{Ref: h.ref("l1")}); err != nil {
+			t.Fatal(err)
+		}
+		gs, err := h.sess.OpenGenerationSession(ctx, &pb.OpenGenerationSessionRequest{SessionId: "l3", Model: extModel, InitialInput: ids(48)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gs.GetPinnedKvBlocks() != 3 {
+			t.Fatalf("48 tokens pin %d pages", gs.GetPinnedKvBlocks())
+		}
+		_, err = h.sess.OpenGenerationSession(ctx, &pb.OpenGenerationSessionRequest{SessionId: "l4", Model: extModel, InitialInput: ids(32)})
+		wantStatus(t, err, codes.ResourceExhausted, "SESSION_BUDGET")
+		if !strings.Contains(err.Error(), "all sessions may pin") {
+			t.Fatalf("not the global budget: %v", err)
+		}
+	})
+	t.Run("max sessions", func(t *testing.T) {
+		h.open(ctx, "l5", "")
+		_, err := h.sess.OpenGenerationSession(ctx, &pb.OpenGenerationSessionRequest{Model: extModel})
+		wantStatus(t, err, codes.ResourceExhausted, "SESSION_BUDGET")
+		if !strings.Contains(err.Error(), "sessions are open") {
+			t.Fatalf("not the session count: %v", err)
+		}
+	})
 }

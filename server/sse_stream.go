@@ -70,6 +70,7 @@ func (rt *sseRoute) stream(w http.ResponseWriter, r *http.Request, sel *selectio
 	h.Set("X-Accel-Buffering", "no") // reverse proxies: do not buffer
 	w.WriteHeader(http.StatusOK)
 	outcome := ss.run(r.Context())
+	sel.st.Cancel() // a gone or stalled client: free the sequence now
 	if outcome == "done" || outcome == "error" {
 		// The connection may serve another request: drop our deadline.
 		_ = ss.rc.SetWriteDeadline(time.Time{})
@@ -84,7 +85,7 @@ func (rt *sseRoute) stream(w http.ResponseWriter, r *http.Request, sel *selectio
 func (ss *sseStream) run(ctx context.Context) string {
 	st := ss.sel.st
 	if err := ss.event("started", sseStarted{RequestID: st.ID(), Model: ss.sel.m.name}); err != nil {
-		return ss.writeFailed(ctx, err)
+		return ss.writeFailed(err)
 	}
 	for {
 		ev, outcome, err := ss.next(ctx)
@@ -92,11 +93,11 @@ func (ss *sseStream) run(ctx context.Context) string {
 			return outcome
 		}
 		if err != nil {
-			return ss.writeFailed(ctx, err)
+			return ss.writeFailed(err)
 		}
 		outcome, err = ss.handle(ev)
 		if err != nil {
-			return ss.writeFailed(ctx, err)
+			return ss.writeFailed(err)
 		}
 		if outcome != "" {
 			return outcome
@@ -233,10 +234,10 @@ func (ss *sseStream) write(b []byte) error {
 }
 
 // writeFailed classifies a failed write: the client left, or a stalled
-// reader hit the write deadline. Either way the generation is cancelled
-// (the deferred Cancel).
-func (ss *sseStream) writeFailed(ctx context.Context, err error) string {
-	if ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded) {
+// reader hit the write deadline (net/http then also cancels the request
+// context, so the error decides). Either way the generation is cancelled.
+func (ss *sseStream) writeFailed(err error) string {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		ss.rt.s.log.Info("server: SSE reader stalled beyond the write timeout; generation cancelled",
 			"request_id", ss.sel.st.ID(), "timeout", ss.rt.cfg.WriteTimeout)
 		return "write_timeout"

@@ -149,6 +149,7 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 10*time.Minute, "per-request time limit")
 	jsonOut := fs.String("json", "", "write every figure and the run's configuration to this JSON file")
 	svgOut := fs.String("svg", "", "write the sweep chart (throughput and p99 TTFT against concurrency) here")
+	appendJSON := fs.Bool("append", false, "add this run's reports to an existing --json file instead of replacing it")
 	compare := fs.Bool("compare", false, "compare two JSON files given as arguments instead of running")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -212,6 +213,11 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 		reps[i].Config["target"], reps[i].Config["address"] = *target, targetAddress(*target, *addr, *url)
 	}
 	file.Reports = reps
+	if *appendJSON && *jsonOut != "" {
+		if old, err := bench.ReadJSON(*jsonOut); err == nil {
+			file.Reports = append(old.Reports, reps...)
+		}
+	}
 	bench.WriteTable(stdout, reps)
 	if *jsonOut != "" {
 		if err := bench.WriteJSON(*jsonOut, file); err != nil {
@@ -219,8 +225,8 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", *jsonOut)
 	}
-	if *svgOut != "" && len(reps) > 0 {
-		if err := writeSVG(*svgOut, reps); err != nil {
+	if *svgOut != "" && len(file.Reports) > 0 {
+		if err := writeSVG(*svgOut, file.Reports); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", *svgOut)

@@ -95,4 +95,3 @@ func tokPerS(n int, secs float64) float64 {
 	}
 	return float64(n) / secs
 }
-

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"oengine/model/tokenizer"
 	"oengine/server"
 	"oengine/sessions"
 	"oengine/streaming"
@@ -43,6 +44,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	sessionRetention := fs.Duration("session-retention", time.Hour, "how long closed and expired sessions stay as tombstones")
 	sessionEvictIdle := fs.Bool("session-evict-idle", false, "let idle sessions lose their pinned pages under memory pressure (state EVICTED)")
 	maxSessions := fs.Int("max-sessions", 0, "live generation sessions at once (0: engine default)")
+	sseMaxTokens := fs.Int("sse-max-tokens", server.DefaultSSEMaxTokens, "output budget of a POST /session/{id}/generate side generation")
+	sseTemp := fs.Float64("sse-temperature", -1, "temperature of SSE side generations (negative: --default-temperature)")
+	sseKeepAlive := fs.Duration("sse-keepalive", server.DefaultSSEKeepAlive, "interval of SSE keep-alive comments while no event is sent")
+	sseWriteTimeout := fs.Duration("sse-write-timeout", server.DefaultSSEWriteTimeout, "an SSE reader stalled longer than this is cancelled")
+	var corsOrigins stringList
+	fs.Var(&corsOrigins, "cors-origin", "origin allowed to call the SSE route from a browser (repeatable; \"*\" any; none by default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,10 +81,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		tok  streaming.TextTokenizer
 	}
 	var fastTokenizers []namedTok
+	var frt *runtime
 	if *fastModel != "" {
 		fef := *ef
 		fef.model = fastModel
-		frt, err := openRuntime(&fef, "", cfg.Metrics.EngineHooks(baseName(*fastModel)), stderr, logger)
+		var err error
+		frt, err = openRuntime(&fef, "", cfg.Metrics.EngineHooks(baseName(*fastModel)), stderr, logger)
 		if err != nil {
 			// decisions.md section 6: a fast model that fails to load does
 			// not stop the server; it is reported as degraded.
@@ -104,6 +113,26 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}); err != nil {
 		return err
 	}
+	toks := map[string]*tokenizer.Tokenizer{rt.engine.ModelName(): rt.tok}
+	sc := server.SSEConfig{
+		MaxTokens: *sseMaxTokens, KeepAlive: *sseKeepAlive, WriteTimeout: *sseWriteTimeout,
+		CORSOrigins: corsOrigins,
+		Tokenizer:   func(name string) *tokenizer.Tokenizer { return toks[name] },
+	}
+	if *sseTemp >= 0 {
+		sc.Sampling.Temperature = sseTemp
+	}
+	if *fastModel != "" {
+		// Not loaded: the route logs it and uses the session's model.
+		sc.FastModel = baseName(*fastModel)
+		if frt != nil {
+			sc.FastModel = frt.engine.ModelName()
+			toks[sc.FastModel] = frt.tok
+		}
+	}
+	if err := srv.EnableSSE(sc); err != nil {
+		return err
+	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}
@@ -111,7 +140,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if label == "synthetic" {
 		label = "synthetic (built-in default: random weights)"
 	}
-	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz)\n",
+	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE)\n",
 		version, served, label, srv.GRPCAddr(), srv.HTTPAddr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
