@@ -43,6 +43,7 @@ type libs struct {
 	compile      compileFunc // nil: no NVRTC
 	nvrtcVersion string
 	blas         *cublasAPI // nil: no cuBLAS
+	onLaunch     launchHook // tests only
 }
 
 // Open loads the driver, NVRTC and (unless opts.NoCublas) cuBLAS, creates a

@@ -26,6 +26,7 @@ const (
 	kArgmax         kernelName = "argmax_f32"
 	kSampleTopKTopP kernelName = "sample_topk_topp"
 	kF32ToF16       kernelName = "f32_to_f16"
+	kGatherRows     kernelName = "gather_rows_f32"
 )
 
 // typeKernels are the per-weight-type kernels: GEMV, row gather and
@@ -64,7 +65,7 @@ func Supports(t gguf.Type) bool {
 // allKernels returns every kernel name the Go code can launch.
 func allKernels() []kernelName {
 	out := []kernelName{kRMSNorm, kAdd, kAddBias, kSiLUMul, kSiLUMulSplit, kRopeKVWrite,
-		kRopeInplace, kAttnDecode, kAttnCombine, kAttnPrefill, kArgmax, kSampleTopKTopP, kF32ToF16}
+		kRopeInplace, kAttnDecode, kAttnCombine, kAttnPrefill, kArgmax, kSampleTopKTopP, kF32ToF16, kGatherRows}
 	for _, tk := range weightKernels {
 		out = append(out, tk.gemv, tk.getRows, tk.dequantF16)
 	}

@@ -25,8 +25,10 @@ func TestNVRTCCompilesKernels(t *testing.T) {
 	}
 	t.Logf("NVRTC %s from %s", lib.versionString(), lib.path)
 	src := Source()
-	for _, cc := range []int{80, 90} {
-		for _, kind := range []imageKind{imagePTX, imageCUBIN} {
+	// One PTX compile checks every entry point (the CUBIN path runs in Open,
+	// exercised by the GPU tests; a full compile takes tens of seconds).
+	for _, cc := range []int{90} {
+		for _, kind := range []imageKind{imagePTX} {
 			img, err := lib.compile(src, "oengine.cu", compileOptions(cc, kind), kind)
 			if err != nil {
 				t.Fatalf("sm_%d kind %d: %v", cc, kind, err)

@@ -273,15 +273,21 @@ func (s *Stream) GemmF16(y, w16, x16 DevPtr, rows, cols, n int) error {
 	return checkCublas("cublasGemmEx", r)
 }
 
-// GemmMinTokens is the batch size from which MatMul uses cuBLAS.
-const GemmMinTokens = 16
+// GemmMinTokens is the batch size from which MatMul uses cuBLAS for F16
+// weights; GemmDequantMinTokens for the other types, which are first
+// dequantized to F16 (a full pass over the weights, paid back only by
+// large batches).
+const (
+	GemmMinTokens        = 16
+	GemmDequantMinTokens = 128
+)
 
 // MatMul computes y [n][w.Rows] = x [n][w.Cols] · Wᵀ: GEMV kernels for small
 // n or without cuBLAS, else cuBLAS on F16 copies of W (dequantized into a
 // scratch buffer unless W is F16) and x. The F16 path rounds activations
 // (and BF16/F32 weights) to F16: a reduced-precision path.
 func (s *Stream) MatMul(y DevPtr, w Weight, x DevPtr, n int) error {
-	if n < GemmMinTokens || s.blas == nil {
+	if n < GemmMinTokens || s.blas == nil || (w.Type != gguf.TypeF16 && n < GemmDequantMinTokens) {
 		return s.Gemv(y, w, x, n)
 	}
 	if _, err := checkWeight(w.Type, w.Rows, w.Cols); err != nil {
@@ -306,6 +312,12 @@ func (s *Stream) MatMul(y DevPtr, w Weight, x DevPtr, n int) error {
 		return err
 	}
 	return s.GemmF16(y, w16, x16, w.Rows, w.Cols, n)
+}
+
+// GatherRows copies out[i] = in[idx[i]] for n rows of cols float32 values
+// (idx [n] int32 on the device).
+func (s *Stream) GatherRows(out, in, idx DevPtr, n, cols int) error {
+	return s.launch(kGatherRows, D1(n), D1(256), 0, P(out), P(in), P(idx), I(cols))
 }
 
 // Argmax writes out[r] = argmax of logits [rows][vocab] (lowest index on ties).

@@ -31,6 +31,50 @@ func Source() string {
 	return b.String()
 }
 
+// signatures returns each entry point's parameter classes (pointer, int,
+// u64, float), parsed from src (macro entry points included).
+func signatures(src string) map[string][]argKind {
+	src = reContLine.ReplaceAllString(src, " ")
+	out := map[string][]argKind{}
+	re := regexp.MustCompile(`extern\s+"C"\s+__global__\s+void\s+([A-Za-z_][A-Za-z0-9_#]*)\s*\(([^)]*)\)`)
+	for _, m := range re.FindAllStringSubmatch(src, -1) {
+		var kinds []argKind
+		for _, p := range strings.Split(m[2], ",") {
+			p = strings.TrimSpace(p)
+			switch {
+			case p == "":
+				continue
+			case strings.Contains(p, "*"):
+				kinds = append(kinds, argPtr)
+			case strings.HasPrefix(p, "u64") || strings.HasPrefix(p, "size_t"):
+				kinds = append(kinds, argU64)
+			case strings.HasPrefix(p, "float"):
+				kinds = append(kinds, argF32)
+			case strings.HasPrefix(p, "int") || strings.HasPrefix(p, "i32"):
+				kinds = append(kinds, argI32)
+			default:
+				kinds = append(kinds, 0) // unknown: never matches
+			}
+		}
+		out[m[1]] = kinds
+	}
+	// Macro templates: gemv_##SUF etc. apply to every expansion.
+	for name, kinds := range out {
+		if i := strings.Index(name, "##"); i >= 0 {
+			delete(out, name)
+			prefix := name[:i]
+			for _, n := range entryPoints(src) {
+				if strings.HasPrefix(n, prefix) {
+					if _, ok := out[n]; !ok {
+						out[n] = kinds
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
 var (
 	reEntry    = regexp.MustCompile(`extern\s+"C"\s+__global__\s+void\s+([A-Za-z_][A-Za-z0-9_#]*)\s*\(`)
 	reDefine   = regexp.MustCompile(`(?m)^#define\s+([A-Za-z_][A-Za-z0-9_]*)\(([^)]*)\)`)

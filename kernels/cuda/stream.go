@@ -34,12 +34,17 @@ type Stream struct {
 	blasH  uintptr
 	blasWS DevPtr
 
-	allocs    map[DevPtr]uint64 // live allocations and their sizes
-	scratch   map[string]DevPtr // named growable scratch buffers (see scratchBuf)
-	scratchN  map[string]uint64
-	capturing bool
-	graphs    map[*Graph]bool
+	allocs     map[DevPtr]uint64 // live allocations and their sizes
+	scratch    map[string]DevPtr // named growable scratch buffers (see scratchBuf)
+	scratchN   map[string]uint64
+	scratchGen uint64 // bumped when a scratch buffer moves: graphs captured before are stale
+	capturing  bool
+	graphs     map[*Graph]bool
+	onLaunch   launchHook // tests only: sees every launch before the driver
 }
+
+// launchHook observes (or, in the emulator tests, executes) a launch.
+type launchHook func(k kernelName, grid, block Dim3, shmem uint32, args []Arg) error
 
 const maxParams = 24
 
@@ -50,19 +55,33 @@ type paramBlock struct {
 
 // Arg is one kernel argument, stored in an 8-byte slot: the kernel reads as
 // many bytes as its parameter type has (little-endian).
-type Arg struct{ v uint64 }
+type Arg struct {
+	v    uint64
+	kind argKind
+}
+
+// argKind is the C type class of an argument; tests check it against the
+// kernel's signature in the source.
+type argKind uint8
+
+const (
+	argPtr argKind = iota + 1 // any pointer
+	argI32                    // int
+	argU64                    // u64 / size_t
+	argF32                    // float
+)
 
 // P passes a device pointer.
-func P(p DevPtr) Arg { return Arg{uint64(p)} }
+func P(p DevPtr) Arg { return Arg{uint64(p), argPtr} }
 
 // I passes a C int (int32).
-func I(v int) Arg { return Arg{uint64(uint32(int32(v)))} }
+func I(v int) Arg { return Arg{uint64(uint32(int32(v))), argI32} }
 
 // U64 passes an unsigned 64-bit value (size_t, u64).
-func U64(v uint64) Arg { return Arg{v} }
+func U64(v uint64) Arg { return Arg{v, argU64} }
 
 // F passes a float.
-func F(v float32) Arg { return Arg{uint64(math.Float32bits(v))} }
+func F(v float32) Arg { return Arg{uint64(math.Float32bits(v)), argF32} }
 
 // Dim3 is a grid or block shape.
 type Dim3 struct{ X, Y, Z uint32 }
@@ -78,7 +97,7 @@ func newStream(info Info, l libs, cache diskCache, lg *slog.Logger) (s *Stream, 
 	}
 	s = &Stream{drv: l.drv, info: info, log: lg, fns: map[kernelName]cuFunction{},
 		allocs: map[DevPtr]uint64{}, scratch: map[string]DevPtr{}, scratchN: map[string]uint64{},
-		graphs: map[*Graph]bool{}}
+		graphs: map[*Graph]bool{}, onLaunch: l.onLaunch}
 	defer func() {
 		if err != nil {
 			s.release()
@@ -260,11 +279,16 @@ func (s *Stream) scratchBuf(name string, n uint64) (DevPtr, error) {
 		return 0, fmt.Errorf("cuda: scratch %q must grow to %d bytes during graph capture; size it first", name, n)
 	}
 	if p, ok := s.scratch[name]; ok {
+		// Queued kernels may still read the old buffer.
+		if err := s.Sync(); err != nil {
+			return 0, err
+		}
 		if err := s.Free(p); err != nil {
 			return 0, err
 		}
 		delete(s.scratch, name)
 	}
+	s.scratchGen++
 	p, err := s.Alloc(n)
 	if err != nil {
 		return 0, err
@@ -316,7 +340,9 @@ func (s *Stream) Zero(p DevPtr, n uint64) error {
 }
 
 // Sync waits for all work queued on the stream.
-func (s *Stream) Sync() error { return check("cuStreamSynchronize", s.drv.cuStreamSynchronize(s.stream)) }
+func (s *Stream) Sync() error {
+	return check("cuStreamSynchronize", s.drv.cuStreamSynchronize(s.stream))
+}
 
 // bytesOf views a slice of fixed-size values as bytes.
 func bytesOf[T float32 | int32 | uint16 | uint32](v []T) []byte {
@@ -352,6 +378,11 @@ func (s *Stream) launch(k kernelName, grid, block Dim3, shmem uint32, args ...Ar
 	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 {
 		return nil // nothing to do
 	}
+	if s.onLaunch != nil {
+		if err := s.onLaunch(k, grid, block, shmem, args); err != nil {
+			return err
+		}
+	}
 	for i, a := range args {
 		s.params.vals[i] = a.v
 	}
@@ -367,7 +398,16 @@ func (s *Stream) launch(k kernelName, grid, block Dim3, shmem uint32, args ...Ar
 type Graph struct {
 	s    *Stream
 	exec cuGraphExc
+	gen  uint64 // the stream's scratchGen at capture
 }
+
+// ErrGraphStale: a scratch buffer the graph uses was reallocated after the
+// capture; capture again.
+var ErrGraphStale = errors.New("cuda: graph is stale (scratch buffers moved); capture again")
+
+// Stale reports whether Launch would fail with ErrGraphStale (or the graph
+// was destroyed).
+func (g *Graph) Stale() bool { return g.exec == 0 || g.gen != g.s.scratchGen }
 
 // Capture records the work fn queues on the stream (kernel launches, device
 // copies; no Upload, Download, Alloc or Sync) into a graph and instantiates
@@ -397,7 +437,7 @@ func (s *Stream) Capture(fn func() error) (*Graph, error) {
 	if ierr != nil {
 		return nil, ierr
 	}
-	gr := &Graph{s: s, exec: exec}
+	gr := &Graph{s: s, exec: exec, gen: s.scratchGen}
 	s.graphs[gr] = true
 	return gr, nil
 }
@@ -406,6 +446,9 @@ func (s *Stream) Capture(fn func() error) (*Graph, error) {
 func (g *Graph) Launch() error {
 	if g.exec == 0 {
 		return errors.New("cuda: graph destroyed")
+	}
+	if g.gen != g.s.scratchGen {
+		return ErrGraphStale
 	}
 	return check("cuGraphLaunch", g.s.drv.cuGraphLaunch(g.exec, g.s.stream))
 }

@@ -49,3 +49,11 @@ extern "C" __global__ void silu_mul_split(float* out, const float* in, int rows,
     float g = in[r * 2 * ffn + c];
     out[i] = g / (1.0f + expf(-g)) * in[r * 2 * ffn + ffn + c];
 }
+
+// gather_rows_f32: out[i][c] = in[idx[i]][c] for i < n; in [*][cols], out [n][cols].
+// Grid: n; block: any.
+extern "C" __global__ void gather_rows_f32(float* out, const float* in, const i32* idx, int cols) {
+    const float* src = in + (u64)idx[blockIdx.x] * cols;
+    float* dst = out + (u64)blockIdx.x * cols;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) dst[c] = src[c];
+}

@@ -144,6 +144,9 @@ __device__ void gemv(const u8* W, u64 rowBytes, const float* x, float* y, int ro
 #pragma unroll
     for (int t = 0; t < GEMV_MAXT; t++) acc[t] = 0.0f;
     float w[Q::UE];
+    // Small units (F16/BF16/F32: 16-32 bytes per lane) are unrolled so that
+    // several loads per lane are in flight: decode GEMV is bandwidth bound.
+#pragma unroll(Q::UE == 8 ? 4 : 1)
     for (int u = lane; u < nunits; u += 32) {
         Q::unit(row, u, w);
 #pragma unroll

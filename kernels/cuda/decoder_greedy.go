@@ -1,0 +1,177 @@
+package cuda
+
+import (
+	"fmt"
+)
+
+// Greedy decoding on the device: logits never leave the GPU; only the
+// chosen token ids come back. Decode batches (one token per sequence) are
+// captured as CUDA graphs, one per batch size, and replayed with the
+// per-step values (token ids, positions, slots, page tables) uploaded into
+// the same device buffers before each replay.
+
+// Greedy runs b and writes the argmax token of each row of b.Logits into
+// out. UseGraphs enables graph replay for decode batches.
+func (m *Decoder) Greedy(b *DecoderBatch, out []int32) error {
+	if len(out) < len(b.Logits) {
+		return fmt.Errorf("cuda: %d logits rows into %d ids", len(b.Logits), len(out))
+	}
+	hb, err := m.resolve(b, nil)
+	if err != nil {
+		return err
+	}
+	decode := len(hb.tstart) == hb.T && len(b.Logits) == hb.T
+	for i, l := range b.Logits {
+		decode = decode && int(l) == i
+	}
+	if m.UseGraphs && decode && m.MaxContext > 0 {
+		if hb.maxNPos > m.MaxContext {
+			return fmt.Errorf("cuda: position %d beyond MaxContext %d", hb.maxNPos-1, m.MaxContext)
+		}
+		hb.maxNPos = m.MaxContext // fixed split count: the graph's grid must not change
+	}
+	return m.dev.Do(func(s *Stream) error {
+		if err := m.uploadBatch(s, b, hb); err != nil {
+			return err
+		}
+		nlog := len(b.Logits)
+		queue := func() error {
+			if err := m.step(s, hb, nlog); err != nil {
+				return err
+			}
+			return s.Argmax(m.lidx, m.logits, nlog, m.cfg.Vocab) // token ids overwrite lidx (read before)
+		}
+		if m.UseGraphs && decode && m.MaxContext > 0 {
+			if g, ok := m.graphs[hb.T]; ok && g.Stale() {
+				g.Destroy()
+				delete(m.graphs, hb.T)
+			}
+			if g, ok := m.graphs[hb.T]; ok {
+				if err := g.Launch(); err != nil {
+					return err
+				}
+			} else {
+				// First step of this size: run it directly (which also sizes
+				// the scratch buffers), then capture it for the next ones.
+				if err := queue(); err != nil {
+					return err
+				}
+				g, err := s.Capture(queue)
+				if err != nil {
+					return err
+				}
+				if m.graphs == nil {
+					m.graphs = map[int]*Graph{}
+				}
+				m.graphs[hb.T] = g
+			}
+		} else if err := queue(); err != nil {
+			return err
+		}
+		return s.DownloadI32(out[:nlog], m.lidx)
+	})
+}
+
+// uploadBatch copies the step's int32 arrays to the packed device buffer
+// with one copy (the used prefix: the fixed arrays, then nseq page tables).
+func (m *Decoder) uploadBatch(s *Stream, b *DecoderBatch, hb hostBatch) error {
+	T := m.maxT
+	n := intArrays*T + len(hb.tables)
+	if cap(m.host) < n {
+		m.host = make([]int32, n)
+	}
+	h := m.host[:n]
+	for i, v := range [intArrays][]int32{b.Tokens, b.Pos, b.Seq, hb.npos, hb.slot, b.Logits, hb.tstart, hb.tlen} {
+		copy(h[i*T:(i+1)*T], v)
+	}
+	copy(h[intArrays*T:], hb.tables)
+	return s.UploadI32(m.ints, h)
+}
+
+// SampleParams selects how one row's token is drawn (see SampleRef).
+// Temperature <= 0 means greedy (argmax). U is the uniform draw in [0, 1)
+// supplied by the caller (its seeded generator).
+type SampleParams struct {
+	Temperature float32
+	TopK        int
+	TopP        float32
+	U           float32
+}
+
+// Sample runs b and draws one token per row of b.Logits on the device with
+// sample_topk_topp (greedy rows use argmax); only the ids come back.
+func (m *Decoder) Sample(b *DecoderBatch, p []SampleParams, out []int32) error {
+	n := len(b.Logits)
+	if len(p) != n || len(out) < n {
+		return fmt.Errorf("cuda: %d logits rows, %d sampling params, %d outputs", n, len(p), len(out))
+	}
+	hb, err := m.resolve(b, nil)
+	if err != nil {
+		return err
+	}
+	temp, topP, u := make([]float32, n), make([]float32, n), make([]float32, n)
+	topK := make([]int32, n)
+	anySample := false
+	for i, sp := range p {
+		temp[i], topK[i], topP[i], u[i] = sp.Temperature, int32(sp.TopK), sp.TopP, sp.U
+		if sp.Temperature > 0 {
+			anySample = true
+		} else {
+			temp[i] = 1 // unused: the argmax result is taken for this row
+		}
+		if !(sp.TopP > 0) {
+			topP[i] = 1
+		}
+		if !(u[i] >= 0 && u[i] < 1) {
+			return fmt.Errorf("cuda: sampling draw %v outside [0, 1)", sp.U)
+		}
+	}
+	greedy := make([]int32, n)
+	return m.dev.Do(func(s *Stream) error {
+		if err := m.uploadBatch(s, b, hb); err != nil {
+			return err
+		}
+		sp, err := s.scratchBuf("sample_params", uint64(16*m.maxT))
+		if err != nil {
+			return err
+		}
+		T := DevPtr(4 * m.maxT)
+		if err := s.UploadF32(sp, temp); err != nil {
+			return err
+		}
+		if err := s.UploadI32(sp+T, topK); err != nil {
+			return err
+		}
+		if err := s.UploadF32(sp+2*T, topP); err != nil {
+			return err
+		}
+		if err := s.UploadF32(sp+3*T, u); err != nil {
+			return err
+		}
+		if err := m.step(s, hb, n); err != nil {
+			return err
+		}
+		if anySample {
+			if err := s.SampleTopKTopP(m.tstart, m.logits, sp, sp+T, sp+2*T, sp+3*T, n, m.cfg.Vocab); err != nil {
+				return err
+			}
+		}
+		if err := s.Argmax(m.lidx, m.logits, n, m.cfg.Vocab); err != nil {
+			return err
+		}
+		if err := s.DownloadI32(greedy, m.lidx); err != nil {
+			return err
+		}
+		if anySample {
+			if err := s.DownloadI32(out[:n], m.tstart); err != nil {
+				return err
+			}
+		}
+		for i := range greedy {
+			if p[i].Temperature <= 0 {
+				out[i] = greedy[i]
+			}
+		}
+		return nil
+	})
+}

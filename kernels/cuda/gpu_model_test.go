@@ -1,0 +1,303 @@
+package cuda_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"oengine/kernels/cuda"
+	"oengine/model/gguf"
+	"oengine/model/llama"
+	"oengine/model/verify"
+)
+
+// Model-level GPU check: the reference models of shared/testdata (or those
+// carried to the GPU machine in carry/) run through cuda.Decoder with
+// teacher forcing, compared to llama.cpp's top-8 logprobs within the
+// tolerances of shared/testdata/README.md. Skips without a GPU unless
+// REQUIRE_GPU=1.
+
+var (
+	devOnce sync.Once
+	dev     *cuda.Device
+	devErr  error
+)
+
+func device(t testing.TB) *cuda.Device {
+	t.Helper()
+	devOnce.Do(func() { dev, devErr = cuda.Open(0, cuda.Options{}) })
+	if devErr != nil {
+		if os.Getenv("REQUIRE_GPU") == "1" {
+			t.Fatalf("REQUIRE_GPU=1 but no usable GPU: %v", devErr)
+		}
+		t.Skipf("no usable GPU: %v", devErr)
+	}
+	return dev
+}
+
+// refModels lists X.gguf files that have an X.ref.json beside them, from
+// $OENGINE_REF_MODELS, <repo>/carry and <repo>/../shared/testdata/models.
+func refModels(t testing.TB) []string {
+	root, _ := os.Getwd()
+	for root != "/" {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		root = filepath.Dir(root)
+	}
+	dirs := []string{os.Getenv("OENGINE_REF_MODELS"), filepath.Join(root, "carry"), filepath.Join(root, "..", "shared", "testdata", "models")}
+	var out []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		m, _ := filepath.Glob(filepath.Join(d, "*.gguf"))
+		for _, p := range m {
+			if _, err := os.Stat(strings.TrimSuffix(p, ".gguf") + ".ref.json"); err == nil {
+				out = append(out, p)
+			}
+		}
+		if len(out) > 0 {
+			break
+		}
+	}
+	return out
+}
+
+func f32s(t *testing.T, f *gguf.File, name string, optional bool) []float32 {
+	ti, ok := f.Tensor(name)
+	if !ok {
+		if !optional {
+			t.Fatalf("missing %s", name)
+		}
+		return nil
+	}
+	if ti.Type != gguf.TypeF32 {
+		t.Fatalf("%s is %s, want F32", name, ti.Type)
+	}
+	v := make([]float32, len(ti.Data)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(ti.Data[4*i:]))
+	}
+	return v
+}
+
+func mat(t *testing.T, f *gguf.File, name string) cuda.HostMatrix {
+	ti, ok := f.Tensor(name)
+	if !ok {
+		t.Fatalf("missing %s", name)
+	}
+	return cuda.HostMatrix{Type: ti.Type, Cols: int(ti.Dims[0]), Rows: int(ti.Rows()), Data: ti.Data}
+}
+
+// loadDecoder builds a cuda.Decoder from a GGUF file.
+func loadDecoder(t *testing.T, d *cuda.Device, f *gguf.File, pages, pageSize, maxT int) (*cuda.Decoder, llama.Config) {
+	c, err := llama.ConfigFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cuda.DecoderConfig{Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
+		FFN: c.FFN, Vocab: c.Vocab, RopeDims: c.RopeDims, RopeBase: c.RopeBase, RopeFreqScale: c.RopeFreqScale,
+		RopeNeoX: c.RopeNeoX, NormEps: c.NormEps}
+	w := cuda.HostWeights{Embed: mat(t, f, "token_embd.weight"), OutNorm: f32s(t, f, "output_norm.weight", false)}
+	w.Output = w.Embed
+	if !c.TiedOut {
+		w.Output = mat(t, f, "output.weight")
+	}
+	if c.RopeFreqs {
+		w.RopeFreqs = f32s(t, f, "rope_freqs.weight", false)
+	}
+	for i := 0; i < c.Layers; i++ {
+		p := fmt.Sprintf("blk.%d.", i)
+		l := cuda.HostLayer{
+			AttnNorm: f32s(t, f, p+"attn_norm.weight", false), FFNNorm: f32s(t, f, p+"ffn_norm.weight", false),
+			Q: mat(t, f, p+"attn_q.weight"), K: mat(t, f, p+"attn_k.weight"), V: mat(t, f, p+"attn_v.weight"),
+			O: mat(t, f, p+"attn_output.weight"), Gate: mat(t, f, p+"ffn_gate.weight"),
+			Up: mat(t, f, p+"ffn_up.weight"), Down: mat(t, f, p+"ffn_down.weight"),
+		}
+		if c.QKVBias {
+			l.QBias, l.KBias, l.VBias = f32s(t, f, p+"attn_q.bias", false), f32s(t, f, p+"attn_k.bias", false), f32s(t, f, p+"attn_v.bias", false)
+		}
+		if c.QKNorm {
+			l.QNorm, l.KNorm = f32s(t, f, p+"attn_q_norm.weight", false), f32s(t, f, p+"attn_k_norm.weight", false)
+		}
+		w.Layers = append(w.Layers, l)
+	}
+	m, err := cuda.NewDecoder(d, cfg, w, pages, pageSize, maxT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m, c
+}
+
+func logSoftmax(x []float32) []float64 {
+	mx := math.Inf(-1)
+	for _, v := range x {
+		mx = math.Max(mx, float64(v))
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(float64(v) - mx)
+	}
+	ls := math.Log(s) + mx
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v) - ls
+	}
+	return out
+}
+
+func TestGPUReferenceModels(t *testing.T) {
+	d := device(t)
+	models := refModels(t)
+	if len(models) == 0 {
+		if os.Getenv("REQUIRE_GPU") == "1" {
+			t.Fatal("no reference models found (carry/ or ../shared/testdata/models)")
+		}
+		t.Skip("no reference models")
+	}
+	for _, path := range models {
+		for _, exact := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/exact=%v", filepath.Base(path), exact), func(t *testing.T) {
+				runReference(t, d, path, refRun{exact: exact, chunk: 64, stride: 1})
+			})
+		}
+	}
+}
+
+// TestEmulatedReferenceModels runs the same comparison on the CPU emulator
+// of the kernels (every machine): it checks the Decoder's orchestration,
+// argument passing and page/tile bookkeeping against llama.cpp, on the
+// short cases, in prompt chunks (prefill kernel) and one token at a time
+// (decode kernel).
+func TestEmulatedReferenceModels(t *testing.T) {
+	root, _ := os.Getwd()
+	models, _ := filepath.Glob(filepath.Join(root, "..", "..", "..", "shared", "testdata", "models", "*.gguf"))
+	if len(models) == 0 {
+		t.Skip("shared testdata models missing")
+	}
+	// By default one short case on three architectures (and the decode
+	// path once); OENGINE_EMU_FULL=1 runs two cases of every model.
+	full := os.Getenv("OENGINE_EMU_FULL") == "1"
+	d := cuda.NewEmulatedDevice(t)
+	for _, path := range models {
+		base := filepath.Base(path)
+		runs := []refRun{{exact: true, chunk: 8, stride: 9, cases: 1}}
+		switch {
+		case full:
+			runs = []refRun{{exact: true, chunk: 8, stride: 3, cases: 2}, {exact: true, chunk: 1, stride: 5, cases: 1}}
+		case base == "tiny-llama-f16.gguf":
+			runs = append(runs, refRun{exact: true, chunk: 1, stride: 13, cases: 1})
+		case base == "tiny-qwen2-q8_0.gguf", base == "tiny-qwen3-q4_k_m.gguf":
+		default:
+			continue
+		}
+		if testing.Short() {
+			runs = runs[:1]
+		}
+		for _, r := range runs {
+			t.Run(fmt.Sprintf("%s/chunk=%d", base, r.chunk), func(t *testing.T) {
+				runReference(t, d, path, r)
+			})
+		}
+	}
+}
+
+// refRun selects what runReference does: exact (GEMV only) or cuBLAS
+// matmuls, tokens per Forward, every stride-th position's logits compared
+// (plus the last), and the number of cases (0 = all).
+type refRun struct {
+	exact         bool
+	chunk, stride int
+	cases         int
+}
+
+// runReference teacher-forces every case (prompt then greedy[0..n-2]) in
+// chunks of 64 tokens and compares every reference entry with logprob >= -8.
+// exact=false lets batches of 16+ tokens use cuBLAS on F16 operands: that
+// path is reported against bounds twice the README's.
+func runReference(t *testing.T, d *cuda.Device, path string, rr refRun) {
+	exact, chunk := rr.exact, rr.chunk
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ref, err := verify.LoadReference(strings.TrimSuffix(path, ".gguf") + ".ref.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tol := verify.ToleranceFor(verify.WeightClass(f))
+	if !exact {
+		tol.MaxAbs *= 2
+		tol.MeanAbs *= 2
+	}
+	const pageSize = 16
+	m, c := loadDecoder(t, d, f, 1100/pageSize+2, pageSize, chunk)
+	m.ExactMatMul = exact
+	var maxErr, sumErr float64
+	var n, argmaxBad int
+	cases := ref.Cases
+	if rr.cases > 0 {
+		cases = cases[:min(rr.cases, len(cases))]
+	}
+	for ci, cs := range cases {
+		seq := append(append([]int32(nil), cs.Tokens...), cs.Greedy[:len(cs.Greedy)-1]...)
+		want := append(append([][]verify.Entry(nil), cs.PromptTopK...), cs.GreedyTopK[1:]...)
+		table := make([]int32, (len(seq)+pageSize-1)/pageSize)
+		for i := range table {
+			table[i] = int32(len(table) - 1 - i) // pages in reverse: exercises the page table
+		}
+		logits := make([]float32, chunk*c.Vocab)
+		for start := 0; start < len(seq); start += chunk {
+			end := min(len(seq), start+chunk)
+			b := &cuda.DecoderBatch{Seqs: [][]int32{table}}
+			var wanted []int
+			for i := start; i < end; i++ {
+				b.Tokens = append(b.Tokens, seq[i])
+				b.Pos = append(b.Pos, int32(i))
+				b.Seq = append(b.Seq, 0)
+				if i%rr.stride == 0 || i == len(seq)-1 {
+					b.Logits = append(b.Logits, int32(i-start))
+					wanted = append(wanted, i)
+				}
+			}
+			if err := m.Forward(b, logits); err != nil {
+				t.Fatal(err)
+			}
+			for j, i := range wanted {
+				row := logits[j*c.Vocab : (j+1)*c.Vocab]
+				lp := logSoftmax(row)
+				ents := want[i]
+				for _, e := range ents {
+					if e.Logprob < -8 {
+						continue
+					}
+					d := math.Abs(lp[e.Token] - e.Logprob)
+					maxErr = math.Max(maxErr, d)
+					sumErr += d
+					n++
+					if d > tol.MaxAbs {
+						t.Errorf("case %d pos %d token %d: logprob %.4f, reference %.4f", ci, i, e.Token, lp[e.Token], e.Logprob)
+					}
+				}
+				if len(ents) >= 2 && ents[0].Logit-ents[1].Logit >= tol.ArgmaxMargin && cuda.ArgmaxRef(row) != ents[0].Token {
+					argmaxBad++
+					t.Errorf("case %d pos %d: argmax %d, reference %d (margin %.3f)", ci, i, cuda.ArgmaxRef(row), ents[0].Token, ents[0].Logit-ents[1].Logit)
+				}
+			}
+		}
+	}
+	mean := sumErr / float64(max(1, n))
+	t.Logf("%s exact=%v: %d entries, max abs logprob error %.4f (bound %.2f), mean %.4f (bound %.3f), argmax mismatches %d",
+		filepath.Base(path), exact, n, maxErr, tol.MaxAbs, mean, tol.MeanAbs, argmaxBad)
+	if mean > tol.MeanAbs {
+		t.Errorf("mean abs error %.4f > %.3f", mean, tol.MeanAbs)
+	}
+}
