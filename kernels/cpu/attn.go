@@ -42,30 +42,42 @@ func AttnScratch(g, n, d int) int { return max(g*n+d, 2*g*d+d+2*g) }
 // llama.cpp's one-row flash attention.
 func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
 	d := len(q) / g
-	scores := scratch[:g*n]
-	row := scratch[g*n : g*n+d]
-	// Scores: scores[h*n+p] = scale * q[h]·k_p.
+	q, out = q[:g*d], out[:g*d]
+	scores := scratch[:n*g] // [n][g]: position-major, so a position's g weights are contiguous
+	row := scratch[n*g : n*g+d]
 	for p := 0; p < n; p++ {
-		i := k.index(table, p, off)
-		kr := k.loadRow(row, i, d)
-		for h := 0; h < g; h++ {
-			scores[h*n+p] = dotF32(q[h*d:h*d+d], kr) * scale
-		}
+		kr := k.loadRow(row, k.index(table, p, off), d)
+		attnDots(scores[p*g:p*g+g], q, kr, g)
 	}
 	// Softmax per head, unnormalised; the sum is applied to the output.
-	sums := make4(g)
-	for h := 0; h < g; h++ {
-		sums[h] = expShift(scores[h*n : h*n+n])
+	var small [16]float64 // GQA groups are small: no allocation
+	sums := small[:0]
+	if g <= len(small) {
+		sums = small[:g]
+	} else {
+		sums = make([]float64, g)
 	}
-	for i := range out[:g*d] {
+	for h := 0; h < g; h++ {
+		m := float32(math.Inf(-1))
+		for i := h; i < len(scores); i += g {
+			s := scores[i] * scale
+			scores[i] = s
+			m = max(m, s)
+		}
+		var sum float64
+		for i := h; i < len(scores); i += g {
+			e := float32(math.Exp(float64(scores[i] - m)))
+			scores[i] = e
+			sum += float64(e)
+		}
+		sums[h] = sum
+	}
+	for i := range out {
 		out[i] = 0
 	}
 	for p := 0; p < n; p++ {
-		i := v.index(table, p, off)
-		vr := v.loadRow(row, i, d)
-		for h := 0; h < g; h++ {
-			axpy(out[h*d:h*d+d], vr, scores[h*n+p])
-		}
+		vr := v.loadRow(row, v.index(table, p, off), d)
+		attnAxpy(out, vr, scores[p*g:p*g+g], g)
 	}
 	for h := 0; h < g; h++ {
 		inv := float32(1 / sums[h])
@@ -76,45 +88,14 @@ func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, sca
 	}
 }
 
-// make4 returns a small float64 slice; g is the GQA group size (a handful),
-// so it stays on the stack for the common sizes.
-func make4(g int) []float64 {
-	if g <= 16 {
-		var a [16]float64
-		return a[:g]
-	}
-	return make([]float64, g)
-}
-
 // loadRow returns the d values starting at element i as float32, converting
 // F16 rows into buf.
 func (kv KVRows) loadRow(buf []float32, i, d int) []float32 {
 	if kv.F32 != nil {
 		return kv.F32[i : i+d]
 	}
-	src := kv.F16[i : i+d]
-	tab := f16Table()
-	for j, h := range src {
-		buf[j] = tab[h]
-	}
+	attnCvt(buf[:d], kv.F16[i:i+d])
 	return buf[:d]
-}
-
-// expShift replaces s by exp(s - max s) and returns the float64 sum.
-func expShift(s []float32) float64 {
-	m := s[0]
-	for _, x := range s[1:] {
-		if x > m {
-			m = x
-		}
-	}
-	var sum float64
-	for i, x := range s {
-		e := float32(math.Exp(float64(x - m)))
-		s[i] = e
-		sum += float64(e)
-	}
-	return sum
 }
 
 // dotF32 is a float32 dot product with four accumulators.

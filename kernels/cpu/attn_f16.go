@@ -1,9 +1,6 @@
 package cpu
 
-import (
-	"math"
-	"os"
-)
+import "math"
 
 // Attention over an F16 K/V store, computed the way ggml's CPU flash
 // attention (ggml_compute_forward_flash_attn_ext_f16, one query row at a
@@ -67,11 +64,7 @@ func AttendF16(out, q []float32, g int, k, v KVRows, table []int32, n, off int, 
 				for j := range a {
 					a[j] = roundF16(a[j] * m)
 				}
-				if dbgSFMA {
-					S[h] = fma32(S[h], m, 1)
-				} else {
-					S[h] = S[h]*m + 1
-				}
+				S[h] = S[h]*m + 1
 			} else {
 				w = float32(math.Exp(float64(s - M[h])))
 				S[h] += w
@@ -166,5 +159,3 @@ func attendF16Ref(out, q []float32, g int, k, v KVRows, table []int32, n, off in
 		}
 	}
 }
-
-var dbgSFMA = os.Getenv("S_FMA") != ""

@@ -208,3 +208,41 @@ func TestAttendIgnoresLaterPositions(t *testing.T) {
 		})
 	}
 }
+
+// TestAttnHelpersMatchTwins compares the (possibly AVX2) attention helpers
+// with their plain Go twins.
+func TestAttnHelpersMatchTwins(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, c := range []struct{ g, d int }{{1, 64}, {2, 64}, {8, 128}, {3, 24}, {2, 20}} {
+		k := randVec(r, c.d, 1)
+		q := randVec(r, c.g*c.d, 1)
+		got, want := make([]float32, c.g), make([]float32, c.g)
+		attnDots(got, q, k, c.g)
+		attnDotsGo(want, q, k, c.g)
+		for h := range got {
+			if math.Abs(float64(got[h]-want[h])) > 1e-5*math.Sqrt(float64(c.d)) {
+				t.Fatalf("g%d d%d: dot %d: %g vs %g", c.g, c.d, h, got[h], want[h])
+			}
+		}
+		w := randVec(r, c.g, 1)
+		o1 := randVec(r, c.g*c.d, 1)
+		o2 := append([]float32(nil), o1...)
+		attnAxpy(o1, k, w, c.g)
+		attnAxpyGo(o2, k, w, c.g)
+		for i := range o1 {
+			if math.Abs(float64(o1[i]-o2[i])) > 1e-6 {
+				t.Fatalf("g%d d%d: axpy %d: %g vs %g", c.g, c.d, i, o1[i], o2[i])
+			}
+		}
+		h16 := make([]uint16, c.d)
+		for i := range h16 {
+			h16[i] = F32ToF16(k[i])
+		}
+		c1, c2 := make([]float32, c.d), make([]float32, c.d)
+		attnCvt(c1, h16)
+		attnCvtGo(c2, h16)
+		if i := firstDiff(c1, c2); i >= 0 {
+			t.Fatalf("g%d d%d: F16 widening differs at %d", c.g, c.d, i)
+		}
+	}
+}

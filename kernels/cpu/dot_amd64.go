@@ -66,8 +66,10 @@ func init() {
 		k := kernels[t]
 		k.dot = f
 		k.dot4 = simdKernels4[t] // nil where there is none
+		k.dot22 = simdKernels22[t]
 		kernels[t] = k
 	}
+	installBlk()
 }
 
 // simdKernels are the AVX2 replacements for the portable dot kernels.
@@ -301,6 +303,33 @@ var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float3
 					s += tab[le16(row[2*i:])] * x[t*cols+i]
 				}
 				out[t] = s
+			}
+		}
+		return out
+	},
+}
+
+//go:noescape
+func dotF16x2x2AVX2(row *byte, rb int, x *float32, n, xstride int, out *float32)
+
+// simdKernels22 are the two-row × two-token tile kernels; each pair must
+// give bitwise the one-token kernel's result.
+var simdKernels22 = map[gguf.Type]func(rows []byte, rb int, a actView, cols int) [4]float32{
+	gguf.TypeF16: func(rows []byte, rb int, a actView, cols int) (out [4]float32) {
+		x := a.x
+		n8 := cols &^ 7
+		_ = rows[rb+2*cols-1]
+		_ = x[2*cols-1]
+		dotF16x2x2AVX2(&rows[0], rb, &x[0], n8, 4*cols, &out[0])
+		if n8 < cols {
+			tab := f16Table()
+			for p := range out {
+				r, t := p/2, p%2
+				s := out[p]
+				for i := n8; i < cols; i++ {
+					s += tab[le16(rows[r*rb+2*i:])] * x[t*cols+i]
+				}
+				out[p] = s
 			}
 		}
 		return out

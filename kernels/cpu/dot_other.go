@@ -11,3 +11,17 @@ func quantQ8SIMD(x []float32, qs []int8, d []float32) bool { return false }
 func quantQ8KSIMD(x []float32, qs []int8, d []float32, bsums []int16) bool { return false }
 
 func simdName() string { return "generic" }
+
+func blkGemm(bk *blkKernel, row []byte, a *actBuf, g, cols int, out *[8]float32) {
+	panic("cpu: no blocked kernels on this architecture")
+}
+
+func blkGemv(bk *blkKernel, rows []byte, rb int, a *actBuf, i, cols int, out *[8]float32) {
+	panic("cpu: no blocked kernels on this architecture")
+}
+
+const blkPacked = false
+
+func blkGemmPacked(bk *blkKernel, panel []byte, a *actBuf, i, cols int, out *[8]float32) {
+	panic("cpu: no blocked kernels on this architecture")
+}

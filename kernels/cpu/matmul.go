@@ -64,6 +64,13 @@ type kernel struct {
 	// dot4 (optional) computes one row against four consecutive tokens (a
 	// spans all four); per token it must equal dot bit for bit.
 	dot4 func(row []byte, a actView, cols int) [4]float32
+	// blk (optional) replaces dot4 for n > 1 and the row loop of dot
+	// (dot_blk.go); dot is then its one-pair form.
+	blk *blkKernel
+	// dot22 (optional) computes rows r, r+1 (rb bytes apart) against two
+	// consecutive tokens (a spans both): [r·t0, r·t1, r+1·t0, r+1·t1],
+	// each bitwise equal to dot.
+	dot22 func(rows []byte, rb int, a actView, cols int) [4]float32
 }
 
 // portable holds the plain Go kernels (the twins of the SIMD ones).
@@ -114,119 +121,3 @@ const smallMatMul = 1 << 17
 // Features names the instruction set the MatMul kernels use on this CPU
 // ("avx2+fma+f16c" or "generic"), for logs and benchmark reports.
 func Features() string { return simdName() }
-
-// matmulScratch is the Pool's reusable MatMul state.
-type matmulScratch struct {
-	act  actBuf
-	fn   func(lo, hi int) // p.matmulChunk, bound once
-	qfn  func(lo, hi int) // p.quantChunk, bound once
-	w    Matrix
-	k    kernel
-	x    []float32
-	dst  []float32
-	n    int
-	rowC int // rows per work item
-	tokC int // tokens per work item
-	nrc  int // number of row chunks
-}
-
-// MatMul computes dst[i*w.Rows+r] = dot(row r of w, x[i*w.Cols:(i+1)*w.Cols])
-// for i in [0, n). x is [n][Cols] float32 row-major, dst is [n][Rows].
-//
-// Quantized weights use quantized activations, as ggml's CPU backend does
-// (see quant_act.go), then exact integer block sums and float32
-// accumulation; F32, F16 and BF16 weights use float32 activations and FMA.
-// Accuracy against the exact dot Σ w·x (DotRef): for Q8_0/Q8_1 activations
-// |err| ≤ Σ|w_i|·0.57·amax_b/127 (+ |m_b|·32·amax_b·2^-11 per Q4_1/Q5_1
-// block), for Q8_K ≤ Σ|w_i|·0.5·amax_b/127, where amax_b is the largest |x|
-// of the element's activation block, plus 2e-5·Σ|w·x| of float32 rounding
-// (the float types have only the latter). Tests: TestDotGolden, TestMatMulVsRef.
-//
-// Work is split over rows (and over tokens when n is large). The result for
-// one (row, token) is bitwise independent of n, of the other tokens and of
-// the thread count (batch invariance). MatMul panics if the slices are too
-// short (a programming error, like an index out of range).
-func (p *Pool) MatMul(dst []float32, w Matrix, x []float32, n int) {
-	if n <= 0 {
-		return
-	}
-	k, ok := kernels[w.Type]
-	if !ok {
-		panic(fmt.Sprintf("cpu: MatMul on unsupported type %s", w.Type))
-	}
-	if w.Rows <= 0 || w.Cols <= 0 || w.Cols%w.Type.BlockElems() != 0 ||
-		len(x) < n*w.Cols || len(dst) < n*w.Rows || len(w.Data) < w.Rows*w.rowBytes() {
-		panic(fmt.Sprintf("cpu: MatMul shapes: dst %d, x %d, n %d, w %dx%d (%d bytes)", len(dst), len(x), n, w.Rows, w.Cols, len(w.Data)))
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := &p.scratch
-	if s.fn == nil {
-		s.fn = p.matmulChunk
-		s.qfn = p.quantChunk
-	}
-	s.w, s.k, s.x, s.dst, s.n = w, k, x, dst, n
-	if k.act != actF32 {
-		s.act.prepare(k.act, n, w.Cols)
-		if n >= 4 && n*w.Cols >= 1<<14 && p.threads > 1 {
-			p.forLocked(n, 1, s.qfn)
-		} else {
-			p.quantChunk(0, n)
-		}
-	}
-	// Work items: row chunks of about 16 rows, token tiles when n is large.
-	s.rowC = max(1, min(16, (w.Rows+p.threads-1)/p.threads))
-	s.tokC = n
-	if n > 8 {
-		s.tokC = 8
-		s.rowC = 16
-	}
-	s.nrc = (w.Rows + s.rowC - 1) / s.rowC
-	items := s.nrc * ((n + s.tokC - 1) / s.tokC)
-	if w.Rows*w.Cols*n < smallMatMul {
-		p.matmulChunk(0, items) // waking workers would cost more than the work
-	} else {
-		p.forLocked(items, 1, s.fn)
-	}
-	s.x, s.dst, s.w.Data = nil, nil, nil
-}
-
-func (p *Pool) quantChunk(lo, hi int) {
-	s := &p.scratch
-	for i := lo; i < hi; i++ {
-		s.act.quantizeToken(s.k.act, i, s.w.Cols, s.x[i*s.w.Cols:(i+1)*s.w.Cols])
-	}
-}
-
-// matmulChunk computes work items [lo, hi): item it covers row chunk
-// it%nrc and token tile it/nrc.
-func (p *Pool) matmulChunk(lo, hi int) {
-	s := &p.scratch
-	w, rb := s.w, s.w.rowBytes()
-	var v actView
-	for it := lo; it < hi; it++ {
-		r0 := (it % s.nrc) * s.rowC
-		r1 := min(r0+s.rowC, w.Rows)
-		t0 := (it / s.nrc) * s.tokC
-		t1 := min(t0+s.tokC, s.n)
-		i := t0
-		if s.k.dot4 != nil {
-			for ; i+4 <= t1; i += 4 {
-				s.act.viewN(s.k.act, i, 4, w.Cols, s.x, &v)
-				for r := r0; r < r1; r++ {
-					o := s.k.dot4(w.Data[r*rb:(r+1)*rb], v, w.Cols)
-					for j, val := range o {
-						s.dst[(i+j)*w.Rows+r] = val
-					}
-				}
-			}
-		}
-		for ; i < t1; i++ {
-			s.act.view(s.k.act, i, w.Cols, s.x, &v)
-			out := s.dst[i*w.Rows : (i+1)*w.Rows]
-			for r := r0; r < r1; r++ {
-				out[r] = s.k.dot(w.Data[r*rb:(r+1)*rb], v)
-			}
-		}
-	}
-}

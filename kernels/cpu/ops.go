@@ -1,9 +1,6 @@
 package cpu
 
-import (
-	"math"
-	"os"
-)
+import "math"
 
 // Element-wise kernels of the transformer block: RMSNorm, residual add and the
 // SiLU-gated linear unit. Each has a plain float64 reference twin in
@@ -31,9 +28,6 @@ func RMSNorm(dst, x, w []float32, eps float32) {
 	}
 	mean := float32(sum / float64(n))
 	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
-	if dbgOldRMS {
-		scale = float32(1 / math.Sqrt(float64(mean+eps)))
-	}
 	if w == nil {
 		for i := range dst {
 			dst[i] = x[i] * scale
@@ -81,10 +75,6 @@ func SwiGLU(dst, gate, up []float32) {
 	nv := n &^ 7
 	for i := 0; i < nv; i++ {
 		g := gate[i]
-		if dbgOldSilu {
-			dst[i] = g / float32(1+float32(math.Exp(float64(-g)))) * up[i]
-			continue
-		}
 		dst[i] = g / (1 + expGGML(0-g)) * up[i]
 	}
 	for i := nv; i < n; i++ {
@@ -116,5 +106,3 @@ func Softmax(x []float32) {
 		x[i] *= inv
 	}
 }
-
-var dbgOldRMS, dbgOldSilu = os.Getenv("OLD_RMS") != "", os.Getenv("OLD_SILU") != ""

@@ -1,9 +1,6 @@
 package cpu
 
-import (
-	"math"
-	"os"
-)
+import "math"
 
 // Rotary position embedding (RoPE).
 //
@@ -64,14 +61,9 @@ func Rope(x []float32, heads, headDim, nRot int, cs []float32, neox bool) {
 	}
 }
 
-var dbgRope = os.Getenv("ROPE_MODE")
-
+// rot turns the pair (a, b) by the angle with cosine c and sine s. The
+// rounding follows ggml's C code as GCC compiles it with FMA contraction:
+// (a*c - b*s) becomes fma(a, c, -(b*s)) and (a*s + b*c) fma(a, s, b*c).
 func rot(a, b, c, s float32) (float32, float32) {
-	switch dbgRope {
-	case "1": // fma(x0,c,-(x1*s)), fma(x0,s,x1*c)
-		return fma32(a, c, -float32(b*s)), fma32(a, s, float32(b*c))
-	case "2": // fnma(x1,s,x0*c), fma(x1,c,x0*s)
-		return fnma32(b, s, float32(a*c)), fma32(b, c, float32(a*s))
-	}
-	return float32(a*c) - float32(b*s), float32(a*s) + float32(b*c)
+	return fma32(a, c, -float32(b*s)), fma32(a, s, float32(b*c))
 }

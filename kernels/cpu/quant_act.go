@@ -29,6 +29,10 @@ type actBuf struct {
 	d     []float32 // [n][cols/32] (Q8_0/Q8_1) or [n][cols/256] (Q8_K)
 	s     []float32 // [n][cols/32] Q8_1 only: F16-rounded d*sum(q)
 	bsums []int16   // [n][cols/16] Q8_K only
+	// Blocked-kernel layouts (Q8_0 kind, when blkActive; dot_blk.go).
+	s8  []int32   // [n][cols/32] 8·Σq
+	dT  []float32 // [groups of 8 tokens][cols/32][8]
+	s8T []int32   // [groups of 8 tokens][cols/32][8]
 }
 
 // actView is the quantized activation of one token.
@@ -38,6 +42,7 @@ type actView struct {
 	d     []float32 // [cols/32] or [cols/256]
 	s     []float32 // [cols/32]
 	bsums []int16   // [cols/16]
+	s8    []int32   // [cols/32] (blocked kernels)
 }
 
 func growF32(s []float32, n int) []float32 {
@@ -55,6 +60,9 @@ func (a *actBuf) prepare(k actKind, n, cols int) {
 		a.d = growF32(a.d, n*cols/qk)
 		if k == actQ8_1 {
 			a.s = growF32(a.s, n*cols/qk)
+		}
+		if k == actQ8_0 && blkActive {
+			a.prepareBlk(n, cols)
 		}
 	case actQ8K:
 		a.qs = growI8(a.qs, n*cols)
@@ -84,6 +92,9 @@ func (a *actBuf) quantizeToken(k actKind, i, cols int, x []float32) {
 			s = a.s[i*nb : (i+1)*nb]
 		}
 		quantRowQ8(x[:cols], qs, d, s)
+		if k == actQ8_0 && blkActive {
+			a.fillBlk(i, cols)
+		}
 	case actQ8K:
 		nb := cols / qkK
 		quantRowQ8K(x[:cols], a.qs[i*cols:(i+1)*cols], a.d[i*nb:(i+1)*nb], a.bsums[i*cols/16:(i+1)*cols/16])
@@ -159,6 +170,9 @@ func (a *actBuf) viewN(k actKind, i, n, cols int, x []float32, v *actView) {
 	case actQ8_0, actQ8_1:
 		nb := cols / qk
 		v.qs, v.d = a.qs[i*cols:j*cols], a.d[i*nb:j*nb]
+		if k == actQ8_0 && blkActive {
+			v.s8 = a.s8[i*nb : j*nb]
+		}
 		if k == actQ8_1 {
 			v.s = a.s[i*nb : j*nb]
 		}

@@ -28,6 +28,9 @@ func BenchmarkDecode(b *testing.B) {
 			}
 			step := seqBatch([]int32{42}, ctx, table)
 			logits := make([]float32, V)
+			if err := m.Forward(kv, step, logits); err != nil { // warm-up: grow scratch
+				b.Fatal(err)
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
@@ -55,6 +58,9 @@ func BenchmarkPrefill128(b *testing.B) {
 			batch := seqBatch(testTokens(128, V, 10), 0, table)
 			batch.Logits = []int32{127}
 			logits := make([]float32, V)
+			if err := m.Forward(kv, batch, logits); err != nil { // warm-up: grow scratch
+				b.Fatal(err)
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {

@@ -118,7 +118,9 @@ func (m *Model) layerForward(l int) {
 	}
 	pool.MatMul(f.hb[:T*F], w.wGate, f.xb[:T*D], T)
 	pool.MatMul(f.hb2[:T*F], w.wUp, f.xb[:T*D], T)
-	cpu.SwiGLU(f.hb[:T*F], f.hb[:T*F], f.hb2[:T*F])
+	for i := 0; i < T; i++ { // per row: the SIMD/tail split is per row, as in ggml
+		cpu.SwiGLU(f.hb[i*F:(i+1)*F], f.hb[i*F:(i+1)*F], f.hb2[i*F:(i+1)*F])
+	}
 	pool.MatMul(f.xb[:T*D], w.wDown, f.hb[:T*F], T)
 	cpu.Add(f.x[:T*D], f.x[:T*D], f.xb[:T*D])
 }

@@ -200,16 +200,18 @@ func TestForwardRejectsBadBatches(t *testing.T) {
 	}
 }
 
-// TestForwardNoAllocs checks that a decode step allocates nothing once the
-// scratch arena has grown.
+// TestForwardNoAllocs checks that decode steps allocate nothing once the
+// scratch arena has grown, on both attention paths (positions below and
+// above f16AttnPositions).
 func TestForwardNoAllocs(t *testing.T) {
 	m := synthModel(t, "qwen2", gguf.TypeQ8_0)
 	V := m.Config().Vocab
-	kv, _ := m.NewKV(4, 16, KVF16)
-	table := []int32{0, 1, 2, 3}
-	runChunks(t, m, kv, table, testTokens(40, V, 5), []int{40})
-	b := seqBatch([]int32{7}, 40, table)
-	logits := make([]float32, V)
+	kv, _ := m.NewKV(10, 16, KVF16)
+	table := []int32{0, 1, 2, 3, 4, 5, 6, 7}
+	runChunks(t, m, kv, table, testTokens(100, V, 5), []int{100})
+	logits := make([]float32, 2*V)
+	b := &Batch{Tokens: []int32{7, 9}, Pos: []int32{100, 10}, Seq: []int32{0, 1},
+		Seqs: [][]int32{table, {8}}, Logits: []int32{0, 1}}
 	allocs := testing.AllocsPerRun(20, func() {
 		if err := m.Forward(kv, b, logits); err != nil {
 			t.Fatal(err)
@@ -236,5 +238,47 @@ func TestLogitsSubset(t *testing.T) {
 	}
 	if !slices.Equal(out[:V], all[9*V:10*V]) || !slices.Equal(out[V:], all[4*V:5*V]) {
 		t.Fatal("subset logits differ from the full run")
+	}
+}
+
+// TestConcurrentForward runs two sequences from two goroutines on one model
+// (Forward serializes them) and checks each gets the logits of a solo run.
+func TestConcurrentForward(t *testing.T) {
+	m := synthModel(t, "qwen3", gguf.TypeQ8_0)
+	V := m.Config().Vocab
+	toks := [2][]int32{testTokens(24, V, 11), testTokens(24, V, 12)}
+	var want [2][]float32
+	for i := range toks {
+		kv, _ := m.NewKV(2, 16, KVF16)
+		want[i] = runChunks(t, m, kv, []int32{0, 1}, toks[i], []int{5})
+	}
+	kvs := [2]*KV{}
+	for i := range kvs {
+		kvs[i], _ = m.NewKV(2, 16, KVF16)
+	}
+	var got [2][]float32
+	errs := make(chan error, 2)
+	for i := range toks {
+		go func() {
+			out := make([]float32, 24*V)
+			for pos := 0; pos < 24; pos += 3 {
+				if err := m.Forward(kvs[i], seqBatch(toks[i][pos:pos+3], pos, []int32{1, 0}), out[pos*V:(pos+3)*V]); err != nil {
+					errs <- err
+					return
+				}
+			}
+			got[i] = out
+			errs <- nil
+		}()
+	}
+	for range toks {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range toks {
+		if j := firstDiff(got[i], want[i]); j >= 0 {
+			t.Fatalf("sequence %d: logits differ at %d", i, j)
+		}
 	}
 }

@@ -79,6 +79,20 @@ func synthModel(t testing.TB, arch string, typ gguf.Type) *Model {
 // drop or replace tensors (return nil data to drop one).
 func rewrite(t testing.TB, f *gguf.File, meta map[string]gguf.Value, edit func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte)) *gguf.File {
 	t.Helper()
+	return rewriteAdd(t, f, meta, edit, nil)
+}
+
+// extraTensor is a tensor rewriteAdd appends.
+type extraTensor struct {
+	name string
+	typ  gguf.Type
+	dims []uint64
+	data []byte
+}
+
+// rewriteAdd is rewrite that also appends tensors.
+func rewriteAdd(t testing.TB, f *gguf.File, meta map[string]gguf.Value, edit func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte), extra []extraTensor) *gguf.File {
+	t.Helper()
 	w := gguf.NewWriter()
 	for _, k := range f.Keys() {
 		v, _ := f.Value(k)
@@ -105,6 +119,11 @@ func rewrite(t testing.TB, f *gguf.File, meta map[string]gguf.Value, edit func(t
 			continue
 		}
 		if err := w.AddTensor(ti.Name, typ, dims, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range extra {
+		if err := w.AddTensor(e.name, e.typ, e.dims, e.data); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,7 +1,9 @@
 package llama
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -104,6 +106,65 @@ func TestRopeScalingConfig(t *testing.T) {
 	}
 	if c.RopeFreqScale != 0.25 {
 		t.Fatalf("RopeFreqScale = %g, want 0.25", c.RopeFreqScale)
+	}
+}
+
+// f32Bytes encodes float32 values little-endian.
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// TestRopeFreqs checks Llama-3 style scaling: a rope_freqs tensor of ones
+// changes nothing, other factors change the logits (beyond position 0).
+func TestRopeFreqs(t *testing.T) {
+	base := synthFile(t, "llama", gguf.TypeF32, 6)
+	c, err := ConfigFromGGUF(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withFreqs := func(v float32) *Model {
+		f := make([]float32, c.RopeDims/2)
+		for i := range f {
+			f[i] = v
+		}
+		file := rewriteAdd(t, base, nil, nil, []extraTensor{{"rope_freqs.weight", gguf.TypeF32, []uint64{uint64(len(f))}, f32Bytes(f)}})
+		m, err := Load(file, Options{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		if !m.Config().RopeFreqs {
+			t.Fatal("Config.RopeFreqs not set")
+		}
+		return m
+	}
+	plain, err := Load(base, Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	run := func(m *Model) []float32 {
+		kv, _ := m.NewKV(1, 16, KVF32)
+		out := make([]float32, 4*c.Vocab)
+		if err := m.Forward(kv, seqBatch([]int32{5, 9, 13, 2}, 0, []int32{0}), out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := run(plain)
+	if i := firstDiff(run(withFreqs(1)), want); i >= 0 {
+		t.Fatalf("rope_freqs of ones changed logit %d", i)
+	}
+	got := run(withFreqs(4))
+	if firstDiff(got[:c.Vocab], want[:c.Vocab]) >= 0 {
+		t.Fatal("position 0 changed with rope_freqs (no rotation there)")
+	}
+	if firstDiff(got[c.Vocab:], want[c.Vocab:]) < 0 {
+		t.Fatal("rope_freqs of 4 changed nothing")
 	}
 }
 

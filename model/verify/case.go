@@ -87,6 +87,7 @@ func (r *runner) runCase(idx int, c *Case, enc encoder) (CaseReport, error) {
 			}
 			row := r.logits[j*vocab : (j+1)*vocab]
 			lse, arg := logSumExp(row)
+			posMax := 0.0
 			if i == P-1 {
 				lastArg = arg
 			}
@@ -99,10 +100,14 @@ func (r *runner) runCase(idx int, c *Case, enc encoder) (CaseReport, error) {
 					d = math.Inf(1)
 				}
 				sumErr += d
+				posMax = max(posMax, d)
 				cr.Compared++
 				if d > cr.MaxAbs || cr.Compared == 1 {
 					cr.MaxAbs, cr.WorstPos = d, i
 				}
+			}
+			if r.opts.PerPosition {
+				cr.PosMaxAbs = append(cr.PosMaxAbs, posMax)
 			}
 			if margin(list) >= r.tol.ArgmaxMargin {
 				cr.ArgmaxChecked++
@@ -147,12 +152,13 @@ func (r *runner) greedy(c *Case, cr *CaseReport, table []int32, first int) error
 			break
 		}
 	}
-	cr.GreedyLimit = limit
+	cr.GreedyLimit, cr.GreedyFailStep = limit, -1
 	tok := int32(first)
 	b := &llama.Batch{Seqs: [][]int32{table}}
 	for j := 0; j < limit; j++ {
 		if tok != c.Greedy[j] {
-			cr.fail("greedy step %d: got token %d, want %d", j, tok, c.Greedy[j])
+			cr.GreedyFailStep, cr.GreedyFailMargin = j, margin(c.GreedyTopK[j])
+			cr.fail("greedy step %d: got token %d, want %d (reference margin %.3f)", j, tok, c.Greedy[j], cr.GreedyFailMargin)
 			return nil
 		}
 		cr.GreedyMatched++

@@ -22,22 +22,25 @@ type Report struct {
 
 // CaseReport is the outcome of one prompt.
 type CaseReport struct {
-	Index          int
-	PromptTokens   int
-	ForcedTokens   int  // prompt + greedy[:len-1]
-	TokensChecked  bool // the prompt was tokenized and compared
-	TokensMatch    bool
-	Compared       int     // reference entries compared
-	MaxAbs         float64 // max abs logprob error
-	WorstPos       int     // position of MaxAbs
-	MeanAbs        float64
-	ArgmaxChecked  int // positions with a confident reference argmax
-	ArgmaxMismatch int
-	FirstMismatch  int
-	GreedyLimit    int // steps before the reference's first near-tie
-	GreedyMatched  int
-	Pass           bool
-	Failures       []string
+	Index            int
+	PromptTokens     int
+	ForcedTokens     int  // prompt + greedy[:len-1]
+	TokensChecked    bool // the prompt was tokenized and compared
+	TokensMatch      bool
+	Compared         int     // reference entries compared
+	MaxAbs           float64 // max abs logprob error
+	WorstPos         int     // position of MaxAbs
+	MeanAbs          float64
+	PosMaxAbs        []float64 // per position (Options.PerPosition)
+	ArgmaxChecked    int       // positions with a confident reference argmax
+	ArgmaxMismatch   int
+	FirstMismatch    int
+	GreedyLimit      int // steps before the reference's first near-tie
+	GreedyMatched    int
+	GreedyFailStep   int     // first greedy step that differs, -1 if none
+	GreedyFailMargin float64 // the reference top-1/top-2 margin at that step
+	Pass             bool
+	Failures         []string
 }
 
 func (c *CaseReport) fail(format string, args ...any) {
@@ -109,4 +112,25 @@ func (r Report) WriteTo(w io.Writer) (int64, error) {
 	fmt.Fprintf(&b, "%s: %d/%d cases, max abs %.4f, mean abs %.4f\n", verdict, passed, len(r.Cases), r.MaxAbs(), r.MeanAbs())
 	n, err := io.WriteString(w, b.String())
 	return int64(n), err
+}
+
+// Exactness counts, over cases run with Options.PerPosition, the positions
+// whose largest error is below 1e-4 (bit-exact up to printing), and returns
+// each case's first position above it (-1 when all are exact). It shows
+// how far the engine follows llama.cpp's arithmetic before one rounding
+// differs: a better measure than the error sizes while tuning kernels.
+func (r Report) Exactness() (exact, total int, firstInexact []int) {
+	for _, c := range r.Cases {
+		first := -1
+		for i, e := range c.PosMaxAbs {
+			total++
+			if e < 1e-4 {
+				exact++
+			} else if first < 0 {
+				first = i
+			}
+		}
+		firstInexact = append(firstInexact, first)
+	}
+	return exact, total, firstInexact
 }

@@ -70,6 +70,8 @@ type Options struct {
 	GreedyTie float64
 	// SkipTokenize turns the tokenization check off.
 	SkipTokenize bool
+	// PerPosition records each position's max error in CaseReport.PosMaxAbs.
+	PerPosition bool
 }
 
 func (o *Options) defaults() {

@@ -1,0 +1,29 @@
+package cpu
+
+// Plain Go twins of the attention helpers (attn_amd64.s); attn_test.go
+// compares the two.
+
+// attnCvtGo widens F16 values to float32.
+func attnCvtGo(dst []float32, src []uint16) {
+	tab := f16Table()
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = tab[h]
+	}
+}
+
+// attnDotsGo sets out[h] = q[h]·k for h < g (q is [g][len(k)]).
+func attnDotsGo(out, q, k []float32, g int) {
+	d := len(k)
+	for h := 0; h < g; h++ {
+		out[h] = dotF32(q[h*d:h*d+d], k)
+	}
+}
+
+// attnAxpyGo adds w[h]*v to row h of out ([g][len(v)]).
+func attnAxpyGo(out, v, w []float32, g int) {
+	d := len(v)
+	for h := 0; h < g; h++ {
+		axpy(out[h*d:h*d+d], v, w[h])
+	}
+}

@@ -1,0 +1,232 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Blocked kernels (Q4_0 and Q8_0 weights on AVX2): eight (row, token) pairs
+// per call, one per SIMD lane, so that the per-block work (scale products,
+// float conversion, accumulation) is shared by eight pairs instead of being
+// repeated for each. Two shapes: gemm (one row, a group of eight tokens:
+// prefill) and gemv (eight rows, one token: decode). Both perform, for every
+// pair, the canonical arithmetic of blkDotRef, so a (row, token) result is
+// bitwise the same whichever kernel computed it and whatever else was in
+// the batch (batch invariance).
+//
+// The activation side gets two extra layouts, filled by quantizeToken when
+// blocked kernels are installed (blkActive):
+//
+//	s8  [n][nb]        8·Σq of each 32-block (Q4_0 stores w+8: Σ w·q = Σ (w+8)·q − 8·Σq)
+//	dT  [groups][nb][8] scales of the tokens 8g..8g+7 (0 past n)
+//	s8T [groups][nb][8] s8 likewise
+//
+// and qs is padded to whole groups of eight tokens (the padding is never
+// used for a real token's result).
+
+// blkKernel is a blocked kernel pair for one weight type.
+// The architecture file provides, for it:
+//
+//	blkGemm(bk, row, a, g, cols, out): one row against the tokens of group g; out[t] for token 8g+t
+//	blkGemv(bk, rows, rb, a, i, cols, out): rows rows[0:], rows[rb:], ... rows[7*rb:] against
+//	    token i; out[r]. rb = 0 computes one row eight times (tails).
+type blkKernel struct {
+	q4 bool // Q4_0 (reads s8 / s8T); else Q8_0
+}
+
+// blkActive is set by an architecture's init when blocked kernels are
+// installed; quantizeToken then fills the extra layouts.
+var blkActive bool
+
+// blkGroups returns the number of 8-token groups covering n tokens.
+func blkGroups(n int) int { return (n + 7) / 8 }
+
+// prepareBlk sizes the blocked layouts for n tokens (qs padded) and zeroes
+// the scales of the padding tokens of the last group.
+func (a *actBuf) prepareBlk(n, cols int) {
+	nb, g := cols/qk, blkGroups(n)
+	a.qs = growI8(a.qs, g*8*cols)[:n*cols]
+	a.s8 = growI32(a.s8, n*nb)
+	a.dT = growF32(a.dT, g*nb*8)
+	a.s8T = growI32(a.s8T, g*nb*8)
+	if n%8 != 0 {
+		base := (g - 1) * nb * 8
+		for b := 0; b < nb; b++ {
+			for t := n % 8; t < 8; t++ {
+				a.dT[base+b*8+t] = 0
+				a.s8T[base+b*8+t] = 0
+			}
+		}
+	}
+}
+
+func growI32(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+// fillBlk writes token i's entries of s8, dT and s8T from its qs and d.
+func (a *actBuf) fillBlk(i, cols int) {
+	nb := cols / qk
+	qs, d := a.qs[i*cols:(i+1)*cols], a.d[i*nb:(i+1)*nb]
+	s8 := a.s8[i*nb : (i+1)*nb]
+	base, t := (i/8)*nb*8, i%8
+	for b := range s8 {
+		var s int32
+		for _, q := range qs[b*qk : (b+1)*qk] {
+			s += int32(q)
+		}
+		s8[b] = 8 * s
+		a.dT[base+b*8+t] = d[b]
+		a.s8T[base+b*8+t] = 8 * s
+	}
+}
+
+// blkDotRef is the canonical arithmetic of the blocked kernels for one
+// (row, token) pair of a Q4_0 or Q8_0 row (bb = 18 or 34 bytes per block):
+// acc = fma(dw_b·dx_b, float32(I_b), acc) over blocks in order, with I_b
+// the exact integer block sum. Plain Go twin of the assembly; math.FMA in
+// float64 then rounded can differ from a float32 FMA in the last bit, so
+// tests compare within a tolerance.
+func blkDotRef(q4 bool, row []byte, qs []int8, d []float32) float32 {
+	tab := f16Table()
+	bb := 34
+	if q4 {
+		bb = 18
+	}
+	var acc float32
+	for b, dx := range d {
+		blk := row[b*bb : (b+1)*bb]
+		var si int32
+		if q4 {
+			si = dot32Nib(blk[2:], qs[32*b:], 8)
+		} else {
+			for j, q := range qs[32*b : 32*b+32] {
+				si += int32(int8(blk[2+j])) * int32(q)
+			}
+		}
+		acc = fma32(tab[le16(blk)]*dx, float32(si), acc)
+	}
+	return acc
+}
+
+// packMin is the token count from which a tile packs its Q4_0 weights
+// into panels (packing 8 rows costs about as much as a few tokens of work).
+const packMin = 16
+
+// tileBlk computes rows [r0, r1) of op for tokens [t0, t1) with the
+// blocked kernels; worker indexes the per-worker panel scratch. t0 is a
+// multiple of 8 (token tiles are multiples of 8, or all n tokens).
+func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
+	s := &p.scratch
+	w, bk := op.w, op.k.blk
+	rb := w.rowBytes()
+	a := &s.act[op.k.act]
+	var out [8]float32
+	if blkPacked && t1-t0 >= packMin {
+		// 8-row panels against every token of the tile; rows left over
+		// (fewer than 8) take the gemm path below.
+		nb := w.Cols / qk
+		panel := growBytes(&s.panels[worker], nb*panelBlock)
+		for ; r0+8 <= r1; r0 += 8 {
+			packPanel(bk, panel, w.Data[r0*rb:(r0+8)*rb], rb, nb)
+			for t := t0; t < t1; t++ {
+				blkGemmPacked(bk, panel, a, t, w.Cols, &out)
+				copy(op.dst[t*w.Rows+r0:t*w.Rows+r0+8], out[:])
+			}
+		}
+	}
+	if t1-t0 >= 4 { // one row against groups of 8 tokens
+		for r := r0; r < r1; r++ {
+			for g := t0 / 8; g*8 < t1; g++ {
+				blkGemm(bk, w.Data[r*rb:(r+1)*rb], a, g, w.Cols, &out)
+				for t := g * 8; t < min(g*8+8, t1); t++ {
+					op.dst[t*w.Rows+r] = out[t-g*8]
+				}
+			}
+		}
+		return
+	}
+	for i := t0; i < t1; i++ {
+		dst := op.dst[i*w.Rows : (i+1)*w.Rows]
+		r := r0
+		for ; r+8 <= r1; r += 8 {
+			blkGemv(bk, w.Data[r*rb:(r+8)*rb], rb, a, i, w.Cols, &out)
+			copy(dst[r:r+8], out[:])
+		}
+		for ; r < r1; r++ {
+			blkGemv(bk, w.Data[r*rb:(r+1)*rb], 0, a, i, w.Cols, &out)
+			dst[r] = out[0]
+		}
+	}
+}
+
+// panelBlock is the size of one block of a packed panel: 8 steps of 32
+// bytes (step s: elements 4s..4s+3 of rows 0..7, one byte each: Q4_0
+// unsigned 0..15, Q8_0 signed) then the 8 rows' scales as float32.
+const panelBlock = 8*32 + 8*4
+
+// packPanel packs 8 rows of bk's type into panel ([nb][panelBlock]).
+func packPanel(bk *blkKernel, panel, rows []byte, rb, nb int) {
+	if bk.q4 {
+		packQ4_0Panel(panel, rows, rb, nb)
+	} else {
+		packQ8_0Panel(panel, rows, rb, nb)
+	}
+}
+
+// packQ8_0Panel packs 8 Q8_0 rows (rows[r*rb:], nb blocks each) into
+// panel ([nb][panelBlock]) for gemmQ8_0p.
+func packQ8_0Panel(panel, rows []byte, rb, nb int) {
+	tab := f16Table()
+	_ = rows[7*rb+nb*34-1]
+	_ = panel[nb*panelBlock-1]
+	le := binary.LittleEndian
+	for b := 0; b < nb; b++ {
+		dst := (*[panelBlock]byte)(panel[b*panelBlock:])
+		for r := 0; r < 8; r++ {
+			blk := (*[34]byte)(rows[r*rb+b*34:])
+			o := 4 * r
+			for s := 0; s < 8; s++ {
+				le.PutUint32(dst[o+32*s:], le.Uint32(blk[2+4*s:]))
+			}
+			le.PutUint32(dst[256+o:], math.Float32bits(tab[uint16(blk[0])|uint16(blk[1])<<8]))
+		}
+	}
+}
+
+// packQ4_0Panel packs 8 Q4_0 rows (rows[r*rb:], nb blocks each) into
+// panel ([nb][panelBlock]) for gemmQ4_0p.
+func packQ4_0Panel(panel, rows []byte, rb, nb int) {
+	tab := f16Table()
+	_ = rows[7*rb+nb*18-1]
+	_ = panel[nb*panelBlock-1]
+	le := binary.LittleEndian
+	for b := 0; b < nb; b++ {
+		dst := (*[panelBlock]byte)(panel[b*panelBlock:])
+		for r := 0; r < 8; r++ {
+			blk := (*[18]byte)(rows[r*rb+b*18:])
+			o := 4 * r
+			v0, v1 := le.Uint32(blk[2:]), le.Uint32(blk[6:])
+			v2, v3 := le.Uint32(blk[10:]), le.Uint32(blk[14:])
+			le.PutUint32(dst[o:], v0&0x0f0f0f0f)
+			le.PutUint32(dst[o+32:], v1&0x0f0f0f0f)
+			le.PutUint32(dst[o+64:], v2&0x0f0f0f0f)
+			le.PutUint32(dst[o+96:], v3&0x0f0f0f0f)
+			le.PutUint32(dst[o+128:], (v0>>4)&0x0f0f0f0f)
+			le.PutUint32(dst[o+160:], (v1>>4)&0x0f0f0f0f)
+			le.PutUint32(dst[o+192:], (v2>>4)&0x0f0f0f0f)
+			le.PutUint32(dst[o+224:], (v3>>4)&0x0f0f0f0f)
+			le.PutUint32(dst[256+o:], math.Float32bits(tab[uint16(blk[0])|uint16(blk[1])<<8]))
+		}
+	}
+}
+
+func growBytes(s *[]byte, n int) []byte {
+	if cap(*s) < n {
+		*s = make([]byte, n)
+	}
+	return (*s)[:n]
+}

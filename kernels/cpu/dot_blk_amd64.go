@@ -1,0 +1,108 @@
+package cpu
+
+import "oengine/model/gguf"
+
+// Blocked AVX2 kernels (dot_blk_amd64.s); see dot_blk.go.
+
+//go:noescape
+func gemmQ4_0x8AVX2(row *byte, qs *int8, dT *float32, s8T *int32, nb, cols int, out *float32)
+
+//go:noescape
+func gemmQ8_0x8AVX2(row *byte, qs *int8, dT *float32, nb, cols int, out *float32)
+
+//go:noescape
+func gemvQ4_0x8AVX2(row *byte, rb int, qs *int8, d *float32, s8 *int32, nb int, out *float32)
+
+//go:noescape
+func gemvQ8_0x8AVX2(row *byte, rb int, qs *int8, d *float32, nb int, out *float32)
+
+//go:noescape
+func gemmQ4_0pAVX2(panel *byte, qs *int8, d *float32, s8 *int32, nb int, out *float32)
+
+//go:noescape
+func gemmQ8_0pAVX2(panel *byte, qs *int8, d *float32, nb int, out *float32)
+
+// blkPacked says blkGemmPacked exists.
+const blkPacked = true
+
+// blkGemmPacked: the 8 rows of a packed panel (packPanel) against token i.
+func blkGemmPacked(bk *blkKernel, panel []byte, a *actBuf, i, cols int, out *[8]float32) {
+	nb := cols / qk
+	_ = panel[nb*panelBlock-1]
+	_ = a.qs[(i+1)*cols-1]
+	_ = a.d[(i+1)*nb-1]
+	if bk.q4 {
+		_ = a.s8[(i+1)*nb-1]
+		gemmQ4_0pAVX2(&panel[0], &a.qs[i*cols], &a.d[i*nb], &a.s8[i*nb], nb, &out[0])
+		return
+	}
+	gemmQ8_0pAVX2(&panel[0], &a.qs[i*cols], &a.d[i*nb], nb, &out[0])
+}
+
+var blkKernels = map[gguf.Type]*blkKernel{
+	gguf.TypeQ4_0: {q4: true},
+	gguf.TypeQ8_0: {q4: false},
+}
+
+func blkGemm(bk *blkKernel, row []byte, a *actBuf, g, cols int, out *[8]float32) {
+	nb := cols / qk
+	qs := a.qs[:cap(a.qs)] // padded to whole groups
+	_ = qs[(g*8+8)*cols-1]
+	_ = a.dT[(g+1)*nb*8-1]
+	if bk.q4 {
+		_ = row[18*nb-1]
+		_ = a.s8T[(g+1)*nb*8-1]
+		gemmQ4_0x8AVX2(&row[0], &qs[g*8*cols], &a.dT[g*nb*8], &a.s8T[g*nb*8], nb, cols, &out[0])
+		return
+	}
+	_ = row[34*nb-1]
+	gemmQ8_0x8AVX2(&row[0], &qs[g*8*cols], &a.dT[g*nb*8], nb, cols, &out[0])
+}
+
+func blkGemv(bk *blkKernel, rows []byte, rb int, a *actBuf, i, cols int, out *[8]float32) {
+	nb := cols / qk
+	_ = a.qs[(i+1)*cols-1]
+	_ = a.d[(i+1)*nb-1]
+	if bk.q4 {
+		_ = rows[7*rb+18*nb-1]
+		_ = a.s8[(i+1)*nb-1]
+		gemvQ4_0x8AVX2(&rows[0], rb, &a.qs[i*cols], &a.d[i*nb], &a.s8[i*nb], nb, &out[0])
+		return
+	}
+	_ = rows[7*rb+34*nb-1]
+	gemvQ8_0x8AVX2(&rows[0], rb, &a.qs[i*cols], &a.d[i*nb], nb, &out[0])
+}
+
+// installBlk switches Q4_0 and Q8_0 to the blocked kernels (called by init
+// when the CPU has AVX2).
+func installBlk() {
+	blkActive = true
+	for t, bk := range blkKernels {
+		k := kernels[t]
+		k.blk, k.dot4 = bk, nil
+		k.dot = blkSingle(bk)
+		kernels[t] = k
+	}
+}
+
+// blkSingle is the one-pair kernel of a blocked type: the gemv kernel with
+// a zero row stride. The view must come from an actBuf with s8 filled.
+func blkSingle(bk *blkKernel) func(row []byte, v actView) float32 {
+	return func(row []byte, v actView) float32 {
+		var out [8]float32
+		nb := len(v.d)
+		if nb == 0 {
+			return 0
+		}
+		_ = v.qs[32*nb-1]
+		if bk.q4 {
+			_ = v.s8[nb-1]
+			_ = row[18*nb-1]
+			gemvQ4_0x8AVX2(&row[0], 0, &v.qs[0], &v.d[0], &v.s8[0], nb, &out[0])
+		} else {
+			_ = row[34*nb-1]
+			gemvQ8_0x8AVX2(&row[0], 0, &v.qs[0], &v.d[0], nb, &out[0])
+		}
+		return out[0]
+	}
+}

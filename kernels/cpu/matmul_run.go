@@ -1,0 +1,249 @@
+package cpu
+
+import "fmt"
+
+// MatOp is one product of a fused MatMuls call: Dst[i*W.Rows+r] = dot(row r
+// of W, token i of x). Dst is [n][W.Rows].
+type MatOp struct {
+	Dst []float32
+	W   Matrix
+}
+
+// maxMatOps bounds the products of one MatMuls call (q/k/v and gate/up
+// need three and two).
+const maxMatOps = 8
+
+// opPlan is one product of the call in progress.
+type opPlan struct {
+	w     Matrix
+	k     kernel
+	dst   []float32
+	nrc   int // row chunks
+	first int // index of its first work item
+}
+
+// matmulScratch is the Pool's reusable MatMul state.
+type matmulScratch struct {
+	act  [actQ8K + 1]actBuf // quantized activations per kind
+	need [actQ8K + 1]bool   // kinds the call in progress needs
+	fn   func(w, lo, hi int) // p.matmulChunk, bound once
+	qfn  func(lo, hi int)   // p.quantChunk, bound once
+	ops  [maxMatOps]opPlan
+	nops int
+	x    []float32
+	cols int
+	n    int
+	rowC int // rows per work item
+	tokC int // tokens per work item
+	ntc  int // token tiles
+	// panels are per-worker packed weight panels (dot_blk.go), [threads][...]
+	panels [][]byte
+}
+
+// MatMul computes dst[i*w.Rows+r] = dot(row r of w, x[i*w.Cols:(i+1)*w.Cols])
+// for i in [0, n). x is [n][Cols] float32 row-major, dst is [n][Rows].
+//
+// Quantized weights use quantized activations, as ggml's CPU backend does
+// (see quant_act.go), then exact integer block sums and float32
+// accumulation; F32, F16 and BF16 weights use float32 activations and FMA.
+// Accuracy against the exact dot Σ w·x (DotRef): for Q8_0/Q8_1 activations
+// |err| ≤ Σ|w_i|·0.57·amax_b/127 (+ |m_b|·32·amax_b·2^-11 per Q4_1/Q5_1
+// block), for Q8_K ≤ Σ|w_i|·0.5·amax_b/127, where amax_b is the largest |x|
+// of the element's activation block, plus 2e-5·Σ|w·x| of float32 rounding
+// (the float types have only the latter). Tests: TestDotGolden, TestMatMulVsRef.
+//
+// Work is split over rows (and over tokens when n is large). The result for
+// one (row, token) is bitwise independent of n, of the other tokens and of
+// the thread count (batch invariance). MatMul panics if the slices are too
+// short (a programming error, like an index out of range).
+func (p *Pool) MatMul(dst []float32, w Matrix, x []float32, n int) {
+	if n <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.planOp(0, MatOp{Dst: dst, W: w}, x, n)
+	p.runPlanned(1, x, w.Cols, n)
+}
+
+// MatMuls computes several products of the same activations x ([n][cols],
+// every ops[j].W has Cols = cols) in one parallel loop: x is quantized once
+// per activation kind instead of once per product, and the workers are
+// woken once. Each result is bitwise what MatMul(op.Dst, op.W, x, n) gives.
+// Typical use: q, k, v = xb·Wqᵀ, xb·Wkᵀ, xb·Wvᵀ; gate and up. At most 8 ops.
+// It panics on bad shapes, like MatMul.
+func (p *Pool) MatMuls(ops []MatOp, x []float32, n int) {
+	if len(ops) == 0 || n <= 0 {
+		return
+	}
+	if len(ops) > maxMatOps {
+		panic(fmt.Sprintf("cpu: MatMuls with %d ops (at most %d)", len(ops), maxMatOps))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cols := ops[0].W.Cols
+	for j, op := range ops {
+		if op.W.Cols != cols {
+			panic(fmt.Sprintf("cpu: MatMuls op %d has %d columns, op 0 has %d", j, op.W.Cols, cols))
+		}
+		p.planOp(j, op, x, n)
+	}
+	p.runPlanned(len(ops), x, cols, n)
+}
+
+// planOp validates op and records it as product j of the call. p.mu is held.
+func (p *Pool) planOp(j int, op MatOp, x []float32, n int) {
+	w := op.W
+	k, ok := kernels[w.Type]
+	if !ok {
+		panic(fmt.Sprintf("cpu: MatMul on unsupported type %s", w.Type))
+	}
+	if n < 0 || w.Rows <= 0 || w.Cols <= 0 || w.Cols%w.Type.BlockElems() != 0 ||
+		len(x) < n*w.Cols || len(op.Dst) < n*w.Rows || len(w.Data) < w.Rows*w.rowBytes() {
+		panic(fmt.Sprintf("cpu: MatMul shapes: dst %d, x %d, n %d, w %dx%d (%d bytes)", len(op.Dst), len(x), n, w.Rows, w.Cols, len(w.Data)))
+	}
+	p.scratch.ops[j] = opPlan{w: w, k: k, dst: op.Dst}
+}
+
+// runPlanned quantizes the activations and runs the nops planned products.
+// p.mu is held.
+func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
+	s := &p.scratch
+	defer func() {
+		for j := range s.ops[:nops] {
+			s.ops[j] = opPlan{}
+		}
+		s.x = nil
+	}()
+	if n <= 0 {
+		return
+	}
+	if s.fn == nil {
+		s.fn = p.matmulChunk
+		s.qfn = p.quantChunk
+		s.panels = make([][]byte, p.threads)
+	}
+	s.nops, s.x, s.cols, s.n = nops, x, cols, n
+	s.need = [actQ8K + 1]bool{}
+	maxRows, work := 0, 0
+	for _, op := range s.ops[:nops] {
+		if op.k.act != actF32 && !s.need[op.k.act] {
+			s.need[op.k.act] = true
+			s.act[op.k.act].prepare(op.k.act, n, cols)
+		}
+		maxRows = max(maxRows, op.w.Rows)
+		work += op.w.Rows * cols * n
+	}
+	if n >= 4 && n*cols >= 1<<14 && p.threads > 1 {
+		p.forLocked(n, 1, s.qfn)
+	} else {
+		p.quantChunk(0, n)
+	}
+	// Work items: row chunks of about 16 rows, token tiles when n is large.
+	s.rowC = max(1, min(16, (maxRows+p.threads-1)/p.threads))
+	if s.rowC > 8 {
+		s.rowC = 16 // whole 8-row groups for the blocked kernels
+	}
+	s.tokC = n
+	if n > 8 {
+		// Large token tiles: a packed weight panel (and a row in L1)
+		// is reused by up to 512 tokens, so packing stays a few percent;
+		// activations stream from L2/L3.
+		s.tokC, s.rowC = min(512, (n+7)&^7), 16
+	}
+	s.ntc = (n + s.tokC - 1) / s.tokC
+	items := 0
+	for j := range s.ops[:nops] {
+		op := &s.ops[j]
+		op.nrc = (op.w.Rows + s.rowC - 1) / s.rowC
+		op.first = items
+		items += op.nrc * s.ntc
+	}
+	if work < smallMatMul {
+		p.matmulChunk(0, 0, items) // waking workers would cost more than the work
+	} else {
+		chunk := max(1, (items+4*p.threads-1)/(4*p.threads))
+		p.forChunksW(items, chunk, nil, s.fn)
+	}
+}
+
+// quantChunk quantizes tokens [lo, hi) for every activation kind needed.
+func (p *Pool) quantChunk(lo, hi int) {
+	s := &p.scratch
+	for k := range s.need {
+		if !s.need[k] {
+			continue
+		}
+		for i := lo; i < hi; i++ {
+			s.act[k].quantizeToken(actKind(k), i, s.cols, s.x[i*s.cols:(i+1)*s.cols])
+		}
+	}
+}
+
+// matmulChunk computes work items [lo, hi). The items of product j are
+// numbered from ops[j].first; within a product, item it covers row chunk
+// it%nrc and token tile it/nrc.
+func (p *Pool) matmulChunk(worker, lo, hi int) {
+	s := &p.scratch
+	j := 0
+	for it := lo; it < hi; it++ {
+		for j+1 < s.nops && it >= s.ops[j+1].first {
+			j++
+		}
+		op := &s.ops[j]
+		local := it - op.first
+		r0 := (local % op.nrc) * s.rowC
+		t0 := (local / op.nrc) * s.tokC
+		p.tile(worker, op, r0, min(r0+s.rowC, op.w.Rows), t0, min(t0+s.tokC, s.n))
+	}
+}
+
+// tile computes rows [r0, r1) of op for tokens [t0, t1).
+func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
+	if op.k.blk != nil {
+		p.tileBlk(worker, op, r0, r1, t0, t1)
+		return
+	}
+	s := &p.scratch
+	w, k := op.w, op.k
+	rb := w.rowBytes()
+	a := &s.act[k.act]
+	var v actView
+	i := t0
+	if k.dot22 != nil && r1-r0 >= 2 {
+		for ; i+2 <= t1; i += 2 {
+			a.viewN(k.act, i, 2, w.Cols, s.x, &v)
+			r := r0
+			for ; r+2 <= r1; r += 2 {
+				o := k.dot22(w.Data[r*rb:(r+2)*rb], rb, v, w.Cols)
+				op.dst[i*w.Rows+r], op.dst[(i+1)*w.Rows+r] = o[0], o[1]
+				op.dst[i*w.Rows+r+1], op.dst[(i+1)*w.Rows+r+1] = o[2], o[3]
+			}
+			if r < r1 { // odd row left
+				var v1 actView
+				for j := i; j < i+2; j++ {
+					a.view(k.act, j, w.Cols, s.x, &v1)
+					op.dst[j*w.Rows+r] = k.dot(w.Data[r*rb:(r+1)*rb], v1)
+				}
+			}
+		}
+	}
+	if k.dot4 != nil {
+		for ; i+4 <= t1; i += 4 {
+			a.viewN(k.act, i, 4, w.Cols, s.x, &v)
+			for r := r0; r < r1; r++ {
+				o := k.dot4(w.Data[r*rb:(r+1)*rb], v, w.Cols)
+				for jj, val := range o {
+					op.dst[(i+jj)*w.Rows+r] = val
+				}
+			}
+		}
+	}
+	for ; i < t1; i++ {
+		a.view(k.act, i, w.Cols, s.x, &v)
+		out := op.dst[i*w.Rows : (i+1)*w.Rows]
+		for r := r0; r < r1; r++ {
+			out[r] = k.dot(w.Data[r*rb:(r+1)*rb], v)
+		}
+	}
+}

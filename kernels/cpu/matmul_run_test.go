@@ -1,0 +1,105 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"oengine/model/gguf"
+)
+
+// TestMatMulsEqualsMatMul: a fused call gives each product bitwise what a
+// separate MatMul gives, including products of different weight types
+// (and so different activation kinds) in one call.
+func TestMatMulsEqualsMatMul(t *testing.T) {
+	cases := []struct {
+		name  string
+		types []gguf.Type
+		rows  []int
+		cols  int
+		n     int
+	}{
+		{"qkv q4_0 decode", []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ4_0, gguf.TypeQ4_0}, []int{256, 64, 64}, 256, 1},
+		{"qkv q4_k+q6_k prefill", []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ4_K, gguf.TypeQ6_K}, []int{96, 32, 32}, 512, 13},
+		{"mixed kinds", []gguf.Type{gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ5_1, gguf.TypeQ3_K}, []int{40, 17, 33, 9}, 256, 6},
+		{"gate up f16", []gguf.Type{gguf.TypeF16, gguf.TypeF16}, []int{300, 300}, 128, 9},
+		{"single", []gguf.Type{gguf.TypeBF16}, []int{5}, 64, 2},
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, threads := range []int{1, 2, 3} {
+		pool := NewPool(threads)
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				x := randNormal(rng, c.n*c.cols, 1)
+				ops := make([]MatOp, len(c.types))
+				for j, typ := range c.types {
+					ops[j] = MatOp{W: randomMatrix(t, rng, typ, c.rows[j], c.cols), Dst: make([]float32, c.n*c.rows[j])}
+				}
+				pool.MatMuls(ops, x, c.n)
+				for j, op := range ops {
+					want := make([]float32, len(op.Dst))
+					pool.MatMul(want, op.W, x, c.n)
+					for i := range want {
+						if math.Float32bits(want[i]) != math.Float32bits(op.Dst[i]) {
+							t.Fatalf("threads %d op %d (%s) value %d: MatMuls %g, MatMul %g", threads, j, op.W.Type, i, op.Dst[i], want[i])
+						}
+					}
+				}
+				if a := testing.AllocsPerRun(3, func() { pool.MatMuls(ops, x, c.n) }); a != 0 {
+					t.Errorf("%v allocations per MatMuls", a)
+				}
+			})
+		}
+		pool.Close()
+	}
+}
+
+func TestMatMulsBadShapes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	pool := NewPool(2)
+	defer pool.Close()
+	a := randomMatrix(t, rng, gguf.TypeQ8_0, 4, 64)
+	b := randomMatrix(t, rng, gguf.TypeQ8_0, 4, 96)
+	x := make([]float32, 96)
+	cases := []struct {
+		name string
+		ops  []MatOp
+	}{
+		{"columns differ", []MatOp{{Dst: make([]float32, 4), W: a}, {Dst: make([]float32, 4), W: b}}},
+		{"dst short", []MatOp{{Dst: make([]float32, 3), W: a}}},
+		{"too many ops", make([]MatOp, maxMatOps+1)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			pool.MatMuls(c.ops, x, 1)
+		})
+	}
+	pool.MatMuls(nil, x, 1) // nothing to do
+}
+
+// TestPoolParkedWorkersWake: after a pause long enough for the helpers to
+// stop spinning and park, a loop must still use them and complete.
+func TestPoolParkedWorkersWake(t *testing.T) {
+	p := NewPool(3)
+	defer p.Close()
+	for rep := 0; rep < 3; rep++ {
+		time.Sleep(20 * time.Millisecond)
+		seen := make([]int32, 64)
+		p.For(64, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				seen[i]++
+			}
+		})
+		for i, v := range seen {
+			if v != 1 {
+				t.Fatalf("rep %d: index %d ran %d times", rep, i, v)
+			}
+		}
+	}
+}
