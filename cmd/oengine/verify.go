@@ -21,13 +21,14 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	kv := fs.String("kv", "f16", "K/V store type: f16 or f32")
 	page := fs.Int("page-size", 16, "tokens per KV page")
 	maxTok := fs.Int("max-tokens", 0, "skip cases longer than this many teacher-forced tokens (0: none)")
+	greedyTie := fs.Float64("greedy-tie", 0.05, "free-running greedy must match up to the first step whose reference top-1/top-2 margin is below this")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *model == "" || *ref == "" {
 		return errors.New("verify: --model and --ref are required")
 	}
-	opts := verify.Options{Threads: *threads, PageSize: *page, MaxTokens: *maxTok}
+	opts := verify.Options{Threads: *threads, PageSize: *page, MaxTokens: *maxTok, GreedyTie: *greedyTie}
 	switch *kv {
 	case "f16":
 		opts.KV = llama.KVF16

@@ -40,11 +40,15 @@ var refModels = []string{
 
 // softGreedyMargin: on quantized models the free-running greedy check
 // tolerates a divergence at a step whose reference top-1/top-2 margin is
-// below this (the spec's near-tie is 0.05). Such flips come from
-// last-bit differences to llama.cpp's arithmetic that a quantized
-// random-weight model amplifies (see the package report: teacher-forced
-// positions are bit-exact for long stretches, then one rounding differs).
-// Every tolerated divergence is logged; the CLI (Run) applies 0.05.
+// below this (the testdata README's near-tie is 0.05). The reference is
+// not self-consistent at that level: for tiny-llama-q4_k_m, llama.cpp gives
+// the identical context (BOS alone, position 0) logprobs that differ by
+// 0.07-0.11 between a 2-token prompt and longer ones (its batched
+// repacked-GEMM path vs its GEMV path; TestReferenceSelfConsistency pins
+// this). oengine's arithmetic does not depend on the batch, so it can match
+// only one of the two, and a greedy step whose margin is inside llama.cpp's
+// own spread may flip. Every tolerated divergence is logged; the CLI keeps
+// 0.05 (--greedy-tie).
 const softGreedyMargin = 0.2
 
 // checkModels runs Run on every reference model with opts and fails on any
@@ -103,5 +107,29 @@ func TestWrongReferenceFails(t *testing.T) {
 	}
 	if !strings.Contains(rep.String(), "FAIL") {
 		t.Fatalf("report does not say FAIL:\n%s", rep)
+	}
+}
+
+// TestReferenceSelfConsistency documents why softGreedyMargin exists: in
+// llama.cpp's own reference for tiny-llama-q4_k_m, position 0 (the BOS
+// token alone, the same context in every case) has different logprobs in
+// the 2-token case than in the others.
+func TestReferenceSelfConsistency(t *testing.T) {
+	ref, err := LoadReference(filepath.Join(testdataDir(t), "models", "tiny-llama-q4_k_m.ref.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lo, hi float64 = 1e9, -1e9
+	for _, c := range ref.Cases {
+		if len(c.PromptTopK) == 0 || len(c.PromptTopK[0]) == 0 || c.Tokens[0] != ref.Cases[0].Tokens[0] {
+			continue
+		}
+		lp := c.PromptTopK[0][0].Logprob
+		lo, hi = min(lo, lp), max(hi, lp)
+	}
+	spread := hi - lo
+	t.Logf("llama.cpp's top-1 logprob at position 0 (BOS alone) spans %.4f across cases", spread)
+	if spread < 0.05 || spread >= softGreedyMargin {
+		t.Fatalf("reference spread %.4f: softGreedyMargin %.2f no longer matches the evidence", spread, softGreedyMargin)
 	}
 }
