@@ -84,9 +84,10 @@ func panel(w io.Writer, x0, y0, pw, ph float64, title string, ss []Series) {
 	ly := func(y float64) float64 { return y0 + ph - y/ymax*ph }
 	for i := 0; i <= 4; i++ {
 		y := ymax * float64(i) / 4
-		fmt.Fprintf(w, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#eee"/>`+"\n", x0, ly(y), x0+pw, ly(y))
-		fmt.Fprintf(w, `<text x="%g" y="%g" text-anchor="end">%.4g</text>`+"\n", x0-4, ly(y)+4, y)
+		fmt.Fprintf(w, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="#eee"/>`+"\n", x0, ly(y), x0+pw, ly(y))
+		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-4, ly(y)+4, tick(y))
 	}
+	fmt.Fprintf(w, `<text x="%g" y="%g" text-anchor="middle" fill="#555">concurrency</text>`+"\n", x0+pw/2, y0+ph+32)
 	for x := xmin; x <= xmax; x *= 2 {
 		fmt.Fprintf(w, `<text x="%g" y="%g" text-anchor="middle">%g</text>`+"\n", lx(x), y0+ph+16, x)
 	}
@@ -100,4 +101,17 @@ func panel(w io.Writer, x0, y0, pw, ph float64, title string, ss []Series) {
 		fmt.Fprintf(w, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", pts, c)
 		fmt.Fprintf(w, `<text x="%g" y="%g" fill="%s">%s</text>`+"\n", x0+8, y0+16+float64(k)*14, c, s.Name)
 	}
+}
+
+// tick formats an axis value compactly: 0.36, 12.5, 1.2k, 79k.
+func tick(y float64) string {
+	switch {
+	case y == 0:
+		return "0"
+	case y >= 10000:
+		return fmt.Sprintf("%.0fk", y/1000)
+	case y >= 1000:
+		return fmt.Sprintf("%.1fk", y/1000)
+	}
+	return fmt.Sprintf("%.3g", y)
 }

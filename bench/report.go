@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -13,27 +14,27 @@ import (
 
 // Report is every figure of one run, plus the configuration that made it.
 type Report struct {
-	Config     map[string]any     `json:"config"`
-	Scenario   string             `json:"scenario"`
-	Target     string             `json:"target"`
-	Concurrency int               `json:"concurrency,omitempty"`
-	Rate       float64            `json:"rate,omitempty"`
-	Elapsed    float64            `json:"elapsed_s"`
-	Requests   int                `json:"requests"`
-	Succeeded  int                `json:"succeeded"`
-	Cancelled  int                `json:"cancelled"`
-	Errors     map[string]int     `json:"errors"`
-	ReqPerS    float64            `json:"request_throughput"`
-	OutTokPerS float64            `json:"output_tokens_per_s"`
-	InTokens   int                `json:"input_tokens"`
-	OutTokens  int                `json:"output_tokens"`
-	Cached     int                `json:"cached_prompt_tokens"`
-	Goodput    float64            `json:"goodput"`
-	SLO        SLO                `json:"slo"`
-	TTFTms     Summary            `json:"ttft_ms"`
-	ITLms      Summary            `json:"itl_ms"`
-	E2Ems      Summary            `json:"e2e_ms"`
-	Server     map[string]float64 `json:"server_metrics_delta,omitempty"`
+	Config      map[string]any     `json:"config"`
+	Scenario    string             `json:"scenario"`
+	Target      string             `json:"target"`
+	Concurrency int                `json:"concurrency,omitempty"`
+	Rate        float64            `json:"rate,omitempty"`
+	Elapsed     float64            `json:"elapsed_s"`
+	Requests    int                `json:"requests"`
+	Succeeded   int                `json:"succeeded"`
+	Cancelled   int                `json:"cancelled"`
+	Errors      map[string]int     `json:"errors"`
+	ReqPerS     float64            `json:"request_throughput"`
+	OutTokPerS  float64            `json:"output_tokens_per_s"`
+	InTokens    int                `json:"input_tokens"`
+	OutTokens   int                `json:"output_tokens"`
+	Cached      int                `json:"cached_prompt_tokens"`
+	Goodput     float64            `json:"goodput"`
+	SLO         SLO                `json:"slo"`
+	TTFTms      Summary            `json:"ttft_ms"`
+	ITLms       Summary            `json:"itl_ms"`
+	E2Ems       Summary            `json:"e2e_ms"`
+	Server      map[string]float64 `json:"server_metrics_delta,omitempty"`
 }
 
 // Aggregate turns per-request results into a report.
@@ -73,20 +74,23 @@ func Aggregate(rs []Result, elapsed time.Duration, slo SLO) Report {
 	return rep
 }
 
-// WriteTable prints reports as a readable table.
+// WriteTable prints reports as a readable table, then per run the error
+// kinds and a digest of the server's figures (all of them are in the JSON).
 func WriteTable(w io.Writer, reps []Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tconc\treqs\tok\terr\treq/s\tout tok/s\tgoodput\tTTFT p50\tTTFT p99\tITL p50\tITL p99\tE2E p50\tE2E p99\t")
+	fmt.Fprintln(tw, "target\tscenario\tconc\treqs\tok\tcxl\terr\treq/s\tout tok/s\tgoodput\tTTFT p50\tTTFT p99\tITL p50\tITL p99\tE2E p50\tE2E p99\t")
 	for _, r := range reps {
 		errs := 0
 		for _, n := range r.Errors {
 			errs += n
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t\n",
-			r.Scenario, r.Concurrency, r.Requests, r.Succeeded, errs, r.ReqPerS, r.OutTokPerS, r.Goodput,
-			r.TTFTms.P50, r.TTFTms.P99, r.ITLms.P50, r.ITLms.P99, r.E2Ems.P50, r.E2Ems.P99)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Target, r.Scenario, r.Concurrency, r.Requests, r.Succeeded, r.Cancelled, errs, r.ReqPerS, r.OutTokPerS, r.Goodput,
+			msString(r.TTFTms.P50), msString(r.TTFTms.P99), msString(r.ITLms.P50), msString(r.ITLms.P99),
+			msString(r.E2Ems.P50), msString(r.E2Ems.P99))
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "(latencies in ms; cxl: cancelled on purpose by the workload)")
 	for _, r := range reps {
 		if len(r.Errors) > 0 {
 			kinds := make([]string, 0, len(r.Errors))
@@ -96,26 +100,76 @@ func WriteTable(w io.Writer, reps []Report) {
 			sort.Strings(kinds)
 			fmt.Fprintf(w, "errors (%s, conc %d): %s\n", r.Scenario, r.Concurrency, strings.Join(kinds, " "))
 		}
-		if len(r.Server) > 0 {
-			keys := make([]string, 0, len(r.Server))
-			for k := range r.Server {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			fmt.Fprintf(w, "server (%s, conc %d):", r.Scenario, r.Concurrency)
-			for _, k := range keys {
-				fmt.Fprintf(w, " %s=%g", k, r.Server[k])
-			}
-			fmt.Fprintln(w)
+		if d := ServerDigest(r.Server); d != "" {
+			fmt.Fprintf(w, "server (%s, conc %d): %s\n", r.Scenario, r.Concurrency, d)
 		}
 	}
+}
+
+// msString prints a latency with three significant digits.
+func msString(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 1:
+		return fmt.Sprintf("%.3f", v)
+	case v < 10:
+		return fmt.Sprintf("%.2f", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// digestItems are the server figures WriteTable shows: a label, the
+// substring of the series name, the suffix of the figure, and whether to
+// add up label sets (counters) or keep the largest (gauges).
+var digestItems = []struct {
+	label, name, suffix string
+	sum                 bool
+}{
+	{"kv_peak", "kv_cache_usage", ":peak", false},
+	{"preemptions", "preemption", ":delta", true},
+	{"prefix_hits", "prefix_cache_hits", ":delta", true},
+	{"prefix_queries", "prefix_cache_queries", ":delta", true},
+	{"prompt_tokens", "prompt_tokens_total", ":delta", true},
+	{"gen_tokens", "generation_tokens_total", ":delta", true},
+	{"running_after", "num_requests_running", ":after", false},
+	{"rejected", "request_rejected", ":delta", true},
+}
+
+// ServerDigest summarises server figures in one line ("" when none).
+func ServerDigest(figs map[string]float64) string {
+	var parts []string
+	for _, it := range digestItems {
+		v, found := 0.0, false
+		for k, x := range figs {
+			if !strings.HasSuffix(k, it.suffix) || !strings.Contains(metricName(strings.TrimSuffix(k, it.suffix)), it.name) {
+				continue
+			}
+			switch {
+			case it.sum:
+				v += x
+			case !found || x > v:
+				v = x
+			}
+			found = true
+		}
+		if found {
+			parts = append(parts, fmt.Sprintf("%s=%g", it.label, math.Round(v*1000)/1000))
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // File is the JSON document a run writes.
 type File struct {
 	Tool    string         `json:"tool"`
 	Version string         `json:"version"`
+	Args    []string       `json:"args,omitempty"`    // the command line's flags
+	Started string         `json:"started,omitempty"` // RFC 3339
 	Machine map[string]any `json:"machine"`
+	Server  map[string]any `json:"server,omitempty"` // engine name, version, model as the target reports them
 	Reports []Report       `json:"reports"`
 }
 

@@ -56,9 +56,9 @@ func TestGoodput(t *testing.T) {
 	ms := time.Millisecond
 	rs := []Result{
 		{TTFT: 50 * ms, E2E: 500 * ms, ITLs: []time.Duration{10 * ms, 10 * ms}},
-		{TTFT: 150 * ms, E2E: 500 * ms},                                      // TTFT too slow
+		{TTFT: 150 * ms, E2E: 500 * ms},                                         // TTFT too slow
 		{TTFT: 50 * ms, E2E: 500 * ms, ITLs: []time.Duration{30 * ms, 40 * ms}}, // ITL too slow
-		{TTFT: 10 * ms, Err: "boom"},                                          // failed
+		{TTFT: 10 * ms, Err: "boom"},                                            // failed
 		{TTFT: 90 * ms, E2E: 900 * ms},
 	}
 	slo := SLO{TTFT: 100 * ms, ITL: 20 * ms}

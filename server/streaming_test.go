@@ -288,5 +288,37 @@ func TestStreamCancelAndSession(t *testing.T) {
 			t.Fatalf("cancel changed the session:\n%v\n%v", before, after)
 		}
 	}
+	// Abort(request_id) of a stream that continues a session: the stream
+	// ends CANCELLED, the session is unchanged and still open.
+	h.open(ctx, "abort", sysPrompt)
+	before := h.get(ctx, "abort")
+	st, err := h.strm.GenerateStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Send(startFrame(h.cont("abort", 0, "", 10)))
+	st.Send(textFrame(1, " input that never ends"))
+	r, err := st.Recv()
+	if err != nil || r.GetInputAck() == nil || r.GetRequestId() == "" {
+		t.Fatalf("first response %v %v", r, err)
+	}
+	if _, err := h.ctl.Abort(ctx, &pb.AbortRequest{Target: &pb.AbortRequest_RequestId{RequestId: r.GetRequestId()}}); err != nil {
+		t.Fatal(err)
+	}
+	var last *pb.GenerateResponse
+	for {
+		r, err := st.Recv()
+		if err != nil {
+			break
+		}
+		last = r
+	}
+	if last.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_CANCELLED {
+		t.Fatalf("aborted stream ended with %v", last)
+	}
+	after := h.get(ctx, "abort")
+	if after.GetState() != pb.GenerationSessionState_GENERATION_SESSION_STATE_IDLE || !slices.Equal(after.GetTokenIds(), before.GetTokenIds()) {
+		t.Fatalf("abort changed the session:\n%v\n%v", before, after)
+	}
 	eventually(t, "engine idle", func() bool { return h.eng.Load().Running == 0 && h.eng.Cache().Stats().InUse == 0 })
 }

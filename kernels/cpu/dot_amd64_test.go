@@ -49,3 +49,77 @@ func BenchmarkDot4Legacy(b *testing.B) {
 		_ = sink
 	}
 }
+
+// BenchmarkDotLegacy: the one-token kernels that the blocked gemv replaced
+// for Q4_0 and Q8_0, on 8 rows (compare with BenchmarkBlk/*/gemv).
+func BenchmarkDotLegacy(b *testing.B) {
+	const cols = 2048
+	rng := rand.New(rand.NewPCG(55, 56))
+	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+		w := randomMatrix(b, rng, typ, 8, cols)
+		x := randNormal(rng, cols, 1)
+		var a actBuf
+		a.prepare(actQ8_0, 1, cols)
+		a.quantizeToken(actQ8_0, 0, cols, x)
+		var v actView
+		a.view(actQ8_0, 0, cols, x, &v)
+		dot := simdKernels[typ]
+		var sink float32
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(w.Data)))
+			best := bestOf(b, func() {
+				for r := 0; r < 8; r++ {
+					sink += dot(w.Row(r), v)
+				}
+			})
+			b.ReportMetric(2*8*cols/best, "GOP/s-best")
+		})
+		_ = sink
+	}
+}
+
+// BenchmarkDecodeDRAM: one token against a Q4_0 matrix larger than the
+// last-level cache (32768×2048, 38 MB), single thread, GB/s of weights:
+// the legacy one-row kernel, the blocked one-row kernel (what decode uses)
+// and the blocked 8-row gemv.
+func BenchmarkDecodeDRAM(b *testing.B) {
+	const rows, cols = 32768, 2048
+	w := benchMatrix(b, gguf.TypeQ4_0, rows, cols)
+	x := randNormal(rand.New(rand.NewPCG(57, 58)), cols, 1)
+	var a actBuf
+	a.prepare(actQ8_0, 1, cols)
+	a.quantizeToken(actQ8_0, 0, cols, x)
+	var v actView
+	a.view(actQ8_0, 0, cols, x, &v)
+	rb := w.rowBytes()
+	var sink float32
+	b.Run("legacy", func(b *testing.B) {
+		dot := simdKernels[gguf.TypeQ4_0]
+		b.SetBytes(int64(len(w.Data)))
+		for range b.N {
+			for r := 0; r < rows; r++ {
+				sink += dot(w.Data[r*rb:(r+1)*rb], v)
+			}
+		}
+	})
+	b.Run("gemv1", func(b *testing.B) {
+		bk := kernels[gguf.TypeQ4_0].blk
+		b.SetBytes(int64(len(w.Data)))
+		for range b.N {
+			for r := 0; r < rows; r++ {
+				sink += blkDot1(bk, w.Data[r*rb:(r+1)*rb], v.qs, v.d, v.s8)
+			}
+		}
+	})
+	b.Run("gemv8", func(b *testing.B) {
+		bk := kernels[gguf.TypeQ4_0].blk
+		var out [8]float32
+		b.SetBytes(int64(len(w.Data)))
+		for range b.N {
+			for r := 0; r < rows; r += 8 {
+				blkGemv(bk, w.Data[r*rb:(r+8)*rb], rb, &a, 0, cols, &out)
+			}
+		}
+	})
+	_ = sink
+}

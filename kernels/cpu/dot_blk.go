@@ -125,6 +125,7 @@ func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	rb := w.rowBytes()
 	a := &s.act[op.k.act]
 	var out [8]float32
+	var out4 [32]float32
 	if blkPacked && t1-t0 >= packMin {
 		// 8-row panels against every token of the tile; rows left over
 		// (fewer than 8) take the gemm path below.
@@ -132,7 +133,16 @@ func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
 		panel := growBytes(&s.panels[worker], nb*panelBlock)
 		for ; r0+8 <= r1; r0 += 8 {
 			packPanel(bk, panel, w.Data[r0*rb:(r0+8)*rb], rb, nb)
-			for t := t0; t < t1; t++ {
+			t := t0
+			for ; t+4 <= t1; t += 4 {
+				if !blkGemmPacked4(bk, panel, a, t, w.Cols, &out4) {
+					break
+				}
+				for j := 0; j < 4; j++ {
+					copy(op.dst[(t+j)*w.Rows+r0:(t+j)*w.Rows+r0+8], out4[8*j:8*j+8])
+				}
+			}
+			for ; t < t1; t++ {
 				blkGemmPacked(bk, panel, a, t, w.Cols, &out)
 				copy(op.dst[t*w.Rows+r0:t*w.Rows+r0+8], out[:])
 			}
@@ -149,16 +159,15 @@ func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
 		}
 		return
 	}
+	// Few tokens (decode): one row at a time, each row one sequential
+	// stream (the 8-row gemv is faster from cache but slower from DRAM).
+	nb := w.Cols / qk
 	for i := t0; i < t1; i++ {
 		dst := op.dst[i*w.Rows : (i+1)*w.Rows]
-		r := r0
-		for ; r+8 <= r1; r += 8 {
-			blkGemv(bk, w.Data[r*rb:(r+8)*rb], rb, a, i, w.Cols, &out)
-			copy(dst[r:r+8], out[:])
-		}
-		for ; r < r1; r++ {
-			blkGemv(bk, w.Data[r*rb:(r+1)*rb], 0, a, i, w.Cols, &out)
-			dst[r] = out[0]
+		qs, d := a.qs[i*w.Cols:(i+1)*w.Cols], a.d[i*nb:(i+1)*nb]
+		s8 := a.s8[i*nb : (i+1)*nb]
+		for r := r0; r < r1; r++ {
+			dst[r] = blkDot1(bk, w.Data[r*rb:(r+1)*rb], qs, d, s8)
 		}
 	}
 }

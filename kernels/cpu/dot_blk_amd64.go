@@ -20,6 +20,28 @@ func gemvQ8_0x8AVX2(row *byte, rb int, qs *int8, d *float32, nb int, out *float3
 func gemmQ4_0pAVX2(panel *byte, qs *int8, d *float32, s8 *int32, nb int, out *float32)
 
 //go:noescape
+func gemmQ4_0p4AVX2(panel *byte, qs *int8, d *float32, s8 *int32, nb, qstride, dstride int, out *float32)
+
+//go:noescape
+func gemmQ8_0p4AVX2(panel *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
+
+// blkGemmPacked4: a packed panel against tokens i..i+3 (out[t*8+r]); it
+// reports false (doing nothing) for types without a four-token kernel.
+func blkGemmPacked4(bk *blkKernel, panel []byte, a *actBuf, i, cols int, out *[32]float32) bool {
+	nb := cols / qk
+	_ = panel[nb*panelBlock-1]
+	_ = a.qs[(i+4)*cols-1]
+	_ = a.d[(i+4)*nb-1]
+	if !bk.q4 {
+		gemmQ8_0p4AVX2(&panel[0], &a.qs[i*cols], &a.d[i*nb], nb, cols, 4*nb, &out[0])
+		return true
+	}
+	_ = a.s8[(i+4)*nb-1]
+	gemmQ4_0p4AVX2(&panel[0], &a.qs[i*cols], &a.d[i*nb], &a.s8[i*nb], nb, cols, 4*nb, &out[0])
+	return true
+}
+
+//go:noescape
 func gemmQ8_0pAVX2(panel *byte, qs *int8, d *float32, nb int, out *float32)
 
 // blkPacked says blkGemmPacked exists.
@@ -85,24 +107,33 @@ func installBlk() {
 	}
 }
 
-// blkSingle is the one-pair kernel of a blocked type: the gemv kernel with
-// a zero row stride. The view must come from an actBuf with s8 filled.
+//go:noescape
+func gemv1Q4_0AVX2(row *byte, qs *int8, d *float32, s8 *int32, nb int) float32
+
+//go:noescape
+func gemv1Q8_0AVX2(row *byte, qs *int8, d *float32, nb int) float32
+
+// blkSingle is the one-pair kernel of a blocked type (gemv1*: one row read
+// as a single sequential stream, which is what decoding from DRAM wants).
+// The view must come from an actBuf with s8 filled.
 func blkSingle(bk *blkKernel) func(row []byte, v actView) float32 {
 	return func(row []byte, v actView) float32 {
-		var out [8]float32
-		nb := len(v.d)
-		if nb == 0 {
-			return 0
-		}
-		_ = v.qs[32*nb-1]
-		if bk.q4 {
-			_ = v.s8[nb-1]
-			_ = row[18*nb-1]
-			gemvQ4_0x8AVX2(&row[0], 0, &v.qs[0], &v.d[0], &v.s8[0], nb, &out[0])
-		} else {
-			_ = row[34*nb-1]
-			gemvQ8_0x8AVX2(&row[0], 0, &v.qs[0], &v.d[0], nb, &out[0])
-		}
-		return out[0]
+		return blkDot1(bk, row, v.qs, v.d, v.s8)
 	}
+}
+
+// blkDot1: one row against one token (qs, d, s8 of that token).
+func blkDot1(bk *blkKernel, row []byte, qs []int8, d []float32, s8 []int32) float32 {
+	nb := len(d)
+	if nb == 0 {
+		return 0
+	}
+	_ = qs[32*nb-1]
+	if bk.q4 {
+		_ = s8[nb-1]
+		_ = row[18*nb-1]
+		return gemv1Q4_0AVX2(&row[0], &qs[0], &d[0], &s8[0], nb)
+	}
+	_ = row[34*nb-1]
+	return gemv1Q8_0AVX2(&row[0], &qs[0], &d[0], nb)
 }

@@ -42,6 +42,17 @@ func TestBlkKernels(t *testing.T) {
 				if blkPacked {
 					panel := make([]byte, nb*panelBlock)
 					packPanel(bk, panel, w.Data, rb, nb)
+					for i := 0; i+4 <= sh.n; i++ {
+						var out4 [32]float32
+						if !blkGemmPacked4(bk, panel, &a, i, sh.cols, &out4) {
+							break
+						}
+						for j := 0; j < 32; j++ {
+							if math.Float32bits(out4[j]) != math.Float32bits(gemv[i+j/8][j%8]) {
+								t.Fatalf("row %d token %d: packed x4 %g, gemv %g", j%8, i+j/8, out4[j], gemv[i+j/8][j%8])
+							}
+						}
+					}
 					for i := 0; i < sh.n; i++ {
 						var out [8]float32
 						blkGemmPacked(bk, panel, &a, i, sh.cols, &out)
@@ -188,6 +199,21 @@ func BenchmarkBlkPacked(b *testing.B) {
 			b.SetBytes(int64(len(w.Data)))
 			best := bestOf(b, func() { blkGemmPacked(bk, panel, &a, 0, cols, &out) })
 			b.ReportMetric(2*8*cols/best, "GOP/s-best")
+		})
+		b.Run(typ.String()+"/gemm4", func(b *testing.B) {
+			x4 := randNormal(rng, 4*cols, 1)
+			var a4 actBuf
+			a4.prepare(actQ8_0, 4, cols)
+			for i := 0; i < 4; i++ {
+				a4.quantizeToken(actQ8_0, i, cols, x4[i*cols:(i+1)*cols])
+			}
+			var out4 [32]float32
+			if !blkGemmPacked4(bk, panel, &a4, 0, cols, &out4) {
+				b.Skip("no four-token packed kernel")
+			}
+			b.SetBytes(int64(len(w.Data)))
+			best := bestOf(b, func() { blkGemmPacked4(bk, panel, &a4, 0, cols, &out4) })
+			b.ReportMetric(2*4*8*cols/best, "GOP/s-best")
 		})
 		b.Run(typ.String()+"/pack", func(b *testing.B) {
 			b.SetBytes(int64(len(w.Data)))

@@ -25,3 +25,11 @@ const blkPacked = false
 func blkGemmPacked(bk *blkKernel, panel []byte, a *actBuf, i, cols int, out *[8]float32) {
 	panic("cpu: no blocked kernels on this architecture")
 }
+
+func blkGemmPacked4(bk *blkKernel, panel []byte, a *actBuf, i, cols int, out *[32]float32) bool {
+	return false
+}
+
+func blkDot1(bk *blkKernel, row []byte, qs []int8, d []float32, s8 []int32) float32 {
+	panic("cpu: no blocked kernels on this architecture")
+}

@@ -24,10 +24,10 @@ type opPlan struct {
 
 // matmulScratch is the Pool's reusable MatMul state.
 type matmulScratch struct {
-	act  [actQ8K + 1]actBuf // quantized activations per kind
-	need [actQ8K + 1]bool   // kinds the call in progress needs
+	act  [actQ8K + 1]actBuf  // quantized activations per kind
+	need [actQ8K + 1]bool    // kinds the call in progress needs
 	fn   func(w, lo, hi int) // p.matmulChunk, bound once
-	qfn  func(lo, hi int)   // p.quantChunk, bound once
+	qfn  func(lo, hi int)    // p.quantChunk, bound once
 	ops  [maxMatOps]opPlan
 	nops int
 	x    []float32

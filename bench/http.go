@@ -1,0 +1,311 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// sseEvent is one server-sent event: its name (empty when the stream sends
+// none, as OpenAI-style servers do) and its data lines joined.
+type sseEvent struct {
+	Name string
+	Data string
+}
+
+// readSSE calls fn for each event of an event stream until the body ends,
+// fn returns false, or an error.
+func readSSE(r io.Reader, fn func(sseEvent) bool) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
+	var ev sseEvent
+	var data []string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if len(data) > 0 || ev.Name != "" {
+				ev.Data = strings.Join(data, "\n")
+				if !fn(ev) {
+					return nil
+				}
+			}
+			ev, data = sseEvent{}, data[:0]
+		case strings.HasPrefix(line, ":"): // comment (keep-alive)
+		default:
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "event":
+				ev.Name = value
+			case "data":
+				data = append(data, value)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if len(data) > 0 { // a last event without its blank line
+		ev.Data = strings.Join(data, "\n")
+		fn(ev)
+	}
+	return nil
+}
+
+// httpStatusError reads an error response's body into a KindError.
+func httpStatusError(resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return &KindError{Kind: fmt.Sprintf("http_%d", resp.StatusCode),
+		Msg: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))}
+}
+
+// newHTTPClient returns a client for many concurrent streams to one host.
+func newHTTPClient(conns int) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = conns
+	tr.MaxIdleConnsPerHost = conns
+	tr.MaxConnsPerHost = 0
+	return &http.Client{Transport: tr}
+}
+
+// OpenAI drives an OpenAI-compatible server's /v1/completions with
+// stream=true (llama.cpp's llama-server, vLLM, ...). ignore_eos is sent as
+// the extension both of those accept.
+type OpenAI struct {
+	Base   string // e.g. http://127.0.0.1:8080
+	Model  string
+	client *http.Client
+}
+
+// NewOpenAI returns a target for the server at base.
+func NewOpenAI(base, model string) *OpenAI {
+	return &OpenAI{Base: strings.TrimRight(base, "/"), Model: model, client: newHTTPClient(256)}
+}
+
+func (o *OpenAI) Name() string { return "openai" }
+
+func (o *OpenAI) Close() error { o.client.CloseIdleConnections(); return nil }
+
+type completionChunk struct {
+	Choices []struct {
+		Text         string  `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		Details          *struct {
+			Cached int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	} `json:"error"`
+}
+
+// Generate posts one streamed completion. Each chunk with text counts as
+// one token; the final usage, when the server sends it, sets the counts.
+func (o *OpenAI) Generate(ctx context.Context, req Request) Result {
+	return o.generateText(ctx, req, nil)
+}
+
+// generateText is Generate that also collects the output text when text
+// is not nil.
+func (o *OpenAI) generateText(ctx context.Context, req Request, text *strings.Builder) Result {
+	body, _ := json.Marshal(map[string]any{
+		"model": o.Model, "prompt": req.Prompt, "max_tokens": req.MaxTokens,
+		"temperature": req.Temp, "stream": true, "ignore_eos": req.IgnoreEOS,
+		"stream_options": map[string]any{"include_usage": true},
+	})
+	ctx, m := startMeter(ctx, req)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Base+"/v1/completions", bytes.NewReader(body))
+	if err != nil {
+		m.fail(err)
+		return m.done()
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := o.client.Do(hr)
+	if err != nil {
+		m.fail(err)
+		return m.done()
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		m.fail(httpStatusError(resp))
+		return m.done()
+	}
+	var usageOut int
+	var evErr error
+	err = readSSE(resp.Body, func(ev sseEvent) bool {
+		if ev.Data == "[DONE]" {
+			return false
+		}
+		var c completionChunk
+		if err := json.Unmarshal([]byte(ev.Data), &c); err != nil {
+			evErr = &KindError{Kind: "bad_response", Msg: "bench: openai chunk: " + err.Error()}
+			return false
+		}
+		if c.Error != nil {
+			evErr = &KindError{Kind: "server_error", Msg: c.Error.Message}
+			return false
+		}
+		for _, ch := range c.Choices {
+			if ch.Text != "" {
+				m.tokens(1)
+				if text != nil {
+					text.WriteString(ch.Text)
+				}
+			}
+		}
+		if c.Usage != nil {
+			m.res.PromptTokens = c.Usage.PromptTokens
+			usageOut = c.Usage.CompletionTokens
+			if c.Usage.Details != nil {
+				m.res.CachedTokens = c.Usage.Details.Cached
+			}
+		}
+		return true
+	})
+	if evErr != nil {
+		err = evErr
+	}
+	m.fail(err)
+	if usageOut > m.res.OutputTokens {
+		m.res.OutputTokens = usageOut
+	}
+	return m.done()
+}
+
+// SSE drives oengine's POST /session/{id}/generate route. The route needs
+// a live generation session: the target opens one over gRPC when it is
+// made and closes it in Close. Output length is the server's
+// --sse-max-tokens: the request carries only the prompt.
+type SSE struct {
+	Base    string // the HTTP listener, e.g. http://127.0.0.1:8080
+	g       *GRPC
+	session string
+	owner   string
+	client  *http.Client
+}
+
+// NewSSE opens a session through g and returns the target.
+func NewSSE(ctx context.Context, base string, g *GRPC) (*SSE, error) {
+	info, err := g.ServerInfo(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bench: sse: GetServerInfo: %w", err)
+	}
+	s, err := g.openSession(ctx, info.GetInstanceId(), "")
+	if err != nil {
+		return nil, fmt.Errorf("bench: sse: %w", err)
+	}
+	return &SSE{Base: strings.TrimRight(base, "/"), g: g, session: s, owner: info.GetInstanceId(), client: newHTTPClient(256)}, nil
+}
+
+func (s *SSE) Name() string { return "sse" }
+
+// Close closes the session (the gRPC connection belongs to the caller).
+func (s *SSE) Close() error {
+	s.client.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.g.closeSession(ctx, s.session, s.owner)
+}
+
+// Generate posts one prompt and reads the event stream. A delta counts as
+// one token for the timings; done's output_tokens sets the count.
+func (s *SSE) Generate(ctx context.Context, req Request) Result {
+	body, _ := json.Marshal(map[string]string{"prompt": req.Prompt})
+	ctx, m := startMeter(ctx, req)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Base+"/session/"+s.session+"/generate", bytes.NewReader(body))
+	if err != nil {
+		m.fail(err)
+		return m.done()
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "text/event-stream")
+	resp, err := s.client.Do(hr)
+	if err != nil {
+		m.fail(err)
+		return m.done()
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		m.fail(httpStatusError(resp))
+		return m.done()
+	}
+	terminal := false
+	var evErr error
+	err = readSSE(resp.Body, func(ev sseEvent) bool {
+		switch ev.Name {
+		case "delta":
+			m.tokens(1)
+		case "done":
+			var d struct {
+				In  int `json:"input_tokens"`
+				Out int `json:"output_tokens"`
+			}
+			if err := json.Unmarshal([]byte(ev.Data), &d); err != nil {
+				evErr = &KindError{Kind: "bad_response", Msg: "bench: sse done: " + err.Error()}
+			}
+			m.res.PromptTokens = d.In
+			if d.Out > m.res.OutputTokens {
+				m.res.OutputTokens = d.Out
+			}
+			terminal = true
+			return false
+		case "error":
+			var e struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			}
+			_ = json.Unmarshal([]byte(ev.Data), &e)
+			evErr = &KindError{Kind: "sse_" + e.Code, Msg: "sse error " + e.Code + ": " + e.Message}
+			terminal = true
+			return false
+		}
+		return true
+	})
+	switch {
+	case evErr != nil:
+		err = evErr
+	case err == nil && !terminal:
+		err = &KindError{Kind: "no_terminal_event", Msg: "bench: sse stream ended without done or error"}
+	}
+	m.fail(err)
+	return m.done()
+}
+
+// Models asks an OpenAI-compatible server for its model ids (GET
+// /v1/models); nil when it does not answer.
+func (o *OpenAI) Models(ctx context.Context) []string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.Base+"/v1/models", nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := o.client.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body) != nil {
+		return nil
+	}
+	var ids []string
+	for _, d := range body.Data {
+		ids = append(ids, d.ID)
+	}
+	return ids
+}

@@ -1,0 +1,263 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"oengine/engine"
+)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func fixedWorkload(in, out int) Workload {
+	return Workload{Input: Fixed(in), Output: Fixed(out), Seed: 1, IgnoreEOS: true}
+}
+
+// serverDelta returns the run's change of a counter scraped from
+// /metrics, summed over label sets.
+func serverDelta(rep Report, name string) (float64, bool) {
+	var sum float64
+	found := false
+	for k, v := range rep.Server {
+		if strings.HasPrefix(k, name) && strings.HasSuffix(k, ":delta") {
+			sum += v
+			found = true
+		}
+	}
+	return sum, found
+}
+
+func TestServeGenerateGRPC(t *testing.T) {
+	ts := startServer(t)
+	g := dial(t, ts)
+	cfg := ServeConfig{Scenario: ScenarioGenerate, Workload: fixedWorkload(8, 6),
+		Load: Load{Concurrency: 4, Requests: 12}, MetricsURL: ts.httpBase + "/metrics",
+		SLO: SLO{TTFT: time.Minute}}
+	reps, err := RunServe(testCtx(t), g, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 {
+		t.Fatalf("%d reports, want 1", len(reps))
+	}
+	r := reps[0]
+	if r.Succeeded != 12 || len(r.Errors) != 0 {
+		t.Fatalf("succeeded %d errors %v, want 12 and none", r.Succeeded, r.Errors)
+	}
+	if r.OutTokens != 12*6 {
+		t.Errorf("output tokens %d, want %d (ignore_eos, max 6)", r.OutTokens, 12*6)
+	}
+	if r.TTFTms.Count != 12 || r.ITLms.Count != 12*5 {
+		t.Errorf("TTFT samples %d, ITL samples %d; want 12 and 60", r.TTFTms.Count, r.ITLms.Count)
+	}
+	if r.InTokens < 12*8 {
+		t.Errorf("input tokens %d, want >= %d (usage from the server)", r.InTokens, 12*8)
+	}
+	if r.Goodput != r.ReqPerS {
+		t.Errorf("goodput %v != request throughput %v under a 1-minute TTFT SLO", r.Goodput, r.ReqPerS)
+	}
+	if d, ok := serverDelta(r, "oengine:generation_tokens_total"); !ok || d != 72 {
+		t.Errorf("scraped generation_tokens delta = %v (found %v), want 72; figures %v", d, ok, r.Server)
+	}
+	if r.Target != "grpc" || r.Concurrency != 4 {
+		t.Errorf("report labels %q c=%d", r.Target, r.Concurrency)
+	}
+}
+
+func TestServeSweepAndChart(t *testing.T) {
+	ts := startServer(t)
+	g := dial(t, ts)
+	cfg := ServeConfig{Workload: fixedWorkload(4, 3), Load: Load{Requests: 4}, Sweep: []int{1, 2, 4}}
+	var levels []int
+	reps, err := RunServe(testCtx(t), g, cfg, Hooks{Level: func(_ string, c int) { levels = append(levels, c) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 3 || len(levels) != 3 {
+		t.Fatalf("%d reports, %d levels; want 3", len(reps), len(levels))
+	}
+	for i, c := range []int{1, 2, 4} {
+		if reps[i].Concurrency != c || reps[i].Succeeded != 4 {
+			t.Errorf("level %d: conc %d ok %d", i, reps[i].Concurrency, reps[i].Succeeded)
+		}
+	}
+	var svg bytes.Buffer
+	if err := WriteSweepSVG(&svg, reps); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(svg.String(), "<polyline") && !strings.Contains(svg.String(), "<path") {
+		t.Errorf("chart has no line:\n%s", svg.String())
+	}
+}
+
+func TestServeRateBoundedByDuration(t *testing.T) {
+	ts := startServer(t)
+	g := dial(t, ts)
+	cfg := ServeConfig{Workload: fixedWorkload(4, 2), Load: Load{Rate: 40, Poisson: true, Duration: 400 * time.Millisecond, Seed: 3}}
+	start := time.Now()
+	reps, err := RunServe(testCtx(t), g, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 20*time.Second {
+		t.Fatalf("run took %v; a duration bound must stop it", el)
+	}
+	r := reps[0]
+	// 40/s for 0.4 s: about 16 arrivals; allow wide Poisson spread.
+	if r.Requests < 3 || r.Requests > 60 || r.Succeeded != r.Requests {
+		t.Errorf("requests %d ok %d, want ~16 all ok", r.Requests, r.Succeeded)
+	}
+}
+
+func TestServeCancelStorm(t *testing.T) {
+	ts := startServer(t)
+	g := dial(t, ts)
+	cfg := ServeConfig{Scenario: ScenarioCancel, CancelFraction: 0.5, Workload: fixedWorkload(8, 12),
+		Load: Load{Concurrency: 8, Requests: 16}, MetricsURL: ts.httpBase + "/metrics"}
+	reps, err := RunServe(testCtx(t), g, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reps[0]
+	if r.Cancelled == 0 || r.Succeeded == 0 {
+		t.Fatalf("cancelled %d succeeded %d: a 0.5 storm over 16 requests should have both", r.Cancelled, r.Succeeded)
+	}
+	if r.Cancelled+r.Succeeded != 16 || len(r.Errors) != 0 {
+		t.Errorf("cancelled %d + ok %d != 16, errors %v", r.Cancelled, r.Succeeded, r.Errors)
+	}
+	// The server must let go of every cancelled sequence.
+	deadline := time.Now().Add(30 * time.Second)
+	for ts.engine.Load().Running != 0 || ts.engine.Load().Waiting != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("engine still busy after the storm: %+v", ts.engine.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestServeOpenAITarget(t *testing.T) {
+	e := tinyEngine(t, engine.Hooks{})
+	o := NewOpenAI(openAIShim(t, e), "tiny")
+	defer o.Close()
+	cfg := ServeConfig{Workload: fixedWorkload(6, 5), Load: Load{Concurrency: 3, Requests: 6}}
+	reps, err := RunServe(testCtx(t), o, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reps[0]
+	if r.Succeeded != 6 || r.OutTokens != 30 || r.ITLms.Count != 6*4 || r.InTokens == 0 {
+		t.Errorf("ok %d out %d itl %d in %d; want 6, 30, 24, >0", r.Succeeded, r.OutTokens, r.ITLms.Count, r.InTokens)
+	}
+	// resend multi-turn works over any OpenAI server
+	cfg = ServeConfig{Scenario: ScenarioMultiTurn, Turns: 3, Workload: fixedWorkload(4, 3), Load: Load{Concurrency: 2, Requests: 2}}
+	reps, err = RunServe(testCtx(t), o, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 || reps[0].Scenario != "multiturn-resend" || reps[0].Succeeded != 6 {
+		t.Fatalf("multiturn over openai: %+v", reps)
+	}
+}
+
+func TestServeOpenAIHTTPError(t *testing.T) {
+	o := NewOpenAI("http://127.0.0.1:1", "m") // nothing listens on port 1
+	r := o.Generate(testCtx(t), Request{Prompt: "a", MaxTokens: 2})
+	if r.Err == "" || r.ErrKind != "transport" {
+		t.Fatalf("want a transport error, got %+v", r)
+	}
+}
+
+// skipUnimplemented skips when the in-process server lacks a service.
+func skipUnimplemented(t *testing.T, what string, err error, kind string) {
+	t.Helper()
+	if status.Code(err) == codes.Unimplemented || kind == "UNIMPLEMENTED" {
+		t.Skipf("%s: the server does not implement it yet (%v)", what, err)
+	}
+}
+
+func TestServeMultiTurn(t *testing.T) {
+	ts := startServerOpts(t, true)
+	g := dial(t, ts)
+	const turns = 3
+	for _, mode := range []string{"resend", "append"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "append" {
+				if _, err := g.openSession(testCtx(t), "", ""); err != nil {
+					skipUnimplemented(t, "OpenEngineSessions", err, "")
+					t.Fatal(err)
+				}
+			}
+			cfg := ServeConfig{Scenario: ScenarioMultiTurn, Modes: []string{mode}, Turns: turns,
+				Workload: fixedWorkload(6, 4), Load: Load{Concurrency: 2, Requests: 4}}
+			reps, err := RunServe(testCtx(t), g, cfg, Hooks{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := reps[0]
+			if r.Scenario != "multiturn-"+mode || r.Succeeded != 4*turns || len(r.Errors) != 0 {
+				t.Fatalf("%s: ok %d errors %v, want %d turns ok", r.Scenario, r.Succeeded, r.Errors, 4*turns)
+			}
+			if mode == "append" && r.Cached == 0 {
+				t.Errorf("append turns reused no cached prompt tokens")
+			}
+		})
+	}
+}
+
+func TestServeStreamInput(t *testing.T) {
+	ts := startServerOpts(t, true)
+	g := dial(t, ts)
+	probe := g.GenerateStream(testCtx(t), Request{Prompt: "one two three", MaxTokens: 2, IgnoreEOS: true}, StreamInput{Chunks: 2})
+	if probe.Err != "" {
+		skipUnimplemented(t, "OpenEngineStreaming", nil, probe.ErrKind)
+		t.Fatalf("probe: %s (%s)", probe.Err, probe.ErrKind)
+	}
+	cfg := ServeConfig{Scenario: ScenarioStreamInput, Stream: StreamInput{Chunks: 4, Interval: 5 * time.Millisecond},
+		Workload: fixedWorkload(12, 4), Load: Load{Concurrency: 2, Requests: 4}}
+	reps, err := RunServe(testCtx(t), g, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reps[0]
+	if r.Succeeded != 4 || r.OutTokens != 16 {
+		t.Fatalf("ok %d out %d, errors %v", r.Succeeded, r.OutTokens, r.Errors)
+	}
+	// TTFT counts from end of input: it must be shorter than the pacing
+	// of the whole input (3 gaps of 5 ms) plus generation would suggest.
+	if r.TTFTms.Min <= 0 {
+		t.Errorf("TTFT min %v", r.TTFTms.Min)
+	}
+}
+
+func TestServeSSE(t *testing.T) {
+	ts := startServerOpts(t, true)
+	g := dial(t, ts)
+	s, err := NewSSE(testCtx(t), ts.httpBase, g)
+	if err != nil {
+		skipUnimplemented(t, "OpenEngineSessions (needed by the SSE route)", err, "")
+		t.Fatal(err)
+	}
+	defer s.Close()
+	probe := s.Generate(testCtx(t), Request{Prompt: "hello"})
+	if probe.ErrKind == "http_404" || probe.ErrKind == "http_405" {
+		t.Skipf("the SSE route is not served yet: %s", probe.Err)
+	}
+	cfg := ServeConfig{Workload: fixedWorkload(6, 4), Load: Load{Concurrency: 2, Requests: 4}}
+	reps, err := RunServe(testCtx(t), s, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := reps[0]; r.Succeeded != 4 || r.OutTokens == 0 {
+		t.Fatalf("sse: ok %d out %d errors %v", r.Succeeded, r.OutTokens, r.Errors)
+	}
+}
