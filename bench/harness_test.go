@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -104,8 +103,8 @@ func startServer(t testing.TB) *testServer {
 }
 
 // startServerOpts starts a server; ext also enables sessions, streaming
-// input and the SSE route, on the reference model (those need the
-// engine's own backend, which the UTF-8 workaround wrapper would hide).
+// input and the SSE route, on the reference model of shared/testdata (a
+// real vocabulary and chat-free text tokenizer for streamed text).
 func startServerOpts(t testing.TB, ext bool) *testServer {
 	t.Helper()
 	metrics := server.NewMetrics()
@@ -121,11 +120,7 @@ func startServerOpts(t testing.TB, ext bool) *testServer {
 	cfg.DrainGrace = time.Second
 	cfg.Metrics = metrics
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	var b server.Backend = utf8Backend{server.FromEngine(e)}
-	if ext {
-		b = server.FromEngine(e)
-	}
-	s, err := server.New(cfg, b)
+	s, err := server.New(cfg, server.FromEngine(e))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,33 +148,6 @@ func startServerOpts(t testing.TB, ext bool) *testServer {
 		}
 	})
 	return &testServer{grpcAddr: s.GRPCAddr(), httpBase: "http://" + s.HTTPAddr(), engine: e}
-}
-
-// utf8Backend works around a server bug (reported in
-// /work/notes/bench-findings.md): the tiny model's byte-level vocabulary
-// yields text that is not valid UTF-8 (the tokenizer passes such bytes
-// through by design), and gRPC refuses to marshal it into TokenInfo.token
-// and TokenOutput.text. Remove once the server sanitizes both.
-type utf8Backend struct{ server.Backend }
-
-func (b utf8Backend) TokenText(id int32) string {
-	return strings.ToValidUTF8(b.Backend.TokenText(id), "\uFFFD")
-}
-
-func (b utf8Backend) Submit(ctx context.Context, r engine.Request) (server.Stream, error) {
-	st, err := b.Backend.Submit(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	return utf8Stream{st}, nil
-}
-
-type utf8Stream struct{ server.Stream }
-
-func (s utf8Stream) Next(ctx context.Context) (engine.Event, error) {
-	ev, err := s.Stream.Next(ctx)
-	ev.Text = strings.ToValidUTF8(ev.Text, "\uFFFD")
-	return ev, err
 }
 
 func dial(t testing.TB, ts *testServer) *GRPC {

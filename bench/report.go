@@ -24,6 +24,7 @@ type Report struct {
 	Succeeded   int                `json:"succeeded"`
 	Cancelled   int                `json:"cancelled"`
 	Errors      map[string]int     `json:"errors"`
+	ErrorText   map[string]string  `json:"error_examples,omitempty"` // first message of each kind
 	ReqPerS     float64            `json:"request_throughput"`
 	OutTokPerS  float64            `json:"output_tokens_per_s"`
 	InTokens    int                `json:"input_tokens"`
@@ -51,6 +52,12 @@ func Aggregate(rs []Result, elapsed time.Duration, slo SLO) Report {
 				kind = "error"
 			}
 			rep.Errors[kind]++
+			if rep.ErrorText == nil {
+				rep.ErrorText = map[string]string{}
+			}
+			if _, ok := rep.ErrorText[kind]; !ok {
+				rep.ErrorText[kind] = r.Err
+			}
 		default:
 			rep.Succeeded++
 			if r.OutputTokens > 0 {
@@ -99,6 +106,13 @@ func WriteTable(w io.Writer, reps []Report) {
 			}
 			sort.Strings(kinds)
 			fmt.Fprintf(w, "errors (%s, conc %d): %s\n", r.Scenario, r.Concurrency, strings.Join(kinds, " "))
+			for _, k := range sortedKeys(r.ErrorText) {
+				msg := r.ErrorText[k]
+				if len(msg) > 160 {
+					msg = msg[:160] + "..."
+				}
+				fmt.Fprintf(w, "  e.g. %s: %s\n", k, msg)
+			}
 		}
 		if d := ServerDigest(r.Server); d != "" {
 			fmt.Fprintf(w, "server (%s, conc %d): %s\n", r.Scenario, r.Concurrency, d)
@@ -226,4 +240,13 @@ func ratio(b, a float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fx", b/a)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -88,9 +88,10 @@ type SLO struct {
 	E2E  time.Duration `json:"e2e_ms"`
 }
 
-// Good reports whether r meets the SLO.
+// Good reports whether r meets the SLO (a request cancelled on purpose
+// never does).
 func (s SLO) Good(r Result) bool {
-	if r.Err != "" {
+	if r.Err != "" || r.Cancelled {
 		return false
 	}
 	if s.TTFT > 0 && r.TTFT > s.TTFT {

@@ -60,6 +60,7 @@ func TestGoodput(t *testing.T) {
 		{TTFT: 50 * ms, E2E: 500 * ms, ITLs: []time.Duration{30 * ms, 40 * ms}}, // ITL too slow
 		{TTFT: 10 * ms, Err: "boom"},                                            // failed
 		{TTFT: 90 * ms, E2E: 900 * ms},
+		{TTFT: 10 * ms, E2E: 20 * ms, Cancelled: true}, // cancelled on purpose
 	}
 	slo := SLO{TTFT: 100 * ms, ITL: 20 * ms}
 	if got := Goodput(rs, slo, 2*time.Second); got != 1.0 {

@@ -218,18 +218,23 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 			file.Reports = append(old.Reports, reps...)
 		}
 	}
-	bench.WriteTable(stdout, reps)
+	// Files first: a closed stdout (a pipe to head) must not lose them.
+	var wrote []string
 	if *jsonOut != "" {
 		if err := bench.WriteJSON(*jsonOut, file); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "wrote %s\n", *jsonOut)
+		wrote = append(wrote, *jsonOut)
 	}
 	if *svgOut != "" && len(file.Reports) > 0 {
 		if err := writeSVG(*svgOut, file.Reports); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "wrote %s\n", *svgOut)
+		wrote = append(wrote, *svgOut)
+	}
+	bench.WriteTable(stdout, reps)
+	for _, w := range wrote {
+		fmt.Fprintf(stdout, "wrote %s\n", w)
 	}
 	return runErr
 }

@@ -29,7 +29,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rt, err := openRuntime(ef, "", engine.Hooks{}, stderr, logger)
+	rt, err := openRuntime(ef, "", nil, stderr, logger)
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,10 @@ func (r *runtime) Close() {
 
 // openRuntime loads the model named by the flags (or the built-in default)
 // and starts an engine on it.
-func openRuntime(ef *engineFlags, name string, hooks engine.Hooks, stderr io.Writer, logger *slog.Logger) (*runtime, error) {
+//
+// hooks, when set, returns the engine hooks for the final model name (the
+// served name, or the file's name when none is given).
+func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.Hooks, stderr io.Writer, logger *slog.Logger) (*runtime, error) {
 	lf, err := openModelFile(*ef.model, stderr)
 	if err != nil {
 		return nil, err
@@ -92,10 +95,14 @@ func openRuntime(ef *engineFlags, name string, hooks engine.Hooks, stderr io.Wri
 	if name == "" {
 		name = lf.Name
 	}
+	var h engine.Hooks
+	if hooks != nil {
+		h = hooks(name)
+	}
 	cfg := engine.Config{
 		ModelName: name, PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
 		MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
-		DefaultTemperature: *ef.defaultTemp, Hooks: hooks, Logger: logger,
+		DefaultTemperature: *ef.defaultTemp, Hooks: h, Logger: logger,
 	}
 	rt.engine, err = engine.New(cfg, engine.FromLlama(rt.model, kvt), engine.WrapTokenizer(rt.tok))
 	if err != nil {

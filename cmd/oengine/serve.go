@@ -67,7 +67,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	cfg.Metrics = server.NewMetrics()
 
 	served := *name
-	rt, err := openRuntime(ef, served, cfg.Metrics.EngineHooks(served), stderr, logger)
+	rt, err := openRuntime(ef, served, cfg.Metrics.EngineHooks, stderr, logger)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fef := *ef
 		fef.model = fastModel
 		var err error
-		frt, err = openRuntime(&fef, "", cfg.Metrics.EngineHooks(baseName(*fastModel)), stderr, logger)
+		frt, err = openRuntime(&fef, "", cfg.Metrics.EngineHooks, stderr, logger)
 		if err != nil {
 			// decisions.md section 6: a fast model that fails to load does
 			// not stop the server; it is reported as degraded.

@@ -5,16 +5,19 @@ import (
 	"math"
 )
 
-// Blocked kernels (Q4_0 and Q8_0 weights on AVX2): eight (row, token) pairs
-// per call, one per SIMD lane, so that the per-block work (scale products,
-// float conversion, accumulation) is shared by eight pairs instead of being
-// repeated for each. Two shapes: gemm (one row, a group of eight tokens:
-// prefill) and gemv (eight rows, one token: decode). Both perform, for every
-// pair, the canonical arithmetic of blkDotRef, so a (row, token) result is
-// bitwise the same whichever kernel computed it and whatever else was in
-// the batch (batch invariance).
+// Blocked kernels (Q4_0 and Q8_0 weights on AVX2). They share one
+// canonical arithmetic per (row, token) pair, that of blkDotRef: the exact
+// integer block sum I_b, then acc = fma(dw_b·dx_b, float32(I_b), acc) over
+// blocks in order. Every shape performs exactly these float operations for
+// each pair, so a result is bitwise the same whichever kernel computed it
+// and whatever else was in the batch (batch invariance):
 //
-// The activation side gets two extra layouts, filled by quantizeToken when
+//	packed  8 rows (packed into a panel, packPanel) × 1 or 4 tokens: prefill tiles of ≥ packMin tokens
+//	gemm    1 row × a group of 8 tokens: tiles of 4..15 tokens
+//	dot1    1 row × 1 token, the row read as one sequential stream: decode
+//	gemv    8 rows × 1 token (tests and benchmarks; slower than dot1 from DRAM)
+//
+// The activation side gets extra layouts, filled by quantizeToken when
 // blocked kernels are installed (blkActive):
 //
 //	s8  [n][nb]        8·Σq of each 32-block (Q4_0 stores w+8: Σ w·q = Σ (w+8)·q − 8·Σq)
@@ -24,12 +27,8 @@ import (
 // and qs is padded to whole groups of eight tokens (the padding is never
 // used for a real token's result).
 
-// blkKernel is a blocked kernel pair for one weight type.
-// The architecture file provides, for it:
-//
-//	blkGemm(bk, row, a, g, cols, out): one row against the tokens of group g; out[t] for token 8g+t
-//	blkGemv(bk, rows, rb, a, i, cols, out): rows rows[0:], rows[rb:], ... rows[7*rb:] against
-//	    token i; out[r]. rb = 0 computes one row eight times (tails).
+// blkKernel selects the blocked kernels of one weight type. The
+// architecture file provides blkGemm, blkGemv, blkGemmPacked(4) and blkDot1.
 type blkKernel struct {
 	q4 bool // Q4_0 (reads s8 / s8T); else Q8_0
 }
@@ -112,8 +111,8 @@ func blkDotRef(q4 bool, row []byte, qs []int8, d []float32) float32 {
 	return acc
 }
 
-// packMin is the token count from which a tile packs its Q4_0 weights
-// into panels (packing 8 rows costs about as much as a few tokens of work).
+// packMin is the token count from which a tile packs its weights into
+// panels (packing 8 rows costs about as much as a few tokens of work).
 const packMin = 16
 
 // tileBlk computes rows [r0, r1) of op for tokens [t0, t1) with the
