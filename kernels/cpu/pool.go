@@ -31,11 +31,14 @@ type Pool struct {
 
 	// current job (written under mu before gen is bumped); jobW, when set,
 	// also receives the worker index (0: the caller, 1..threads-1: helpers)
-	job   func(lo, hi int)
-	jobW  func(w, lo, hi int)
-	n     int
-	chunk int
-	next  atomic.Int64
+	// The descriptor is published through cur (an atomic store after the
+	// slot is filled) so helpers read it with a happens-before edge; two
+	// slots alternate so a job never rewrites the descriptor helpers of the
+	// previous job were handed.
+	jobs [2]poolJob
+	slot int
+	cur  atomic.Pointer[poolJob]
+	next atomic.Int64
 
 	gen     atomic.Uint64 // job generation; bumped to hand out a job, closing: see quit
 	quit    atomic.Bool   // set by Close before the last bump
@@ -46,6 +49,14 @@ type Pool struct {
 	done         chan struct{}
 
 	scratch matmulScratch
+}
+
+// poolJob describes one For/MatMul job: [0, n) in chunks of chunk items.
+type poolJob struct {
+	fn    func(lo, hi int)
+	fnW   func(w, lo, hi int)
+	n     int
+	chunk int
 }
 
 // poolWorker is one helper goroutine's parking state.
@@ -163,7 +174,8 @@ func (p *Pool) waitJob(w *poolWorker, seen uint64) uint64 {
 // runChunks takes chunks of the current job until none are left; worker
 // is the caller's index for jobW.
 func (p *Pool) runChunks(worker int) {
-	n, chunk, fn, fnW := p.n, p.chunk, p.job, p.jobW
+	j := p.cur.Load()
+	n, chunk, fn, fnW := j.n, j.chunk, j.fn, j.fnW
 	for {
 		hi := int(p.next.Add(int64(chunk)))
 		lo := hi - chunk
@@ -216,7 +228,10 @@ func (p *Pool) forChunksW(n, chunk int, fn func(lo, hi int), fnW func(w, lo, hi 
 		}
 		return
 	}
-	p.job, p.jobW, p.n, p.chunk = fn, fnW, n, chunk
+	p.slot ^= 1
+	j := &p.jobs[p.slot]
+	j.fn, j.fnW, j.n, j.chunk = fn, fnW, n, chunk
+	p.cur.Store(j)
 	p.next.Store(0)
 	p.pending.Store(int32(helpers))
 	p.gen.Add(1)
@@ -225,7 +240,6 @@ func (p *Pool) forChunksW(n, chunk int, fn func(lo, hi int), fnW func(w, lo, hi 
 	}
 	p.runChunks(0)
 	p.waitHelpers()
-	p.job, p.jobW = nil, nil
 }
 
 // waitHelpers returns when every helper has finished the current job.
