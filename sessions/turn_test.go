@@ -260,6 +260,9 @@ func TestTurnCloseAbandons(t *testing.T) {
 	f := newFixture(t, nil)
 	f.open("s", 1, 2)
 	tr, g := startGated(t, f, Continuation{Ref: ref("s")}, engine.Request{TokenIDs: []int32{3}, MaxTokens: 50})
+	// Cancel while the model is held at the gate, so the turn cannot
+	// finish its 50 tokens before Close takes effect (the toy model is fast).
+	tr.stream.Cancel()
 	openGate(f, g)
 	tr.Close()
 	tr.Close()
