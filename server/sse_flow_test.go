@@ -156,7 +156,12 @@ func TestSSEStalledReaderPauses(t *testing.T) {
 		t.Fatalf("other stream done %+v", d)
 	}
 	t.Logf("the other stream generated %d tokens in %v while the stalled one was paused", maxTokens, time.Since(start))
-	// Only the other stream generated meanwhile.
+	// Only the other stream generated meanwhile. The engine's counters are
+	// updated on its step loop, possibly just after the done event left:
+	// wait until they account for the other stream's tokens.
+	waitFor(t, "generation counters to settle", func() bool {
+		return int(e.Stats().GenerationTokens-gen0) >= maxTokens
+	})
 	if extra := int(e.Stats().GenerationTokens-gen0) - maxTokens; extra != 0 {
 		t.Fatalf("the stalled sequence generated %d tokens while its reader was stalled", extra)
 	}
