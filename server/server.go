@@ -37,6 +37,7 @@ type model struct {
 // Serve (or Listen + Serve), stop it with Shutdown or by cancelling Serve's
 // context.
 type Server struct {
+	ext        atomic.Pointer[ext] // sessions + streaming extension (EnableSessions); nil when off
 	cfg        Config
 	log        *slog.Logger
 	models     []*model

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -39,14 +38,9 @@ type ext struct {
 	textOf func(model string) streaming.TextTokenizer
 }
 
-// extensions maps servers to their extension state (set by EnableSessions).
-var extensions sync.Map // *Server -> *ext
-
-func (s *Server) extension() *ext {
-	x, _ := extensions.Load(s)
-	e, _ := x.(*ext)
-	return e
-}
+// extension returns the sessions/streaming state set by EnableSessions,
+// or nil.
+func (s *Server) extension() *ext { return s.ext.Load() }
 
 // engineOf returns the engine behind a backend (sessions need its KV cache
 // and tokenizer); false for backends that are not engines.
@@ -87,13 +81,13 @@ func (s *Server) EnableSessions(cfg ExtensionConfig) (*sessions.Manager, error) 
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	x := &ext{s: s, mgr: mgr, lim: cfg.Streaming.WithDefaults(), textOf: cfg.TextTokenizer}
-	extensions.Store(s, x)
+	s.ext.Store(x)
 	s.RegisterService(&pb.OpenEngineSessions_ServiceDesc, &sessionsService{x: x})
 	s.RegisterService(&pb.OpenEngineStreaming_ServiceDesc, &streamingService{x: x})
 	go func() {
 		<-s.shutdown
 		mgr.Close()
-		extensions.Delete(s)
+		s.ext.Store(nil)
 	}()
 	return mgr, nil
 }
