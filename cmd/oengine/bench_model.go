@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"oengine/bench"
@@ -22,6 +24,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	kvType := fs.String("kv-type", "f16", "K/V store type: f16 or f32")
 	membw := fs.Bool("membw", false, "also measure memory read bandwidth and the decode bandwidth fraction")
 	asJSON := fs.Bool("json", false, "print JSON instead of the table")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +41,17 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer lf.File.Close()
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench model: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("bench model: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res, err := bench.BenchModel(lf.File, bench.ModelBenchConfig{PP: *pp, TG: *tg, Reps: *reps, Threads: *threads,
 		Batch: *batch, PageSize: 16, KVType: kvt, MemBW: *membw})
 	if err != nil {

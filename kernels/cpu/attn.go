@@ -26,7 +26,11 @@ func (kv KVRows) index(table []int32, pos, off int) int {
 
 // AttnScratch is the scratch length Attend needs for g heads over n
 // positions of dimension d (either path).
-func AttnScratch(g, n, d int) int { return max(g*n+d, 2*g*d+d+2*g) }
+func AttnScratch(g, n, d int) int { return max(g*n+attnBlock*d, 2*g*d+d+2*g) }
+
+// attnBlock is the number of V rows Attend widens into its scratch and
+// accumulates in one attnAxpyBlock call.
+const attnBlock = 32
 
 // Attend computes causal attention for g query heads that share one KV head:
 //
@@ -44,18 +48,23 @@ func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, sca
 	d := len(q) / g
 	q, out = q[:g*d], out[:g*d]
 	scores := scratch[:n*g] // [n][g]: position-major, so a position's g weights are contiguous
-	row := scratch[n*g : n*g+d]
-	for p := 0; p < n; p++ {
-		kr := k.loadRow(row, k.index(table, p, off), d)
-		attnDots(scores[p*g:p*g+g], q, kr, g)
+	// K and V rows go through the scratch in blocks of attnBlock
+	// positions ([nb][d]), widened from F16 or copied; each block is one
+	// assembly call that computes exactly what per-position calls would.
+	blk := scratch[n*g : n*g+attnBlock*d]
+	for p0 := 0; p0 < n; p0 += attnBlock {
+		nb := min(attnBlock, n-p0)
+		k.loadRows(blk, table, p0, nb, off, d)
+		attnDotsBlock(scores[p0*g:(p0+nb)*g], q, blk[:nb*d], nb, g, d)
 	}
 	// Softmax per head, unnormalised; the sum is applied to the output.
 	var small [16]float64 // GQA groups are small: no allocation
-	sums := small[:0]
+	var smallM [16]float32
+	sums, maxes := small[:0], smallM[:0]
 	if g <= len(small) {
-		sums = small[:g]
+		sums, maxes = small[:g], smallM[:g]
 	} else {
-		sums = make([]float64, g)
+		sums, maxes = make([]float64, g), make([]float32, g)
 	}
 	for h := 0; h < g; h++ {
 		m := float32(math.Inf(-1))
@@ -64,20 +73,17 @@ func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, sca
 			scores[i] = s
 			m = max(m, s)
 		}
-		var sum float64
-		for i := h; i < len(scores); i += g {
-			e := float32(math.Exp(float64(scores[i] - m)))
-			scores[i] = e
-			sum += float64(e)
-		}
-		sums[h] = sum
+		maxes[h] = m
 	}
+	attnExp(scores, g, maxes, sums) // e = exp(s − max), sums (attn_exp.go)
 	for i := range out {
 		out[i] = 0
 	}
-	for p := 0; p < n; p++ {
-		vr := v.loadRow(row, v.index(table, p, off), d)
-		attnAxpy(out, vr, scores[p*g:p*g+g], g)
+	// out accumulates position by position, as nb attnAxpy calls would.
+	for p0 := 0; p0 < n; p0 += attnBlock {
+		nb := min(attnBlock, n-p0)
+		v.loadRows(blk, table, p0, nb, off, d)
+		attnAxpyBlock(out, blk[:nb*d], scores[p0*g:(p0+nb)*g], nb, g, d)
 	}
 	for h := 0; h < g; h++ {
 		inv := float32(1 / sums[h])
@@ -96,6 +102,24 @@ func (kv KVRows) loadRow(buf []float32, i, d int) []float32 {
 	}
 	attnCvt(buf[:d], kv.F16[i:i+d])
 	return buf[:d]
+}
+
+// loadRows writes the d values at column off of positions p0..p0+nb-1
+// into dst ([nb][d] float32), widening F16 rows one page run at a time.
+func (kv KVRows) loadRows(dst []float32, table []int32, p0, nb, off, d int) {
+	for j := 0; j < nb; {
+		p := p0 + j
+		run := min(nb-j, kv.PageSize-p%kv.PageSize) // rows left in p's page
+		i := kv.index(table, p, off)
+		if kv.F32 != nil {
+			for r := 0; r < run; r++ {
+				copy(dst[(j+r)*d:(j+r+1)*d], kv.F32[i+r*kv.Stride:i+r*kv.Stride+d])
+			}
+		} else {
+			attnCvtRows(dst[j*d:(j+run)*d], kv.F16[i:], kv.Stride, run, d)
+		}
+		j += run
+	}
 }
 
 // dotF32 is a float32 dot product with four accumulators.

@@ -6,8 +6,10 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// AVX2 helpers of Attend's float32 path (attn_amd64.s); attn_simd.go holds
-// their plain Go twins. All need d (or n) to be a multiple of 8.
+// AVX2 helpers of Attend's float32 path (attn_amd64.s; the blocked ones in
+// attn_block_amd64.s, the exponentials in attn_exp_amd64.s); attn_simd.go
+// and attn_exp.go hold their plain Go twins. All need d (or n) to be a
+// multiple of 8.
 
 //go:noescape
 func attnCvtF16AVX2(src *uint16, dst *float32, n int)
@@ -17,6 +19,18 @@ func attnDotsAVX2(k *float32, q *float32, nh, dim int, out *float32)
 
 //go:noescape
 func attnAxpyAVX2(v *float32, w *float32, nh, dim int, out *float32)
+
+//go:noescape
+func attnExpAVX2(scores *float32, n, nh int, m *float32, sums *float64)
+
+//go:noescape
+func attnAxpyBlockAVX2(v *float32, w *float32, nb, nh, dim int, out *float32)
+
+//go:noescape
+func attnDotsBlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
+
+//go:noescape
+func attnCvtRowsAVX2(src *uint16, sstride int, dst *float32, nrows, dim int)
 
 // attnAVX2 reports whether the AVX2/FMA/F16C helpers can run.
 var attnAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
@@ -51,4 +65,55 @@ func attnAxpy(out, v, w []float32, g int) {
 		return
 	}
 	attnAxpyGo(out, v, w, g)
+}
+
+// attnExp is attnExpGo, four heads at a time when g is a multiple of 4
+// (attn_exp_amd64.s computes math.Exp's exact operations per lane).
+func attnExp(scores []float32, g int, m []float32, sums []float64) {
+	if attnAVX2 && g > 0 && g%4 == 0 && len(scores)%g == 0 {
+		_, _ = m[g-1], sums[g-1]
+		clear(sums[:g])
+		if len(scores) > 0 {
+			attnExpAVX2(unsafe.SliceData(scores), len(scores)/g, g, unsafe.SliceData(m), unsafe.SliceData(sums))
+		}
+		return
+	}
+	attnExpGo(scores, g, m, sums)
+}
+
+// attnAxpyBlock adds, for each of the nb positions of vb ([nb][d]) in
+// order, w[p][h]·v_p to row h of out ([g][d]) with w = [nb][g]: exactly
+// nb attnAxpy calls, with each output vector kept in a register across
+// the positions (attn_block_amd64.s).
+func attnAxpyBlock(out, vb, w []float32, nb, g, d int) {
+	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
+		_, _, _ = out[g*d-1], vb[nb*d-1], w[nb*g-1]
+		attnAxpyBlockAVX2(unsafe.SliceData(vb), unsafe.SliceData(w), nb, g, d, unsafe.SliceData(out))
+		return
+	}
+	attnAxpyBlockGo(out, vb, w, nb, g, d)
+}
+
+// attnDotsBlock sets out[p*g+h] = q[h]·k_p for the nb positions of kb
+// ([nb][d]): exactly nb attnDots calls, in one assembly call.
+func attnDotsBlock(out, q, kb []float32, nb, g, d int) {
+	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
+		_, _, _ = out[nb*g-1], q[g*d-1], kb[nb*d-1]
+		attnDotsBlockAVX2(unsafe.SliceData(kb), unsafe.SliceData(q), nb, g, d, unsafe.SliceData(out))
+		return
+	}
+	attnDotsBlockGo(out, q, kb, nb, g, d)
+}
+
+// attnCvtRows widens nrows rows of d F16 values, sstride values apart in
+// src, into dst ([nrows][d]), as nrows attnCvt calls would.
+func attnCvtRows(dst []float32, src []uint16, sstride, nrows, d int) {
+	if attnAVX2 && d%8 == 0 && d > 0 && nrows > 0 {
+		_, _ = dst[nrows*d-1], src[(nrows-1)*sstride+d-1]
+		attnCvtRowsAVX2(unsafe.SliceData(src), sstride, unsafe.SliceData(dst), nrows, d)
+		return
+	}
+	for r := 0; r < nrows; r++ {
+		attnCvt(dst[r*d:(r+1)*d], src[r*sstride:r*sstride+d])
+	}
 }

@@ -28,6 +28,9 @@ func AttendF16(out, q []float32, g int, k, v KVRows, table []int32, n, off int, 
 		Attend(out, q, g, k, v, table, n, off, scale, scratch)
 		return
 	}
+	if attendF16SIMD(out, q, g, k, v, table, n, off, scale, scratch) { // AVX2, bitwise the same (ops_attn1_amd64.go)
+		return
+	}
 	d := len(q) / g
 	// scratch: q16 [g][d] | acc [g][d] | row [d] | M, S [g] each.
 	q16 := scratch[:g*d]
@@ -64,7 +67,7 @@ func AttendF16(out, q []float32, g int, k, v KVRows, table []int32, n, off int, 
 				for j := range a {
 					a[j] = roundF16(a[j] * m)
 				}
-				S[h] = S[h]*m + 1
+				S[h] = fmaF32(S[h], m, 1) // ggml: S = S*ms + vs, fused (gnu++17 builds contract)
 			} else {
 				w = float32(math.Exp(float64(s - M[h])))
 				S[h] += w
@@ -152,7 +155,7 @@ func attendF16Ref(out, q []float32, g int, k, v KVRows, table []int32, n, off in
 				x := math.FMA(float64(v.At(table, p, off+j)), float64(w), float64(F16ToF32(acc[j])))
 				acc[j] = F32ToF16(float32(x))
 			}
-			S = S*m + w
+			S = fmaF32(S, m, w) // S*ms + vs, fused as in ggml's build
 		}
 		for j := 0; j < d; j++ {
 			out[h*d+j] = F16ToF32(acc[j]) * (1 / S)

@@ -27,3 +27,19 @@ func attnAxpyGo(out, v, w []float32, g int) {
 		axpy(out[h*d:h*d+d], v, w[h])
 	}
 }
+
+// attnAxpyBlockGo is nb attnAxpyGo calls: position p of vb ([nb][d]) with
+// weights w[p*g : p*g+g].
+func attnAxpyBlockGo(out, vb, w []float32, nb, g, d int) {
+	for p := 0; p < nb; p++ {
+		attnAxpyGo(out, vb[p*d:(p+1)*d], w[p*g:(p+1)*g], g)
+	}
+}
+
+// attnDotsBlockGo is nb attnDotsGo calls: position p of kb ([nb][d])
+// into out[p*g : p*g+g].
+func attnDotsBlockGo(out, q, kb []float32, nb, g, d int) {
+	for p := 0; p < nb; p++ {
+		attnDotsGo(out[p*g:(p+1)*g], q, kb[p*d:(p+1)*d], g)
+	}
+}

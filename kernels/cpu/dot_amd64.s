@@ -436,3 +436,67 @@ q51done:
 	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
+
+// func gemvF16AVX2(rows *byte, n, rb int, x *float32, n8, pf int, out *float32)
+// Decode: out[r] = dotF16AVX2(rows + r·rb, x, n8) for r < n (n ≥ 1), the
+// same two accumulators and order, unrolled to 64 bytes per step with a
+// software prefetch pf bytes ahead.
+TEXT ·gemvF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ rows+0(FP), R8
+	MOVQ n+8(FP), R9
+	MOVQ rb+16(FP), R10
+	MOVQ pf+40(FP), R11
+	MOVQ out+48(FP), AX
+
+gf16row:
+	MOVQ   R8, SI
+	MOVQ   x+24(FP), DI
+	MOVQ   n8+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	CMPQ   CX, $32
+	JLT    gf16step16
+
+gf16loop32:
+	PREFETCHT0  (SI)(R11*1)
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   16(SI), Y5
+	VCVTPH2PS   32(SI), Y6
+	VCVTPH2PS   48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y0
+	VFMADD231PS 96(DI), Y7, Y1
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	CMPQ        CX, $32
+	JGE         gf16loop32
+
+gf16step16:
+	CMPQ        CX, $16
+	JLT         gf16tail
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   16(SI), Y5
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	ADDQ        $32, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+
+gf16tail:
+	CMPQ        CX, $8
+	JLT         gf16done
+	VCVTPH2PS   (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+
+gf16done:
+	VADDPS Y1, Y0, Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS X0, (AX)
+	ADDQ   $4, AX
+	ADDQ   R10, R8
+	DECQ   R9
+	JNZ    gf16row
+	VZEROUPPER
+	RET

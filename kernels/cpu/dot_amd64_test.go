@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"oengine/model/gguf"
@@ -78,48 +79,65 @@ func BenchmarkDotLegacy(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeDRAM: one token against a Q4_0 matrix larger than the
-// last-level cache (32768×2048, 38 MB), single thread, GB/s of weights:
-// the legacy one-row kernel, the blocked one-row kernel (what decode uses)
-// and the blocked 8-row gemv.
+// BenchmarkDecodeDRAM: one token against a matrix of each decode type far
+// larger than the last-level cache (about 160 MB, 2048 columns), single
+// thread, side by side (passes alternate between the variants; each
+// reports its fastest pass in GB/s of weights):
+//
+//	read  32-byte loads of the same bytes with prefetch (the ceiling)
+//	old   the previous decode path: the one-row kernel called per row
+//	new   the decode path MatMul uses now (blkDotRows, rowsKernels)
+//
+// then the same with two threads, each on half of the rows (TYPE/2threads).
+//
+// Run: go test ./kernels/cpu -run '^$' -bench DecodeDRAM -benchtime 10x
 func BenchmarkDecodeDRAM(b *testing.B) {
-	const rows, cols = 32768, 2048
-	w := benchMatrix(b, gguf.TypeQ4_0, rows, cols)
-	x := randNormal(rand.New(rand.NewPCG(57, 58)), cols, 1)
-	var a actBuf
-	a.prepare(actQ8_0, 1, cols)
-	a.quantizeToken(actQ8_0, 0, cols, x)
-	var v actView
-	a.view(actQ8_0, 0, cols, x, &v)
-	rb := w.rowBytes()
-	var sink float32
-	b.Run("legacy", func(b *testing.B) {
-		dot := simdKernels[gguf.TypeQ4_0]
-		b.SetBytes(int64(len(w.Data)))
-		for range b.N {
-			for r := 0; r < rows; r++ {
-				sink += dot(w.Data[r*rb:(r+1)*rb], v)
-			}
+	if !hasAVX2 {
+		b.Skip("no AVX2")
+	}
+	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeF16} {
+		db := newDecodeBench(b, typ, 2048)
+		var sink uint64
+		vs := []variant{
+			{"read", func() { sink += readAVX2(&db.w.Data[0], len(db.w.Data)&^127, 2048) }},
+			{"old", db.oldPath()},
+			{"new", db.newPath(-1)},
 		}
-	})
-	b.Run("gemv1", func(b *testing.B) {
-		bk := kernels[gguf.TypeQ4_0].blk
-		b.SetBytes(int64(len(w.Data)))
-		for range b.N {
-			for r := 0; r < rows; r++ {
-				sink += blkDot1(bk, w.Data[r*rb:(r+1)*rb], v.qs, v.d, v.s8)
+		b.Run(typ.String(), func(b *testing.B) { roundRobin(b, len(db.w.Data), 1, vs) })
+		// Two threads, each on its half of the rows (as decode runs with
+		// --threads 2), against a two-thread read.
+		halves := db.split(2)
+		vs2 := make([]variant, 3)
+		for j, name := range []string{"read", "old", "new"} {
+			fns := make([]func(), len(halves))
+			for h, hb := range halves {
+				switch name {
+				case "read":
+					fns[h] = func() { sinks[h] += readAVX2(&hb.w.Data[0], len(hb.w.Data)&^127, 2048) }
+				case "old":
+					fns[h] = hb.oldPath()
+				default:
+					fns[h] = hb.newPath(-1)
+				}
 			}
+			vs2[j] = variant{name, parallel(fns)}
 		}
-	})
-	b.Run("gemv8", func(b *testing.B) {
-		bk := kernels[gguf.TypeQ4_0].blk
-		var out [8]float32
-		b.SetBytes(int64(len(w.Data)))
-		for range b.N {
-			for r := 0; r < rows; r += 8 {
-				blkGemv(bk, w.Data[r*rb:(r+8)*rb], rb, &a, 0, cols, &out)
-			}
+		b.Run(typ.String()+"/2threads", func(b *testing.B) { roundRobin(b, len(db.w.Data), 1, vs2) })
+		_ = sink
+		delete(benchMatrices, fmt.Sprint(typ, db.w.Rows, db.w.Cols)) // 160 MB each
+	}
+}
+
+var sinks [2]uint64
+
+// parallel returns a function that runs fns on their own goroutines and
+// waits for all of them.
+func parallel(fns []func()) func() {
+	return func() {
+		var wg sync.WaitGroup
+		for _, fn := range fns {
+			wg.Go(fn)
 		}
-	})
-	_ = sink
+		wg.Wait()
+	}
 }

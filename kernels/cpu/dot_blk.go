@@ -14,8 +14,9 @@ import (
 //
 //	packed  8 rows (packed into a panel, packPanel) × 1 or 4 tokens: prefill tiles of ≥ packMin tokens
 //	gemm    1 row × a group of 8 tokens: tiles of 4..15 tokens
-//	dot1    1 row × 1 token, the row read as one sequential stream: decode
-//	gemv    8 rows × 1 token (tests and benchmarks; slower than dot1 from DRAM)
+//	gemv8   groups of 8 rows × 1 token, one row per lane, prefetching: decode (dot_gemv*)
+//	dot1    1 row × 1 token: the rows of a decode tile left over from groups of 8
+//	gemv    8 rows × 1 token (tests and benchmarks; gemv8's inner step)
 //
 // The activation side gets extra layouts, filled by quantizeToken when
 // blocked kernels are installed (blkActive):
@@ -158,16 +159,13 @@ func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
 		}
 		return
 	}
-	// Few tokens (decode): one row at a time, each row one sequential
-	// stream (the 8-row gemv is faster from cache but slower from DRAM).
+	// Few tokens (decode): groups of 8 rows with one chain per lane and
+	// software prefetch (blkDotRows), the tile's rows read as one region.
 	nb := w.Cols / qk
 	for i := t0; i < t1; i++ {
-		dst := op.dst[i*w.Rows : (i+1)*w.Rows]
 		qs, d := a.qs[i*w.Cols:(i+1)*w.Cols], a.d[i*nb:(i+1)*nb]
 		s8 := a.s8[i*nb : (i+1)*nb]
-		for r := r0; r < r1; r++ {
-			dst[r] = blkDot1(bk, w.Data[r*rb:(r+1)*rb], qs, d, s8)
-		}
+		blkDotRows(bk, w.Data[r0*rb:r1*rb], rb, qs, d, s8, op.dst[i*w.Rows+r0:i*w.Rows+r1])
 	}
 }
 

@@ -2,6 +2,8 @@
 
 package cpu
 
+import "oengine/model/gguf"
+
 // Stubs where there are no SIMD kernels (the portable ones are used).
 
 // quantQ8SIMD: no SIMD activation quantizer on this architecture.
@@ -33,3 +35,10 @@ func blkGemmPacked4(bk *blkKernel, panel []byte, a *actBuf, i, cols int, out *[3
 func blkDot1(bk *blkKernel, row []byte, qs []int8, d []float32, s8 []int32) float32 {
 	panic("cpu: no blocked kernels on this architecture")
 }
+
+func blkDotRows(bk *blkKernel, rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []float32) {
+	panic("cpu: no blocked kernels on this architecture")
+}
+
+// decodeRows: no many-row decode kernels on this architecture.
+func decodeRows(t gguf.Type, rows []byte, rb int, v actView, out []float32) bool { return false }

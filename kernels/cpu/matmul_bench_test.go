@@ -105,3 +105,51 @@ func BenchmarkQuantize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeLayers runs the decode products of several
+// tinyllama-1.1b-shaped layers (q/k/v fused, o, gate/up fused, down; about
+// 25 MB of weights per Q4_0 layer, 5 layers so the set is larger than the
+// last-level cache) for one token on a 2-thread pool: the matmul part of a
+// decode step with its pool hand-offs and activation quantization. MB/s is
+// weight bytes read.
+func BenchmarkDecodeLayers(b *testing.B) {
+	const layers, dim, kvDim, ffn = 5, 2048, 256, 5632
+	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K} {
+		b.Run(typ.String(), func(b *testing.B) {
+			pool := NewPool(2)
+			defer pool.Close()
+			// Distinct matrices per layer (benchMatrix caches by shape).
+			mk := func(rows, cols int) Matrix {
+				m := benchMatrix(b, typ, rows, cols)
+				return Matrix{Type: m.Type, Rows: m.Rows, Cols: m.Cols, Data: append([]byte(nil), m.Data...)}
+			}
+			type layer struct{ q, k, v, o, g, u, d Matrix }
+			ls := make([]layer, layers)
+			var bytes int64
+			for i := range ls {
+				ls[i] = layer{mk(dim, dim), mk(kvDim, dim), mk(kvDim, dim), mk(dim, dim), mk(ffn, dim), mk(ffn, dim), mk(dim, ffn)}
+				for _, m := range []Matrix{ls[i].q, ls[i].k, ls[i].v, ls[i].o, ls[i].g, ls[i].u, ls[i].d} {
+					bytes += int64(len(m.Data))
+				}
+			}
+			x := randNormal(rand.New(rand.NewPCG(8, 9)), dim, 1)
+			q, k, v := make([]float32, dim), make([]float32, kvDim), make([]float32, kvDim)
+			o, g, u := make([]float32, dim), make([]float32, ffn), make([]float32, ffn)
+			h := randNormal(rand.New(rand.NewPCG(10, 11)), ffn, 1)
+			var qkv [3]MatOp
+			var gu [2]MatOp
+			b.SetBytes(bytes)
+			b.ResetTimer()
+			for range b.N {
+				for _, l := range ls {
+					qkv[0], qkv[1], qkv[2] = MatOp{Dst: q, W: l.q}, MatOp{Dst: k, W: l.k}, MatOp{Dst: v, W: l.v}
+					pool.MatMuls(qkv[:], x, 1)
+					pool.MatMul(o, l.o, q, 1)
+					gu[0], gu[1] = MatOp{Dst: g, W: l.g}, MatOp{Dst: u, W: l.u}
+					pool.MatMuls(gu[:], x, 1)
+					pool.MatMul(o, l.d, h, 1)
+				}
+			}
+		})
+	}
+}

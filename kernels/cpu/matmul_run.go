@@ -162,7 +162,11 @@ func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
 	if work < smallMatMul {
 		p.matmulChunk(0, 0, items) // waking workers would cost more than the work
 	} else {
-		chunk := max(1, (items+4*p.threads-1)/(4*p.threads))
+		// Small chunks (about 32 per thread): the thread that finishes
+		// first waits at most one chunk for the other, about 1/(2·32) of
+		// the loop, where 4 chunks per thread lost up to 1/8; a chunk of
+		// 16-row items still streams 18+ KB of weights per counter grab.
+		chunk := max(1, items/(32*p.threads))
 		p.forChunksW(items, chunk, nil, s.fn)
 	}
 }
@@ -209,7 +213,7 @@ func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	rb := w.rowBytes()
 	a := &s.act[k.act]
 	var v actView
-	i := t0
+	i := p.tileF16(op, r0, r1, t0, t1) // F16 2×6 tile (dot_f16tile*): tokens done; t0 otherwise
 	if k.dot22 != nil && r1-r0 >= 2 {
 		for ; i+2 <= t1; i += 2 {
 			a.viewN(k.act, i, 2, w.Cols, s.x, &v)
@@ -242,6 +246,9 @@ func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	for ; i < t1; i++ {
 		a.view(k.act, i, w.Cols, s.x, &v)
 		out := op.dst[i*w.Rows : (i+1)*w.Rows]
+		if decodeRows(w.Type, w.Data[r0*rb:r1*rb], rb, v, out[r0:r1]) {
+			continue // many-row decode kernel (dot_gemv*)
+		}
 		for r := r0; r < r1; r++ {
 			out[r] = k.dot(w.Data[r*rb:(r+1)*rb], v)
 		}

@@ -69,7 +69,21 @@ func AddBias(x, bias []float32) {
 // As ggml's AVX2 build (ggml_vec_swiglu_f32): whole groups of 8 values use
 // its vector expf approximation (expGGML), the last len%8 values libm's
 // expf; then x/(1+e) and the product are float32 operations.
+//
+// The groups of 8 run in AVX2 where present (swigluSIMD, bitwise the same
+// as swigluGo, its plain twin).
 func SwiGLU(dst, gate, up []float32) {
+	n := len(dst)
+	gate, up = gate[:n], up[:n]
+	if swigluSIMD(dst, gate, up) {
+		swigluTail(dst, gate, up, n&^7)
+		return
+	}
+	swigluGo(dst, gate, up)
+}
+
+// swigluGo is SwiGLU in plain Go (expGGML lane by lane).
+func swigluGo(dst, gate, up []float32) {
 	n := len(dst)
 	gate, up = gate[:n], up[:n]
 	nv := n &^ 7
@@ -77,7 +91,12 @@ func SwiGLU(dst, gate, up []float32) {
 		g := gate[i]
 		dst[i] = g / (1 + expGGML(0-g)) * up[i]
 	}
-	for i := nv; i < n; i++ {
+	swigluTail(dst, gate, up, nv)
+}
+
+// swigluTail computes SwiGLU's values from nv on with libm's expf.
+func swigluTail(dst, gate, up []float32, nv int) {
+	for i := nv; i < len(dst); i++ {
 		g := gate[i]
 		dst[i] = g / float32(1+float32(math.Exp(float64(-g)))) * up[i]
 	}

@@ -93,11 +93,29 @@ func (a *actBuf) quantizeToken(k actKind, i, cols int, x []float32) {
 		}
 		quantRowQ8(x[:cols], qs, d, s)
 		if k == actQ8_0 && blkActive {
-			a.fillBlk(i, cols)
+			a.fillBlkSIMD(i, cols)
 		}
 	case actQ8K:
 		nb := cols / qkK
 		quantRowQ8K(x[:cols], a.qs[i*cols:(i+1)*cols], a.d[i*nb:(i+1)*nb], a.bsums[i*cols/16:(i+1)*cols/16])
+	}
+}
+
+// fillBlkSIMD is fillBlk (dot_blk.go) with the block sums in SIMD where
+// present: token i's entries of s8, dT and s8T, bitwise the same.
+func (a *actBuf) fillBlkSIMD(i, cols int) {
+	nb := cols / qk
+	s8 := a.s8[i*nb : (i+1)*nb]
+	if !sumQ8SIMD(a.qs[i*cols:(i+1)*cols], s8) {
+		a.fillBlk(i, cols)
+		return
+	}
+	d := a.d[i*nb : (i+1)*nb]
+	base, t := (i/8)*nb*8, i%8
+	dT, s8T := a.dT[base:base+nb*8], a.s8T[base:base+nb*8]
+	for b, s := range s8 {
+		dT[b*8+t] = d[b]
+		s8T[b*8+t] = s
 	}
 }
 

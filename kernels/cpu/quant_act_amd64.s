@@ -217,3 +217,42 @@ knext:
 kdone:
 	VZEROUPPER
 	RET
+
+DATA qones8<>+0(SB)/8, $0x0101010101010101
+GLOBL qones8<>(SB), RODATA|NOPTR, $8
+
+DATA qones16<>+0(SB)/8, $0x0001000100010001
+GLOBL qones16<>(SB), RODATA|NOPTR, $8
+
+// func sumQ8AVX2(qs *int8, s8 *int32, nb int)
+// s8[b] = 8·Σ qs[32b : 32b+32] (int8 values summed exactly). Twin: the
+// sum loop of fillBlk (dot_blk.go).
+TEXT ·sumQ8AVX2(SB), NOSPLIT, $0-24
+	MOVQ         qs+0(FP), SI
+	MOVQ         s8+8(FP), DI
+	MOVQ         nb+16(FP), CX
+	VPBROADCASTQ qones8<>(SB), Y15
+	VPBROADCASTQ qones16<>(SB), Y14
+	TESTQ        CX, CX
+	JLE          sdone
+
+sloop:
+	VMOVDQU      (SI), Y0
+	VPMADDUBSW   Y0, Y15, Y0 // 1·q pairs -> int16
+	VPMADDWD     Y14, Y0, Y0 // pairs -> int32, 8 lanes
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPADDD       X1, X0, X0
+	VPSLLD       $3, X0, X0
+	VMOVD        X0, (DI)
+	ADDQ         $32, SI
+	ADDQ         $4, DI
+	DECQ         CX
+	JNZ          sloop
+
+sdone:
+	VZEROUPPER
+	RET

@@ -52,7 +52,7 @@ func (m *Model) Forward(kv *KV, b *Batch, logits []float32) error {
 		m.tokEmb.RowF32(int(tok), f.x[i*D:(i+1)*D])
 	}
 	for i, pos := range b.Pos {
-		cpu.RopeCache(f.cs[i*R:(i+1)*R], pos, R, c.RopeBase, c.RopeFreqScale, m.ropeFreqs)
+		m.ropeCache(f.cs[i*R:(i+1)*R], pos)
 	}
 	for l := range m.layers {
 		m.layerForward(l)
@@ -62,7 +62,7 @@ func (m *Model) Forward(kv *KV, b *Batch, logits []float32) error {
 		for j, idx := range b.Logits {
 			cpu.RMSNorm(f.xo[j*D:(j+1)*D], f.x[int(idx)*D:(int(idx)+1)*D], m.outNorm, c.NormEps)
 		}
-		m.pool.MatMul(logits[:nOut*c.Vocab], m.out, f.xo[:nOut*D], nOut)
+		m.matMul(logits[:nOut*c.Vocab], m.out, f.xo[:nOut*D], nOut)
 	}
 	f.kv, f.b = nil, nil
 	return nil
@@ -71,58 +71,37 @@ func (m *Model) Forward(kv *KV, b *Batch, logits []float32) error {
 // layerForward runs block l on the T token states in f.x.
 func (m *Model) layerForward(l int) {
 	c, f, w := &m.cfg, &m.fw, &m.layers[l]
-	T, D, QD, KD, HD := f.t, c.Dim, c.QDim(), c.KVDim(), c.HeadDim
+	T, D, QD, KD := f.t, c.Dim, c.QDim(), c.KVDim()
 	b, kv := f.b, f.kv
 	pool := m.pool
 
 	// Attention block: xb = norm(x); q, k, v = xb·Wᵀ (+bias); per-head norm;
-	// RoPE; K/V into the pages; att = attention; x += att·Woᵀ.
-	for i := 0; i < T; i++ {
-		cpu.RMSNorm(f.xb[i*D:(i+1)*D], f.x[i*D:(i+1)*D], w.attnNorm, c.NormEps)
-	}
+	// RoPE; K/V into the pages; att = attention; x += att·Woᵀ. The
+	// per-token loops run on the pool for larger batches (rows.go).
+	m.forRows(rowNorm, w.attnNorm, nil)
 	q, k, v := f.q[:T*QD], f.k[:T*KD], f.v[:T*KD]
-	pool.MatMul(q, w.wq, f.xb[:T*D], T)
-	pool.MatMul(k, w.wk, f.xb[:T*D], T)
-	pool.MatMul(v, w.wv, f.xb[:T*D], T)
-	if w.bq != nil {
-		cpu.AddBias(q, w.bq)
-		cpu.AddBias(k, w.bk)
-		cpu.AddBias(v, w.bv)
-	}
-	if w.qNorm != nil {
-		for h := 0; h < T*c.Heads; h++ {
-			cpu.RMSNorm(q[h*HD:(h+1)*HD], q[h*HD:(h+1)*HD], w.qNorm, c.NormEps)
-		}
-		for h := 0; h < T*c.KVHeads; h++ {
-			cpu.RMSNorm(k[h*HD:(h+1)*HD], k[h*HD:(h+1)*HD], w.kNorm, c.NormEps)
-		}
-	}
-	R := c.RopeDims
+	// One parallel loop for the three products (one activation
+	// quantization, one wake-up); bitwise the same as three MatMuls.
+	f.qkv[0], f.qkv[1], f.qkv[2] = cpu.MatOp{Dst: q, W: w.wq}, cpu.MatOp{Dst: k, W: w.wk}, cpu.MatOp{Dst: v, W: w.wv}
+	m.matMuls(f.qkv[:], f.xb[:T*D], T)
+	m.forRows(rowQK, nil, w) // biases, per-head q/k norms, RoPE
 	for i := 0; i < T; i++ {
-		cs := f.cs[i*R : (i+1)*R]
-		cpu.Rope(q[i*QD:(i+1)*QD], c.Heads, HD, R, cs, c.RopeNeoX)
-		cpu.Rope(k[i*KD:(i+1)*KD], c.KVHeads, HD, R, cs, c.RopeNeoX)
 		pos := int(b.Pos[i])
 		page := b.Seqs[b.Seq[i]][pos/kv.pageSize]
 		kv.store(l, page, pos%kv.pageSize, k[i*KD:(i+1)*KD], v[i*KD:(i+1)*KD])
 	}
 	f.layer = l
 	pool.For(f.slots, f.attnFn)
-	pool.MatMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
-	cpu.Add(f.x[:T*D], f.x[:T*D], f.xb[:T*D])
+	m.matMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
 
 	// Feed-forward block: x += (silu(xb·Wgᵀ) * xb·Wuᵀ)·Wdᵀ with xb = norm(x).
 	F := c.FFN
-	for i := 0; i < T; i++ {
-		cpu.RMSNorm(f.xb[i*D:(i+1)*D], f.x[i*D:(i+1)*D], w.ffnNorm, c.NormEps)
-	}
-	pool.MatMul(f.hb[:T*F], w.wGate, f.xb[:T*D], T)
-	pool.MatMul(f.hb2[:T*F], w.wUp, f.xb[:T*D], T)
-	for i := 0; i < T; i++ { // per row: the SIMD/tail split is per row, as in ggml
-		cpu.SwiGLU(f.hb[i*F:(i+1)*F], f.hb[i*F:(i+1)*F], f.hb2[i*F:(i+1)*F])
-	}
-	pool.MatMul(f.xb[:T*D], w.wDown, f.hb[:T*F], T)
-	cpu.Add(f.x[:T*D], f.x[:T*D], f.xb[:T*D])
+	m.forRows(rowAddNorm, w.ffnNorm, nil) // x += attention output; xb = norm(x)
+	f.gu[0], f.gu[1] = cpu.MatOp{Dst: f.hb[:T*F], W: w.wGate}, cpu.MatOp{Dst: f.hb2[:T*F], W: w.wUp}
+	m.matMuls(f.gu[:], f.xb[:T*D], T)
+	m.forRows(rowSwiGLU, nil, nil)
+	m.matMul(f.xb[:T*D], w.wDown, f.hb[:T*F], T)
+	m.forRows(rowAdd, nil, nil)
 }
 
 // f16AttnPositions selects the attention arithmetic by query position, to
@@ -152,10 +131,7 @@ func (f *forward) attnSlots(lo, hi int) {
 			i, h := it/c.KVHeads, it%c.KVHeads
 			off := i*QD + h*g*HD
 			table := b.Seqs[b.Seq[i]]
-			attend := cpu.Attend
-			if b.Pos[i] < f16AttnPositions {
-				attend = cpu.AttendF16
-			}
+			attend := f.attendFunc(i) // by position; by batch size in GGML mode (ggml_arith.go)
 			attend(f.att[off:off+g*HD], f.q[off:off+g*HD], g, kv.k[l], kv.v[l],
 				table, int(b.Pos[i])+1, h*HD, f.scale, scratch)
 		}

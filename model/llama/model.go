@@ -12,6 +12,10 @@ import (
 type Options struct {
 	Threads int       // worker threads when Pool is nil (<= 0: all cores)
 	Pool    *cpu.Pool // optional shared pool; Close leaves a shared pool open
+	// GGMLArithmetic computes as llama.cpp's x86 CPU backend does, for
+	// checks against llama.cpp references (ggml_arith.go); slower, and the
+	// attention arithmetic then depends on the batch size.
+	GGMLArithmetic bool
 }
 
 // layer holds one transformer block's weights. Matrices are [rows][cols]
@@ -43,8 +47,9 @@ type Model struct {
 	pool    *cpu.Pool
 	ownPool bool
 
-	mu sync.Mutex // protects fwd and serializes Forward
-	fw forward
+	mu   sync.Mutex // protects fwd and serializes Forward
+	fw   forward
+	ggml *ggmlState // GGML arithmetic mode (ggml_arith.go); nil when off
 }
 
 // Load builds a model from an open GGUF file, checking every tensor's shape
@@ -96,6 +101,9 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	}
 	if ld.err != nil {
 		return nil, ld.err
+	}
+	if opts.GGMLArithmetic {
+		m.ggml = newGGMLState(false)
 	}
 	if opts.Pool != nil {
 		m.pool = opts.Pool

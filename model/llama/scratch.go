@@ -24,6 +24,12 @@ type forward struct {
 	slots               int
 	scale               float32 // 1/sqrt(HeadDim)
 	attnFn              func(lo, hi int)
+	qkv                 [3]cpu.MatOp     // the fused q/k/v products of the layer in progress
+	gu                  [2]cpu.MatOp     // the fused gate/up products
+	rowsFn              func(lo, hi int) // f.rows, bound once
+	rowOp               rowOp            // the forRows call in progress (rows.go)
+	normW               []float32
+	lw                  *layer
 
 	// the call in progress (set by Forward, read by the parallel loop bodies)
 	kv    *KV
@@ -47,6 +53,7 @@ func (f *forward) ensure(m *Model, T, nOut, maxN int) {
 	if f.m == nil {
 		f.m = m
 		f.attnFn = f.attnSlots
+		f.rowsFn = f.rows
 		f.scale = float32(1 / math.Sqrt(float64(c.HeadDim)))
 		f.slots = 4 * m.pool.Threads()
 		f.attnScratch = make([][]float32, f.slots)

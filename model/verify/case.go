@@ -15,6 +15,9 @@ type runner struct {
 	tol    Tolerance
 	kv     *llama.KV
 	logits []float32
+	// prefillAll: the GGML greedy prefill computes every prompt token's
+	// logits (outputBatchDependent).
+	prefillAll bool
 }
 
 // store returns a page table for tokens positions, growing the K/V store
@@ -67,6 +70,9 @@ func (r *runner) runCase(idx int, c *Case, enc encoder) (CaseReport, error) {
 		return cr, err
 	}
 	maxChunk := slices.Max(r.opts.Chunks)
+	if r.opts.GGMLForced {
+		maxChunk = max(maxChunk, min(r.opts.UBatch, P))
+	}
 	if len(r.logits) < maxChunk*vocab {
 		r.logits = make([]float32, maxChunk*vocab)
 	}
@@ -75,6 +81,12 @@ func (r *runner) runCase(idx int, c *Case, enc encoder) (CaseReport, error) {
 	b := &llama.Batch{Seqs: [][]int32{table}}
 	for pos, k := 0, 0; pos < len(seq); k++ {
 		n := min(max(r.opts.Chunks[k%len(r.opts.Chunks)], 1), len(seq)-pos)
+		if r.opts.GGMLForced { // as llama.cpp wrote the reference: prompt ubatches, then decode steps
+			n = 1
+			if pos < P {
+				n = min(r.opts.UBatch, P-pos)
+			}
+		}
 		fillBatch(b, seq[pos:pos+n], pos, true)
 		if err := r.m.Forward(r.kv, b, r.logits); err != nil {
 			return cr, fmt.Errorf("verify: case %d: %w", idx, err)
@@ -155,6 +167,31 @@ func (r *runner) greedy(c *Case, cr *CaseReport, table []int32, first int) error
 	cr.GreedyLimit, cr.GreedyFailStep = limit, -1
 	tok := int32(first)
 	b := &llama.Batch{Seqs: [][]int32{table}}
+	if r.opts.GGML && !r.opts.GGMLForced {
+		if r.opts.GGMLAVX512 {
+			r.m.SetGGMLAVX512(true)
+		} else {
+			r.m.SetGGMLArithmetic(true)
+		}
+		defer r.m.SetGGMLArithmetic(false)
+	}
+	if (r.opts.GGML || r.opts.GGMLForced) && limit > 0 {
+		// llama.cpp's attention arithmetic depends on the batch: rebuild
+		// the prompt's K/V as it did (one Forward per ubatch).
+		for pos := 0; pos < P; pos += r.opts.UBatch {
+			n := min(r.opts.UBatch, P-pos)
+			fillBatch(b, c.Tokens[pos:pos+n], pos, r.prefillAll)
+			if need := len(b.Logits) * vocab; len(r.logits) < need {
+				r.logits = make([]float32, need)
+			}
+			if err := r.m.Forward(r.kv, b, r.logits); err != nil {
+				return fmt.Errorf("verify: greedy prefill: %w", err)
+			}
+		}
+		last := (len(b.Logits) - 1) * vocab
+		_, arg := logSumExp(r.logits[last : last+vocab])
+		tok = int32(arg)
+	}
 	for j := 0; j < limit; j++ {
 		if tok != c.Greedy[j] {
 			cr.GreedyFailStep, cr.GreedyFailMargin = j, margin(c.GreedyTopK[j])

@@ -21,19 +21,24 @@ func TestExactnessCounts(t *testing.T) {
 
 // TestDiagExactness is a diagnostic for kernel work, run on demand with
 // VERIFY_EXACTNESS=1: it prints, per reference model, how many short-prompt
-// positions match llama.cpp bit for bit and where each case first differs.
+// positions match llama.cpp bit for bit and where each case first differs,
+// in oengine's arithmetic and in GGML arithmetic (llama.cpp's, fed as
+// llama.cpp fed the reference: prompt in one batch, then one token a step;
+// AVX-512 orders, as the build that wrote the reference).
 func TestDiagExactness(t *testing.T) {
 	if os.Getenv("VERIFY_EXACTNESS") == "" {
 		t.Skip("set VERIFY_EXACTNESS=1 to print exactness per model")
 	}
 	models := filepath.Join(testdataDir(t), "models")
-	for _, name := range refModels {
-		rep, err := Run(filepath.Join(models, name+".gguf"), filepath.Join(models, name+".ref.json"),
-			Options{MaxTokens: 100, PerPosition: true, SkipTokenize: true})
-		if err != nil {
-			t.Fatal(err)
+	for _, ggml := range []bool{false, true} {
+		for _, name := range refModels {
+			rep, err := Run(filepath.Join(models, name+".gguf"), filepath.Join(models, name+".ref.json"),
+				Options{MaxTokens: 100, PerPosition: true, SkipTokenize: true, GGMLForced: ggml, GGMLAVX512: ggml})
+			if err != nil {
+				t.Fatal(err)
+			}
+			exact, total, first := rep.Exactness()
+			t.Logf("ggml=%-5v %-20s exact %3d/%3d  first inexact per case %v  mean %.4f", ggml, name, exact, total, first, rep.MeanAbs())
 		}
-		exact, total, first := rep.Exactness()
-		t.Logf("%-20s exact %3d/%3d  first inexact per case %v  mean %.4f", name, exact, total, first, rep.MeanAbs())
 	}
 }

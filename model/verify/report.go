@@ -16,8 +16,11 @@ type Report struct {
 	Tol      Tolerance
 	KV       llama.KVType
 	PageSize int
-	Cases    []CaseReport
-	Pass     bool
+	// GGMLForced, GGMLGreedy: teacher forcing / free-running greedy ran in
+	// llama.cpp (GGML) arithmetic mode.
+	GGMLForced, GGMLGreedy bool
+	Cases                  []CaseReport
+	Pass                   bool
 }
 
 // CaseReport is the outcome of one prompt.
@@ -81,8 +84,14 @@ func (r Report) String() string {
 // WriteTo prints a header, one line per case (and its failures) and a verdict.
 func (r Report) WriteTo(w io.Writer) (int64, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "model %s: arch %s, weights %s (tolerance max %.3g, mean %.3g, argmax margin %.3g), kv %s, page %d\n",
-		r.Model, r.Arch, r.Class, r.Tol.MaxAbs, r.Tol.MeanAbs, r.Tol.ArgmaxMargin, r.KV, r.PageSize)
+	arith := func(ggml bool) string {
+		if ggml {
+			return "ggml"
+		}
+		return "oengine"
+	}
+	fmt.Fprintf(&b, "model %s: arch %s, weights %s (tolerance max %.3g, mean %.3g, argmax margin %.3g), kv %s, page %d, arithmetic %s (greedy %s)\n",
+		r.Model, r.Arch, r.Class, r.Tol.MaxAbs, r.Tol.MeanAbs, r.Tol.ArgmaxMargin, r.KV, r.PageSize, arith(r.GGMLForced), arith(r.GGMLGreedy))
 	passed := 0
 	for _, c := range r.Cases {
 		tok := "tokens not checked"

@@ -72,6 +72,21 @@ type Options struct {
 	SkipTokenize bool
 	// PerPosition records each position's max error in CaseReport.PosMaxAbs.
 	PerPosition bool
+	// GGML runs the free-running greedy check in llama.cpp arithmetic
+	// mode (llama.Model.SetGGMLArithmetic), feeding the prompt the way
+	// llama.cpp did when it wrote the reference: one Forward per ubatch of
+	// at most UBatch tokens, then one token per step. Greedy decoding then
+	// follows llama.cpp token for token where the mode is exact.
+	GGML bool
+	// GGMLForced also runs teacher forcing in GGML mode (diagnostics of
+	// bit-exactness); by default it checks oengine's own kernels.
+	GGMLForced bool
+	// GGMLAVX512 selects, in GGML mode, the summation orders of an AVX-512
+	// build of llama.cpp (llama.Model.SetGGMLAVX512): the shared reference
+	// data was written by one.
+	GGMLAVX512 bool
+	// UBatch is llama.cpp's n_ubatch for the GGML greedy prefill (default 512).
+	UBatch int
 }
 
 func (o *Options) defaults() {
@@ -86,6 +101,9 @@ func (o *Options) defaults() {
 	}
 	if o.GreedyTie == 0 {
 		o.GreedyTie = 0.05
+	}
+	if o.UBatch <= 0 {
+		o.UBatch = 512
 	}
 }
 
@@ -103,22 +121,38 @@ func Run(modelPath, refPath string, opts Options) (Report, error) {
 		return Report{}, err
 	}
 	defer f.Close()
-	m, err := llama.Load(f, llama.Options{Threads: opts.Threads})
+	m, err := llama.Load(f, llama.Options{Threads: opts.Threads, GGMLArithmetic: opts.GGMLForced})
 	if err != nil {
 		return Report{}, err
 	}
 	defer m.Close()
+	if opts.GGMLForced && opts.GGMLAVX512 {
+		m.SetGGMLAVX512(true)
+	}
 	var enc encoder
 	if !opts.SkipTokenize {
 		if enc, err = newEncoder(f); err != nil {
 			return Report{}, err
 		}
 	}
-	return check(m, enc, ref, WeightClass(f), modelPath, opts)
+	return check(m, enc, ref, WeightClass(f), modelPath, opts, outputBatchDependent(f))
+}
+
+// outputBatchDependent reports whether llama.cpp's arithmetic for the
+// output matrix depends on how many logits rows it computes (F16: tinyBLAS
+// for two rows or more; Q4_K: repacked gemm for groups of 4 rows), in which
+// case the GGML greedy prefill asks for every prompt token's logits, as the
+// reference run did.
+func outputBatchDependent(f *gguf.File) bool {
+	t, ok := f.Tensor("output.weight")
+	if !ok {
+		t, ok = f.Tensor("token_embd.weight")
+	}
+	return ok && (t.Type == gguf.TypeF16 || t.Type == gguf.TypeQ4_K)
 }
 
 // check runs the selected cases of ref on m.
-func check(m *llama.Model, enc encoder, ref *Reference, class, name string, opts Options) (Report, error) {
+func check(m *llama.Model, enc encoder, ref *Reference, class, name string, opts Options, prefillAll bool) (Report, error) {
 	cfg := m.Config()
 	if ref.NVocab != 0 && ref.NVocab != cfg.Vocab {
 		return Report{}, fmt.Errorf("verify: reference has vocabulary %d, model %d", ref.NVocab, cfg.Vocab)
@@ -133,8 +167,8 @@ func check(m *llama.Model, enc encoder, ref *Reference, class, name string, opts
 			cases = append(cases, i)
 		}
 	}
-	rep := Report{Model: name, Arch: cfg.Arch, Class: class, Tol: tol, KV: opts.KV, PageSize: opts.PageSize, Pass: true}
-	r := &runner{m: m, opts: opts, tol: tol}
+	rep := Report{Model: name, Arch: cfg.Arch, Class: class, Tol: tol, KV: opts.KV, PageSize: opts.PageSize, GGMLForced: m.GGMLArithmetic(), GGMLGreedy: opts.GGML || m.GGMLArithmetic(), Pass: true}
+	r := &runner{m: m, opts: opts, tol: tol, prefillAll: prefillAll}
 	for _, ci := range cases {
 		if ci < 0 || ci >= len(ref.Cases) {
 			return Report{}, fmt.Errorf("verify: case %d outside %d cases", ci, len(ref.Cases))

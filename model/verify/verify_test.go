@@ -43,11 +43,12 @@ var refModels = []string{
 // below this (the testdata README's near-tie is 0.05). The reference is
 // not self-consistent at that level: for tiny-llama-q4_k_m, llama.cpp gives
 // the identical context (BOS alone, position 0) logprobs that differ by
-// 0.07-0.11 between a 2-token prompt and longer ones (its batched
-// repacked-GEMM path vs its GEMV path; TestReferenceSelfConsistency pins
-// this). oengine's arithmetic does not depend on the batch, so it can match
-// only one of the two, and a greedy step whose margin is inside llama.cpp's
-// own spread may flip. Every tolerated divergence is logged; the CLI keeps
+// 0.07-0.11 between a 2-token prompt and longer ones (its repacked Q4_K
+// gemm, used for groups of 4 batch rows, accumulates per 64 values, its
+// gemv per 256; TestReferenceSelfConsistency pins this). oengine's default
+// arithmetic does not depend on the batch, so it can match only one of the
+// two, and a greedy step whose margin is inside llama.cpp's own spread may
+// flip. GGML arithmetic mode (Options.GGML) reproduces both. Every tolerated divergence is logged; the CLI keeps
 // 0.05 (--greedy-tie).
 const softGreedyMargin = 0.2
 
@@ -69,7 +70,7 @@ func checkModels(t *testing.T, opts Options, names ...string) {
 				if c.Pass {
 					continue
 				}
-				if rep.Class == ClassQuantized && len(c.Failures) == 1 && c.GreedyFailStep >= 0 && c.GreedyFailMargin < softGreedyMargin {
+				if !opts.GGML && rep.Class == ClassQuantized && len(c.Failures) == 1 && c.GreedyFailStep >= 0 && c.GreedyFailMargin < softGreedyMargin {
 					t.Logf("KNOWN DIVERGENCE (not failed): case %d: %s", c.Index, c.Failures[0])
 					continue
 				}

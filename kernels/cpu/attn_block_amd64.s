@@ -1,0 +1,194 @@
+#include "textflag.h"
+
+// Blocked helpers of Attend: the same arithmetic per value as the
+// per-position helpers in attn_amd64.s, over a block of positions per
+// call. attnAxpyBlockAVX2 keeps 8 vectors of an output row in Y0-Y7 across
+// the positions (R12 walks the v rows, R13 the weights; SI v block, DI
+// weights of head h, R8 output row, BX positions, R9 d·4, R10 g·4).
+
+// func attnAxpyBlockAVX2(v *float32, w *float32, nb, nh, dim int, out *float32)
+// For h < nh, p < nb, j < dim (a multiple of 8), in order of p:
+// out[h·dim+j] = fma(w[p·nh+h], v[p·dim+j], out[h·dim+j]).
+TEXT ·attnAxpyBlockAVX2(SB), NOSPLIT, $0-48
+	MOVQ v+0(FP), SI
+	MOVQ w+8(FP), DI
+	MOVQ nb+16(FP), BX
+	MOVQ nh+24(FP), CX
+	MOVQ dim+32(FP), R9
+	MOVQ out+40(FP), R8
+	SHLQ $2, R9
+	MOVQ CX, R10
+	SHLQ $2, R10
+	TESTQ BX, BX
+	JZ    bdone
+
+bhead:
+	XORQ DX, DX // byte offset within the row
+
+bchunk64:
+	MOVQ R9, AX
+	SUBQ DX, AX
+	CMPQ AX, $256
+	JLT  bchunk8
+	VMOVUPS 0(R8)(DX*1), Y0
+	VMOVUPS 32(R8)(DX*1), Y1
+	VMOVUPS 64(R8)(DX*1), Y2
+	VMOVUPS 96(R8)(DX*1), Y3
+	VMOVUPS 128(R8)(DX*1), Y4
+	VMOVUPS 160(R8)(DX*1), Y5
+	VMOVUPS 192(R8)(DX*1), Y6
+	VMOVUPS 224(R8)(DX*1), Y7
+	LEAQ    (SI)(DX*1), R12
+	MOVQ    DI, R13
+	MOVQ    BX, R11
+
+bpos64:
+	VBROADCASTSS (R13), Y8
+	VFMADD231PS  0(R12), Y8, Y0
+	VFMADD231PS  32(R12), Y8, Y1
+	VFMADD231PS  64(R12), Y8, Y2
+	VFMADD231PS  96(R12), Y8, Y3
+	VFMADD231PS  128(R12), Y8, Y4
+	VFMADD231PS  160(R12), Y8, Y5
+	VFMADD231PS  192(R12), Y8, Y6
+	VFMADD231PS  224(R12), Y8, Y7
+	ADDQ         R9, R12
+	ADDQ         R10, R13
+	DECQ         R11
+	JNZ          bpos64
+	VMOVUPS Y0, 0(R8)(DX*1)
+	VMOVUPS Y1, 32(R8)(DX*1)
+	VMOVUPS Y2, 64(R8)(DX*1)
+	VMOVUPS Y3, 96(R8)(DX*1)
+	VMOVUPS Y4, 128(R8)(DX*1)
+	VMOVUPS Y5, 160(R8)(DX*1)
+	VMOVUPS Y6, 192(R8)(DX*1)
+	VMOVUPS Y7, 224(R8)(DX*1)
+	ADDQ    $256, DX
+	JMP     bchunk64
+
+bchunk8:
+	CMPQ AX, $32
+	JLT  bnexthead
+	VMOVUPS (R8)(DX*1), Y0
+	LEAQ    (SI)(DX*1), R12
+	MOVQ    DI, R13
+	MOVQ    BX, R11
+
+bpos8:
+	VBROADCASTSS (R13), Y8
+	VFMADD231PS  (R12), Y8, Y0
+	ADDQ         R9, R12
+	ADDQ         R10, R13
+	DECQ         R11
+	JNZ          bpos8
+	VMOVUPS Y0, (R8)(DX*1)
+	ADDQ    $32, DX
+	SUBQ    $32, AX
+	JMP     bchunk8
+
+bnexthead:
+	ADDQ R9, R8
+	ADDQ $4, DI
+	DECQ CX
+	JNZ  bhead
+
+bdone:
+	VZEROUPPER
+	RET
+
+// func attnDotsBlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
+// out[p·nh+h] = q[h]·k[p] for p < nb, h < nh, each exactly as
+// attnDotsAVX2 computes it (two 8-lane FMA chains over 16-value steps, an
+// 8-value tail into the first, then the same reduction); dim a multiple
+// of 8.
+TEXT ·attnDotsBlockAVX2(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), SI
+	MOVQ nb+16(FP), R10
+	MOVQ dim+32(FP), DX
+	MOVQ out+40(FP), R8
+	MOVQ DX, R9
+	SHLQ $2, R9
+	TESTQ R10, R10
+	JZ    kdone
+
+kpos:
+	MOVQ q+8(FP), DI
+	MOVQ nh+24(FP), CX
+
+khead:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ   AX, AX
+	MOVQ   DX, BX
+
+kloop16:
+	CMPQ        BX, $16
+	JL          kloop8
+	VMOVUPS     (SI)(AX*1), Y2
+	VMOVUPS     32(SI)(AX*1), Y3
+	VFMADD231PS (DI)(AX*1), Y2, Y0
+	VFMADD231PS 32(DI)(AX*1), Y3, Y1
+	ADDQ        $64, AX
+	SUBQ        $16, BX
+	JMP         kloop16
+
+kloop8:
+	CMPQ        BX, $8
+	JL          kreduce
+	VMOVUPS     (SI)(AX*1), Y2
+	VFMADD231PS (DI)(AX*1), Y2, Y0
+
+kreduce:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (R8)
+	ADDQ         $4, R8
+	ADDQ         R9, DI
+	DECQ         CX
+	JNZ          khead
+	ADDQ         R9, SI
+	DECQ         R10
+	JNZ          kpos
+
+kdone:
+	VZEROUPPER
+	RET
+
+// func attnCvtRowsAVX2(src *uint16, sstride int, dst *float32, nrows, dim int)
+// dst[r·dim+j] = float32(src[r·sstride+j]) for r < nrows, j < dim (a
+// multiple of 8): the widening of attnCvtF16AVX2, nrows rows per call.
+TEXT ·attnCvtRowsAVX2(SB), NOSPLIT, $0-40
+	MOVQ src+0(FP), SI
+	MOVQ sstride+8(FP), R8
+	MOVQ dst+16(FP), DI
+	MOVQ nrows+24(FP), CX
+	MOVQ dim+32(FP), DX
+	SHLQ $1, R8
+	SHRQ $3, DX
+	TESTQ CX, CX
+	JZ    crdone
+	TESTQ DX, DX
+	JZ    crdone
+
+crrow:
+	MOVQ SI, R9
+	MOVQ DX, BX
+
+crvec:
+	VCVTPH2PS (R9), Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $16, R9
+	ADDQ      $32, DI
+	DECQ      BX
+	JNZ       crvec
+	ADDQ      R8, SI
+	DECQ      CX
+	JNZ       crrow
+
+crdone:
+	VZEROUPPER
+	RET

@@ -1,0 +1,123 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestAttnExpBitwise: the softmax exponential pass (four float64 lanes in
+// assembly where available) gives bit for bit the scalar math.Exp pass:
+// every e and every per-head sum, across the whole float32 range of
+// differences s − max, including the underflow edge, −Inf, NaN and
+// heads that are not a multiple of four (scalar path).
+func TestAttnExpBitwise(t *testing.T) {
+	r := rand.New(rand.NewPCG(71, 72))
+	specials := []float32{0, -0, 1e-30, -1e-30, -103.9, -104, -104.1, -700, -699.99, -700.01,
+		-708.4, -745.2, -800, -1e30, float32(math.Inf(-1)), float32(math.NaN()), 3, 88.7, 700.5}
+	cases := []struct {
+		name   string
+		n, g   int
+		spread float64 // scores are spread·N(0,1)
+	}{
+		{"typical g8", 300, 8, 3},
+		{"wide g4", 257, 4, 200},
+		{"huge g12", 100, 12, 1e4},
+		{"one position", 1, 8, 1},
+		{"scalar g5", 50, 5, 10},
+		{"g16", 64, 16, 30},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := make([]float32, c.n*c.g)
+			for i := range s {
+				s[i] = float32(r.NormFloat64() * c.spread)
+			}
+			m := make([]float32, c.g)
+			for h := range m {
+				m[h] = float32(r.NormFloat64() * c.spread)
+			}
+			if c.n > 20 { // specials as differences: s = m + x
+				for i, x := range specials {
+					p := (7 * i) % c.n
+					h := i % c.g
+					s[p*c.g+h] = m[h] + x
+					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+						s[p*c.g+h] = x
+					}
+				}
+			}
+			got, want := append([]float32(nil), s...), append([]float32(nil), s...)
+			gs, ws := make([]float64, c.g), make([]float64, c.g)
+			attnExp(got, c.g, m, gs)
+			attnExpGo(want, c.g, m, ws)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("position %d head %d: x = %g: e = %g (%#x), math.Exp gives %g (%#x)",
+						i/c.g, i%c.g, s[i]-m[i%c.g], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+				}
+			}
+			for h := range gs {
+				if math.Float64bits(gs[h]) != math.Float64bits(ws[h]) {
+					t.Fatalf("head %d: sum %g, scalar %g", h, gs[h], ws[h])
+				}
+			}
+		})
+	}
+}
+
+// TestAttnExpDense sweeps differences densely over [−110, 0] (where the
+// float32 results are nonzero) and compares with math.Exp bit for bit.
+func TestAttnExpDense(t *testing.T) {
+	const g = 8
+	n := 1 << 14
+	if testing.Short() {
+		n = 1 << 11
+	}
+	s := make([]float32, n*g)
+	m := make([]float32, g)
+	for i := range s {
+		s[i] = -110 * float32(i) / float32(len(s))
+	}
+	got, want := append([]float32(nil), s...), append([]float32(nil), s...)
+	gs, ws := make([]float64, g), make([]float64, g)
+	attnExp(got, g, m, gs)
+	attnExpGo(want, g, m, ws)
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("x = %g: e = %g, math.Exp gives %g", s[i], got[i], want[i])
+		}
+	}
+	for h := range gs {
+		if gs[h] != ws[h] {
+			t.Fatalf("head %d: sum %g, scalar %g", h, gs[h], ws[h])
+		}
+	}
+}
+
+// BenchmarkAttnExp: the softmax exponentials of one query group (8 heads ×
+// 512 positions), vector pass against the scalar twin; ns per exponential.
+func BenchmarkAttnExp(b *testing.B) {
+	const g, n = 8, 512
+	r := rand.New(rand.NewPCG(73, 74))
+	s0 := make([]float32, n*g)
+	for i := range s0 {
+		s0[i] = float32(-5 * r.Float64())
+	}
+	m := make([]float32, g)
+	sums := make([]float64, g)
+	s := make([]float32, n*g)
+	for _, v := range []struct {
+		name string
+		f    func([]float32, int, []float32, []float64)
+	}{{"vector", attnExp}, {"scalar", attnExpGo}} {
+		b.Run(fmt.Sprint(v.name), func(b *testing.B) {
+			best := bestOf(b, func() {
+				copy(s, s0)
+				v.f(s, g, m, sums)
+			})
+			b.ReportMetric(best/float64(n*g), "ns/exp-best")
+		})
+	}
+}

@@ -1,0 +1,236 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"oengine/model/gguf"
+)
+
+// f16Shapes are the tile shapes under test, by name.
+var f16Shapes = []struct {
+	name string
+	sh   f16Shape
+}{{"3x4", f16Shape34}, {"2x6", f16Shape26}}
+
+// TestTileF16BitwiseEqualsDot: every (row, token) an F16 tile computes is
+// bitwise the one-token kernel's result (batch invariance), for each tile
+// shape, row counts that leave rows over, several k-blocks, an 8-element
+// tail and sub-ranges of rows and tokens; tokens past the last whole token
+// group, and everything outside the range, are left untouched.
+func TestTileF16BitwiseEqualsDot(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no F16 tile on this CPU")
+	}
+	defer func(s f16Shape) { f16TileShape = s }(f16TileShape)
+	cases := []struct {
+		name          string
+		rows, cols, n int
+		r0, r1, t0    int
+	}{
+		{"one step", 6, 16, 6, 0, 6, 0},
+		{"tail only", 6, 8, 6, 0, 6, 0},
+		{"tail after steps", 7, 24, 7, 0, 7, 0},
+		{"two k-blocks", 5, 2 * 512, 8, 0, 5, 0},
+		{"k-blocks and tail", 16, 512 + 40, 13, 0, 16, 0},
+		{"many row groups", 40, 2048, 12, 0, 40, 0},
+		{"sub-tile", 30, 256, 19, 5, 26, 3},
+		{"odd long block", 9, 3*512 + 8, 17, 1, 8, 2},
+		{"too few rows", 1, 64, 8, 0, 1, 0},
+		{"too few tokens", 8, 64, 3, 0, 8, 0},
+		{"cols not multiple of 8", 8, 20, 12, 0, 8, 0},
+	}
+	rng := rand.New(rand.NewPCG(61, 62))
+	k := kernels[gguf.TypeF16]
+	pool := NewPool(1)
+	defer pool.Close()
+	for _, s := range f16Shapes {
+		f16TileShape = s.sh
+		for _, c := range cases {
+			t.Run(s.name+"/"+c.name, func(t *testing.T) {
+				w := randomMatrix(t, rng, gguf.TypeF16, c.rows, c.cols)
+				x := randNormal(rng, c.n*c.cols, 1)
+				for i := 0; i < len(x); i += 13 {
+					x[i] *= 300 // wider exponent range
+				}
+				const canary = -12345
+				dst := make([]float32, c.n*c.rows)
+				for i := range dst {
+					dst[i] = canary
+				}
+				op := opPlan{w: w, k: k, dst: dst}
+				pool.scratch.x = x
+				got := pool.tileF16(&op, c.r0, c.r1, c.t0, c.n)
+				want := c.t0 + (c.n-c.t0)/s.sh.toks*s.sh.toks
+				if c.r1-c.r0 < s.sh.rows || c.n-c.t0 < s.sh.toks || c.cols%8 != 0 {
+					want = c.t0
+				}
+				if got != want {
+					t.Fatalf("tileF16 returned %d, want %d", got, want)
+				}
+				var v actView
+				for i := 0; i < c.n; i++ {
+					v.x = x[i*c.cols : (i+1)*c.cols]
+					for r := 0; r < c.rows; r++ {
+						g := dst[i*c.rows+r]
+						if r < c.r0 || r >= c.r1 || i < c.t0 || i >= got {
+							if g != canary {
+								t.Fatalf("row %d token %d outside the tile was written", r, i)
+							}
+							continue
+						}
+						want := k.dot(w.Row(r), v)
+						if math.Float32bits(g) != math.Float32bits(want) {
+							t.Fatalf("row %d token %d: tile %g, one-token %g", r, i, g, want)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMatMulF16TileOnOff: MatMul of F16 weights gives bitwise the same
+// result with each tile shape and without the tile (2×2 tile, four-token
+// and one-token kernels), across thread counts and token-tile boundaries.
+func TestMatMulF16TileOnOff(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no F16 tile on this CPU")
+	}
+	defer func(on bool, s f16Shape) { f16TileOn, f16TileShape = on, s }(f16TileOn, f16TileShape)
+	rng := rand.New(rand.NewPCG(63, 64))
+	cases := []struct {
+		name          string
+		rows, cols, n int
+	}{
+		{"prefill", 70, 256, 21},
+		{"short prompt", 33, 520, 6},
+		{"decode", 40, 128, 1},
+		{"long", 50, 64, 530},
+	}
+	for _, threads := range []int{1, 2} {
+		pool := NewPool(threads)
+		for _, c := range cases {
+			w := randomMatrix(t, rng, gguf.TypeF16, c.rows, c.cols)
+			x := randNormal(rng, c.n*c.cols, 1)
+			off := make([]float32, c.n*c.rows)
+			f16TileOn = false
+			pool.MatMul(off, w, x, c.n)
+			f16TileOn = true
+			for _, s := range f16Shapes {
+				t.Run(fmt.Sprintf("%s/%s/t%d", c.name, s.name, threads), func(t *testing.T) {
+					f16TileShape = s.sh
+					on := make([]float32, c.n*c.rows)
+					pool.MatMul(on, w, x, c.n)
+					for i := range on {
+						if math.Float32bits(on[i]) != math.Float32bits(off[i]) {
+							t.Fatalf("token %d row %d: tiled %g, untiled %g", i/c.rows, i%c.rows, on[i], off[i])
+						}
+					}
+				})
+			}
+		}
+		pool.Close()
+	}
+}
+
+// BenchmarkF16Tile: the tile kernels against the 2×2 tile and the
+// four-token kernel, best-batch GOP/s (512 columns: weights and
+// activations in L1; single thread).
+func BenchmarkF16Tile(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no F16 tile")
+	}
+	const cols = 512
+	rng := rand.New(rand.NewPCG(65, 66))
+	k := kernels[gguf.TypeF16]
+	w := randomMatrix(b, rng, gguf.TypeF16, 3, cols)
+	x := randNormal(rng, 6*cols, 1)
+	v := actView{x: x}
+	rb := w.rowBytes()
+	var sink float32
+	for _, s := range f16Shapes {
+		b.Run(s.name, func(b *testing.B) {
+			var acc [f16AccBytes]byte
+			var out [12]float32
+			best := bestOf(b, func() {
+				s.sh.tile(&w.Data[0], rb, 1, &x[0], cols, 4*cols, &acc[0])
+				f16FinStoreAVX2(&acc[0], 1, s.sh.rows, s.sh.toks, &out[0], 4*s.sh.rows)
+				sink += out[0]
+			})
+			b.ReportMetric(float64(2*12*cols)/best, "GOP/s-best")
+		})
+	}
+	b.Run("2x2", func(b *testing.B) {
+		best := bestOf(b, func() { o := k.dot22(w.Data, rb, v, cols); sink += o[0] })
+		b.ReportMetric(float64(2*4*cols)/best, "GOP/s-best")
+	})
+	b.Run("1x4", func(b *testing.B) {
+		best := bestOf(b, func() { o := k.dot4(w.Data, v, cols); sink += o[0] })
+		b.ReportMetric(float64(2*4*cols)/best, "GOP/s-best")
+	})
+	_ = sink
+}
+
+// BenchmarkF16TileUnit times single MatMul work items (16 rows × n
+// tokens; 512 is the prefill tile) without the tile kernels (old: 2×2 tile) and with
+// each shape, in rotating order item by item on one thread over fresh row
+// chunks, and reports the median of the paired time ratios old/new (on a
+// shared machine a ratio of neighbouring runs is what stays stable) and
+// each variant's best item in GFLOP/s.
+// Run: go test ./kernels/cpu -run '^$' -bench F16TileUnit -benchtime 200x
+func BenchmarkF16TileUnit(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no F16 tile")
+	}
+	defer func(on bool, s f16Shape) { f16TileOn, f16TileShape = on, s }(f16TileOn, f16TileShape)
+	const rowC = 16
+	for _, dims := range []struct{ rows, cols, n int }{{2048, 2048, 512}, {2048, 5632, 512}, {2048, 2048, 32}} {
+		n := dims.n
+		b.Run(fmt.Sprintf("%dx%d/n%d", dims.rows, dims.cols, n), func(b *testing.B) {
+			pool := NewPool(1)
+			defer pool.Close()
+			w := benchMatrix(b, gguf.TypeF16, dims.rows, dims.cols)
+			x := randNormal(rand.New(rand.NewPCG(69, 70)), n*dims.cols, 1)
+			op := opPlan{w: w, k: kernels[gguf.TypeF16], dst: make([]float32, n*dims.rows)}
+			pool.scratch.x = x
+			nv := 1 + len(f16Shapes) // variant 0: old
+			best := make([]float64, nv)
+			for i := range best {
+				best[i] = math.Inf(1)
+			}
+			ratios := make([][]float64, nv)
+			ts := make([]float64, nv)
+			r0 := 0
+			for it := range b.N {
+				for j := range nv {
+					v := (j + it) % nv
+					f16TileOn = v > 0
+					if v > 0 {
+						f16TileShape = f16Shapes[v-1].sh
+					}
+					t0 := time.Now()
+					pool.tile(0, &op, r0, r0+rowC, 0, n)
+					ts[v] = float64(time.Since(t0).Nanoseconds())
+					best[v] = min(best[v], ts[v])
+				}
+				r0 = (r0 + rowC) % dims.rows
+				for v := 1; v < nv; v++ {
+					ratios[v] = append(ratios[v], ts[0]/ts[v])
+				}
+			}
+			flop := 2 * float64(rowC*n*dims.cols)
+			b.ReportMetric(flop/best[0], "old-GFLOP/s")
+			for v, s := range f16Shapes {
+				r := ratios[v+1]
+				slices.Sort(r)
+				b.ReportMetric(flop/best[v+1], s.name+"-GFLOP/s")
+				b.ReportMetric(r[len(r)/2], s.name+"-speedup")
+			}
+		})
+	}
+}

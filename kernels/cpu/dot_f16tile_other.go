@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package cpu
+
+// tileF16 has no tiled kernel on this architecture: tile() computes every
+// token with the generic loops.
+func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int { return t0 }

@@ -1,0 +1,103 @@
+// AVX2 SwiGLU: dst[i] = gate[i] / (1 + exp(-gate[i])) * up[i] for whole
+// groups of 8, exp being ggml's vector expf (ggml_v_expf). Twin: the vector
+// part of SwiGLU (ops.go) with expGGML (ops_exp.go), bit for bit: every
+// step is the same single-rounding float32 operation (FMAs included).
+
+#include "textflag.h"
+
+#define VEC8(name, bits) \
+	DATA name<>+0(SB)/4, $bits; DATA name<>+4(SB)/4, $bits; \
+	DATA name<>+8(SB)/4, $bits; DATA name<>+12(SB)/4, $bits; \
+	DATA name<>+16(SB)/4, $bits; DATA name<>+20(SB)/4, $bits; \
+	DATA name<>+24(SB)/4, $bits; DATA name<>+28(SB)/4, $bits; \
+	GLOBL name<>(SB), RODATA|NOPTR, $32
+
+VEC8(sgR, 0x4b400000)    // 0x1.8p23
+VEC8(sgL2E, 0x3fb8aa3b)  // 0x1.715476p+0
+VEC8(sgC1, 0x3f317200)   // 0x1.62e4p-1
+VEC8(sgC2, 0x35bfbe8e)   // 0x1.7f7d1cp-20
+VEC8(sgP0, 0x3c072010)   // 0x1.0e4020p-7
+VEC8(sgP1, 0x3d2b9f17)   // 0x1.573e2ep-5
+VEC8(sgP2, 0x3e2aaf33)   // 0x1.555e66p-3
+VEC8(sgP3, 0x3efffedb)   // 0x1.fffdb6p-2
+VEC8(sgP4, 0x3f7ffff6)   // 0x1.ffffecp-1
+VEC8(sgOne, 0x3f800000)  // 1.0
+VEC8(sgAbs, 0x7fffffff)
+VEC8(sg126, 0x42fc0000)  // 126.0
+VEC8(sg192, 0x43400000)  // 192.0
+VEC8(sgG, 0x82000000)
+VEC8(sgS1, 0x7f000000)
+
+// func swigluAVX2(dst, gate, up *float32, n int)
+// n is a multiple of 8 (> 0).
+TEXT ·swigluAVX2(SB), NOSPLIT, $0-32
+	MOVQ    dst+0(FP), DI
+	MOVQ    gate+8(FP), SI
+	MOVQ    up+16(FP), DX
+	MOVQ    n+24(FP), CX
+	SHRQ    $3, CX
+	JZ      sgdone
+	VMOVUPS sgR<>(SB), Y15
+	VMOVUPS sgL2E<>(SB), Y14
+	VMOVUPS sgC1<>(SB), Y13
+	VMOVUPS sgC2<>(SB), Y12
+	VMOVUPS sgOne<>(SB), Y6
+
+sgloop:
+	VMOVUPS      (SI), Y0        // g
+	VXORPS       Y1, Y1, Y1
+	VSUBPS       Y0, Y1, Y1      // x = 0 - g
+	VMOVAPS      Y15, Y2
+	VFMADD231PS  Y14, Y1, Y2     // z = x*l2e + r
+	VSUBPS       Y15, Y2, Y3     // n = z - r
+	VMOVAPS      Y1, Y4
+	VFNMADD231PS Y13, Y3, Y4     // t = x - n*c1
+	VFNMADD231PS Y12, Y3, Y4     // b = t - n*c2
+	VPSLLD       $23, Y2, Y5     // e = bits(z) << 23
+	VPADDD       Y6, Y5, Y1      // k = e + bits(1.0)
+	VMULPS       Y4, Y4, Y2      // u = b*b
+	VMOVUPS      sgP0<>(SB), Y7
+	VFMADD213PS  sgP1<>(SB), Y4, Y7 // A = b*p0 + p1
+	VMOVUPS      sgP2<>(SB), Y8
+	VFMADD213PS  sgP3<>(SB), Y4, Y8 // B = b*p2 + p3
+	VFMADD213PS  Y8, Y2, Y7      // C = u*A + B
+	VMULPS       sgP4<>(SB), Y4, Y8 // D = b*p4
+	VFMADD213PS  Y8, Y2, Y7      // j = u*C + D
+	VANDPS       sgAbs<>(SB), Y3, Y8 // |n|
+	VCMPPS       $0x1e, sg126<>(SB), Y8, Y9 // c = |n| > 126
+	VMOVMSKPS    Y9, AX
+	TESTL        AX, AX
+	JNZ          sgslow
+	VFMADD213PS  Y1, Y7, Y1      // exp = j*k + k
+
+sgtail:
+	VADDPS  Y6, Y1, Y1           // 1 + exp
+	VDIVPS  Y1, Y0, Y0           // g / (1 + exp)
+	VMULPS  (DX), Y0, Y0         // * up
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     sgloop
+
+sgdone:
+	VZEROUPPER
+	RET
+
+sgslow:
+	// Some lane has |n| > 126: the scaled forms, chosen per lane.
+	VMOVAPS     Y1, Y10
+	VFMADD213PS Y1, Y7, Y10          // F = j*k + k
+	VXORPS      Y11, Y11, Y11
+	VCMPPS      $0x12, Y11, Y3, Y11  // n <= 0
+	VANDPS      sgG<>(SB), Y11, Y11  // gm = 0x82000000 where n <= 0
+	VPADDD      sgS1<>(SB), Y11, Y1  // s1 = gm + 0x7f000000
+	VPSUBD      Y11, Y5, Y2          // s2 = e - gm
+	VFMADD213PS Y2, Y7, Y2           // s2*j + s2
+	VMULPS      Y1, Y2, Y2           // (s2*j + s2) * s1
+	VMULPS      Y1, Y1, Y4           // s1 * s1
+	VCMPPS      $0x1e, sg192<>(SB), Y8, Y3 // d = |n| > 192
+	VBLENDVPS   Y9, Y2, Y10, Y10     // c ? scaled : F
+	VBLENDVPS   Y3, Y4, Y10, Y1      // d ? s1*s1 : that
+	JMP         sgtail
