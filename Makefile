@@ -16,6 +16,11 @@ run: build
 
 test:
 	$(GO) test $(RACE) -timeout 30m $(TESTFLAGS) ./...
+# The strict greedy check on every reference prompt (TestReferenceModelsFull)
+# is left out of race runs (too slow under the detector): run it without.
+ifneq ($(RACE),)
+	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestReferenceModelsFull' ./model/verify
+endif
 
 vet:
 	$(GO) vet ./...
