@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"oengine/kernels/cpu"
 )
 
 // LastLevelCache returns the size in bytes of CPU 0's largest cache as
@@ -56,7 +58,8 @@ type MemBWResult struct {
 
 // MemBW measures multi-threaded read bandwidth: threads goroutines each
 // read their share of a buffer of at least 4x the last-level cache (and
-// at least 64 MiB), reps times; the best repetition is reported, as
+// at least 256 MiB) with the same AVX2 streaming loop the decode kernels
+// use (cpu.ReadSum), reps times; the best repetition is reported, as
 // STREAM-like tools do.
 func MemBW(threads, reps int) MemBWResult {
 	if threads <= 0 {
@@ -64,10 +67,10 @@ func MemBW(threads, reps int) MemBWResult {
 	}
 	reps = max(reps, 1)
 	llc := LastLevelCache()
-	size := max(4*llc, 64<<20)
-	buf := make([]uint64, size/8)
-	for i := range buf { // fault every page in before timing
-		buf[i] = uint64(i)
+	size := max(4*llc, 256<<20) &^ 4095
+	buf := make([]byte, size)
+	for i := 0; i < len(buf); i += 4096 { // fault every page in before timing
+		buf[i] = byte(i >> 12)
 	}
 	res := MemBWResult{BufferBytes: size, LLCBytes: llc, Threads: threads, Reps: reps}
 	sinks := make([]uint64, threads)
@@ -75,8 +78,8 @@ func MemBW(threads, reps int) MemBWResult {
 		var wg sync.WaitGroup
 		start := time.Now()
 		for t := range threads {
-			lo, hi := t*len(buf)/threads, (t+1)*len(buf)/threads
-			wg.Go(func() { sinks[t] += sumWords(buf[lo:hi]) })
+			lo, hi := t*len(buf)/threads&^127, (t+1)*len(buf)/threads&^127
+			wg.Go(func() { sinks[t] += cpu.ReadSum(buf[lo:hi]) })
 		}
 		wg.Wait()
 		el := time.Since(start).Seconds()
@@ -86,35 +89,4 @@ func MemBW(threads, reps int) MemBWResult {
 	}
 	runtime.KeepAlive(sinks)
 	return res
-}
-
-// sumWords adds the words of b with eight independent accumulators so the
-// loop is bound by loads, not by the add chain. sumWordsRef is its plain
-// twin.
-func sumWords(b []uint64) uint64 {
-	var s0, s1, s2, s3, s4, s5, s6, s7 uint64
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		w := b[i : i+8 : i+8]
-		s0 += w[0]
-		s1 += w[1]
-		s2 += w[2]
-		s3 += w[3]
-		s4 += w[4]
-		s5 += w[5]
-		s6 += w[6]
-		s7 += w[7]
-	}
-	for ; i < len(b); i++ {
-		s0 += b[i]
-	}
-	return s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
-}
-
-func sumWordsRef(b []uint64) uint64 {
-	var s uint64
-	for _, w := range b {
-		s += w
-	}
-	return s
 }

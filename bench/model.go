@@ -147,7 +147,7 @@ func BenchModel(f *gguf.File, cfg ModelBenchConfig) (ModelBenchResult, error) {
 		res.TGTokensPerS, res.TGStd = meanStd(rates)
 	}
 	if cfg.MemBW {
-		bw := MemBW(cfg.Threads, 5)
+		bw := MemBW(cfg.Threads, 10)
 		res.MemBW, res.MemBWGBps = &bw, bw.GBps
 		if bw.GBps > 0 && res.TGTokensPerS > 0 {
 			res.BandwidthFraction = float64(res.WeightBytesPerToken) * res.TGTokensPerS / (bw.GBps * 1e9)

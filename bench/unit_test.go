@@ -275,19 +275,6 @@ func TestParseMetricsAndFigures(t *testing.T) {
 	}
 }
 
-func TestSumWordsMatchesRef(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{0, 1, 7, 8, 9, 63, 1000} {
-		b := make([]uint64, n)
-		for i := range b {
-			b[i] = r.Uint64()
-		}
-		if sumWords(b) != sumWordsRef(b) {
-			t.Fatalf("n=%d: %d != %d", n, sumWords(b), sumWordsRef(b))
-		}
-	}
-}
-
 func TestParseCacheSize(t *testing.T) {
 	cases := map[string]int64{"32768K\n": 32 << 20, "512K": 512 << 10, "8M": 8 << 20, "1G": 1 << 30, "100": 100, "x": 0}
 	for in, want := range cases {
