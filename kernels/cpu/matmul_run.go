@@ -162,12 +162,15 @@ func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
 	if work < smallMatMul {
 		p.matmulChunk(0, 0, items) // waking workers would cost more than the work
 	} else {
-		// Small chunks (about 32 per thread): the thread that finishes
-		// first waits at most one chunk for the other, about 1/(2·32) of
-		// the loop, where 4 chunks per thread lost up to 1/8; a chunk of
-		// 16-row items still streams 18+ KB of weights per counter grab.
-		chunk := max(1, items/(32*p.threads))
-		p.forChunksW(items, chunk, nil, s.fn)
+		// Guided split: each grab takes half of what is left per thread
+		// (at least two items), so a thread first streams a long run of
+		// weight rows (one prefetchable stream per core) and the tail is cut
+		// into short chunks the faster thread picks up (the wait at the end
+		// is about one short chunk). Measured against fixed chunks of
+		// items/(4·threads) and items/(32·threads) on tinyllama tg128, 2
+		// threads (docs/performance.md): best or level on every type.
+		chunk, guided := 2, 2*p.threads
+		p.forChunksW(items, chunk, guided, nil, s.fn)
 	}
 }
 

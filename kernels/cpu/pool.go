@@ -57,6 +57,9 @@ type poolJob struct {
 	fnW   func(w, lo, hi int)
 	n     int
 	chunk int
+	// guided > 0: each grab takes max(chunk, remaining/guided) items
+	// (long weight streams first, short ones at the end); 0: fixed chunks.
+	guided int
 }
 
 // poolWorker is one helper goroutine's parking state.
@@ -176,6 +179,21 @@ func (p *Pool) waitJob(w *poolWorker, seen uint64) uint64 {
 func (p *Pool) runChunks(worker int) {
 	j := p.cur.Load()
 	n, chunk, fn, fnW := j.n, j.chunk, j.fn, j.fnW
+	for j.guided > 0 {
+		lo := int(p.next.Load())
+		if lo >= n {
+			return
+		}
+		hi := lo + max(chunk, (n-lo)/j.guided)
+		if !p.next.CompareAndSwap(int64(lo), int64(hi)) {
+			continue
+		}
+		if fnW != nil {
+			fnW(worker, lo, min(hi, n))
+		} else {
+			fn(lo, min(hi, n))
+		}
+	}
 	for {
 		hi := int(p.next.Add(int64(chunk)))
 		lo := hi - chunk
@@ -213,12 +231,12 @@ func (p *Pool) forLocked(n, minChunk int, fn func(lo, hi int)) {
 // may be short). Every helper joins the job (spinning helpers are cheap to
 // include, and a job is short). The caller holds p.mu.
 func (p *Pool) forChunks(n, chunk int, fn func(lo, hi int)) {
-	p.forChunksW(n, chunk, fn, nil)
+	p.forChunksW(n, chunk, 0, fn, nil)
 }
 
 // forChunksW is forChunks with either fn or fnW (which also gets the
 // worker index, for per-worker scratch). The caller holds p.mu.
-func (p *Pool) forChunksW(n, chunk int, fn func(lo, hi int), fnW func(w, lo, hi int)) {
+func (p *Pool) forChunksW(n, chunk, guided int, fn func(lo, hi int), fnW func(w, lo, hi int)) {
 	helpers := len(p.workers)
 	if p.closed || helpers == 0 || n <= chunk {
 		if fnW != nil {
@@ -230,7 +248,7 @@ func (p *Pool) forChunksW(n, chunk int, fn func(lo, hi int), fnW func(w, lo, hi 
 	}
 	p.slot ^= 1
 	j := &p.jobs[p.slot]
-	j.fn, j.fnW, j.n, j.chunk = fn, fnW, n, chunk
+	j.fn, j.fnW, j.n, j.chunk, j.guided = fn, fnW, n, chunk, guided
 	p.cur.Store(j)
 	p.next.Store(0)
 	p.pending.Store(int32(helpers))
