@@ -129,6 +129,9 @@ func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	if blkPacked && t1-t0 >= packMin {
 		// 8-row panels against every token of the tile; rows left over
 		// (fewer than 8) take the gemm path below.
+		if blkZTile != nil { // 16-row AVX-512 panels first (dot_blkz.go)
+			r0 = blkZTile(p, worker, op, r0, r1, t0, t1)
+		}
 		nb := w.Cols / qk
 		panel := growBytes(&s.panels[worker], nb*panelBlock)
 		for ; r0+8 <= r1; r0 += 8 {
