@@ -24,16 +24,16 @@ func tokAddr(t, off int) string {
 	return fmt.Sprintf("%d(%s)%s", off, base, idx)
 }
 
-// offset subtracts the weight offset's share from int32 block sums in Z(acc):
-// Q4_0 stores w+8 (8·Σq = s8 at m), Q8_0 stores w+128 (128·Σq = 16·s8).
-func offset(q4 bool, m string, acc int) {
+// initAcc starts the int32 block sum Z(acc) at minus the stored weight
+// offset's share: Q4_0 stores w+8 (8·Σq = s8 at m), Q8_0 stores w+128
+// (128·Σq = 16·s8). Z31 is zero.
+func initAcc(q4 bool, m string, acc int) {
 	if q4 {
-		p("VPSUBD.BCST %s, Z%d, Z%d", m, acc, acc)
+		p("VPSUBD.BCST %s, Z31, Z%d", m, acc)
 		return
 	}
-	p("VPBROADCASTD %s, Z27", m)
-	p("VPSLLD $4, Z27, Z27")
-	p("VPSUBD Z27, Z%d, Z%d", acc, acc)
+	p("VPSLLD.BCST $4, %s, Z27", m)
+	p("VPSUBD Z27, Z31, Z%d", acc)
 }
 
 func gen8(name string, q4 bool) {
@@ -50,11 +50,12 @@ func gen8(name string, q4 bool) {
 	for t := 0; t < 8; t++ {
 		p("VPXORD Z%d, Z%d, Z%d", 16+t, 16+t, 16+t)
 	}
+	p("VPXORD Z31, Z31, Z31")
 	p("TESTQ CX, CX")
 	p("JLE %s_done", name)
 	fmt.Fprintf(&b, "\n%s_loop:\n", name)
 	for t := 0; t < 8; t++ {
-		p("VPXORD Z%d, Z%d, Z%d", 8+t, 8+t, 8+t)
+		initAcc(q4, fmt.Sprintf("%d(BX)", 4*t), 8+t)
 	}
 	for s := 0; s < 8; s++ {
 		w := 24 + s%2
@@ -65,7 +66,6 @@ func gen8(name string, q4 bool) {
 	}
 	p("VMOVUPS 512(SI), Z26")
 	for t := 0; t < 8; t++ {
-		offset(q4, fmt.Sprintf("%d(BX)", 4*t), 8+t)
 		p("VCVTDQ2PS Z%d, Z%d", 8+t, 8+t)
 		p("VMULPS.BCST %d(DX), Z26, Z28", 4*t)
 		p("VFMADD231PS Z%d, Z28, Z%d", 8+t, 16+t)
@@ -95,10 +95,11 @@ func gen1(name string, q4 bool) {
 	p("MOVQ s8+24(FP), BX")
 	p("MOVQ nb+32(FP), CX")
 	p("VPXORD Z16, Z16, Z16")
+	p("VPXORD Z31, Z31, Z31")
 	p("TESTQ CX, CX")
 	p("JLE %s_done", name)
 	fmt.Fprintf(&b, "\n%s_loop:\n", name)
-	p("VPXORD Z8, Z8, Z8")
+	initAcc(q4, "(BX)", 8)
 	p("VPXORD Z9, Z9, Z9")
 	for s := 0; s < 8; s++ {
 		w := 24 + s%2
@@ -107,7 +108,6 @@ func gen1(name string, q4 bool) {
 	}
 	p("VPADDD Z9, Z8, Z8")
 	p("VMOVUPS 512(SI), Z26")
-	offset(q4, "(BX)", 8)
 	p("VCVTDQ2PS Z8, Z8")
 	p("VMULPS.BCST (DX), Z26, Z28")
 	p("VFMADD231PS Z8, Z28, Z16")
