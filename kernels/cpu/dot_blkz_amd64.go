@@ -17,6 +17,27 @@ func gemmQ4_0z1(panel *byte, qs *int8, d *float32, s8 *int32, nb int, out *float
 //go:noescape
 func gemmQ8_0z1(panel *byte, qs *int8, d *float32, s8 *int32, nb int, out *float32)
 
+//go:noescape
+func packQ4_0z(panel *byte, rows *byte, rb, nb int)
+
+//go:noescape
+func packQ8_0z(panel *byte, rows *byte, rb, nb int)
+
+// packPanelZAsm is packPanelZ in assembly (dword gathers from the 16 rows).
+func packPanelZAsm(bk *blkKernel, panel, rows []byte, rb, nb int) {
+	if nb == 0 {
+		return
+	}
+	_ = panel[nb*panelBlockZ-1]
+	if bk.q4 {
+		_ = rows[15*rb+nb*18-1]
+		packQ4_0z(&panel[0], &rows[0], rb, nb)
+		return
+	}
+	_ = rows[15*rb+nb*34-1]
+	packQ8_0z(&panel[0], &rows[0], rb, nb)
+}
+
 // hasBlkZ reports whether the CPU (and OS) support the AVX-512 VNNI kernels.
 var hasBlkZ = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
 	cpu.X86.HasAVX512VNNI
@@ -71,7 +92,7 @@ func tileBlkZ(p *Pool, worker int, op *opPlan, r0, r1, t0, t1 int) int {
 	var out [128]float32
 	var out1 [16]float32
 	for ; r0+16 <= r1; r0 += 16 {
-		packPanelZ(bk, panel, w.Data[r0*rb:(r0+16)*rb], rb, nb)
+		packPanelZAsm(bk, panel, w.Data[r0*rb:(r0+16)*rb], rb, nb)
 		t := t0
 		for ; t+8 <= t1; t += 8 {
 			blkGemmZ8(bk, panel, a, t/8, w.Cols, &out)

@@ -91,6 +91,13 @@ func TestBlkZKernels(t *testing.T) {
 				}
 				panel := make([]byte, nb*panelBlockZ)
 				packPanelZ(bk, panel, w.Data, rb, nb)
+				panelAsm := make([]byte, nb*panelBlockZ)
+				packPanelZAsm(bk, panelAsm, w.Data, rb, nb)
+				for j := range panel {
+					if panel[j] != panelAsm[j] {
+						t.Fatalf("panel byte %d (block %d): Go %#x, asm %#x", j, j/panelBlockZ, panel[j], panelAsm[j])
+					}
+				}
 				for g := 0; g+1 <= sh.n/8; g++ {
 					var out [128]float32
 					blkGemmZ8(bk, panel, &a, g, sh.cols, &out)
@@ -192,10 +199,14 @@ func BenchmarkBlkZ(b *testing.B) {
 		})
 		b.Run(typ.String()+"/pack8", func(b *testing.B) {
 			best := bestOf(b, func() { packPanel(bk, panel, w.Data, w.rowBytes(), nb) })
-			b.ReportMetric(float64(len(w.Data))/best, "GB/s-best")
+			b.ReportMetric(float64(len(w.Data)/2)/best, "GB/s-best")
 		})
 		b.Run(typ.String()+"/pack16", func(b *testing.B) {
 			best := bestOf(b, func() { packPanelZ(bk, panelZ, w.Data, w.rowBytes(), nb) })
+			b.ReportMetric(float64(len(w.Data))/best, "GB/s-best")
+		})
+		b.Run(typ.String()+"/pack16asm", func(b *testing.B) {
+			best := bestOf(b, func() { packPanelZAsm(bk, panelZ, w.Data, w.rowBytes(), nb) })
 			b.ReportMetric(float64(len(w.Data))/best, "GB/s-best")
 		})
 	}

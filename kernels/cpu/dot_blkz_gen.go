@@ -137,12 +137,77 @@ func main() {
 // results equal the AVX2 kernels' bit for bit.
 
 #include "textflag.h"
+
+DATA blkzIota<>+0(SB)/8, $0x0000000100000000
+DATA blkzIota<>+8(SB)/8, $0x0000000300000002
+DATA blkzIota<>+16(SB)/8, $0x0000000500000004
+DATA blkzIota<>+24(SB)/8, $0x0000000700000006
+DATA blkzIota<>+32(SB)/8, $0x0000000900000008
+DATA blkzIota<>+40(SB)/8, $0x0000000b0000000a
+DATA blkzIota<>+48(SB)/8, $0x0000000d0000000c
+DATA blkzIota<>+56(SB)/8, $0x0000000f0000000e
+GLOBL blkzIota<>(SB), RODATA|NOPTR, $64
 `)
 	gen8("gemmQ4_0z8", true)
 	gen8("gemmQ8_0z8", false)
 	gen1("gemmQ4_0z1", true)
 	gen1("gemmQ8_0z1", false)
+	genPack("packQ4_0z", true)
+	genPack("packQ8_0z", false)
 	if err := os.WriteFile("dot_blkz_amd64.s", b.Bytes(), 0o644); err != nil {
 		panic(err)
 	}
+}
+
+// genPack writes the packer of 16 rows (rows + r·rb) into a 16-row panel
+// (packPanelZ's layout): per block, one dword gather per 4 bytes of the 16
+// rows, then the scales (gathered dwords, low halves F16).
+func genPack(name string, q4 bool) {
+	fmt.Fprintf(&b, "\n// func %s(panel *byte, rows *byte, rb, nb int)\n", name)
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-32\n", name)
+	p("MOVQ panel+0(FP), DI")
+	p("MOVQ rows+8(FP), SI")
+	p("MOVQ rb+16(FP), AX")
+	p("MOVQ nb+24(FP), CX")
+	p("VPBROADCASTD AX, Z30")
+	p("VPMULLD blkzIota<>(SB), Z30, Z30")
+	p("MOVL $0x0f0f0f0f, AX")
+	p("VPBROADCASTD AX, Z29")
+	p("MOVL $0x80808080, AX")
+	p("VPBROADCASTD AX, Z28")
+	p("TESTQ CX, CX")
+	p("JLE %s_done", name)
+	fmt.Fprintf(&b, "\n%s_loop:\n", name)
+	n, bb := 8, 34
+	if q4 {
+		n, bb = 4, 18
+	}
+	for k := 0; k < n; k++ {
+		p("KXNORW K1, K1, K1")
+		p("VPGATHERDD %d(SI)(Z30*1), K1, Z%d", 2+4*k, k)
+	}
+	p("KXNORW K1, K1, K1")
+	p("VPGATHERDD (SI)(Z30*1), K1, Z8")
+	for k := 0; k < n; k++ {
+		if q4 {
+			p("VPANDD Z29, Z%d, Z9", k)
+			p("VMOVDQU32 Z9, %d(DI)", 64*k)
+			p("VPSRLD $4, Z%d, Z%d", k, k)
+			p("VPANDD Z29, Z%d, Z%d", k, k)
+			p("VMOVDQU32 Z%d, %d(DI)", k, 64*(k+4))
+		} else {
+			p("VPXORD Z28, Z%d, Z%d", k, k)
+			p("VMOVDQU32 Z%d, %d(DI)", k, 64*k)
+		}
+	}
+	p("VPMOVDW Z8, Y8")
+	p("VCVTPH2PS Y8, Z8")
+	p("VMOVUPS Z8, 512(DI)")
+	p("ADDQ $%d, SI", bb)
+	p("ADDQ $576, DI")
+	p("DECQ CX")
+	p("JNZ %s_loop", name)
+	fmt.Fprintf(&b, "\n%s_done:\n", name)
+	p("VZEROUPPER")
+	p("RET")
 }
