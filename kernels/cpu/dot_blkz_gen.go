@@ -160,16 +160,22 @@ GLOBL blkzIota<>(SB), RODATA|NOPTR, $64
 }
 
 // genPack writes the packer of 16 rows (rows + r·rb) into a 16-row panel
-// (packPanelZ's layout): per block, one dword gather per 4 bytes of the 16
-// rows, then the scales (gathered dwords, low halves F16).
+// (packPanelZ's layout). Per block and 16 bytes of each row: four zmm of
+// rows {j, 4+j, 8+j, 12+j} (one per 128-bit lane), a 4×4 dword transpose
+// within the lanes (unpacks) gives step k = dword k of rows 0..15 in
+// order. The scales come from one dword gather (low halves F16).
 func genPack(name string, q4 bool) {
 	fmt.Fprintf(&b, "\n// func %s(panel *byte, rows *byte, rb, nb int)\n", name)
 	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-32\n", name)
 	p("MOVQ panel+0(FP), DI")
 	p("MOVQ rows+8(FP), SI")
-	p("MOVQ rb+16(FP), AX")
+	p("MOVQ rb+16(FP), R8")
 	p("MOVQ nb+24(FP), CX")
-	p("VPBROADCASTD AX, Z30")
+	p("LEAQ (R8)(R8*2), R9")
+	p("LEAQ (SI)(R8*4), R11")
+	p("LEAQ (R11)(R8*4), R12")
+	p("LEAQ (R12)(R8*4), R13")
+	p("VPBROADCASTD R8, Z30")
 	p("VPMULLD blkzIota<>(SB), Z30, Z30")
 	p("MOVL $0x0f0f0f0f, AX")
 	p("VPBROADCASTD AX, Z29")
@@ -178,32 +184,48 @@ func genPack(name string, q4 bool) {
 	p("TESTQ CX, CX")
 	p("JLE %s_done", name)
 	fmt.Fprintf(&b, "\n%s_loop:\n", name)
-	n, bb := 8, 34
+	halves, bb := 2, 34
 	if q4 {
-		n, bb = 4, 18
-	}
-	for k := 0; k < n; k++ {
-		p("KXNORW K1, K1, K1")
-		p("VPGATHERDD %d(SI)(Z30*1), K1, Z%d", 2+4*k, k)
+		halves, bb = 1, 18
 	}
 	p("KXNORW K1, K1, K1")
 	p("VPGATHERDD (SI)(Z30*1), K1, Z8")
-	for k := 0; k < n; k++ {
-		if q4 {
-			p("VPANDD Z29, Z%d, Z9", k)
-			p("VMOVDQU32 Z9, %d(DI)", 64*k)
-			p("VPSRLD $4, Z%d, Z%d", k, k)
-			p("VPANDD Z29, Z%d, Z%d", k, k)
-			p("VMOVDQU32 Z%d, %d(DI)", k, 64*(k+4))
-		} else {
-			p("VPXORD Z28, Z%d, Z%d", k, k)
-			p("VMOVDQU32 Z%d, %d(DI)", k, 64*k)
+	idx := [...]string{"", "(R8*1)", "(R8*2)", "(R9*1)"}
+	for h := 0; h < halves; h++ {
+		off := 2 + 16*h
+		for j := 0; j < 4; j++ {
+			p("VMOVDQU %d(SI)%s, X%d", off, idx[j], j)
+			for l, base := range []string{"R11", "R12", "R13"} {
+				p("VINSERTI32X4 $%d, %d(%s)%s, Z%d, Z%d", l+1, off, base, idx[j], j, j)
+			}
+		}
+		p("VPUNPCKLDQ Z1, Z0, Z4")
+		p("VPUNPCKHDQ Z1, Z0, Z5")
+		p("VPUNPCKLDQ Z3, Z2, Z6")
+		p("VPUNPCKHDQ Z3, Z2, Z7")
+		p("VPUNPCKLQDQ Z6, Z4, Z0")
+		p("VPUNPCKHQDQ Z6, Z4, Z1")
+		p("VPUNPCKLQDQ Z7, Z5, Z2")
+		p("VPUNPCKHQDQ Z7, Z5, Z3")
+		for k := 0; k < 4; k++ {
+			if q4 {
+				p("VPANDD Z29, Z%d, Z9", k)
+				p("VMOVDQU32 Z9, %d(DI)", 64*k)
+				p("VPSRLD $4, Z%d, Z%d", k, k)
+				p("VPANDD Z29, Z%d, Z%d", k, k)
+				p("VMOVDQU32 Z%d, %d(DI)", k, 64*(k+4))
+			} else {
+				p("VPXORD Z28, Z%d, Z%d", k, k)
+				p("VMOVDQU32 Z%d, %d(DI)", k, 64*(4*h+k))
+			}
 		}
 	}
 	p("VPMOVDW Z8, Y8")
 	p("VCVTPH2PS Y8, Z8")
 	p("VMOVUPS Z8, 512(DI)")
-	p("ADDQ $%d, SI", bb)
+	for _, r := range []string{"SI", "R11", "R12", "R13"} {
+		p("ADDQ $%d, %s", bb, r)
+	}
 	p("ADDQ $576, DI")
 	p("DECQ CX")
 	p("JNZ %s_loop", name)
