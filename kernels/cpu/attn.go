@@ -1,7 +1,5 @@
 package cpu
 
-import "math"
-
 // Paged attention.
 //
 // K and V of one layer live in pages of PageSize token rows; each row holds
@@ -66,16 +64,8 @@ func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, sca
 	} else {
 		sums, maxes = make([]float64, g), make([]float32, g)
 	}
-	for h := 0; h < g; h++ {
-		m := float32(math.Inf(-1))
-		for i := h; i < len(scores); i += g {
-			s := scores[i] * scale
-			scores[i] = s
-			m = max(m, s)
-		}
-		maxes[h] = m
-	}
-	attnExp(scores, g, maxes, sums) // e = exp(s − max), sums (attn_exp.go)
+	attnScaleMax(scores, g, scale, maxes) // scores·scale in place, per-head maxima
+	attnExp(scores, g, maxes, sums)       // e = exp(s − max), sums (attn_exp.go)
 	for i := range out {
 		out[i] = 0
 	}

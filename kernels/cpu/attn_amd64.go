@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -99,6 +100,10 @@ func attnAxpyBlock(out, vb, w []float32, nb, g, d int) {
 func attnDotsBlock(out, q, kb []float32, nb, g, d int) {
 	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
 		_, _, _ = out[nb*g-1], q[g*d-1], kb[nb*d-1]
+		if g%4 == 0 {
+			attnDots4BlockAVX2(unsafe.SliceData(kb), unsafe.SliceData(q), nb, g, d, unsafe.SliceData(out))
+			return
+		}
 		attnDotsBlockAVX2(unsafe.SliceData(kb), unsafe.SliceData(q), nb, g, d, unsafe.SliceData(out))
 		return
 	}
@@ -116,4 +121,26 @@ func attnCvtRows(dst []float32, src []uint16, sstride, nrows, d int) {
 	for r := 0; r < nrows; r++ {
 		attnCvt(dst[r*d:(r+1)*d], src[r*sstride:r*sstride+d])
 	}
+}
+
+//go:noescape
+func attnDots4BlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
+
+//go:noescape
+func attnScaleMaxAVX2(s *float32, n, g8 int, scale float32, m *float32)
+
+// attnScaleMax is attnScaleMaxGo, eight heads per vector when g is a
+// multiple of 8.
+func attnScaleMax(scores []float32, g int, scale float32, m []float32) {
+	if attnAVX2 && g > 0 && g%8 == 0 && len(scores)%g == 0 {
+		_ = m[g-1]
+		for h := range g {
+			m[h] = float32(math.Inf(-1))
+		}
+		if len(scores) > 0 {
+			attnScaleMaxAVX2(unsafe.SliceData(scores), len(scores)/g, g/8, scale, unsafe.SliceData(m))
+		}
+		return
+	}
+	attnScaleMaxGo(scores, g, scale, m)
 }

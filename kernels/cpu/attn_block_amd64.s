@@ -192,3 +192,131 @@ crvec:
 crdone:
 	VZEROUPPER
 	RET
+
+// func attnScaleMaxAVX2(s *float32, n, g8 int, scale float32, m *float32)
+// s is [n][8·g8]: every value becomes s·scale (in place) and m[h] the
+// maximum over the n positions of head h's scaled values, folded into the
+// m[h] passed in. Per value the same float32 multiply as attnScaleMaxGo.
+TEXT ·attnScaleMaxAVX2(SB), NOSPLIT, $0-40
+	MOVQ         s+0(FP), SI
+	MOVQ         n+8(FP), BX
+	MOVQ         g8+16(FP), CX
+	VBROADCASTSS scale+24(FP), Y15
+	MOVQ         m+32(FP), DI
+	MOVQ         CX, R9
+	SHLQ         $5, R9 // bytes per position
+	TESTQ        BX, BX
+	JZ           smdone
+	TESTQ        CX, CX
+	JZ           smdone
+smchunk:
+	VMOVUPS (DI), Y0
+	MOVQ    SI, R8
+	MOVQ    BX, R10
+smpos:
+	VMULPS  (R8), Y15, Y1
+	VMOVUPS Y1, (R8)
+	VMAXPS  Y0, Y1, Y0
+	ADDQ    R9, R8
+	DECQ    R10
+	JNZ     smpos
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     smchunk
+smdone:
+	VZEROUPPER
+	RET
+
+// func attnDots4BlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
+// attnDotsBlockAVX2 for nh a multiple of 4: four heads per pass share each
+// K load, and their four reductions share the horizontal adds. Per dot the
+// operations are those of attnDotsBlockAVX2: two 8-lane FMA chains over
+// 16-value steps (an 8-value tail into the first), chain 1 added to chain
+// 0, high half added to low half, then (l0+l1)+(l2+l3) (the two VHADDPS
+// steps pair the lanes exactly as the one-head reduction does).
+TEXT ·attnDots4BlockAVX2(SB), NOSPLIT, $0-48
+	MOVQ  k+0(FP), SI
+	MOVQ  nb+16(FP), R10
+	MOVQ  dim+32(FP), DX
+	MOVQ  out+40(FP), R8
+	MOVQ  DX, R9
+	SHLQ  $2, R9
+	LEAQ  (R9)(R9*2), R11
+	TESTQ R10, R10
+	JZ    k4done
+
+k4pos:
+	MOVQ q+8(FP), DI
+	MOVQ nh+24(FP), CX
+	SHRQ $2, CX
+
+k4head:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   AX, AX
+	MOVQ   DX, BX
+
+k4loop16:
+	CMPQ        BX, $16
+	JL          k4loop8
+	VMOVUPS     (SI)(AX*1), Y8
+	VMOVUPS     32(SI)(AX*1), Y9
+	LEAQ        (DI)(AX*1), R12
+	VFMADD231PS (R12), Y8, Y0
+	VFMADD231PS 32(R12), Y9, Y1
+	VFMADD231PS (R12)(R9*1), Y8, Y2
+	VFMADD231PS 32(R12)(R9*1), Y9, Y3
+	VFMADD231PS (R12)(R9*2), Y8, Y4
+	VFMADD231PS 32(R12)(R9*2), Y9, Y5
+	VFMADD231PS (R12)(R11*1), Y8, Y6
+	VFMADD231PS 32(R12)(R11*1), Y9, Y7
+	ADDQ        $64, AX
+	SUBQ        $16, BX
+	JMP         k4loop16
+
+k4loop8:
+	CMPQ        BX, $8
+	JL          k4reduce
+	VMOVUPS     (SI)(AX*1), Y8
+	LEAQ        (DI)(AX*1), R12
+	VFMADD231PS (R12), Y8, Y0
+	VFMADD231PS (R12)(R9*1), Y8, Y2
+	VFMADD231PS (R12)(R9*2), Y8, Y4
+	VFMADD231PS (R12)(R11*1), Y8, Y6
+
+k4reduce:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $1, Y2, X3
+	VADDPS       X3, X2, X2
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS       X5, X4, X4
+	VEXTRACTF128 $1, Y6, X7
+	VADDPS       X7, X6, X6
+	VHADDPS      X2, X0, X0
+	VHADDPS      X6, X4, X4
+	VHADDPS      X4, X0, X0
+	VMOVUPS      X0, (R8)
+	ADDQ         $16, R8
+	LEAQ         (DI)(R9*4), DI
+	DECQ         CX
+	JNZ          k4head
+	ADDQ         R9, SI
+	DECQ         R10
+	JNZ          k4pos
+
+k4done:
+	VZEROUPPER
+	RET

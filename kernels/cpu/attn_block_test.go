@@ -92,7 +92,7 @@ func TestAttendBitwiseUnchanged(t *testing.T) {
 // calls, nrows attnCvt calls.
 func TestAttnBlockHelpersBitwise(t *testing.T) {
 	r := rand.New(rand.NewPCG(79, 80))
-	for _, c := range []struct{ nb, g, d int }{{1, 8, 64}, {32, 8, 64}, {7, 3, 136}, {5, 2, 20}, {32, 4, 256}, {3, 1, 8}} {
+	for _, c := range []struct{ nb, g, d int }{{1, 8, 64}, {32, 8, 64}, {7, 3, 136}, {5, 2, 20}, {32, 4, 256}, {3, 1, 8}, {9, 4, 136}, {3, 12, 24}, {2, 16, 8}} {
 		vb := randVec(r, c.nb*c.d, 1)
 		w := randVec(r, c.nb*c.g, 1)
 		got := randVec(r, c.g*c.d, 1)

@@ -17,3 +17,6 @@ func attnCvtRows(dst []float32, src []uint16, sstride, nrows, d int) {
 		attnCvtGo(dst[r*d:(r+1)*d], src[r*sstride:r*sstride+d])
 	}
 }
+func attnScaleMax(scores []float32, g int, scale float32, m []float32) {
+	attnScaleMaxGo(scores, g, scale, m)
+}

@@ -1,5 +1,7 @@
 package cpu
 
+import "math"
+
 // Plain Go twins of the attention helpers (attn_amd64.s); attn_test.go
 // compares the two.
 
@@ -41,5 +43,19 @@ func attnAxpyBlockGo(out, vb, w []float32, nb, g, d int) {
 func attnDotsBlockGo(out, q, kb []float32, nb, g, d int) {
 	for p := 0; p < nb; p++ {
 		attnDotsGo(out[p*g:(p+1)*g], q, kb[p*d:(p+1)*d], g)
+	}
+}
+
+// attnScaleMaxGo multiplies the scores ([n][g]) by scale in place and sets
+// m[h] to the maximum of head h's scaled scores (-Inf when n is 0).
+func attnScaleMaxGo(scores []float32, g int, scale float32, m []float32) {
+	for h := 0; h < g; h++ {
+		mh := float32(math.Inf(-1))
+		for i := h; i < len(scores); i += g {
+			s := scores[i] * scale
+			scores[i] = s
+			mh = max(mh, s)
+		}
+		m[h] = mh
 	}
 }

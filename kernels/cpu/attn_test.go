@@ -246,3 +246,28 @@ func TestAttnHelpersMatchTwins(t *testing.T) {
 		}
 	}
 }
+
+// TestAttnScaleMaxMatchesTwin: the SIMD scale-and-max equals its Go twin
+// bit for bit (scaled scores and maxima), for head counts with and without
+// the vector path, including all-negative scores and a single position.
+func TestAttnScaleMaxMatchesTwin(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, c := range []struct{ g, n int }{{8, 1}, {8, 37}, {16, 512}, {24, 5}, {4, 9}, {3, 7}, {1, 1}} {
+		s1 := randVec(r, c.g*c.n, 30)
+		if c.n == 5 {
+			for i := range s1 {
+				s1[i] = -1 - float32(math.Abs(float64(s1[i])))
+			}
+		}
+		s2 := append([]float32(nil), s1...)
+		m1, m2 := make([]float32, c.g), make([]float32, c.g)
+		attnScaleMax(s1, c.g, 0.125, m1)
+		attnScaleMaxGo(s2, c.g, 0.125, m2)
+		if i := firstDiff(s1, s2); i >= 0 {
+			t.Fatalf("g%d n%d: scaled score %d: %g vs %g", c.g, c.n, i, s1[i], s2[i])
+		}
+		if i := firstDiff(m1, m2); i >= 0 {
+			t.Fatalf("g%d n%d: max of head %d: %g vs %g", c.g, c.n, i, m1[i], m2[i])
+		}
+	}
+}
