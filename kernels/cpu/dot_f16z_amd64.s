@@ -15,9 +15,10 @@
 //
 // Per 16 elements and 24 FMAs: 4 conversions + 6 activation loads; all 32
 // zmm registers are used (Z0-Z23 accumulators, Z24-Z27 rows, Z28-Z31
-// tokens). As in dot_f16tile_amd64.s the block loop (16 steps, 256
-// elements: 6 KiB of activations that stay in L1) is outside the group
-// loop and the accumulators live in acc between blocks.
+// tokens). As in dot_f16tile_amd64.s the block loop (32 steps, 512
+// elements: 12 KiB of activations that stay in L1) is outside the group
+// loop and the accumulators live in acc between blocks; the step loop is
+// unrolled twice.
 
 #include "textflag.h"
 
@@ -159,9 +160,9 @@ zblk:
 	TESTQ BX, BX
 	JZ    ztail
 	MOVQ  BX, DX
-	CMPQ  DX, $16
+	CMPQ  DX, $32
 	JLE   zgo
-	MOVQ  $16, DX
+	MOVQ  $32, DX
 
 zgo:
 	SUBQ DX, BX
@@ -173,15 +174,25 @@ zgrp:
 	LOADACCZ
 	PTRSZ
 	MOVQ DX, R13
+	SHRQ $1, R13
+	JZ   zone
 
 zloop:
 	STEPZ(0, 0)
-	ADDQ $32, R10
-	ADDQ $32, R14
-	ADDQ $64, R11
-	ADDQ $64, R12
+	STEPZ(32, 64)
+	ADDQ $64, R10
+	ADDQ $64, R14
+	ADDQ $128, R11
+	ADDQ $128, R12
 	DECQ R13
 	JNZ  zloop
+
+zone:
+	TESTQ $1, DX
+	JZ    zstore
+	STEPZ(0, 0)
+
+zstore:
 	STOREACCZ
 	ADDQ $1536, AX
 	LEAQ (SI)(R8*4), SI
