@@ -12,6 +12,9 @@ func f16Tile4x6AVX512(rows *byte, rb, ng int, x *float32, n, xstride int, acc *b
 //go:noescape
 func f16FinStoreAVX512(acc *byte, np int, dst *float32, dstride, nt int)
 
+//go:noescape
+func f16FinStore4x6AVX512(acc *byte, ng int, dst *float32, dstride int)
+
 const (
 	f16zRows, f16zToks = 4, 6
 	// f16zAccBytes is one row group's accumulators: 24 pairs × 16 lanes.
@@ -58,7 +61,7 @@ func (p *Pool) tileF16Z(op *opPlan, sh f16Shape, r0, r1, t0, t1 int) (int, bool)
 			ng := min(f16zMaxGroups, (r0+nr-g0)/f16zRows)
 			f16Tile4x6AVX512(&w.Data[g0*rb], rb, ng, &xs[0], cols, 4*cols, &acc[0])
 			// d[t*w.Rows + r] for t < T, r in [g0, g0+4·ng): in bounds.
-			f16FinStoreAVX512(&acc[0], ng*f16zRows*T, &d[g0], 4*w.Rows, T)
+			f16FinStore4x6AVX512(&acc[0], ng, &d[g0], 4*w.Rows)
 		}
 		if nr < r1-r0 {
 			f16LeftoverRows(op, xs, r0+nr, r1, T, d)

@@ -271,3 +271,63 @@ zfstok:
 zfsdone:
 	VZEROUPPER
 	RET
+
+// func f16FinStore4x6AVX512(acc *byte, ng int, dst *float32, dstride int)
+// f16FinStoreAVX512 for ng ≥ 1 whole groups of four rows × six tokens,
+// four pairs (the rows of one token) at a time: the same additions on the
+// same operands in the same order as HSUM8(chain0 + chain1), run on
+// 128-bit lanes, one per row:
+//	s = chain0 + chain1           (lanes 0-7)
+//	t[i] = s[i] + s[i+4]          (i < 4)
+//	u[i] = t[i] + t[i+2]          (i < 2)
+//	out = u[0] + u[1]
+// then lanes 0, 4, 8, 12 (rows 0-3) are stored as one 16-byte vector at
+// dst + t·dstride + 16·g bytes; acc is zeroed for the next token group.
+TEXT ·f16FinStore4x6AVX512(SB), NOSPLIT, $0-32
+	MOVQ    acc+0(FP), AX
+	MOVQ    ng+8(FP), CX
+	MOVQ    dst+16(FP), DI
+	MOVQ    dstride+24(FP), R9
+	VPXORD  Z31, Z31, Z31
+	MOVQ    $0x1111, R13
+	KMOVW   R13, K2
+
+zf4group:
+	MOVQ AX, SI
+	MOVQ DI, R12
+	MOVQ $6, R11
+
+zf4tok:
+	VMOVUPS     0(SI), Z0      // row 0: chain 0 | chain 1
+	VMOVUPS     384(SI), Z1    // row 1
+	VMOVUPS     768(SI), Z2    // row 2
+	VMOVUPS     1152(SI), Z3   // row 3
+	VMOVUPS     Z31, 0(SI)
+	VMOVUPS     Z31, 384(SI)
+	VMOVUPS     Z31, 768(SI)
+	VMOVUPS     Z31, 1152(SI)
+	VSHUFF32X4  $0x44, Z1, Z0, Z4  // chain 0 of rows 0, 1
+	VSHUFF32X4  $0xEE, Z1, Z0, Z5  // chain 1 of rows 0, 1
+	VADDPS      Z5, Z4, Z4         // s of rows 0, 1
+	VSHUFF32X4  $0x44, Z3, Z2, Z6
+	VSHUFF32X4  $0xEE, Z3, Z2, Z7
+	VADDPS      Z7, Z6, Z6         // s of rows 2, 3
+	VSHUFF32X4  $0x88, Z6, Z4, Z8  // s[0:4] of rows 0-3
+	VSHUFF32X4  $0xDD, Z6, Z4, Z9  // s[4:8] of rows 0-3
+	VADDPS      Z9, Z8, Z8         // t
+	VPERMILPS   $0xEE, Z8, Z9      // t[2:4]
+	VADDPS      Z9, Z8, Z8         // u
+	VPERMILPS   $0x01, Z8, Z9      // u[1]
+	VADDPS      Z9, Z8, Z8         // out in lanes 0, 4, 8, 12
+	VCOMPRESSPS Z8, K2, Z10
+	VMOVUPS     X10, (R12)
+	ADDQ        $64, SI
+	ADDQ        R9, R12
+	DECQ        R11
+	JNZ         zf4tok
+	ADDQ        $1536, AX
+	ADDQ        $16, DI
+	DECQ        CX
+	JNZ         zf4group
+	VZEROUPPER
+	RET
