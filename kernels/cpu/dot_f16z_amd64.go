@@ -1,19 +1,17 @@
 package cpu
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // AVX-512 F16 prefill tile (dot_f16z_amd64.s): four rows × six tokens =
 // 24 (row, token) pairs per register tile, each pair bitwise the one-token
 // dotF16AVX2 (one zmm holds both of its accumulator chains).
 
 //go:noescape
-func f16Tile4x6AVX512(rows *byte, rb, ng int, x *float32, n, xstride int, acc *byte)
-
-//go:noescape
-func f16FinStoreAVX512(acc *byte, np int, dst *float32, dstride, nt int)
-
-//go:noescape
-func f16FinStore4x6AVX512(acc *byte, ng int, dst *float32, dstride int)
+func f16Tile4x6AVX512(rows *byte, rb, ng int, x *float32, n, xstride int, acc *byte, dst *float32, dstride int)
 
 const (
 	f16zRows, f16zToks = 4, 6
@@ -50,8 +48,10 @@ func (p *Pool) tileF16Z(op *opPlan, sh f16Shape, r0, r1, t0, t1 int) (int, bool)
 	_ = w.Data[r1*rb-1]
 	_ = x[t1*cols-1]
 	_ = dst[(t1-1)*w.Rows+r1-1]
-	var acc [f16zMaxGroups * f16zAccBytes]byte // zero, and zeroed again by f16FinStoreAVX512
-	nr := (r1 - r0) / f16zRows * f16zRows      // rows in whole groups
+	// Accumulators between 512-element blocks, 64-byte aligned (no zmm
+	// store split over two cache lines).
+	var accBuf [f16zMaxGroups*f16zAccBytes + 64]byte
+	nr := (r1 - r0) / f16zRows * f16zRows // rows in whole groups
 	const T = f16zToks
 	i := t0
 	for ; i+T <= t1; i += T {
@@ -59,9 +59,9 @@ func (p *Pool) tileF16Z(op *opPlan, sh f16Shape, r0, r1, t0, t1 int) (int, bool)
 		d := dst[i*w.Rows : (i+T)*w.Rows]
 		for g0 := r0; g0 < r0+nr; g0 += f16zMaxGroups * f16zRows {
 			ng := min(f16zMaxGroups, (r0+nr-g0)/f16zRows)
-			f16Tile4x6AVX512(&w.Data[g0*rb], rb, ng, &xs[0], cols, 4*cols, &acc[0])
+			acc := &accBuf[-uintptr(unsafe.Pointer(&accBuf[0]))&63]
 			// d[t*w.Rows + r] for t < T, r in [g0, g0+4·ng): in bounds.
-			f16FinStore4x6AVX512(&acc[0], ng, &d[g0], 4*w.Rows)
+			f16Tile4x6AVX512(&w.Data[g0*rb], rb, ng, &xs[0], cols, 4*cols, acc, &d[g0], 4*w.Rows)
 		}
 		if nr < r1-r0 {
 			f16LeftoverRows(op, xs, r0+nr, r1, T, d)

@@ -10,14 +10,16 @@
 // a 16-float activation load put elements [16j, 16j+8) in lanes 0-7 and
 // [16j+8, 16j+16) in lanes 8-15, so one 512-bit FMA is exactly the two
 // 256-bit FMAs of step j; the tail is an FMA merge-masked to lanes 0-7
-// (chain 1 untouched). f16FinStoreAVX512 adds the halves and reduces with
-// the HSUM8 of dot_amd64.s, so every pair is bitwise dotF16AVX2.
+// (chain 1 untouched). After the last block FIN4 adds the halves and
+// reduces with the additions of HSUM8 (dot_amd64.s) straight from the
+// registers, so every pair is bitwise dotF16AVX2.
 //
 // Per 16 elements and 24 FMAs: 4 conversions + 6 activation loads; all 32
 // zmm registers are used (Z0-Z23 accumulators, Z24-Z27 rows, Z28-Z31
 // tokens). As in dot_f16tile_amd64.s the block loop (32 steps, 512
 // elements: 12 KiB of activations that stay in L1) is outside the group
-// loop and the accumulators live in acc between blocks; the step loop is
+// loop and the accumulators live in acc between blocks (the first block
+// starts from zero, the last one stores the results); the step loop is
 // unrolled twice.
 
 #include "textflag.h"
@@ -142,36 +144,102 @@
 	LEAQ (DI)(R9*2), R12; \
 	ADDQ R9, R12
 
-// func f16Tile4x6AVX512(rows *byte, rb, ng int, x *float32, n, xstride int, acc *byte)
+// FIN4(a0, a1, a2, a3): the results of one token for rows 0-3 (their
+// accumulators a0-a3) stored as one 16-byte vector at (R12). Each row gets
+// the same additions on the same operands in the same order as
+// HSUM8(chain0 + chain1) in dotF16AVX2, run on its own 128-bit lane:
+//	s = chain0 + chain1           (lanes 0-7 + lanes 8-15)
+//	t[i] = s[i] + s[i+4]          (i < 4)
+//	u[i] = t[i] + t[i+2]          (i < 2)
+//	out = u[0] + u[1]
+// and lanes 0, 4, 8, 12 (rows 0-3) are compressed by K2 into one vector.
+#define FIN4(a0, a1, a2, a3) \
+	VSHUFF32X4  $0x44, a1, a0, Z24; \
+	VSHUFF32X4  $0xEE, a1, a0, Z25; \
+	VADDPS      Z25, Z24, Z24; \
+	VSHUFF32X4  $0x44, a3, a2, Z26; \
+	VSHUFF32X4  $0xEE, a3, a2, Z27; \
+	VADDPS      Z27, Z26, Z26; \
+	VSHUFF32X4  $0x88, Z26, Z24, Z28; \
+	VSHUFF32X4  $0xDD, Z26, Z24, Z29; \
+	VADDPS      Z29, Z28, Z28; \
+	VPERMILPS   $0xEE, Z28, Z29; \
+	VADDPS      Z29, Z28, Z28; \
+	VPERMILPS   $0x01, Z28, Z29; \
+	VADDPS      Z29, Z28, Z28; \
+	VCOMPRESSPS Z28, K2, Z30; \
+	VMOVUPS     X30, (R12); \
+	ADDQ        R11, R12
+
+#define ZEROACCZ \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7; \
+	VPXORD Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9; \
+	VPXORD Z10, Z10, Z10; \
+	VPXORD Z11, Z11, Z11; \
+	VPXORD Z12, Z12, Z12; \
+	VPXORD Z13, Z13, Z13; \
+	VPXORD Z14, Z14, Z14; \
+	VPXORD Z15, Z15, Z15; \
+	VPXORD Z16, Z16, Z16; \
+	VPXORD Z17, Z17, Z17; \
+	VPXORD Z18, Z18, Z18; \
+	VPXORD Z19, Z19, Z19; \
+	VPXORD Z20, Z20, Z20; \
+	VPXORD Z21, Z21, Z21; \
+	VPXORD Z22, Z22, Z22; \
+	VPXORD Z23, Z23, Z23
+
+// func f16Tile4x6AVX512(rows *byte, rb, ng int, x *float32, n, xstride int, acc *byte, dst *float32, dstride int)
 // ng ≥ 1 groups of four rows (group g at rows + 4g·rb, rows rb bytes
 // apart) × six tokens (x + t·xstride bytes), elements [0, n) of each, n a
-// multiple of 8; accumulates into acc[g] (1536 bytes each, zeroed by the
-// caller before the first call).
-// Arguments: rows+0, rb+8, ng+16, x+24, n+32, xstride+40, acc+48;
-// rows+0(FP) is reused as the current block's start in the rows.
-TEXT ·f16Tile4x6AVX512(SB), NOSPLIT, $0-56
-	MOVQ rb+8(FP), R8
-	MOVQ x+24(FP), DI
-	MOVQ n+32(FP), BX
-	MOVQ xstride+40(FP), R9
-	SHRQ $4, BX
+// multiple of 8 (n ≥ 8): the result of row r of group g and token t,
+// bitwise dotF16AVX2, is stored at dst + t·dstride + 4·(4g + r) bytes.
+// acc (1536 bytes per group, pair p = 6·row + token at acc + 64·p) holds
+// the accumulators between blocks of 512 elements; it needs no zeroing.
+// Arguments: rows+0, rb+8, ng+16, x+24, n+32, xstride+40, acc+48, dst+56,
+// dstride+64; rows+0(FP) is reused as the current block's start in the
+// rows and dst+56(FP) as the current group's results.
+TEXT ·f16Tile4x6AVX512(SB), NOSPLIT, $0-72
+	MOVQ  rb+8(FP), R8
+	MOVQ  x+24(FP), DI
+	MOVQ  n+32(FP), BX
+	MOVQ  xstride+40(FP), R9
+	MOVQ  $0xff, R13
+	KMOVW R13, K1
+	MOVQ  $0x1111, R13
+	KMOVW R13, K2
+	SHRQ  $4, BX
 
 zblk:
-	TESTQ BX, BX
-	JZ    ztail
-	MOVQ  BX, DX
-	CMPQ  DX, $32
-	JLE   zgo
-	MOVQ  $32, DX
+	MOVQ BX, DX
+	CMPQ DX, $32
+	JLE  zgo
+	MOVQ $32, DX
 
 zgo:
-	SUBQ DX, BX
+	SUBQ DX, BX // BX == 0: last pass (with the tail)
 	MOVQ rows+0(FP), SI
 	MOVQ acc+48(FP), AX
 	MOVQ ng+16(FP), CX
 
 zgrp:
+	CMPQ DI, x+24(FP)
+	JNE  zload
+	ZEROACCZ
+	JMP  zptrs
+
+zload:
 	LOADACCZ
+
+zptrs:
 	PTRSZ
 	MOVQ DX, R13
 	SHRQ $1, R13
@@ -189,15 +257,43 @@ zloop:
 
 zone:
 	TESTQ $1, DX
-	JZ    zstore
+	JZ    zend
 	STEPZ(0, 0)
+	ADDQ  $32, R10
+	ADDQ  $32, R14
+	ADDQ  $64, R11
+	ADDQ  $64, R12
+
+zend:
+	TESTQ BX, BX
+	JNZ   zstore
+	MOVQ  n+32(FP), R13
+	TESTQ $8, R13
+	JZ    zfin
+	TAILZ
+
+zfin:
+	MOVQ dst+56(FP), R12
+	MOVQ dstride+64(FP), R11
+	FIN4(Z0, Z6, Z12, Z18)
+	FIN4(Z1, Z7, Z13, Z19)
+	FIN4(Z2, Z8, Z14, Z20)
+	FIN4(Z3, Z9, Z15, Z21)
+	FIN4(Z4, Z10, Z16, Z22)
+	FIN4(Z5, Z11, Z17, Z23)
+	ADDQ $16, dst+56(FP)
+	JMP  znext
 
 zstore:
 	STOREACCZ
+
+znext:
 	ADDQ $1536, AX
 	LEAQ (SI)(R8*4), SI
 	DECQ CX
 	JNZ  zgrp
+	TESTQ BX, BX
+	JZ   zdone
 	MOVQ DX, R13
 	SHLQ $5, R13
 	ADDQ R13, rows+0(FP)
@@ -205,129 +301,6 @@ zstore:
 	ADDQ R13, DI
 	JMP  zblk
 
-ztail:
-	MOVQ  n+32(FP), R13
-	TESTQ $8, R13
-	JZ    zdone
-	MOVQ  $0xff, R13
-	KMOVW R13, K1
-	MOVQ  rows+0(FP), SI
-	MOVQ  acc+48(FP), AX
-	MOVQ  ng+16(FP), CX
-
-ztgrp:
-	LOADACCZ
-	PTRSZ
-	TAILZ
-	STOREACCZ
-	ADDQ $1536, AX
-	LEAQ (SI)(R8*4), SI
-	DECQ CX
-	JNZ  ztgrp
-
 zdone:
-	VZEROUPPER
-	RET
-
-// func f16FinStoreAVX512(acc *byte, np int, dst *float32, dstride, nt int)
-// For pairs p < np (np a multiple of nt; row group g, row r and token t
-// are p = nt·(rows·g + r) + t, i.e. rows are consecutive across groups):
-// out = HSUM8(lanes 0-7 + lanes 8-15 of acc[p]), stored at dst +
-// t·dstride + (p/nt)·4 bytes; acc is zeroed for the next token group. The
-// reduction is that of dotF16AVX2 (VADDPS chain1, chain0; HSUM8).
-TEXT ·f16FinStoreAVX512(SB), NOSPLIT, $0-40
-	MOVQ   acc+0(FP), AX
-	MOVQ   np+8(FP), CX
-	MOVQ   dst+16(FP), DI
-	MOVQ   dstride+24(FP), R9
-	VXORPS Y2, Y2, Y2
-
-zfsrow:
-	MOVQ nt+32(FP), R11
-	MOVQ DI, R12
-
-zfstok:
-	VMOVUPS      (AX), Y0
-	VADDPS       32(AX), Y0, Y0
-	VMOVUPS      Y2, (AX)
-	VMOVUPS      Y2, 32(AX)
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VPSHUFD      $1, X0, X1
-	VADDSS       X1, X0, X0
-	VMOVSS       X0, (R12)
-	ADDQ         $64, AX
-	ADDQ         R9, R12
-	DECQ         R11
-	SUBQ         $1, CX
-	JZ           zfsdone
-	TESTQ        R11, R11
-	JNZ          zfstok
-	ADDQ         $4, DI
-	JMP          zfsrow
-
-zfsdone:
-	VZEROUPPER
-	RET
-
-// func f16FinStore4x6AVX512(acc *byte, ng int, dst *float32, dstride int)
-// f16FinStoreAVX512 for ng ≥ 1 whole groups of four rows × six tokens,
-// four pairs (the rows of one token) at a time: the same additions on the
-// same operands in the same order as HSUM8(chain0 + chain1), run on
-// 128-bit lanes, one per row:
-//	s = chain0 + chain1           (lanes 0-7)
-//	t[i] = s[i] + s[i+4]          (i < 4)
-//	u[i] = t[i] + t[i+2]          (i < 2)
-//	out = u[0] + u[1]
-// then lanes 0, 4, 8, 12 (rows 0-3) are stored as one 16-byte vector at
-// dst + t·dstride + 16·g bytes; acc is zeroed for the next token group.
-TEXT ·f16FinStore4x6AVX512(SB), NOSPLIT, $0-32
-	MOVQ    acc+0(FP), AX
-	MOVQ    ng+8(FP), CX
-	MOVQ    dst+16(FP), DI
-	MOVQ    dstride+24(FP), R9
-	VPXORD  Z31, Z31, Z31
-	MOVQ    $0x1111, R13
-	KMOVW   R13, K2
-
-zf4group:
-	MOVQ AX, SI
-	MOVQ DI, R12
-	MOVQ $6, R11
-
-zf4tok:
-	VMOVUPS     0(SI), Z0      // row 0: chain 0 | chain 1
-	VMOVUPS     384(SI), Z1    // row 1
-	VMOVUPS     768(SI), Z2    // row 2
-	VMOVUPS     1152(SI), Z3   // row 3
-	VMOVUPS     Z31, 0(SI)
-	VMOVUPS     Z31, 384(SI)
-	VMOVUPS     Z31, 768(SI)
-	VMOVUPS     Z31, 1152(SI)
-	VSHUFF32X4  $0x44, Z1, Z0, Z4  // chain 0 of rows 0, 1
-	VSHUFF32X4  $0xEE, Z1, Z0, Z5  // chain 1 of rows 0, 1
-	VADDPS      Z5, Z4, Z4         // s of rows 0, 1
-	VSHUFF32X4  $0x44, Z3, Z2, Z6
-	VSHUFF32X4  $0xEE, Z3, Z2, Z7
-	VADDPS      Z7, Z6, Z6         // s of rows 2, 3
-	VSHUFF32X4  $0x88, Z6, Z4, Z8  // s[0:4] of rows 0-3
-	VSHUFF32X4  $0xDD, Z6, Z4, Z9  // s[4:8] of rows 0-3
-	VADDPS      Z9, Z8, Z8         // t
-	VPERMILPS   $0xEE, Z8, Z9      // t[2:4]
-	VADDPS      Z9, Z8, Z8         // u
-	VPERMILPS   $0x01, Z8, Z9      // u[1]
-	VADDPS      Z9, Z8, Z8         // out in lanes 0, 4, 8, 12
-	VCOMPRESSPS Z8, K2, Z10
-	VMOVUPS     X10, (R12)
-	ADDQ        $64, SI
-	ADDQ        R9, R12
-	DECQ        R11
-	JNZ         zf4tok
-	ADDQ        $1536, AX
-	ADDQ        $16, DI
-	DECQ        CX
-	JNZ         zf4group
 	VZEROUPPER
 	RET

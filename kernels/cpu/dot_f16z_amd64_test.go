@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
 	"oengine/model/gguf"
 )
@@ -97,43 +96,6 @@ func TestTileF16ZBitwiseEqualsDot(t *testing.T) {
 	}
 }
 
-// TestFinStore4x6: the vectorized reduction f16FinStore4x6AVX512 stores
-// bitwise what the pair-by-pair f16FinStoreAVX512 (HSUM8(chain0 +
-// chain1), as dotF16AVX2) stores, at the same places, and zeroes acc.
-func TestFinStore4x6(t *testing.T) {
-	if !hasAVX512F16 {
-		t.Skip("no AVX-512 F16 tile on this CPU")
-	}
-	rng := rand.New(rand.NewPCG(79, 80))
-	const dstride = 37 // floats between tokens
-	for ng := 1; ng <= f16zMaxGroups; ng++ {
-		for it := range 50 {
-			var a, b [f16zMaxGroups * f16zAccBytes / 4]float32
-			for i := range a[:ng*f16zAccBytes/4] {
-				v := float32(rng.NormFloat64()) * float32(math.Exp2(float64(rng.IntN(40)-20)))
-				if it%10 == 9 && rng.IntN(50) == 0 {
-					v = float32(math.Inf(1 - 2*rng.IntN(2)))
-				}
-				a[i], b[i] = v, v
-			}
-			got := make([]float32, 6*dstride)
-			want := make([]float32, 6*dstride)
-			f16FinStore4x6AVX512((*byte)(unsafe.Pointer(&a[0])), ng, &got[0], 4*dstride)
-			f16FinStoreAVX512((*byte)(unsafe.Pointer(&b[0])), ng*24, &want[0], 4*dstride, 6)
-			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("ng %d: token %d row %d: %g, want %g", ng, i/dstride, i%dstride, got[i], want[i])
-				}
-			}
-			for i, v := range a {
-				if v != 0 || math.Float32bits(b[i]) != 0 {
-					t.Fatalf("ng %d: acc[%d] not zeroed", ng, i)
-				}
-			}
-		}
-	}
-}
-
 // TestMatMulF16ZOnOff: MatMul of F16 weights gives bitwise the same result
 // with the AVX-512 tile, the AVX2 tile and no tile, across thread counts.
 func TestMatMulF16ZOnOff(t *testing.T) {
@@ -205,8 +167,7 @@ func BenchmarkF16ZTile(b *testing.B) {
 		var acc [f16zAccBytes]byte
 		var out [24]float32
 		best := bestOf(b, func() {
-			f16Tile4x6AVX512(&w.Data[0], rb, 1, &x[0], cols, 4*cols, &acc[0])
-			f16FinStore4x6AVX512(&acc[0], 1, &out[0], 4*4)
+			f16Tile4x6AVX512(&w.Data[0], rb, 1, &x[0], cols, 4*cols, &acc[0], &out[0], 4*4)
 			sink += out[0]
 		})
 		b.ReportMetric(float64(2*24*cols)/best, "GFLOP/s")
