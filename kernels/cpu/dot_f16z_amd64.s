@@ -16,8 +16,8 @@
 //
 // Per 16 elements and 24 FMAs: 4 conversions + 6 activation loads; all 32
 // zmm registers are used (Z0-Z23 accumulators, Z24-Z27 rows, Z28-Z31
-// tokens). As in dot_f16tile_amd64.s the block loop (32 steps, 512
-// elements: 12 KiB of activations that stay in L1) is outside the group
+// tokens). As in dot_f16tile_amd64.s the block loop (64 steps, 1024
+// elements: 24 KiB of activations that stay in L1) is outside the group
 // loop and the accumulators live in acc between blocks (the first block
 // starts from zero, the last one stores the results); the step loop is
 // unrolled twice.
@@ -203,7 +203,7 @@
 // multiple of 8 (n ≥ 8): the result of row r of group g and token t,
 // bitwise dotF16AVX2, is stored at dst + t·dstride + 4·(4g + r) bytes.
 // acc (1536 bytes per group, pair p = 6·row + token at acc + 64·p) holds
-// the accumulators between blocks of 512 elements; it needs no zeroing.
+// the accumulators between blocks of 1024 elements; it needs no zeroing.
 // Arguments: rows+0, rb+8, ng+16, x+24, n+32, xstride+40, acc+48, dst+56,
 // dstride+64; rows+0(FP) is reused as the current block's start in the
 // rows and dst+56(FP) as the current group's results.
@@ -220,9 +220,9 @@ TEXT ·f16Tile4x6AVX512(SB), NOSPLIT, $0-72
 
 zblk:
 	MOVQ BX, DX
-	CMPQ DX, $32
+	CMPQ DX, $64
 	JLE  zgo
-	MOVQ $32, DX
+	MOVQ $64, DX
 
 zgo:
 	SUBQ DX, BX // BX == 0: last pass (with the tail)
