@@ -22,7 +22,8 @@ const (
 	f16zMaxGroups = 4
 )
 
-// hasAVX512F16 reports whether the CPU (and OS) run f16Tile4x6AVX512.
+// hasAVX512F16 reports whether the CPU (and OS) run f16Tile4x6AVX512
+// (AVX-512 F; VL for the VEX-style Y16-Y31 loads of the tail).
 var hasAVX512F16 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
 
 // f16zOn switches the AVX-512 tile (tests and benchmarks compare it with
@@ -35,8 +36,9 @@ var f16zOn = hasAVX512F16
 // AVX-512, fewer than four rows or six tokens, rows whose length is not a
 // multiple of 8, or a tile shape sh other than six tokens, which tests
 // and benchmarks select; the caller checked the weight type). It takes
-// over the 2×6 shape's token groups, so callers see the same tokens done. Rows left over from
-// the row groups use the four-token and one-token kernels.
+// over the 2×6 shape's token groups, so callers see the same tokens done.
+// Rows left over from the row groups use the four-token and one-token
+// kernels.
 func (p *Pool) tileF16Z(op *opPlan, sh f16Shape, r0, r1, t0, t1 int) (int, bool) {
 	w, x := op.w, p.scratch.x
 	cols := w.Cols
@@ -48,7 +50,7 @@ func (p *Pool) tileF16Z(op *opPlan, sh f16Shape, r0, r1, t0, t1 int) (int, bool)
 	_ = w.Data[r1*rb-1]
 	_ = x[t1*cols-1]
 	_ = dst[(t1-1)*w.Rows+r1-1]
-	// Accumulators between 512-element blocks, 64-byte aligned (no zmm
+	// Accumulators between 1024-element blocks, 64-byte aligned (no zmm
 	// store split over two cache lines).
 	var accBuf [f16zMaxGroups*f16zAccBytes + 64]byte
 	nr := (r1 - r0) / f16zRows * f16zRows // rows in whole groups
