@@ -65,6 +65,9 @@ func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int {
 	if w.Type != gguf.TypeF16 || !hasAVX2 || !f16TileOn || cols%8 != 0 || r1-r0 < sh.rows || t1-t0 < sh.toks {
 		return t0
 	}
+	if i, ok := p.tileF16Z(op, sh, r0, r1, t0, t1); ok {
+		return i // AVX-512 4×6 tile (dot_f16z_amd64.go)
+	}
 	rb, dst := w.rowBytes(), op.dst
 	// Bounds for the assembly: rows < r1, tokens < t1, elements < cols.
 	_ = w.Data[r1*rb-1]
