@@ -1,0 +1,251 @@
+// AVX-512 (BW, VL, VNNI) four-token K-quant kernels. Same contract as the
+// AVX2 four-token kernels of dot_x4k_amd64.s: per token, bit for bit the
+// one-token kernel of dot_k_amd64.s. Only the exact integer work is
+// regrouped (two sub-blocks per zmm, VPDPWSSD for the scale products); the
+// float32 ops per (row, token) are the same ops in the same order, two or
+// four tokens side by side in one zmm (lane-wise ops do not mix lanes).
+//
+// Registers: token t's q8 at DI + t*R8 (R9 = 3*R8), d at DX + t*R10
+// (R11 = 2*R10, R13 = 3*R10), bsums at R12 + 8*t*R10.
+
+#include "textflag.h"
+
+DATA kzsc0<>+0(SB)/8, $0x0000000000000000
+DATA kzsc0<>+8(SB)/8, $0x0000000000000000
+DATA kzsc0<>+16(SB)/8, $0x0000000000000000
+DATA kzsc0<>+24(SB)/8, $0x0000000000000000
+DATA kzsc0<>+32(SB)/8, $0x0001000100010001
+DATA kzsc0<>+40(SB)/8, $0x0001000100010001
+DATA kzsc0<>+48(SB)/8, $0x0001000100010001
+DATA kzsc0<>+56(SB)/8, $0x0001000100010001
+GLOBL kzsc0<>(SB), RODATA|NOPTR, $64
+
+DATA kzsc1<>+0(SB)/8, $0x0002000200020002
+DATA kzsc1<>+8(SB)/8, $0x0002000200020002
+DATA kzsc1<>+16(SB)/8, $0x0002000200020002
+DATA kzsc1<>+24(SB)/8, $0x0002000200020002
+DATA kzsc1<>+32(SB)/8, $0x0003000300030003
+DATA kzsc1<>+40(SB)/8, $0x0003000300030003
+DATA kzsc1<>+48(SB)/8, $0x0003000300030003
+DATA kzsc1<>+56(SB)/8, $0x0003000300030003
+GLOBL kzsc1<>(SB), RODATA|NOPTR, $64
+
+DATA kzsc2<>+0(SB)/8, $0x0004000400040004
+DATA kzsc2<>+8(SB)/8, $0x0004000400040004
+DATA kzsc2<>+16(SB)/8, $0x0004000400040004
+DATA kzsc2<>+24(SB)/8, $0x0004000400040004
+DATA kzsc2<>+32(SB)/8, $0x0005000500050005
+DATA kzsc2<>+40(SB)/8, $0x0005000500050005
+DATA kzsc2<>+48(SB)/8, $0x0005000500050005
+DATA kzsc2<>+56(SB)/8, $0x0005000500050005
+GLOBL kzsc2<>(SB), RODATA|NOPTR, $64
+
+DATA kzsc3<>+0(SB)/8, $0x0006000600060006
+DATA kzsc3<>+8(SB)/8, $0x0006000600060006
+DATA kzsc3<>+16(SB)/8, $0x0006000600060006
+DATA kzsc3<>+24(SB)/8, $0x0006000600060006
+DATA kzsc3<>+32(SB)/8, $0x0007000700070007
+DATA kzsc3<>+40(SB)/8, $0x0007000700070007
+DATA kzsc3<>+48(SB)/8, $0x0007000700070007
+DATA kzsc3<>+56(SB)/8, $0x0007000700070007
+GLOBL kzsc3<>(SB), RODATA|NOPTR, $64
+
+DATA kzmdup<>+0(SB)/8, $0x0001000100000000
+DATA kzmdup<>+8(SB)/8, $0x0003000300020002
+DATA kzmdup<>+16(SB)/8, $0x0005000500040004
+DATA kzmdup<>+24(SB)/8, $0x0007000700060006
+DATA kzmdup<>+32(SB)/8, $0x0001000100000000
+DATA kzmdup<>+40(SB)/8, $0x0003000300020002
+DATA kzmdup<>+48(SB)/8, $0x0005000500040004
+DATA kzmdup<>+56(SB)/8, $0x0007000700060006
+GLOBL kzmdup<>(SB), RODATA|NOPTR, $64
+
+DATA kzeven<>+0(SB)/8, $0x0000000200000000
+DATA kzeven<>+8(SB)/8, $0x0000000600000004
+DATA kzeven<>+16(SB)/8, $0x0000000a00000008
+DATA kzeven<>+24(SB)/8, $0x0000000e0000000c
+DATA kzeven<>+32(SB)/8, $0x0000001200000010
+DATA kzeven<>+40(SB)/8, $0x0000001600000014
+DATA kzeven<>+48(SB)/8, $0x0000001a00000018
+DATA kzeven<>+56(SB)/8, $0x0000001e0000001c
+GLOBL kzeven<>(SB), RODATA|NOPTR, $64
+
+#define HSUM8(Y, X, T) \
+	VEXTRACTF128 $1, Y, T; \
+	VADDPS       T, X, X; \
+	VMOVHLPS     X, X, T; \
+	VADDPS       T, X, X; \
+	VPSHUFD      $1, X, T; \
+	VADDSS       T, X, X
+
+// KZSTORE: out[o] = hsum8(main accumulator in Y0) - hsum8(min lanes in X7,
+// upper lanes zero), as KSTORE of dot_x4k_amd64.s.
+#define KZSTORE(o) \
+	HSUM8(Y0, X0, X1); \
+	HSUM8(Y7, X7, X1); \
+	VSUBSS X7, X0, X0; \
+	VMOVSS X0, o(AX)
+
+// Q4KZTOK: token S += scale · maddubs(q, y) for one pair of sub-blocks.
+#define Q4KZTOK(m, SC, S) \
+	VPMADDUBSW m, Z4, Z5; \
+	VPDPWSSD   SC, Z5, S
+
+// Q4KZPAIR: sub-blocks 2p (low nibbles, lower 256 bits) and 2p+1 (high
+// nibbles, upper 256 bits) of the 32 quant bytes at qoff(SI).
+#define Q4KZPAIR(qoff, yoff, SC) \
+	VBROADCASTI64X4 qoff(SI), Z4; \
+	VPSRLW          $4, Z4, K5, Z4; \
+	VPANDD          Z31, Z4, Z4; \
+	Q4KZTOK(yoff(DI), SC, Z0); \
+	Q4KZTOK(yoff(DI)(R8*1), SC, Z1); \
+	Q4KZTOK(yoff(DI)(R8*2), SC, Z2); \
+	Q4KZTOK(yoff(DI)(R9*1), SC, Z3)
+
+// func dotQ4_Kx4AVX512(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
+TEXT ·dotQ4_Kx4AVX512(SB), NOSPLIT, $0-64
+	MOVQ row+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ bsums+24(FP), R12
+	MOVQ nb+32(FP), CX
+	MOVQ qstride+40(FP), R8
+	MOVQ dstride+48(FP), R10
+	LEAQ (R8)(R8*2), R9
+	LEAQ (R10)(R10*1), R11
+	LEAQ (R10)(R10*2), R13
+
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVL         $0xff00, AX
+	KMOVW        AX, K1
+	MOVL         $0x00f0, AX
+	KMOVW        AX, K2
+	MOVL         $0x0f00, AX
+	KMOVW        AX, K3
+	MOVL         $0xf000, AX
+	KMOVW        AX, K4
+	MOVL         $0xffff0000, AX
+	KMOVD        AX, K5
+	VMOVDQU64    kzsc0<>(SB), Z20
+	VMOVDQU64    kzsc1<>(SB), Z21
+	VMOVDQU64    kzsc2<>(SB), Z22
+	VMOVDQU64    kzsc3<>(SB), Z23
+	VMOVDQU64    kzmdup<>(SB), Z24
+	VMOVDQU64    kzeven<>(SB), Z25
+	VPXORD       Z26, Z26, Z26
+	VPXORD       Z27, Z27, Z27
+	VPXORD       Z28, Z28, Z28
+	TESTQ        CX, CX
+	JLE          q4kzdone
+
+q4kzloop:
+	// scales -> X14 words, mins -> X12 words (as K4SCALES, dot_x4k_amd64.s).
+	MOVL      4(SI), AX
+	ANDL      $0x3f3f3f3f, AX
+	VMOVD     AX, X14
+	MOVL      4(SI), AX
+	SHRL      $6, AX
+	ANDL      $0x03030303, AX
+	SHLL      $4, AX
+	MOVL      12(SI), BX
+	ANDL      $0x0f0f0f0f, BX
+	ORL       BX, AX
+	VPINSRD   $1, AX, X14, X14
+	MOVL      8(SI), AX
+	ANDL      $0x3f3f3f3f, AX
+	VMOVD     AX, X12
+	MOVL      8(SI), AX
+	SHRL      $6, AX
+	ANDL      $0x03030303, AX
+	SHLL      $4, AX
+	MOVL      12(SI), BX
+	SHRL      $4, BX
+	ANDL      $0x0f0f0f0f, BX
+	ORL       BX, AX
+	VPINSRD   $1, AX, X12, X12
+	VPMOVZXBW X14, X14
+	VPMOVZXBW X12, X12
+	VPERMW    Z14, Z20, Z6
+	VPERMW    Z14, Z21, Z7
+	VPERMW    Z14, Z22, Z8
+	VPERMW    Z14, Z23, Z9
+	VPERMW    Z12, Z24, Z13
+
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	Q4KZPAIR(16, 0, Z6)
+	Q4KZPAIR(48, 64, Z7)
+	Q4KZPAIR(80, 128, Z8)
+	Q4KZPAIR(112, 192, Z9)
+
+	// d, dmin (16 lanes each); dy per token: Z17 = [dy0 x8, dy1 x8],
+	// Z18 = [dy2 x8, dy3 x8], Z19 = [dy0 x4, dy1 x4, dy2 x4, dy3 x4].
+	VPBROADCASTW (SI), Y10
+	VCVTPH2PS    Y10, Z10
+	VPBROADCASTW 2(SI), Y11
+	VCVTPH2PS    Y11, Z11
+	VBROADCASTSS (DX), Z17
+	VBROADCASTSS (DX)(R10*1), K1, Z17
+	VBROADCASTSS (DX)(R10*2), Z18
+	VBROADCASTSS (DX)(R13*1), K1, Z18
+	VBROADCASTSS (DX), Z19
+	VBROADCASTSS (DX)(R10*1), K2, Z19
+	VBROADCASTSS (DX)(R10*2), K3, Z19
+	VBROADCASTSS (DX)(R13*1), K4, Z19
+	VMULPS       Z10, Z17, Z17
+	VMULPS       Z10, Z18, Z18
+	VMULPS       Z11, Z19, Z19
+
+	// mins: lane (t, j) = m[2j]·(b[4j]+b[4j+1]) + m[2j+1]·(b[4j+2]+b[4j+3]).
+	VMOVDQU      (R12), Y14
+	VINSERTI64X4 $1, (R12)(R10*8), Z14, Z14
+	VMOVDQU      (R12)(R11*8), Y15
+	VINSERTI64X4 $1, (R12)(R13*8), Z15, Z15
+	VPMADDWD     Z13, Z14, Z14
+	VPMADDWD     Z13, Z15, Z15
+	VPSRLQ       $32, Z14, Z16
+	VPADDD       Z16, Z14, Z14
+	VPSRLQ       $32, Z15, Z16
+	VPADDD       Z16, Z15, Z15
+	VPERMT2D     Z15, Z25, Z14
+	VCVTDQ2PS    Z14, Z14
+	VFMADD231PS  Z14, Z19, Z28
+
+	// main: S[j] = lower[j] + upper[j] per token, tokens paired in a zmm.
+	VSHUFI64X2  $0x44, Z1, Z0, Z14
+	VSHUFI64X2  $0xee, Z1, Z0, Z15
+	VPADDD      Z15, Z14, Z14
+	VCVTDQ2PS   Z14, Z14
+	VFMADD231PS Z14, Z17, Z26
+	VSHUFI64X2  $0x44, Z3, Z2, Z14
+	VSHUFI64X2  $0xee, Z3, Z2, Z15
+	VPADDD      Z15, Z14, Z14
+	VCVTDQ2PS   Z14, Z14
+	VFMADD231PS Z14, Z18, Z27
+
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R12
+	DECQ CX
+	JNZ  q4kzloop
+
+q4kzdone:
+	MOVQ          out+56(FP), AX
+	VMOVAPS       Y26, Y0
+	VEXTRACTF32X4 $0, Z28, X7
+	KZSTORE(0)
+	VEXTRACTF64X4 $1, Z26, Y0
+	VEXTRACTF32X4 $1, Z28, X7
+	KZSTORE(4)
+	VMOVAPS       Y27, Y0
+	VEXTRACTF32X4 $2, Z28, X7
+	KZSTORE(8)
+	VEXTRACTF64X4 $1, Z27, Y0
+	VEXTRACTF32X4 $3, Z28, X7
+	KZSTORE(12)
+	VZEROUPPER
+	RET
