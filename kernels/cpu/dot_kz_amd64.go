@@ -15,6 +15,9 @@ var hasAVX512KZ = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
 	cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 
 //go:noescape
+func dotQ6_Kx4AVX512(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
+
+//go:noescape
 func dotQ4_Kx4AVX512(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
 
 // kzKernels4 are the AVX-512 four-token kernels, installed over the AVX2 ones.
@@ -26,6 +29,15 @@ var kzKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float32{
 		_ = a.d[4*nb-1]
 		_ = a.bsums[4*16*nb-1]
 		dotQ4_Kx4AVX512(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
+		return out
+	},
+	gguf.TypeQ6_K: func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qkK
+		_ = row[210*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		_ = a.bsums[4*16*nb-1]
+		dotQ6_Kx4AVX512(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
 		return out
 	},
 }

@@ -249,3 +249,166 @@ q4kzdone:
 	KZSTORE(12)
 	VZEROUPPER
 	RET
+DATA kz6sc0<>+0(SB)/8, $0x0000000000000000
+DATA kz6sc0<>+8(SB)/8, $0x0000000000000000
+DATA kz6sc0<>+16(SB)/8, $0x0001000100010001
+DATA kz6sc0<>+24(SB)/8, $0x0001000100010001
+DATA kz6sc0<>+32(SB)/8, $0x0002000200020002
+DATA kz6sc0<>+40(SB)/8, $0x0002000200020002
+DATA kz6sc0<>+48(SB)/8, $0x0003000300030003
+DATA kz6sc0<>+56(SB)/8, $0x0003000300030003
+GLOBL kz6sc0<>(SB), RODATA|NOPTR, $64
+
+DATA kz6sc1<>+0(SB)/8, $0x0004000400040004
+DATA kz6sc1<>+8(SB)/8, $0x0004000400040004
+DATA kz6sc1<>+16(SB)/8, $0x0005000500050005
+DATA kz6sc1<>+24(SB)/8, $0x0005000500050005
+DATA kz6sc1<>+32(SB)/8, $0x0006000600060006
+DATA kz6sc1<>+40(SB)/8, $0x0006000600060006
+DATA kz6sc1<>+48(SB)/8, $0x0007000700070007
+DATA kz6sc1<>+56(SB)/8, $0x0007000700070007
+GLOBL kz6sc1<>(SB), RODATA|NOPTR, $64
+
+DATA kz6sc2<>+0(SB)/8, $0x0008000800080008
+DATA kz6sc2<>+8(SB)/8, $0x0008000800080008
+DATA kz6sc2<>+16(SB)/8, $0x0009000900090009
+DATA kz6sc2<>+24(SB)/8, $0x0009000900090009
+DATA kz6sc2<>+32(SB)/8, $0x000a000a000a000a
+DATA kz6sc2<>+40(SB)/8, $0x000a000a000a000a
+DATA kz6sc2<>+48(SB)/8, $0x000b000b000b000b
+DATA kz6sc2<>+56(SB)/8, $0x000b000b000b000b
+GLOBL kz6sc2<>(SB), RODATA|NOPTR, $64
+
+DATA kz6sc3<>+0(SB)/8, $0x000c000c000c000c
+DATA kz6sc3<>+8(SB)/8, $0x000c000c000c000c
+DATA kz6sc3<>+16(SB)/8, $0x000d000d000d000d
+DATA kz6sc3<>+24(SB)/8, $0x000d000d000d000d
+DATA kz6sc3<>+32(SB)/8, $0x000e000e000e000e
+DATA kz6sc3<>+40(SB)/8, $0x000e000e000e000e
+DATA kz6sc3<>+48(SB)/8, $0x000f000f000f000f
+DATA kz6sc3<>+56(SB)/8, $0x000f000f000f000f
+GLOBL kz6sc3<>(SB), RODATA|NOPTR, $64
+
+// Q6KZTOK: token S += scale · maddubs(q, y) for one pair of 32-element groups.
+#define Q6KZTOK(m, SC, S) \
+	VPMADDUBSW m, Z4, Z5; \
+	VPDPWSSD   SC, Z5, S
+
+#define Q6KZTOK4(yoff, SC) \
+	Q6KZTOK(yoff(DI), SC, Z0); \
+	Q6KZTOK(yoff(DI)(R8*1), SC, Z1); \
+	Q6KZTOK(yoff(DI)(R8*2), SC, Z2); \
+	Q6KZTOK(yoff(DI)(R9*1), SC, Z3)
+
+// Q6KZHALF: one 128-element half (groups 0..3 of ql at qloff, qh at qhoff),
+// groups 0,1 then 2,3, two groups per zmm (scales SCA, SCB).
+#define Q6KZHALF(qloff, qhoff, yoff, SCA, SCB) \
+	VMOVDQU64       qloff(SI), Z10; \
+	VBROADCASTI64X4 qhoff(SI), Z11; \
+	VPSRLW          $2, Z11, K5, Z11; \
+	VPANDD          Z31, Z10, Z4; \
+	VPANDD          Z30, Z11, Z5; \
+	VPSLLW          $4, Z5, Z5; \
+	VPORD           Z5, Z4, Z4; \
+	Q6KZTOK4(yoff, SCA); \
+	VPSRLW          $4, Z10, Z4; \
+	VPANDD          Z31, Z4, Z4; \
+	VPSRLW          $4, Z11, Z5; \
+	VPANDD          Z30, Z5, Z5; \
+	VPSLLW          $4, Z5, Z5; \
+	VPORD           Z5, Z4, Z4; \
+	Q6KZTOK4(yoff+64, SCB)
+
+// Q6KZFOLD: two tokens' S (SA, SB: lower + upper 256 bits) minus 32 ·
+// Σ sc·bsum (bsums at ma, mb), converted and accumulated into ACC.
+#define Q6KZFOLD(SA, SB, ma, mb, MUL, ACC) \
+	VMOVDQU      ma, Y12; \
+	VINSERTI64X4 $1, mb, Z12, Z12; \
+	VPMADDWD     Z14, Z12, Z12; \
+	VPSLLD       $5, Z12, Z12; \
+	VSHUFI64X2   $0x44, SB, SA, Z15; \
+	VSHUFI64X2   $0xee, SB, SA, Z16; \
+	VPADDD       Z16, Z15, Z15; \
+	VPSUBD       Z12, Z15, Z15; \
+	VCVTDQ2PS    Z15, Z15; \
+	VFMADD231PS  Z15, MUL, ACC
+
+// func dotQ6_Kx4AVX512(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
+TEXT ·dotQ6_Kx4AVX512(SB), NOSPLIT, $0-64
+	MOVQ row+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ bsums+24(FP), R12
+	MOVQ nb+32(FP), CX
+	MOVQ qstride+40(FP), R8
+	MOVQ dstride+48(FP), R10
+	LEAQ (R8)(R8*2), R9
+	LEAQ (R10)(R10*1), R11
+	LEAQ (R10)(R10*2), R13
+
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z30
+	MOVL         $0xff00, AX
+	KMOVW        AX, K1
+	MOVL         $0xffff0000, AX
+	KMOVD        AX, K5
+	VMOVDQU64    kz6sc0<>(SB), Z20
+	VMOVDQU64    kz6sc1<>(SB), Z21
+	VMOVDQU64    kz6sc2<>(SB), Z22
+	VMOVDQU64    kz6sc3<>(SB), Z23
+	VPXORD       Z26, Z26, Z26
+	VPXORD       Z27, Z27, Z27
+	TESTQ        CX, CX
+	JLE          q6kzdone
+
+q6kzloop:
+	VPMOVSXBW    192(SI), Y14
+	VINSERTI64X4 $1, Y14, Z14, Z14
+	VPERMW       Z14, Z20, Z6
+	VPERMW       Z14, Z21, Z7
+	VPERMW       Z14, Z22, Z8
+	VPERMW       Z14, Z23, Z9
+
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	Q6KZHALF(0, 128, 0, Z6, Z7)
+	Q6KZHALF(64, 160, 128, Z8, Z9)
+
+	VPBROADCASTW 208(SI), Y10
+	VCVTPH2PS    Y10, Z10
+	VBROADCASTSS (DX), Z17
+	VBROADCASTSS (DX)(R10*1), K1, Z17
+	VBROADCASTSS (DX)(R10*2), Z18
+	VBROADCASTSS (DX)(R13*1), K1, Z18
+	VMULPS       Z10, Z17, Z17
+	VMULPS       Z10, Z18, Z18
+	Q6KZFOLD(Z0, Z1, (R12), (R12)(R10*8), Z17, Z26)
+	Q6KZFOLD(Z2, Z3, (R12)(R11*8), (R12)(R13*8), Z18, Z27)
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R12
+	DECQ CX
+	JNZ  q6kzloop
+
+q6kzdone:
+	MOVQ          out+56(FP), AX
+	VMOVAPS       Y26, Y0
+	VXORPS        X7, X7, X7
+	KZSTORE(0)
+	VEXTRACTF64X4 $1, Z26, Y0
+	VXORPS        X7, X7, X7
+	KZSTORE(4)
+	VMOVAPS       Y27, Y0
+	VXORPS        X7, X7, X7
+	KZSTORE(8)
+	VEXTRACTF64X4 $1, Z27, Y0
+	VXORPS        X7, X7, X7
+	KZSTORE(12)
+	VZEROUPPER
+	RET

@@ -102,6 +102,7 @@ func TestKZMatchesAVX2(t *testing.T) {
 		one      k1fun
 	}{
 		{gguf.TypeQ4_K, 144, dotQ4_Kx4AVX512, dotQ4_Kx4AVX2, dotQ4_KAVX2},
+		{gguf.TypeQ6_K, 210, dotQ6_Kx4AVX512, dotQ6_Kx4AVX2, dotQ6_KAVX2},
 	}
 	rng := rand.New(rand.NewPCG(71, 72))
 	for _, c := range cases {
