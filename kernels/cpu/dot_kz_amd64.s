@@ -70,6 +70,36 @@ DATA kzeven<>+48(SB)/8, $0x0000001a00000018
 DATA kzeven<>+56(SB)/8, $0x0000001e0000001c
 GLOBL kzeven<>(SB), RODATA|NOPTR, $64
 
+DATA kzdy01<>+0(SB)/8, $0x0000000000000000
+DATA kzdy01<>+8(SB)/8, $0x0000000000000000
+DATA kzdy01<>+16(SB)/8, $0x0000000000000000
+DATA kzdy01<>+24(SB)/8, $0x0000000000000000
+DATA kzdy01<>+32(SB)/8, $0x0000000100000001
+DATA kzdy01<>+40(SB)/8, $0x0000000100000001
+DATA kzdy01<>+48(SB)/8, $0x0000000100000001
+DATA kzdy01<>+56(SB)/8, $0x0000000100000001
+GLOBL kzdy01<>(SB), RODATA|NOPTR, $64
+
+DATA kzdy23<>+0(SB)/8, $0x0000000200000002
+DATA kzdy23<>+8(SB)/8, $0x0000000200000002
+DATA kzdy23<>+16(SB)/8, $0x0000000200000002
+DATA kzdy23<>+24(SB)/8, $0x0000000200000002
+DATA kzdy23<>+32(SB)/8, $0x0000000300000003
+DATA kzdy23<>+40(SB)/8, $0x0000000300000003
+DATA kzdy23<>+48(SB)/8, $0x0000000300000003
+DATA kzdy23<>+56(SB)/8, $0x0000000300000003
+GLOBL kzdy23<>(SB), RODATA|NOPTR, $64
+
+DATA kzdym<>+0(SB)/8, $0x0000000000000000
+DATA kzdym<>+8(SB)/8, $0x0000000000000000
+DATA kzdym<>+16(SB)/8, $0x0000000100000001
+DATA kzdym<>+24(SB)/8, $0x0000000100000001
+DATA kzdym<>+32(SB)/8, $0x0000000200000002
+DATA kzdym<>+40(SB)/8, $0x0000000200000002
+DATA kzdym<>+48(SB)/8, $0x0000000300000003
+DATA kzdym<>+56(SB)/8, $0x0000000300000003
+GLOBL kzdym<>(SB), RODATA|NOPTR, $64
+
 #define HSUM8(Y, X, T) \
 	VEXTRACTF128 $1, Y, T; \
 	VADDPS       T, X, X; \
@@ -78,13 +108,50 @@ GLOBL kzeven<>(SB), RODATA|NOPTR, $64
 	VPSHUFD      $1, X, T; \
 	VADDSS       T, X, X
 
-// KZSTORE: out[o] = hsum8(main accumulator in Y0) - hsum8(min lanes in X7,
+// KZSTORE: m = hsum8(main accumulator in Y0) - hsum8(min lanes in X7,
 // upper lanes zero), as KSTORE of dot_x4k_amd64.s.
-#define KZSTORE(o) \
+#define KZSTORE(m) \
 	HSUM8(Y0, X0, X1); \
 	HSUM8(Y7, X7, X1); \
 	VSUBSS X7, X0, X0; \
-	VMOVSS X0, o(AX)
+	VMOVSS X0, m
+
+// KZROWS: row loop prologue. Frame: 0(SP) rows left, 8(SP) out pointer.
+// Each row starts from the first token data again; SI runs on (the rows
+// are contiguous, rb = block bytes · nb).
+#define KZROWS(done) \
+	MOVQ  rows+0(FP), SI; \
+	MOVQ  nrows+8(FP), AX; \
+	MOVQ  AX, 0(SP); \
+	MOVQ  out+64(FP), AX; \
+	MOVQ  AX, 8(SP); \
+	MOVQ  qstride+48(FP), R8; \
+	MOVQ  dstride+56(FP), R10; \
+	LEAQ  (R8)(R8*2), R9; \
+	LEAQ  (R10)(R10*1), R11; \
+	LEAQ  (R10)(R10*2), R13; \
+	CMPQ  0(SP), $0; \
+	JLE   done
+
+// KZROW: per-row start: token pointers back to the first super-block.
+#define KZROW \
+	MOVQ qs+16(FP), DI; \
+	MOVQ d+24(FP), DX; \
+	MOVQ bsums+32(FP), R12; \
+	MOVQ nb+40(FP), CX
+
+// KZOUT: AX = out pointer, BX = token stride in bytes; R12 = 3·BX.
+#define KZOUT \
+	MOVQ 8(SP), AX; \
+	MOVQ ostride+72(FP), BX; \
+	SHLQ $2, BX; \
+	LEAQ (BX)(BX*2), R12
+
+// KZNEXT: next row (out += 4 bytes), loop to top while rows are left.
+#define KZNEXT(top) \
+	ADDQ $4, 8(SP); \
+	DECQ 0(SP); \
+	JNZ  top
 
 // Q4KZTOK: token S += scale · maddubs(q, y) for one pair of sub-blocks.
 #define Q4KZTOK(m, SC, S) \
@@ -102,19 +169,9 @@ GLOBL kzeven<>(SB), RODATA|NOPTR, $64
 	Q4KZTOK(yoff(DI)(R8*2), SC, Z2); \
 	Q4KZTOK(yoff(DI)(R9*1), SC, Z3)
 
-// func dotQ4_Kx4AVX512(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
-TEXT ·dotQ4_Kx4AVX512(SB), NOSPLIT, $0-64
-	MOVQ row+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ bsums+24(FP), R12
-	MOVQ nb+32(FP), CX
-	MOVQ qstride+40(FP), R8
-	MOVQ dstride+48(FP), R10
-	LEAQ (R8)(R8*2), R9
-	LEAQ (R10)(R10*1), R11
-	LEAQ (R10)(R10*2), R13
-
+// func dotQ4_KRowsx4AVX512(rows *byte, nrows int, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32, ostride int)
+TEXT ·dotQ4_KRowsx4AVX512(SB), NOSPLIT, $16-80
+	KZROWS(q4kzend)
 	MOVL         $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z31
 	MOVL         $0xff00, AX
@@ -133,11 +190,16 @@ TEXT ·dotQ4_Kx4AVX512(SB), NOSPLIT, $0-64
 	VMOVDQU64    kzsc3<>(SB), Z23
 	VMOVDQU64    kzmdup<>(SB), Z24
 	VMOVDQU64    kzeven<>(SB), Z25
-	VPXORD       Z26, Z26, Z26
-	VPXORD       Z27, Z27, Z27
-	VPXORD       Z28, Z28, Z28
-	TESTQ        CX, CX
-	JLE          q4kzdone
+	VMOVDQU64    kzdy01<>(SB), Z29
+	VMOVDQU64    kzdy23<>(SB), Z30
+
+q4kzrow:
+	KZROW
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	TESTQ  CX, CX
+	JLE    q4kzdone
 
 q4kzloop:
 	// scales -> X14 words, mins -> X12 words (as K4SCALES, dot_x4k_amd64.s).
@@ -187,14 +249,15 @@ q4kzloop:
 	VCVTPH2PS    Y10, Z10
 	VPBROADCASTW 2(SI), Y11
 	VCVTPH2PS    Y11, Z11
-	VBROADCASTSS (DX), Z17
-	VBROADCASTSS (DX)(R10*1), K1, Z17
-	VBROADCASTSS (DX)(R10*2), Z18
-	VBROADCASTSS (DX)(R13*1), K1, Z18
-	VBROADCASTSS (DX), Z19
-	VBROADCASTSS (DX)(R10*1), K2, Z19
-	VBROADCASTSS (DX)(R10*2), K3, Z19
-	VBROADCASTSS (DX)(R13*1), K4, Z19
+	VMOVDQU64    kzdym<>(SB), Z5
+	VMOVSS       (DX), X19
+	VINSERTPS    $0x10, (DX)(R10*1), X19, X19
+	VINSERTPS    $0x20, (DX)(R10*2), X19, X19
+	VINSERTPS    $0x30, (DX)(R13*1), X19, X19
+	VPERMPS      Z19, Z29, Z17
+	VPERMPS      Z19, Z30, Z18
+	VPERMPS      Z19, Z5, Z19
+
 	VMULPS       Z10, Z17, Z17
 	VMULPS       Z10, Z18, Z18
 	VMULPS       Z11, Z19, Z19
@@ -234,19 +297,22 @@ q4kzloop:
 	JNZ  q4kzloop
 
 q4kzdone:
-	MOVQ          out+56(FP), AX
+	KZOUT
 	VMOVAPS       Y26, Y0
 	VEXTRACTF32X4 $0, Z28, X7
-	KZSTORE(0)
+	KZSTORE((AX))
 	VEXTRACTF64X4 $1, Z26, Y0
 	VEXTRACTF32X4 $1, Z28, X7
-	KZSTORE(4)
+	KZSTORE((AX)(BX*1))
 	VMOVAPS       Y27, Y0
 	VEXTRACTF32X4 $2, Z28, X7
-	KZSTORE(8)
+	KZSTORE((AX)(BX*2))
 	VEXTRACTF64X4 $1, Z27, Y0
 	VEXTRACTF32X4 $3, Z28, X7
-	KZSTORE(12)
+	KZSTORE((AX)(R12*1))
+	KZNEXT(q4kzrow)
+
+q4kzend:
 	VZEROUPPER
 	RET
 DATA kz6sc0<>+0(SB)/8, $0x0000000000000000
@@ -333,19 +399,9 @@ GLOBL kz6sc3<>(SB), RODATA|NOPTR, $64
 	VCVTDQ2PS    Z15, Z15; \
 	VFMADD231PS  Z15, MUL, ACC
 
-// func dotQ6_Kx4AVX512(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
-TEXT ·dotQ6_Kx4AVX512(SB), NOSPLIT, $0-64
-	MOVQ row+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ bsums+24(FP), R12
-	MOVQ nb+32(FP), CX
-	MOVQ qstride+40(FP), R8
-	MOVQ dstride+48(FP), R10
-	LEAQ (R8)(R8*2), R9
-	LEAQ (R10)(R10*1), R11
-	LEAQ (R10)(R10*2), R13
-
+// func dotQ6_KRowsx4AVX512(rows *byte, nrows int, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32, ostride int)
+TEXT ·dotQ6_KRowsx4AVX512(SB), NOSPLIT, $16-80
+	KZROWS(q6kzend)
 	MOVL         $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z31
 	MOVL         $0x03030303, AX
@@ -358,10 +414,13 @@ TEXT ·dotQ6_Kx4AVX512(SB), NOSPLIT, $0-64
 	VMOVDQU64    kz6sc1<>(SB), Z21
 	VMOVDQU64    kz6sc2<>(SB), Z22
 	VMOVDQU64    kz6sc3<>(SB), Z23
-	VPXORD       Z26, Z26, Z26
-	VPXORD       Z27, Z27, Z27
-	TESTQ        CX, CX
-	JLE          q6kzdone
+
+q6kzrow:
+	KZROW
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	TESTQ  CX, CX
+	JLE    q6kzdone
 
 q6kzloop:
 	VPMOVSXBW    192(SI), Y14
@@ -397,18 +456,21 @@ q6kzloop:
 	JNZ  q6kzloop
 
 q6kzdone:
-	MOVQ          out+56(FP), AX
+	KZOUT
 	VMOVAPS       Y26, Y0
 	VXORPS        X7, X7, X7
-	KZSTORE(0)
+	KZSTORE((AX))
 	VEXTRACTF64X4 $1, Z26, Y0
 	VXORPS        X7, X7, X7
-	KZSTORE(4)
+	KZSTORE((AX)(BX*1))
 	VMOVAPS       Y27, Y0
 	VXORPS        X7, X7, X7
-	KZSTORE(8)
+	KZSTORE((AX)(BX*2))
 	VEXTRACTF64X4 $1, Z27, Y0
 	VXORPS        X7, X7, X7
-	KZSTORE(12)
+	KZSTORE((AX)(R12*1))
+	KZNEXT(q6kzrow)
+
+q6kzend:
 	VZEROUPPER
 	RET

@@ -172,6 +172,68 @@ func BenchmarkKZ(b *testing.B) {
 				b.ReportMetric(2*4*cols/best, "GOP/s-best")
 			})
 		}
+		if f := kzKernels4r[typ]; f != nil {
+			const nrows = 64
+			rb := len(row)
+			rows := make([]byte, nrows*rb)
+			for r := 0; r < nrows; r++ {
+				copy(rows[r*rb:], row)
+			}
+			dst := make([]float32, 4*nrows)
+			b.Run(typ.String()+"/avx512rows64", func(b *testing.B) {
+				best := bestOf(b, func() { f(rows, rb, v4, cols, dst, nrows) })
+				b.ReportMetric(2*4*cols*nrows/best, "GOP/s-best")
+			})
+		}
 		_ = sink
+	}
+}
+
+// TestKZRows: the many-row forms write dst[t*dstride+r] for every row (odd
+// row counts included), equal to the one-token AVX2 kernel, and nothing else.
+func TestKZRows(t *testing.T) {
+	if !hasAVX512KZ {
+		t.Skip("no AVX-512 VNNI")
+	}
+	type k1fun func(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+	cases := []struct {
+		typ gguf.Type
+		bs  int
+		one k1fun
+	}{
+		{gguf.TypeQ4_K, 144, dotQ4_KAVX2},
+		{gguf.TypeQ6_K, 210, dotQ6_KAVX2},
+	}
+	rng := rand.New(rand.NewPCG(75, 76))
+	for _, c := range cases {
+		f := kzKernels4r[c.typ]
+		for _, nb := range []int{1, 3, 8} {
+			for _, nrows := range []int{1, 2, 5, 7} {
+				cols, rb := nb*qkK, nb*c.bs
+				rows := kzRandRowK(rng, nb*nrows, c.bs)
+				qs, d, bsums := kzRandAct(rng, nb)
+				a := actView{qs: qs, d: d, bsums: bsums}
+				dstride := nrows + 3
+				dst := make([]float32, 4*dstride)
+				const canary = float32(-12345)
+				for i := range dst {
+					dst[i] = canary
+				}
+				f(rows, rb, a, cols, dst, dstride)
+				for i, v := range dst {
+					tok, r := i/dstride, i%dstride
+					if r >= nrows {
+						if v != canary {
+							t.Fatalf("%s nb %d rows %d: dst[%d] written", c.typ, nb, nrows, i)
+						}
+						continue
+					}
+					want := c.one(&rows[r*rb], &qs[tok*cols], &d[tok*nb], &bsums[tok*cols/16], nb)
+					if !kzSame(v, want) {
+						t.Fatalf("%s nb %d rows %d: row %d token %d: %g, want %g", c.typ, nb, nrows, r, tok, v, want)
+					}
+				}
+			}
+		}
 	}
 }
