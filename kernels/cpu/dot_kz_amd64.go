@@ -28,6 +28,10 @@ func dotQ6_KRowsx4AVX512(rows *byte, nrows int, qs *int8, d *float32, bsums *int
 // dotQ4_Kx4AVX512 and dotQ6_Kx4AVX512 are the one-row forms, with the
 // signature of the AVX2 four-token kernels.
 func dotQ4_Kx4AVX512(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32) {
+	if nb > kzMaxNB || nb <= 0 {
+		dotQ4_Kx4AVX2(row, qs, d, bsums, nb, qstride, dstride, out)
+		return
+	}
 	dotQ4_KRowsx4AVX512(row, 1, qs, d, bsums, nb, qstride, dstride, out, 1)
 }
 
@@ -37,15 +41,27 @@ func dotQ6_Kx4AVX512(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride,
 
 type kzRowsFunc func(rows *byte, nrows int, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32, ostride int)
 
-// kzDot4Rows wraps a rows kernel (bs bytes per super-block) as a dot4r.
-func kzDot4Rows(f kzRowsFunc, bs int) func(rows []byte, rb int, a actView, cols int, dst []float32, dstride int) {
+// kzMaxNB bounds the super-blocks per row of dotQ4_KRowsx4AVX512 (its frame
+// holds 256 bytes of token data per super-block); longer rows take dot4.
+const kzMaxNB = 64
+
+// kzDot4Rows wraps a rows kernel (bs bytes per super-block, at most maxNB
+// super-blocks per row when maxNB > 0) as a dot4r; other shapes take dot4
+// row by row.
+func kzDot4Rows(f kzRowsFunc, bs, maxNB int, dot4 func(row []byte, a actView, cols int) [4]float32) func(rows []byte, rb int, a actView, cols int, dst []float32, dstride int) {
 	return func(rows []byte, rb int, a actView, cols int, dst []float32, dstride int) {
 		nb := cols / qkK
-		if rb != bs*nb || nb == 0 {
-			panic("cpu: K-quant row size mismatch")
-		}
 		nrows := len(rows) / rb
 		if nrows == 0 {
+			return
+		}
+		if rb != bs*nb || nb == 0 || (maxNB > 0 && nb > maxNB) {
+			for r := 0; r < nrows; r++ {
+				o := dot4(rows[r*rb:(r+1)*rb], a, cols)
+				for t, v := range o {
+					dst[t*dstride+r] = v
+				}
+			}
 			return
 		}
 		_ = rows[nrows*rb-1]
@@ -81,8 +97,8 @@ var kzKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float32{
 
 // kzKernels4r are the many-row forms (kernel.dot4r).
 var kzKernels4r = map[gguf.Type]func(rows []byte, rb int, a actView, cols int, dst []float32, dstride int){
-	gguf.TypeQ4_K: kzDot4Rows(dotQ4_KRowsx4AVX512, 144),
-	gguf.TypeQ6_K: kzDot4Rows(dotQ6_KRowsx4AVX512, 210),
+	gguf.TypeQ4_K: kzDot4Rows(dotQ4_KRowsx4AVX512, 144, kzMaxNB, kzKernels4[gguf.TypeQ4_K]),
+	gguf.TypeQ6_K: kzDot4Rows(dotQ6_KRowsx4AVX512, 210, 0, kzKernels4[gguf.TypeQ6_K]),
 }
 
 // installKZ switches the kernels of kzKernels4 and kzKernels4r in (called

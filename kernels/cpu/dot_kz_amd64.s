@@ -170,10 +170,17 @@ GLOBL kzdym<>(SB), RODATA|NOPTR, $64
 	Q4KZTOK(yoff(DI)(R9*1), SC, Z3)
 
 // func dotQ4_KRowsx4AVX512(rows *byte, nrows int, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32, ostride int)
-TEXT ·dotQ4_KRowsx4AVX512(SB), NOSPLIT, $16-80
+//
+// Frame: 0(SP), 8(SP) as KZROWS; from 64(SP), 256 bytes per super-block
+// (nb <= kzMaxNB) of token data shared by all rows: the bsums pair sums
+// (16-bit words, token t's 8 at 16t), dy for tokens 0,1 and 2,3 (8 lanes
+// each), dy for tokens 0..3 (4 lanes each).
+TEXT ·dotQ4_KRowsx4AVX512(SB), $16448-80
 	KZROWS(q4kzend)
 	MOVL         $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z31
+	MOVL         $0x00010001, AX
+	VPBROADCASTD AX, Z30
 	MOVL         $0xff00, AX
 	KMOVW        AX, K1
 	MOVL         $0x00f0, AX
@@ -188,18 +195,48 @@ TEXT ·dotQ4_KRowsx4AVX512(SB), NOSPLIT, $16-80
 	VMOVDQU64    kzsc1<>(SB), Z21
 	VMOVDQU64    kzsc2<>(SB), Z22
 	VMOVDQU64    kzsc3<>(SB), Z23
-	VMOVDQU64    kzmdup<>(SB), Z24
-	VMOVDQU64    kzeven<>(SB), Z25
-	VMOVDQU64    kzdy01<>(SB), Z29
-	VMOVDQU64    kzdy23<>(SB), Z30
+
+	// token data, once per call
+	MOVQ d+24(FP), DX
+	MOVQ bsums+32(FP), R12
+	MOVQ nb+40(FP), CX
+	LEAQ 64(SP), AX
+
+q4kzpre:
+	VMOVDQU         (R12), Y14
+	VINSERTI64X4    $1, (R12)(R10*8), Z14, Z14
+	VPMADDWD        Z30, Z14, Z14
+	VPMOVDW         Z14, Y14
+	VMOVDQU         (R12)(R11*8), Y15
+	VINSERTI64X4    $1, (R12)(R13*8), Z15, Z15
+	VPMADDWD        Z30, Z15, Z15
+	VPMOVDW         Z15, Y15
+	VINSERTI64X4    $1, Y15, Z14, Z14
+	VMOVDQU64       Z14, (AX)
+	VBROADCASTSS    (DX), Z17
+	VBROADCASTSS    (DX)(R10*1), K1, Z17
+	VBROADCASTSS    (DX)(R10*2), Z18
+	VBROADCASTSS    (DX)(R13*1), K1, Z18
+	VBROADCASTSS    (DX), Z19
+	VBROADCASTSS    (DX)(R10*1), K2, Z19
+	VBROADCASTSS    (DX)(R10*2), K3, Z19
+	VBROADCASTSS    (DX)(R13*1), K4, Z19
+	VMOVUPS         Z17, 64(AX)
+	VMOVUPS         Z18, 128(AX)
+	VMOVUPS         Z19, 192(AX)
+	ADDQ            $256, AX
+	ADDQ            $4, DX
+	ADDQ            $32, R12
+	DECQ            CX
+	JNZ             q4kzpre
 
 q4kzrow:
-	KZROW
+	MOVQ   qs+16(FP), DI
+	MOVQ   nb+40(FP), CX
+	LEAQ   64(SP), R12
 	VPXORD Z26, Z26, Z26
 	VPXORD Z27, Z27, Z27
 	VPXORD Z28, Z28, Z28
-	TESTQ  CX, CX
-	JLE    q4kzdone
 
 q4kzloop:
 	// scales -> X14 words, mins -> X12 words (as K4SCALES, dot_x4k_amd64.s).
@@ -232,7 +269,7 @@ q4kzloop:
 	VPERMW    Z14, Z21, Z7
 	VPERMW    Z14, Z22, Z8
 	VPERMW    Z14, Z23, Z9
-	VPERMW    Z12, Z24, Z13
+	VSHUFI32X4 $0, Z12, Z12, Z13
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -243,39 +280,19 @@ q4kzloop:
 	Q4KZPAIR(80, 128, Z8)
 	Q4KZPAIR(112, 192, Z9)
 
-	// d, dmin (16 lanes each); dy per token: Z17 = [dy0 x8, dy1 x8],
-	// Z18 = [dy2 x8, dy3 x8], Z19 = [dy0 x4, dy1 x4, dy2 x4, dy3 x4].
+	// d, dmin (16 lanes each) times the dy patterns.
 	VPBROADCASTW (SI), Y10
 	VCVTPH2PS    Y10, Z10
 	VPBROADCASTW 2(SI), Y11
 	VCVTPH2PS    Y11, Z11
-	VMOVDQU64    kzdym<>(SB), Z5
-	VMOVSS       (DX), X19
-	VINSERTPS    $0x10, (DX)(R10*1), X19, X19
-	VINSERTPS    $0x20, (DX)(R10*2), X19, X19
-	VINSERTPS    $0x30, (DX)(R13*1), X19, X19
-	VPERMPS      Z19, Z29, Z17
-	VPERMPS      Z19, Z30, Z18
-	VPERMPS      Z19, Z5, Z19
+	VMULPS       64(R12), Z10, Z17
+	VMULPS       128(R12), Z10, Z18
+	VMULPS       192(R12), Z11, Z19
 
-	VMULPS       Z10, Z17, Z17
-	VMULPS       Z10, Z18, Z18
-	VMULPS       Z11, Z19, Z19
-
-	// mins: lane (t, j) = m[2j]·(b[4j]+b[4j+1]) + m[2j+1]·(b[4j+2]+b[4j+3]).
-	VMOVDQU      (R12), Y14
-	VINSERTI64X4 $1, (R12)(R10*8), Z14, Z14
-	VMOVDQU      (R12)(R11*8), Y15
-	VINSERTI64X4 $1, (R12)(R13*8), Z15, Z15
-	VPMADDWD     Z13, Z14, Z14
-	VPMADDWD     Z13, Z15, Z15
-	VPSRLQ       $32, Z14, Z16
-	VPADDD       Z16, Z14, Z14
-	VPSRLQ       $32, Z15, Z16
-	VPADDD       Z16, Z15, Z15
-	VPERMT2D     Z15, Z25, Z14
-	VCVTDQ2PS    Z14, Z14
-	VFMADD231PS  Z14, Z19, Z28
+	// mins: lane (t, j) = m[2j]·w[2j] + m[2j+1]·w[2j+1], w the pair sums.
+	VPMADDWD    (R12), Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VFMADD231PS Z14, Z19, Z28
 
 	// main: S[j] = lower[j] + upper[j] per token, tokens paired in a zmm.
 	VSHUFI64X2  $0x44, Z1, Z0, Z14
@@ -291,8 +308,7 @@ q4kzloop:
 
 	ADDQ $144, SI
 	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, R12
+	ADDQ $256, R12
 	DECQ CX
 	JNZ  q4kzloop
 

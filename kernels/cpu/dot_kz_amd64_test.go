@@ -106,7 +106,7 @@ func TestKZMatchesAVX2(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(71, 72))
 	for _, c := range cases {
-		for _, nb := range []int{1, 2, 3, 5, 8, 11} {
+		for _, nb := range []int{1, 2, 3, 5, 8, 11, 64, 65} {
 			t.Run(fmt.Sprintf("%s/nb%d", c.typ, nb), func(t *testing.T) {
 				cols := nb * qkK
 				for rep := 0; rep < 200; rep++ {
@@ -207,7 +207,7 @@ func TestKZRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(75, 76))
 	for _, c := range cases {
 		f := kzKernels4r[c.typ]
-		for _, nb := range []int{1, 3, 8} {
+		for _, nb := range []int{1, 3, 8, 64, 66} {
 			for _, nrows := range []int{1, 2, 5, 7} {
 				cols, rb := nb*qkK, nb*c.bs
 				rows := kzRandRowK(rng, nb*nrows, c.bs)
