@@ -191,6 +191,8 @@ TEXT ·dotQ4_KRowsx4AVX512(SB), $16448-80
 	KMOVW        AX, K4
 	MOVL         $0xffff0000, AX
 	KMOVD        AX, K5
+	MOVL         $0xf0, AX
+	KMOVW        AX, K6
 	VMOVDQU64    kzsc0<>(SB), Z20
 	VMOVDQU64    kzsc1<>(SB), Z21
 	VMOVDQU64    kzsc2<>(SB), Z22
@@ -239,37 +241,39 @@ q4kzrow:
 	VPXORD Z28, Z28, Z28
 
 q4kzloop:
-	// scales -> X14 words, mins -> X12 words (as K4SCALES, dot_x4k_amd64.s).
-	MOVL      4(SI), AX
-	ANDL      $0x3f3f3f3f, AX
-	VMOVD     AX, X14
-	MOVL      4(SI), AX
-	SHRL      $6, AX
-	ANDL      $0x03030303, AX
-	SHLL      $4, AX
-	MOVL      12(SI), BX
-	ANDL      $0x0f0f0f0f, BX
-	ORL       BX, AX
-	VPINSRD   $1, AX, X14, X14
-	MOVL      8(SI), AX
-	ANDL      $0x3f3f3f3f, AX
-	VMOVD     AX, X12
-	MOVL      8(SI), AX
-	SHRL      $6, AX
-	ANDL      $0x03030303, AX
-	SHLL      $4, AX
-	MOVL      12(SI), BX
-	SHRL      $4, BX
-	ANDL      $0x0f0f0f0f, BX
-	ORL       BX, AX
-	VPINSRD   $1, AX, X12, X12
-	VPMOVZXBW X14, X14
-	VPMOVZXBW X12, X12
-	VPERMW    Z14, Z20, Z6
-	VPERMW    Z14, Z21, Z7
-	VPERMW    Z14, Z22, Z8
-	VPERMW    Z14, Z23, Z9
-	VSHUFI32X4 $0, Z12, Z12, Z13
+	// scales 0..7 -> Y14 words 0..7, mins 0..7 -> words 8..15 (the
+	// decoding of K4SCALES, dot_x4k_amd64.s).
+	MOVL       4(SI), AX
+	ANDL       $0x3f3f3f3f, AX
+	MOVL       4(SI), DX
+	SHRL       $6, DX
+	ANDL       $0x03030303, DX
+	SHLL       $4, DX
+	MOVL       12(SI), BX
+	ANDL       $0x0f0f0f0f, BX
+	ORL        BX, DX
+	SHLQ       $32, DX
+	ORQ        DX, AX
+	VMOVQ      AX, X14
+	MOVL       8(SI), AX
+	ANDL       $0x3f3f3f3f, AX
+	MOVL       8(SI), DX
+	SHRL       $6, DX
+	ANDL       $0x03030303, DX
+	SHLL       $4, DX
+	MOVL       12(SI), BX
+	SHRL       $4, BX
+	ANDL       $0x0f0f0f0f, BX
+	ORL        BX, DX
+	SHLQ       $32, DX
+	ORQ        DX, AX
+	VPINSRQ    $1, AX, X14, X14
+	VPMOVZXBW  X14, Y14
+	VPERMW     Z14, Z20, Z6
+	VPERMW     Z14, Z21, Z7
+	VPERMW     Z14, Z22, Z8
+	VPERMW     Z14, Z23, Z9
+	VSHUFI32X4 $0x55, Z14, Z14, Z13
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -295,16 +299,17 @@ q4kzloop:
 	VFMADD231PS Z14, Z19, Z28
 
 	// main: S[j] = lower[j] + upper[j] per token, tokens paired in a zmm.
-	VSHUFI64X2  $0x44, Z1, Z0, Z14
-	VSHUFI64X2  $0xee, Z1, Z0, Z15
-	VPADDD      Z15, Z14, Z14
+	// [a.hi, b.lo] + [a.lo, b.hi] (K6: upper four qwords).
+	VSHUFI64X2  $0x4e, Z1, Z0, Z14
+	VMOVDQA64   Z1, K6, Z0
+	VPADDD      Z0, Z14, Z14
 	VCVTDQ2PS   Z14, Z14
 	VFMADD231PS Z14, Z17, Z26
-	VSHUFI64X2  $0x44, Z3, Z2, Z14
-	VSHUFI64X2  $0xee, Z3, Z2, Z15
-	VPADDD      Z15, Z14, Z14
-	VCVTDQ2PS   Z14, Z14
-	VFMADD231PS Z14, Z18, Z27
+	VSHUFI64X2  $0x4e, Z3, Z2, Z15
+	VMOVDQA64   Z3, K6, Z2
+	VPADDD      Z2, Z15, Z15
+	VCVTDQ2PS   Z15, Z15
+	VFMADD231PS Z15, Z18, Z27
 
 	ADDQ $144, SI
 	ADDQ $256, DI
