@@ -36,12 +36,16 @@ func dotQ4_Kx4AVX512(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride,
 }
 
 func dotQ6_Kx4AVX512(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32) {
+	if nb > kzMaxNB || nb <= 0 {
+		dotQ6_Kx4AVX2(row, qs, d, bsums, nb, qstride, dstride, out)
+		return
+	}
 	dotQ6_KRowsx4AVX512(row, 1, qs, d, bsums, nb, qstride, dstride, out, 1)
 }
 
 type kzRowsFunc func(rows *byte, nrows int, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32, ostride int)
 
-// kzMaxNB bounds the super-blocks per row of dotQ4_KRowsx4AVX512 (its frame
+// kzMaxNB bounds the super-blocks per row of the rows kernels (their frame
 // holds 256 bytes of token data per super-block); longer rows take dot4.
 const kzMaxNB = 64
 
@@ -98,7 +102,7 @@ var kzKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float32{
 // kzKernels4r are the many-row forms (kernel.dot4r).
 var kzKernels4r = map[gguf.Type]func(rows []byte, rb int, a actView, cols int, dst []float32, dstride int){
 	gguf.TypeQ4_K: kzDot4Rows(dotQ4_KRowsx4AVX512, 144, kzMaxNB, kzKernels4[gguf.TypeQ4_K]),
-	gguf.TypeQ6_K: kzDot4Rows(dotQ6_KRowsx4AVX512, 210, 0, kzKernels4[gguf.TypeQ6_K]),
+	gguf.TypeQ6_K: kzDot4Rows(dotQ6_KRowsx4AVX512, 210, kzMaxNB, kzKernels4[gguf.TypeQ6_K]),
 }
 
 // installKZ switches the kernels of kzKernels4 and kzKernels4r in (called

@@ -133,13 +133,6 @@ GLOBL kzdym<>(SB), RODATA|NOPTR, $64
 	CMPQ  0(SP), $0; \
 	JLE   done
 
-// KZROW: per-row start: token pointers back to the first super-block.
-#define KZROW \
-	MOVQ qs+16(FP), DI; \
-	MOVQ d+24(FP), DX; \
-	MOVQ bsums+32(FP), R12; \
-	MOVQ nb+40(FP), CX
-
 // KZOUT: AX = out pointer, BX = token stride in bytes; R12 = 3·BX.
 #define KZOUT \
 	MOVQ 8(SP), AX; \
@@ -407,21 +400,24 @@ GLOBL kz6sc3<>(SB), RODATA|NOPTR, $64
 	Q6KZTOK4(yoff+64, SCB)
 
 // Q6KZFOLD: two tokens' S (SA, SB: lower + upper 256 bits) minus 32 ·
-// Σ sc·bsum (bsums at ma, mb), converted and accumulated into ACC.
-#define Q6KZFOLD(SA, SB, ma, mb, MUL, ACC) \
-	VMOVDQU      ma, Y12; \
-	VINSERTI64X4 $1, mb, Z12, Z12; \
-	VPMADDWD     Z14, Z12, Z12; \
+// Σ sc·bsum (the two tokens' bsums at m), converted and accumulated into
+// ACC. The fold is [a.hi, b.lo] + [a.lo, b.hi] (K6: upper four qwords).
+#define Q6KZFOLD(SA, SB, m, MUL, ACC) \
+	VPMADDWD     m, Z14, Z12; \
 	VPSLLD       $5, Z12, Z12; \
-	VSHUFI64X2   $0x44, SB, SA, Z15; \
-	VSHUFI64X2   $0xee, SB, SA, Z16; \
-	VPADDD       Z16, Z15, Z15; \
+	VSHUFI64X2   $0x4e, SB, SA, Z15; \
+	VMOVDQA64    SB, K6, SA; \
+	VPADDD       SA, Z15, Z15; \
 	VPSUBD       Z12, Z15, Z15; \
 	VCVTDQ2PS    Z15, Z15; \
 	VFMADD231PS  Z15, MUL, ACC
 
 // func dotQ6_KRowsx4AVX512(rows *byte, nrows int, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32, ostride int)
-TEXT ·dotQ6_KRowsx4AVX512(SB), NOSPLIT, $16-80
+//
+// Frame: 0(SP), 8(SP) as KZROWS; from 64(SP), 256 bytes per super-block
+// (nb <= kzMaxNB) of token data shared by all rows: the bsums of tokens
+// 0,1 and of tokens 2,3, dy for tokens 0,1 and 2,3 (8 lanes each).
+TEXT ·dotQ6_KRowsx4AVX512(SB), $16448-80
 	KZROWS(q6kzend)
 	MOVL         $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z31
@@ -431,17 +427,44 @@ TEXT ·dotQ6_KRowsx4AVX512(SB), NOSPLIT, $16-80
 	KMOVW        AX, K1
 	MOVL         $0xffff0000, AX
 	KMOVD        AX, K5
+	MOVL         $0xf0, AX
+	KMOVW        AX, K6
 	VMOVDQU64    kz6sc0<>(SB), Z20
 	VMOVDQU64    kz6sc1<>(SB), Z21
 	VMOVDQU64    kz6sc2<>(SB), Z22
 	VMOVDQU64    kz6sc3<>(SB), Z23
 
+	// token data, once per call
+	MOVQ d+24(FP), DX
+	MOVQ bsums+32(FP), R12
+	MOVQ nb+40(FP), CX
+	LEAQ 64(SP), AX
+
+q6kzpre:
+	VMOVDQU      (R12), Y14
+	VINSERTI64X4 $1, (R12)(R10*8), Z14, Z14
+	VMOVDQU64    Z14, (AX)
+	VMOVDQU      (R12)(R11*8), Y15
+	VINSERTI64X4 $1, (R12)(R13*8), Z15, Z15
+	VMOVDQU64    Z15, 64(AX)
+	VBROADCASTSS (DX), Z17
+	VBROADCASTSS (DX)(R10*1), K1, Z17
+	VBROADCASTSS (DX)(R10*2), Z18
+	VBROADCASTSS (DX)(R13*1), K1, Z18
+	VMOVUPS      Z17, 128(AX)
+	VMOVUPS      Z18, 192(AX)
+	ADDQ         $256, AX
+	ADDQ         $4, DX
+	ADDQ         $32, R12
+	DECQ         CX
+	JNZ          q6kzpre
+
 q6kzrow:
-	KZROW
+	MOVQ   qs+16(FP), DI
+	MOVQ   nb+40(FP), CX
+	LEAQ   64(SP), R12
 	VPXORD Z26, Z26, Z26
 	VPXORD Z27, Z27, Z27
-	TESTQ  CX, CX
-	JLE    q6kzdone
 
 q6kzloop:
 	VPMOVSXBW    192(SI), Y14
@@ -460,19 +483,14 @@ q6kzloop:
 
 	VPBROADCASTW 208(SI), Y10
 	VCVTPH2PS    Y10, Z10
-	VBROADCASTSS (DX), Z17
-	VBROADCASTSS (DX)(R10*1), K1, Z17
-	VBROADCASTSS (DX)(R10*2), Z18
-	VBROADCASTSS (DX)(R13*1), K1, Z18
-	VMULPS       Z10, Z17, Z17
-	VMULPS       Z10, Z18, Z18
-	Q6KZFOLD(Z0, Z1, (R12), (R12)(R10*8), Z17, Z26)
-	Q6KZFOLD(Z2, Z3, (R12)(R11*8), (R12)(R13*8), Z18, Z27)
+	VMULPS       128(R12), Z10, Z17
+	VMULPS       192(R12), Z10, Z18
+	Q6KZFOLD(Z0, Z1, (R12), Z17, Z26)
+	Q6KZFOLD(Z2, Z3, 64(R12), Z18, Z27)
 
 	ADDQ $210, SI
 	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, R12
+	ADDQ $256, R12
 	DECQ CX
 	JNZ  q6kzloop
 
