@@ -70,6 +70,7 @@ func init() {
 		kernels[t] = k
 	}
 	installBlk()
+	installKZ()
 }
 
 // simdKernels are the AVX2 replacements for the portable dot kernels.

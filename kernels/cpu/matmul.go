@@ -64,6 +64,9 @@ type kernel struct {
 	// dot4 (optional) computes one row against four consecutive tokens (a
 	// spans all four); per token it must equal dot bit for bit.
 	dot4 func(row []byte, a actView, cols int) [4]float32
+	// dot4r (optional, with dot4) computes dot4 for all the rows in rows (rb
+	// bytes each): dst[t*dstride+r] for t < 4.
+	dot4r func(rows []byte, rb int, a actView, cols int, dst []float32, dstride int)
 	// blk (optional) replaces dot4 for n > 1 and the row loop of dot
 	// (dot_blk.go); dot is then its one-pair form.
 	blk *blkKernel

@@ -238,6 +238,10 @@ func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	if k.dot4 != nil {
 		for ; i+4 <= t1; i += 4 {
 			a.viewN(k.act, i, 4, w.Cols, s.x, &v)
+			if k.dot4r != nil {
+				k.dot4r(w.Data[r0*rb:r1*rb], rb, v, w.Cols, op.dst[i*w.Rows+r0:], w.Rows)
+				continue
+			}
 			for r := r0; r < r1; r++ {
 				o := k.dot4(w.Data[r*rb:(r+1)*rb], v, w.Cols)
 				for jj, val := range o {
