@@ -52,10 +52,17 @@ func dotQ6_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
 func simdName() string {
-	if hasAVX2 {
-		return "avx2+fma+f16c"
+	if !hasAVX2 {
+		return "generic"
 	}
-	return "generic"
+	name := "avx2+fma+f16c"
+	if hasBlkZ || hasAVX512KZ || hasAVX512F16 {
+		name += "+avx512"
+		if hasBlkZ || hasAVX512KZ {
+			name += "-vnni"
+		}
+	}
+	return name
 }
 
 func init() {
