@@ -24,6 +24,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	kvType := fs.String("kv-type", "f16", "K/V store type: f16 or f32")
 	membw := fs.Bool("membw", false, "also measure memory read bandwidth and the decode bandwidth fraction")
 	asJSON := fs.Bool("json", false, "print JSON instead of the table")
+	mmap := fs.Bool("mmap", false, mmapUsage)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -36,7 +37,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("bench model: --kv-type must be f16 or f32, got %q", *kvType)
 	}
-	lf, err := openModelFile(*model, stderr)
+	lf, err := openModelFile(*model, *mmap, stderr)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 	if path == "" && fs.NArg() > 0 {
 		path = fs.Arg(0)
 	}
-	lf, err := openModelFile(path, stderr)
+	lf, err := openModelFile(path, true, stderr)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,9 @@ func defaultModelOptions() synth.Options {
 	return synth.Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: DefaultSeed, Name: "synthetic-tiny"}
 }
 
+// mmapUsage is the help of --mmap.
+const mmapUsage = "map the GGUF file (shared page cache, 4 KiB pages) instead of reading it into huge-page memory (faster decode)"
+
 // loadedFile is a GGUF file and how to call it in output.
 type loadedFile struct {
 	File  *gguf.File
@@ -27,8 +30,10 @@ type loadedFile struct {
 }
 
 // openModelFile opens path, or builds the default synthetic model when path
-// is empty. Large files are paged in with a progress bar on a terminal.
-func openModelFile(path string, stderr io.Writer) (*loadedFile, error) {
+// is empty. With mmap the file is mapped and paged in with a progress bar on
+// a terminal; without, it is read into huge-page memory (gguf.OpenCopy:
+// faster decode, weights not shared with the page cache).
+func openModelFile(path string, mmap bool, stderr io.Writer) (*loadedFile, error) {
 	start := time.Now()
 	if path == "" {
 		data, err := synth.Build(defaultModelOptions())
@@ -41,11 +46,17 @@ func openModelFile(path string, stderr io.Writer) (*loadedFile, error) {
 		}
 		return &loadedFile{File: f, Label: "synthetic", Name: "synthetic-tiny"}, nil
 	}
-	f, err := gguf.Open(path)
+	open := gguf.OpenCopy
+	if mmap {
+		open = gguf.Open
+	}
+	f, err := open(path)
 	if err != nil {
 		return nil, err
 	}
-	prefault(f, stderr)
+	if mmap {
+		prefault(f, stderr)
+	}
 	name, _ := f.String("general.name")
 	if name == "" {
 		name = baseName(path)

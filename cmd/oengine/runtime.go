@@ -24,6 +24,7 @@ type engineFlags struct {
 	maxBatched  *int
 	maxRunning  *int
 	defaultTemp *float64
+	mmap        *bool
 }
 
 func addEngineFlags(fs *flag.FlagSet) *engineFlags {
@@ -37,6 +38,7 @@ func addEngineFlags(fs *flag.FlagSet) *engineFlags {
 		maxBatched:  fs.Int("max-batched-tokens", 0, "token budget of one step (0: engine default)"),
 		maxRunning:  fs.Int("max-running", 0, "sequences running at once (0: engine default)"),
 		defaultTemp: fs.Float64("default-temperature", 1.0, "temperature for requests that set none"),
+		mmap:        fs.Bool("mmap", false, mmapUsage),
 	}
 }
 
@@ -66,7 +68,7 @@ func (r *runtime) Close() {
 // hooks, when set, returns the engine hooks for the final model name (the
 // served name, or the file's name when none is given).
 func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.Hooks, stderr io.Writer, logger *slog.Logger) (*runtime, error) {
-	lf, err := openModelFile(*ef.model, stderr)
+	lf, err := openModelFile(*ef.model, *ef.mmap, stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 		}
 		input = string(b)
 	}
-	lf, err := openModelFile(*model, stderr)
+	lf, err := openModelFile(*model, true, stderr)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,14 @@ import "oengine/model/gguf"
 func gemv8Q4_0AVX2(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
 
 //go:noescape
+func gemv16Q4_0Z(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
+
+// gemvZ reports whether Q4_0 decode uses the 16-row AVX-512 VNNI kernel
+// (dot_gemvz_amd64.s) for whole groups of 16 rows; a variable so tests and
+// benchmarks can compare it with the 8-row AVX2 kernel.
+var gemvZ = hasBlkZ
+
+//go:noescape
 func gemv8Q8_0AVX2(rows *byte, ngroups int, qs *int8, d *float32, nb, pf int, out *float32)
 
 // readAVX2 reads n bytes at p (the read-bandwidth reference of the decode
@@ -48,6 +56,16 @@ func blkDotRowsPF(bk *blkKernel, rows []byte, rb int, qs []int8, d []float32, s8
 	}
 	if rb != bb*nb { // rows not contiguous: one at a time
 		g = 0
+	}
+	if g >= 2 && bk.q4 && gemvZ {
+		g16 := n / 16
+		_ = rows[16*g16*rb-1]
+		_ = out[16*g16-1]
+		_ = s8[nb-1]
+		gemv16Q4_0Z(&rows[0], g16, &qs[0], &d[0], &s8[0], nb, 2*pf, &out[0])
+		r := 16 * g16
+		rows, out, n = rows[r*rb:], out[r:], n-r
+		g = n / 8
 	}
 	if g > 0 {
 		_ = rows[8*g*rb-1]

@@ -60,7 +60,17 @@ func (t *TensorInfo) Rows() uint64 {
 
 // Open maps the file at path read-only and parses it. Tensor data are never
 // copied; call Close to unmap.
-func Open(path string) (*File, error) {
+func Open(path string) (*File, error) { return open(path, mapFile) }
+
+// OpenCopy reads the file at path into private memory advised for
+// transparent huge pages (Linux) and parses it; call Close to free it. The
+// weights no longer share the page cache (a second copy while the page
+// cache keeps the file), but the forward pass reads them through 2 MiB
+// pages instead of 4 KiB ones, which is faster when every token streams all
+// weights (decode). Elsewhere it reads the file as Open does.
+func OpenCopy(path string) (*File, error) { return open(path, copyFile) }
+
+func open(path string, load func(*os.File, int) ([]byte, func() error, error)) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
@@ -79,9 +89,9 @@ func Open(path string) (*File, error) {
 	if uint64(st.Size()) > uint64(math.MaxInt) {
 		return nil, fmt.Errorf("gguf: %s is too large (%d bytes)", path, st.Size())
 	}
-	data, unmap, err := mapFile(fh, int(st.Size()))
+	data, unmap, err := load(fh, int(st.Size()))
 	if err != nil {
-		return nil, fmt.Errorf("gguf: map %s: %w", path, err)
+		return nil, fmt.Errorf("gguf: load %s: %w", path, err)
 	}
 	f, err := Parse(data)
 	if err != nil {

@@ -15,3 +15,6 @@ func mapFile(fh *os.File, size int) ([]byte, func() error, error) {
 	}
 	return b, func() error { return nil }, nil
 }
+
+// copyFile is mapFile: the file is read into memory either way.
+func copyFile(fh *os.File, size int) ([]byte, func() error, error) { return mapFile(fh, size) }

@@ -1,0 +1,6 @@
+package gguf
+
+import "golang.org/x/sys/unix"
+
+// madvHugepage asks for transparent huge pages.
+const madvHugepage = unix.MADV_HUGEPAGE
