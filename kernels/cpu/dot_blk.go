@@ -122,7 +122,7 @@ const packMin = 16
 func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	s := &p.scratch
 	w, bk := op.w, op.k.blk
-	rb := w.rowBytes()
+	rb := op.rb
 	a := &s.act[op.k.act]
 	var out [8]float32
 	var out4 [32]float32

@@ -87,7 +87,7 @@ func tileBlkZ(p *Pool, worker int, op *opPlan, r0, r1, t0, t1 int) int {
 	}
 	s := &p.scratch
 	w, bk := op.w, op.k.blk
-	rb := w.rowBytes()
+	rb := op.rb
 	a := &s.act[op.k.act]
 	nb := w.Cols / qk
 	panel := growBytes(&s.panels[worker], nb*panelBlockZ)

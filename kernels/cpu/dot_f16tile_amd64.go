@@ -68,7 +68,7 @@ func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int {
 	if i, ok := p.tileF16Z(op, sh, r0, r1, t0, t1); ok {
 		return i // AVX-512 4×6 tile (dot_f16z_amd64.go)
 	}
-	rb, dst := w.rowBytes(), op.dst
+	rb, dst := op.rb, op.dst
 	// Bounds for the assembly: rows < r1, tokens < t1, elements < cols.
 	_ = w.Data[r1*rb-1]
 	_ = x[t1*cols-1]
@@ -98,7 +98,7 @@ func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int {
 // into d ([T][w.Rows]) with the four-token and one-token kernels.
 func f16LeftoverRows(op *opPlan, xs []float32, r0, r1, T int, d []float32) {
 	w, k := op.w, op.k
-	cols, rb := w.Cols, w.rowBytes()
+	cols, rb := w.Cols, op.rb
 	var v actView
 	t := 0
 	for ; t+4 <= T; t += 4 {

@@ -62,7 +62,7 @@ func TestTileF16BitwiseEqualsDot(t *testing.T) {
 				for i := range dst {
 					dst[i] = canary
 				}
-				op := opPlan{w: w, k: k, dst: dst}
+				op := opPlan{w: w, k: k, dst: dst, rb: w.rowBytes()}
 				pool.scratch.x = x
 				got := pool.tileF16(&op, c.r0, c.r1, c.t0, c.n)
 				want := c.t0 + (c.n-c.t0)/s.sh.toks*s.sh.toks
@@ -196,7 +196,7 @@ func BenchmarkF16TileUnit(b *testing.B) {
 			defer pool.Close()
 			w := benchMatrix(b, gguf.TypeF16, dims.rows, dims.cols)
 			x := randNormal(rand.New(rand.NewPCG(69, 70)), n*dims.cols, 1)
-			op := opPlan{w: w, k: kernels[gguf.TypeF16], dst: make([]float32, n*dims.rows)}
+			op := opPlan{w: w, k: kernels[gguf.TypeF16], dst: make([]float32, n*dims.rows), rb: w.rowBytes()}
 			pool.scratch.x = x
 			nv := 1 + len(f16Shapes) // variant 0: old
 			best := make([]float64, nv)

@@ -45,7 +45,7 @@ func (p *Pool) tileF16Z(op *opPlan, sh f16Shape, r0, r1, t0, t1 int) (int, bool)
 	if !f16zOn || sh.toks != f16zToks || cols%8 != 0 || r1-r0 < f16zRows || t1-t0 < f16zToks {
 		return t0, false
 	}
-	rb, dst := w.rowBytes(), op.dst
+	rb, dst := op.rb, op.dst
 	// Bounds for the assembly: rows < r1, tokens < t1, elements < cols.
 	_ = w.Data[r1*rb-1]
 	_ = x[t1*cols-1]

@@ -65,7 +65,7 @@ func TestTileF16ZBitwiseEqualsDot(t *testing.T) {
 				for i := range dst {
 					dst[i] = canary
 				}
-				op := opPlan{w: w, k: k, dst: dst}
+				op := opPlan{w: w, k: k, dst: dst, rb: w.rowBytes()}
 				pool.scratch.x = x
 				return dst, pool.tileF16(&op, c.r0, c.r1, c.t0, c.n)
 			}
@@ -196,7 +196,7 @@ func BenchmarkF16ZTileUnit(b *testing.B) {
 			defer pool.Close()
 			w := benchMatrix(b, gguf.TypeF16, dims.rows, dims.cols)
 			x := randNormal(rand.New(rand.NewPCG(77, 78)), n*dims.cols, 1)
-			op := opPlan{w: w, k: kernels[gguf.TypeF16], dst: make([]float32, n*dims.rows)}
+			op := opPlan{w: w, k: kernels[gguf.TypeF16], dst: make([]float32, n*dims.rows), rb: w.rowBytes()}
 			pool.scratch.x = x
 			best := []float64{math.Inf(1), math.Inf(1)}
 			var ratios []float64

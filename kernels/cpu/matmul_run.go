@@ -18,6 +18,7 @@ type opPlan struct {
 	w     Matrix
 	k     kernel
 	dst   []float32
+	rb    int // w's bytes per row
 	nrc   int // row chunks
 	first int // index of its first work item
 }
@@ -102,7 +103,7 @@ func (p *Pool) planOp(j int, op MatOp, x []float32, n int) {
 		len(x) < n*w.Cols || len(op.Dst) < n*w.Rows || len(w.Data) < w.Rows*w.rowBytes() {
 		panic(fmt.Sprintf("cpu: MatMul shapes: dst %d, x %d, n %d, w %dx%d (%d bytes)", len(op.Dst), len(x), n, w.Rows, w.Cols, len(w.Data)))
 	}
-	p.scratch.ops[j] = opPlan{w: w, k: k, dst: op.Dst}
+	p.scratch.ops[j] = opPlan{w: w, k: k, dst: op.Dst, rb: w.rowBytes()}
 }
 
 // runPlanned quantizes the activations and runs the nops planned products.
@@ -213,7 +214,7 @@ func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	}
 	s := &p.scratch
 	w, k := op.w, op.k
-	rb := w.rowBytes()
+	rb := op.rb
 	a := &s.act[k.act]
 	var v actView
 	i := p.tileF16(op, r0, r1, t0, t1) // F16 2×6 tile (dot_f16tile*): tokens done; t0 otherwise
