@@ -106,6 +106,10 @@ func (p *Pool) planOp(j int, op MatOp, x []float32, n int) {
 	p.scratch.ops[j] = opPlan{w: w, k: k, dst: op.Dst, rb: w.rowBytes()}
 }
 
+// prefillFloatRows is the row tile of prefill products whose activations
+// stay float32 (0: the default 16); a variable for benchmarks.
+var prefillFloatRows = 64
+
 // runPlanned quantizes the activations and runs the nops planned products.
 // p.mu is held.
 func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
@@ -127,6 +131,16 @@ func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
 	s.nops, s.x, s.cols, s.n = nops, x, cols, n
 	s.need = [actQ8K + 1]bool{}
 	maxRows, work := 0, 0
+	// Prefill row tiles of float weights: F16 activations stay float32
+	// (4·cols bytes per token), so a 16-row tile re-reads all the tokens'
+	// activations from L3 for every 16 rows; 64 rows read them a quarter
+	// as often (the weights of 64 rows stay in L2).
+	floatRows := prefillFloatRows
+	for _, op := range s.ops[:nops] {
+		if op.k.act != actF32 {
+			floatRows = 0
+		}
+	}
 	for _, op := range s.ops[:nops] {
 		if op.k.act != actF32 && !s.need[op.k.act] {
 			s.need[op.k.act] = true
@@ -151,6 +165,9 @@ func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
 		// is reused by up to 512 tokens, so packing stays a few percent;
 		// activations stream from L2/L3.
 		s.tokC, s.rowC = min(512, (n+7)&^7), 16
+		if floatRows > 0 {
+			s.rowC = floatRows
+		}
 	}
 	s.ntc = (n + s.tokC - 1) / s.tokC
 	items := 0

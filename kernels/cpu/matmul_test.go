@@ -69,7 +69,7 @@ func randomMatrix(t testing.TB, rng *rand.Rand, typ gguf.Type, rows, cols int) M
 // position, with any thread count.
 func TestMatMulBatchInvariance(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	const rows, cols, n = 45, 256, 19
+	const rows, cols, n = 150, 256, 19 // 150: 16-row tiles + 6, 64-row float tiles + 22
 	p1, p3 := NewPool(1), NewPool(3)
 	defer p1.Close()
 	defer p3.Close()
