@@ -27,6 +27,7 @@ type ModelBenchConfig struct {
 	KVType   llama.KVType
 	MemBW    bool // also measure read bandwidth
 	Seed     uint64
+	RowMajor bool // keep Q4_0 weights row-major (llama.Options.RowMajor)
 }
 
 // ModelBenchResult is what BenchModel measured. Throughputs are the mean
@@ -103,7 +104,7 @@ func BenchModel(f *gguf.File, cfg ModelBenchConfig) (ModelBenchResult, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 16
 	}
-	m, err := llama.Load(f, llama.Options{Threads: cfg.Threads})
+	m, err := llama.Load(f, llama.Options{Threads: cfg.Threads, RowMajor: cfg.RowMajor})
 	if err != nil {
 		return ModelBenchResult{}, err
 	}

@@ -25,6 +25,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	membw := fs.Bool("membw", false, "also measure memory read bandwidth and the decode bandwidth fraction")
 	asJSON := fs.Bool("json", false, "print JSON instead of the table")
 	mmap := fs.Bool("mmap", false, mmapUsage)
+	rowMajor := fs.Bool("rowmajor", false, "keep Q4_0 weights row-major instead of the decode layout (to compare the two)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -53,7 +54,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	res, err := bench.BenchModel(lf.File, bench.ModelBenchConfig{PP: *pp, TG: *tg, Reps: *reps, Threads: *threads,
+	res, err := bench.BenchModel(lf.File, bench.ModelBenchConfig{RowMajor: *rowMajor, PP: *pp, TG: *tg, Reps: *reps, Threads: *threads,
 		Batch: *batch, PageSize: 16, KVType: kvt, MemBW: *membw})
 	if err != nil {
 		return err

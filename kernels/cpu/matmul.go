@@ -14,6 +14,9 @@ type Matrix struct {
 	Type       gguf.Type
 	Rows, Cols int
 	Data       []byte
+	// q4z > 0: rows [0, q4z) are stored in the Q4_0 decode layout
+	// (PackQ4_0Decode, q4z.go), 16 rows per group, instead of row-major.
+	q4z int
 }
 
 // NewMatrix validates that data holds rows×cols elements of type t (whole
@@ -40,9 +43,13 @@ func (m Matrix) rowBytes() int {
 	return m.Cols / m.Type.BlockElems() * m.Type.BlockBytes()
 }
 
-// Row returns the encoded bytes of row r.
+// Row returns the encoded bytes of row r (a copy for rows stored in the
+// Q4_0 decode layout).
 func (m Matrix) Row(r int) []byte {
 	rb := m.rowBytes()
+	if r < m.q4z {
+		return q4zRow(m, r)
+	}
 	return m.Data[r*rb : (r+1)*rb]
 }
 

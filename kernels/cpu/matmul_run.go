@@ -159,6 +159,11 @@ func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
 	if s.rowC > 8 {
 		s.rowC = 16 // whole 8-row groups for the blocked kernels
 	}
+	for _, op := range s.ops[:nops] {
+		if op.w.q4z > 0 {
+			s.rowC = 16 // whole groups of the Q4_0 decode layout
+		}
+	}
 	s.tokC = n
 	if n > 8 {
 		// Large token tiles: a packed weight panel (and a row in L1)

@@ -23,8 +23,10 @@ type File struct {
 	size       int64 // file bytes
 	dataOffset int64 // start of the data section in the file
 
-	mu    sync.Mutex   // protects unmap
-	unmap func() error // releases the mapping; nil for Parse or once closed
+	mu       sync.Mutex   // protects unmap, claimed
+	unmap    func() error // releases the mapping; nil for Parse or once closed
+	writable bool         // read by OpenCopy: private, writable memory
+	claimed  bool         // ClaimWritable handed the tensor bytes out
 }
 
 // TensorInfo describes one tensor.
@@ -60,7 +62,7 @@ func (t *TensorInfo) Rows() uint64 {
 
 // Open maps the file at path read-only and parses it. Tensor data are never
 // copied; call Close to unmap.
-func Open(path string) (*File, error) { return open(path, mapFile) }
+func Open(path string) (*File, error) { return open(path, mapFile, false) }
 
 // OpenCopy reads the file at path into private memory advised for
 // transparent huge pages (Linux) and parses it; call Close to free it. The
@@ -68,9 +70,31 @@ func Open(path string) (*File, error) { return open(path, mapFile) }
 // cache keeps the file), but the forward pass reads them through 2 MiB
 // pages instead of 4 KiB ones, which is faster when every token streams all
 // weights (decode). Elsewhere it reads the file as Open does.
-func OpenCopy(path string) (*File, error) { return open(path, copyFile) }
+func OpenCopy(path string) (*File, error) { return open(path, copyFile, true) }
 
-func open(path string, load func(*os.File, int) ([]byte, func() error, error)) (*File, error) {
+// ClaimWritable hands the tensor bytes of a file read by OpenCopy to one
+// caller, which may rewrite them in place (a model converting weights to
+// its own layout), and reports whether it did: false for mapped or parsed
+// files and after the first claim. Once claimed, the tensor bytes need not
+// be the file's bytes any more (Claimed).
+func (f *File) ClaimWritable() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.writable || f.claimed || f.unmap == nil {
+		return false
+	}
+	f.claimed = true
+	return true
+}
+
+// Claimed reports whether ClaimWritable handed the tensor bytes out.
+func (f *File) Claimed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.claimed
+}
+
+func open(path string, load func(*os.File, int) ([]byte, func() error, error), writable bool) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
@@ -98,7 +122,7 @@ func open(path string, load func(*os.File, int) ([]byte, func() error, error)) (
 		_ = unmap()
 		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
-	f.unmap = unmap
+	f.unmap, f.writable = unmap, writable
 	return f, nil
 }
 

@@ -23,8 +23,8 @@ func mapFile(fh *os.File, size int) ([]byte, func() error, error) {
 // copyFile reads size bytes of fh into private anonymous memory advised for
 // transparent huge pages (where the kernel allows them), so the weights are
 // read through 2 MiB pages: decode streams the whole model once per token,
-// and 4 KiB pages cost a TLB miss every 4 KiB. The returned function
-// unmaps the memory.
+// and 4 KiB pages cost a TLB miss every 4 KiB. The memory stays writable
+// (File.ClaimWritable). The returned function unmaps the memory.
 func copyFile(fh *os.File, size int) ([]byte, func() error, error) {
 	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
@@ -32,10 +32,6 @@ func copyFile(fh *os.File, size int) ([]byte, func() error, error) {
 	}
 	_ = unix.Madvise(b, madvHugepage) // advice only: 4 KiB pages still work
 	if _, err := io.ReadFull(io.NewSectionReader(fh, 0, int64(size)), b); err != nil {
-		_ = syscall.Munmap(b)
-		return nil, nil, err
-	}
-	if err := unix.Mprotect(b, unix.PROT_READ); err != nil {
 		_ = syscall.Munmap(b)
 		return nil, nil, err
 	}

@@ -16,6 +16,13 @@ type Options struct {
 	// checks against llama.cpp references (ggml_arith.go); slower, and the
 	// attention arithmetic then depends on the batch size.
 	GGMLArithmetic bool
+	// RowMajor keeps Q4_0 weights row-major. Otherwise, when the file's
+	// tensor bytes are writable (gguf.OpenCopy) and the CPU has the
+	// AVX-512 VNNI kernels, Load rewrites the Q4_0 linear weights in place
+	// into the decode layout (cpu.PackQ4_0Decode: the same bytes, 16 rows
+	// interleaved per block; decode reads them with a third of the loads).
+	// Results are bitwise the same either way.
+	RowMajor bool
 }
 
 // layer holds one transformer block's weights. Matrices are [rows][cols]
@@ -102,6 +109,12 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	if ld.err != nil {
 		return nil, ld.err
 	}
+	if f.Claimed() {
+		return nil, fmt.Errorf("llama: the file's tensors were rewritten in place by another model; open the file again")
+	}
+	if !opts.RowMajor && f.ClaimWritable() {
+		m.packDecodeLayout()
+	}
 	if opts.GGMLArithmetic {
 		m.ggml = newGGMLState(false)
 	}
@@ -112,6 +125,44 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		m.ownPool = true
 	}
 	return m, nil
+}
+
+// packDecodeLayout rewrites the Q4_0 linear weights (not the token
+// embedding, which is also read by rows) in place into the decode layout.
+// The caller owns the tensor bytes (gguf.File.ClaimWritable).
+func (m *Model) packDecodeLayout() {
+	pack := func(w *cpu.Matrix) {
+		if p, ok := cpu.PackQ4_0Decode(*w, w.Data); ok {
+			*w = p
+		}
+	}
+	if !m.cfg.TiedOut {
+		pack(&m.out)
+	}
+	for i := range m.layers {
+		l := &m.layers[i]
+		for _, w := range []*cpu.Matrix{&l.wq, &l.wk, &l.wv, &l.wo, &l.wGate, &l.wUp, &l.wDown} {
+			pack(w)
+		}
+	}
+}
+
+// DecodeLayout reports how many weight matrices Load rewrote into the Q4_0
+// decode layout.
+func (m *Model) DecodeLayout() int {
+	n := 0
+	if !m.cfg.TiedOut && m.out.DecodeLayout() {
+		n++
+	}
+	for i := range m.layers {
+		l := &m.layers[i]
+		for _, w := range []cpu.Matrix{l.wq, l.wk, l.wv, l.wo, l.wGate, l.wUp, l.wDown} {
+			if w.DecodeLayout() {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Config returns the model's shape.

@@ -1,0 +1,97 @@
+package llama
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"oengine/kernels/cpu"
+	"oengine/model/gguf"
+)
+
+// TestDecodeLayoutBitwise: a Q4_0 model loaded from a private copy
+// (gguf.OpenCopy) has its linear weights rewritten into the Q4_0 decode
+// layout where the CPU has the kernels, and computes exactly the logits of
+// the row-major model (mapped file) for a prefill and decode steps; a
+// second Load of the rewritten file is refused; RowMajor keeps the layout.
+func TestDecodeLayoutBitwise(t *testing.T) {
+	path := filepath.Join(sharedModels(t), "tiny-llama-q4_0.gguf")
+	ref, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	mRef, err := Load(ref, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mRef.Close()
+	if mRef.DecodeLayout() != 0 {
+		t.Fatal("mapped file rewritten")
+	}
+	cp, err := gguf.OpenCopy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	m, err := Load(cp, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	c := m.Config()
+	if cpu.Q4_0DecodeLayout(gguf.TypeQ4_0) {
+		if m.DecodeLayout() < 7*c.Layers {
+			t.Fatalf("%d matrices in the decode layout, want at least %d", m.DecodeLayout(), 7*c.Layers)
+		}
+	} else if m.DecodeLayout() != 0 {
+		t.Fatal("decode layout without its kernels")
+	}
+	if _, err := Load(cp, Options{Threads: 1}); err == nil && cp.Claimed() {
+		t.Fatal("second Load of a rewritten file accepted")
+	}
+	cp2, err := gguf.OpenCopy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp2.Close()
+	mRM, err := Load(cp2, Options{Threads: 1, RowMajor: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mRM.Close()
+	if mRM.DecodeLayout() != 0 {
+		t.Fatal("RowMajor model rewritten")
+	}
+
+	prompt := testTokens(21, c.Vocab, 7)
+	run := func(m *Model) [][]float32 {
+		kv, err := m.NewKV(4, 16, KVF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table := []int32{0, 1, 2, 3}
+		var out [][]float32
+		logits := make([]float32, len(prompt)*c.Vocab)
+		if err := m.Forward(kv, seqBatch(prompt, 0, table), logits); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, logits)
+		for s := 0; s < 5; s++ {
+			l := make([]float32, c.Vocab)
+			if err := m.Forward(kv, seqBatch([]int32{int32(s * 7 % c.Vocab)}, len(prompt)+s, table), l); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	want, got := run(mRef), run(m)
+	for s := range want {
+		for i := range want[s] {
+			if math.Float32bits(got[s][i]) != math.Float32bits(want[s][i]) {
+				t.Fatalf("step %d logit %d: decode layout %g, row-major %g", s, i, got[s][i], want[s][i])
+			}
+		}
+	}
+}
