@@ -65,14 +65,17 @@ func (m Matrix) DecodeLayout() bool { return m.q4z > 0 }
 func q4zPackGroup(dst, rows []byte, rb, nb int) {
 	_ = dst[nb*q4zBlock-1]
 	_ = rows[15*rb+nb*18-1]
-	for b := 0; b < nb; b++ {
-		blk := dst[b*q4zBlock : (b+1)*q4zBlock]
-		for r := 0; r < 16; r++ {
-			src := rows[r*rb+b*18 : r*rb+b*18+18]
+	le := binary.LittleEndian
+	for r := 0; r < 16; r++ { // each source row sequentially; the group's output stays in L1
+		row := rows[r*rb : r*rb+nb*18]
+		for b := 0; b < nb; b++ {
+			src := (*[18]byte)(row[b*18:])
+			blk := (*[q4zBlock]byte)(dst[b*q4zBlock:])
 			blk[2*r], blk[2*r+1] = src[0], src[1]
-			for k := 0; k < 4; k++ {
-				copy(blk[32+64*k+4*r:32+64*k+4*r+4], src[2+4*k:6+4*k])
-			}
+			le.PutUint32(blk[32+4*r:], le.Uint32(src[2:]))
+			le.PutUint32(blk[96+4*r:], le.Uint32(src[6:]))
+			le.PutUint32(blk[160+4*r:], le.Uint32(src[10:]))
+			le.PutUint32(blk[224+4*r:], le.Uint32(src[14:]))
 		}
 	}
 }
