@@ -384,14 +384,18 @@ func TestAbortAndRetention(t *testing.T) {
 func TestOverloaded(t *testing.T) {
 	m := &fakeModel{vocab: 64, ctx: 512, gate: make(chan struct{})}
 	e := newFakeEngine(t, Config{MaxWaiting: 2, MaxRunning: 1}, m)
-	var streams []*Stream
-	for i := 0; i < 2; i++ {
+	submit := func() *Stream {
 		s, err := e.Submit(context.Background(), Request{Prompt: "abc", MaxTokens: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
-		streams = append(streams, s)
+		return s
 	}
+	// The first request is taken by the loop, which then blocks in the
+	// gated Forward; the next two wait (pending), filling MaxWaiting.
+	streams := []*Stream{submit()}
+	waitUntil(t, func() bool { e.mu.Lock(); defer e.mu.Unlock(); return len(e.pending) == 0 })
+	streams = append(streams, submit(), submit())
 	if _, err := e.Submit(context.Background(), Request{Prompt: "abc"}); !errors.Is(err, ErrOverloaded) {
 		t.Fatalf("err %v", err)
 	} else if !err.(*Error).Retryable {
@@ -400,6 +404,18 @@ func TestOverloaded(t *testing.T) {
 	close(m.gate)
 	for _, s := range streams {
 		collect(t, s, 1)
+	}
+}
+
+// waitUntil polls cond until it holds (10 s at most).
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10 s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -556,6 +572,8 @@ func TestHooksAndStats(t *testing.T) {
 	}}, nil)
 	run(t, e, Request{ID: "h1", Prompt: "hooks", MaxTokens: 6, Sampling: greedy(), Stop: StopParams{IgnoreEOS: true}})
 	checkLedger(t, e)
+	// OnRequestDone may run just after the terminal event reached the stream.
+	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(done) > 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(done) != 1 || done[0].ID != "h1" || done[0].CompletionTokens != 6 || done[0].TTFT <= 0 ||
