@@ -572,8 +572,8 @@ func TestHooksAndStats(t *testing.T) {
 	}}, nil)
 	run(t, e, Request{ID: "h1", Prompt: "hooks", MaxTokens: 6, Sampling: greedy(), Stop: StopParams{IgnoreEOS: true}})
 	checkLedger(t, e)
-	// OnRequestDone may run just after the terminal event reached the stream.
-	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(done) > 0 })
+	// The hooks may run just after the terminal event reached the stream.
+	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(done) > 0 && steps >= 6 && itl >= 5 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(done) != 1 || done[0].ID != "h1" || done[0].CompletionTokens != 6 || done[0].TTFT <= 0 ||
