@@ -114,7 +114,7 @@ func BenchmarkQuantize(b *testing.B) {
 // weight bytes read.
 func BenchmarkDecodeLayers(b *testing.B) {
 	const layers, dim, kvDim, ffn = 5, 2048, 256, 5632
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K} {
+	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeF16} {
 		b.Run(typ.String(), func(b *testing.B) {
 			pool := NewPool(2)
 			defer pool.Close()
