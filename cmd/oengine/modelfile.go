@@ -46,16 +46,27 @@ func openModelFile(path string, mmap bool, stderr io.Writer) (*loadedFile, error
 		}
 		return &loadedFile{File: f, Label: "synthetic", Name: "synthetic-tiny"}, nil
 	}
-	open := gguf.OpenCopy
+	var f *gguf.File
+	var err error
 	if mmap {
-		open = gguf.Open
-	}
-	f, err := open(path)
-	if err != nil {
-		return nil, err
-	}
-	if mmap {
+		if f, err = gguf.Open(path); err != nil {
+			return nil, err
+		}
 		prefault(f, stderr)
+	} else {
+		var bar *progress
+		f, err = gguf.OpenCopyProgress(path, func(done, total int64) {
+			if bar == nil {
+				bar = newProgress(stderr, "loading", total)
+			}
+			bar.set(done)
+		})
+		if bar != nil {
+			bar.finish()
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	name, _ := f.String("general.name")
 	if name == "" {

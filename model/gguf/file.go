@@ -70,7 +70,14 @@ func Open(path string) (*File, error) { return open(path, mapFile, false) }
 // cache keeps the file), but the forward pass reads them through 2 MiB
 // pages instead of 4 KiB ones, which is faster when every token streams all
 // weights (decode). Elsewhere it reads the file as Open does.
-func OpenCopy(path string) (*File, error) { return open(path, copyFile, true) }
+func OpenCopy(path string) (*File, error) { return OpenCopyProgress(path, nil) }
+
+// OpenCopyProgress is OpenCopy that calls progress (when not nil) with the
+// bytes read so far and the file size as the copy advances.
+func OpenCopyProgress(path string, progress func(done, total int64)) (*File, error) {
+	load := func(fh *os.File, size int) ([]byte, func() error, error) { return copyFile(fh, size, progress) }
+	return open(path, load, true)
+}
 
 // ClaimWritable hands the tensor bytes of a file read by OpenCopy to one
 // caller, which may rewrite them in place (a model converting weights to

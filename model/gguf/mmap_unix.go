@@ -3,7 +3,6 @@
 package gguf
 
 import (
-	"io"
 	"os"
 	"syscall"
 
@@ -25,13 +24,13 @@ func mapFile(fh *os.File, size int) ([]byte, func() error, error) {
 // read through 2 MiB pages: decode streams the whole model once per token,
 // and 4 KiB pages cost a TLB miss every 4 KiB. The memory stays writable
 // (File.ClaimWritable). The returned function unmaps the memory.
-func copyFile(fh *os.File, size int) ([]byte, func() error, error) {
+func copyFile(fh *os.File, size int, progress func(done, total int64)) ([]byte, func() error, error) {
 	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
 		return nil, nil, err
 	}
 	_ = unix.Madvise(b, madvHugepage) // advice only: 4 KiB pages still work
-	if _, err := io.ReadFull(io.NewSectionReader(fh, 0, int64(size)), b); err != nil {
+	if err := readChunks(fh, b, progress); err != nil {
 		_ = syscall.Munmap(b)
 		return nil, nil, err
 	}

@@ -42,3 +42,24 @@ func TestOpenCopyEqualsOpen(t *testing.T) {
 		t.Fatal("OpenCopy of a missing file succeeded")
 	}
 }
+
+// TestOpenCopyProgress: the progress callback sees increasing byte counts
+// ending at the file size.
+func TestOpenCopyProgress(t *testing.T) {
+	p := filepath.Join(sharedTestdata(t), "models", "tiny-llama-f16.gguf")
+	var calls []int64
+	var total int64
+	f, err := OpenCopyProgress(p, func(done, tot int64) { calls = append(calls, done); total = tot })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if len(calls) == 0 || calls[len(calls)-1] != f.Size() || total != f.Size() {
+		t.Fatalf("progress %v of %d, file %d bytes", calls, total, f.Size())
+	}
+	for i := 1; i < len(calls); i++ {
+		if calls[i] <= calls[i-1] {
+			t.Fatalf("progress not increasing: %v", calls)
+		}
+	}
+}
