@@ -209,6 +209,25 @@ func dotQ6_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, d
 
 // simdKernels4 are the four-token kernels; each must give, per token,
 // bitwise the result of the one-token kernel in simdKernels.
+// kx4Func is the signature of the K-quant four-token kernels: row (nb
+// super-blocks) against four tokens whose qs, d and bsums lie qstride,
+// dstride and 8·dstride bytes apart.
+type kx4Func func(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
+
+// kx4 wraps a K-quant four-token kernel (bs bytes per super-block) as a
+// kernel.dot4, checking the bounds the assembly relies on.
+func kx4(f kx4Func, bs int) func(row []byte, a actView, cols int) [4]float32 {
+	return func(row []byte, a actView, cols int) (out [4]float32) {
+		nb := cols / qkK
+		_ = row[bs*nb-1]
+		_ = a.qs[4*cols-1]
+		_ = a.d[4*nb-1]
+		_ = a.bsums[4*16*nb-1]
+		f(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
+		return out
+	}
+}
+
 var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float32{
 	gguf.TypeQ4_0: func(row []byte, a actView, cols int) (out [4]float32) {
 		nb := cols / qk
@@ -252,51 +271,11 @@ var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float3
 		dotQ5_1x4AVX2(&row[0], &a.qs[0], &a.d[0], &a.s[0], nb, cols, 4*nb, &out[0])
 		return out
 	},
-	gguf.TypeQ2_K: func(row []byte, a actView, cols int) (out [4]float32) {
-		nb := cols / qkK
-		_ = row[84*nb-1]
-		_ = a.qs[4*cols-1]
-		_ = a.d[4*nb-1]
-		_ = a.bsums[4*16*nb-1]
-		dotQ2_Kx4AVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
-		return out
-	},
-	gguf.TypeQ3_K: func(row []byte, a actView, cols int) (out [4]float32) {
-		nb := cols / qkK
-		_ = row[110*nb-1]
-		_ = a.qs[4*cols-1]
-		_ = a.d[4*nb-1]
-		_ = a.bsums[4*16*nb-1]
-		dotQ3_Kx4AVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
-		return out
-	},
-	gguf.TypeQ4_K: func(row []byte, a actView, cols int) (out [4]float32) {
-		nb := cols / qkK
-		_ = row[144*nb-1]
-		_ = a.qs[4*cols-1]
-		_ = a.d[4*nb-1]
-		_ = a.bsums[4*16*nb-1]
-		dotQ4_Kx4AVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
-		return out
-	},
-	gguf.TypeQ5_K: func(row []byte, a actView, cols int) (out [4]float32) {
-		nb := cols / qkK
-		_ = row[176*nb-1]
-		_ = a.qs[4*cols-1]
-		_ = a.d[4*nb-1]
-		_ = a.bsums[4*16*nb-1]
-		dotQ5_Kx4AVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
-		return out
-	},
-	gguf.TypeQ6_K: func(row []byte, a actView, cols int) (out [4]float32) {
-		nb := cols / qkK
-		_ = row[210*nb-1]
-		_ = a.qs[4*cols-1]
-		_ = a.d[4*nb-1]
-		_ = a.bsums[4*16*nb-1]
-		dotQ6_Kx4AVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
-		return out
-	},
+	gguf.TypeQ2_K: kx4(dotQ2_Kx4AVX2, 84),
+	gguf.TypeQ3_K: kx4(dotQ3_Kx4AVX2, 110),
+	gguf.TypeQ4_K: kx4(dotQ4_Kx4AVX2, 144),
+	gguf.TypeQ5_K: kx4(dotQ5_Kx4AVX2, 176),
+	gguf.TypeQ6_K: kx4(dotQ6_Kx4AVX2, 210),
 	gguf.TypeF16: func(row []byte, a actView, cols int) (out [4]float32) {
 		x := a.x
 		n8 := cols &^ 7

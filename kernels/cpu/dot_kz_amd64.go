@@ -79,24 +79,8 @@ func kzDot4Rows(f kzRowsFunc, bs, maxNB int, dot4 func(row []byte, a actView, co
 
 // kzKernels4 are the AVX-512 four-token kernels, installed over the AVX2 ones.
 var kzKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float32{
-	gguf.TypeQ4_K: func(row []byte, a actView, cols int) (out [4]float32) {
-		nb := cols / qkK
-		_ = row[144*nb-1]
-		_ = a.qs[4*cols-1]
-		_ = a.d[4*nb-1]
-		_ = a.bsums[4*16*nb-1]
-		dotQ4_Kx4AVX512(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
-		return out
-	},
-	gguf.TypeQ6_K: func(row []byte, a actView, cols int) (out [4]float32) {
-		nb := cols / qkK
-		_ = row[210*nb-1]
-		_ = a.qs[4*cols-1]
-		_ = a.d[4*nb-1]
-		_ = a.bsums[4*16*nb-1]
-		dotQ6_Kx4AVX512(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], nb, cols, 4*nb, &out[0])
-		return out
-	},
+	gguf.TypeQ4_K: kx4(dotQ4_Kx4AVX512, 144),
+	gguf.TypeQ6_K: kx4(dotQ6_Kx4AVX512, 210),
 }
 
 // kzKernels4r are the many-row forms (kernel.dot4r).
