@@ -91,11 +91,22 @@ func tileBlkZ(p *Pool, worker int, op *opPlan, r0, r1, t0, t1 int) int {
 	a := &s.act[op.k.act]
 	nb := w.Cols / qk
 	panel := growBytes(&s.panels[worker], nb*panelBlockZ)
-	var out [128]float32
-	var out1 [16]float32
 	for ; r0+16 <= r1; r0 += 16 {
 		packPanelZAsm(bk, panel, w.Data[r0*rb:(r0+16)*rb], rb, nb)
-		t := t0
+		panelZTokens(op, a, panel, r0, t0, t1)
+	}
+	return r0
+}
+
+// panelZTokens computes rows [r0, r0+16) of op, packed in panel, for
+// tokens [t0, t1): groups of eight tokens when t0 is a multiple of 8, the
+// rest one at a time.
+func panelZTokens(op *opPlan, a *actBuf, panel []byte, r0, t0, t1 int) {
+	w, bk := op.w, op.k.blk
+	var out [128]float32
+	var out1 [16]float32
+	t := t0
+	if t0%8 == 0 {
 		for ; t+8 <= t1; t += 8 {
 			blkGemmZ8(bk, panel, a, t/8, w.Cols, &out)
 			for j := 0; j < 8; j++ {
@@ -103,11 +114,10 @@ func tileBlkZ(p *Pool, worker int, op *opPlan, r0, r1, t0, t1 int) int {
 				copy(op.dst[o:o+16], out[16*j:16*j+16])
 			}
 		}
-		for ; t < t1; t++ {
-			blkGemmZ1(bk, panel, a, t, w.Cols, &out1)
-			o := t*w.Rows + r0
-			copy(op.dst[o:o+16], out1[:])
-		}
 	}
-	return r0
+	for ; t < t1; t++ {
+		blkGemmZ1(bk, panel, a, t, w.Cols, &out1)
+		o := t*w.Rows + r0
+		copy(op.dst[o:o+16], out1[:])
+	}
 }

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"encoding/binary"
-	"math"
 
 	"oengine/model/gguf"
 )
@@ -114,12 +113,8 @@ func packPanelFromQ4Z(panel, grp []byte, nb int) {
 		src := (*[q4zBlock]byte)(grp[b*q4zBlock:])
 		for r := 0; r < 16; r++ {
 			o := 4 * r
-			for k := 0; k < 4; k++ {
-				v := le.Uint32(src[32+64*k+o:])
-				le.PutUint32(dst[64*k+o:], v&0x0f0f0f0f)
-				le.PutUint32(dst[256+64*k+o:], (v>>4)&0x0f0f0f0f)
-			}
-			le.PutUint32(dst[512+o:], math.Float32bits(tab[le.Uint16(src[2*r:])]))
+			v := [4]uint32{le.Uint32(src[32+o:]), le.Uint32(src[96+o:]), le.Uint32(src[160+o:]), le.Uint32(src[224+o:])}
+			putPanelQ4(dst, tab, r, v, le.Uint16(src[2*r:]))
 		}
 	}
 }

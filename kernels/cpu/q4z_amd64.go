@@ -26,7 +26,7 @@ func q4zGemv(grp []byte, qs []int8, d []float32, s8 []int32, out []float32, pf i
 // tileBlkZ uses (a group unpacks into the same panel bytes as its rows).
 func (p *Pool) tileQ4Z(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	s := &p.scratch
-	w, bk, rb := op.w, op.k.blk, op.rb
+	w, rb := op.w, op.rb
 	if r0%16 != 0 || (r1-r0)%16 != 0 || r1 > w.q4z {
 		panic("cpu: Q4_0 decode-layout tile not on whole groups")
 	}
@@ -40,24 +40,8 @@ func (p *Pool) tileQ4Z(worker int, op *opPlan, r0, r1, t0, t1 int) {
 		return
 	}
 	panel := growBytes(&s.panels[worker], nb*panelBlockZ)
-	var out [128]float32
-	var out1 [16]float32
 	for g := r0; g < r1; g += 16 {
 		packPanelFromQ4Z(panel, w.Data[g*rb:(g+16)*rb], nb)
-		t := t0
-		if t0%8 == 0 {
-			for ; t+8 <= t1; t += 8 {
-				blkGemmZ8(bk, panel, a, t/8, cols, &out)
-				for j := 0; j < 8; j++ {
-					o := (t+j)*w.Rows + g
-					copy(op.dst[o:o+16], out[16*j:16*j+16])
-				}
-			}
-		}
-		for ; t < t1; t++ {
-			blkGemmZ1(bk, panel, a, t, cols, &out1)
-			o := t*w.Rows + g
-			copy(op.dst[o:o+16], out1[:])
-		}
+		panelZTokens(op, a, panel, g, t0, t1)
 	}
 }
