@@ -14,9 +14,10 @@ type Matrix struct {
 	Type       gguf.Type
 	Rows, Cols int
 	Data       []byte
-	// q4z > 0: rows [0, q4z) are stored in the Q4_0 decode layout
-	// (PackQ4_0Decode, q4z.go), 16 rows per group, instead of row-major.
-	q4z int
+	// q4z: the whole groups of 16 rows, rows [0, q4zRows()), are stored
+	// in the Q4_0 decode layout (PackQ4_0Decode, q4z.go) instead of
+	// row-major.
+	q4z bool
 }
 
 // NewMatrix validates that data holds rows×cols elements of type t (whole
@@ -47,7 +48,7 @@ func (m Matrix) rowBytes() int {
 // Q4_0 decode layout).
 func (m Matrix) Row(r int) []byte {
 	rb := m.rowBytes()
-	if r < m.q4z {
+	if r < m.q4zRows() {
 		return q4zRow(m, r)
 	}
 	return m.Data[r*rb : (r+1)*rb]

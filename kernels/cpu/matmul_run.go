@@ -160,7 +160,7 @@ func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
 		s.rowC = 16 // whole 8-row groups for the blocked kernels
 	}
 	for _, op := range s.ops[:nops] {
-		if op.w.q4z > 0 {
+		if op.w.q4z {
 			s.rowC = 16 // whole groups of the Q4_0 decode layout
 		}
 	}

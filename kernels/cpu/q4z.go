@@ -37,7 +37,7 @@ func Q4_0DecodeLayout(t gguf.Type) bool { return t == gguf.TypeQ4_0 && q4zActive
 // false, writing nothing, when the layout does not apply (not Q4_0, fewer
 // than 16 rows, or no AVX-512 VNNI kernels).
 func PackQ4_0Decode(m Matrix, dst []byte) (Matrix, bool) {
-	if !Q4_0DecodeLayout(m.Type) || m.Rows < 16 || m.q4z > 0 || len(dst) != len(m.Data) {
+	if !Q4_0DecodeLayout(m.Type) || m.Rows < 16 || m.q4z || len(dst) != len(m.Data) {
 		return m, false
 	}
 	rb, nb := m.rowBytes(), m.Cols/qk
@@ -52,12 +52,21 @@ func PackQ4_0Decode(m Matrix, dst []byte) (Matrix, bool) {
 		copy(dst[o:], m.Data[o:])
 	}
 	out := m
-	out.Data, out.q4z = dst, 16*groups
+	out.Data, out.q4z = dst, true
 	return out, true
 }
 
 // DecodeLayout reports whether m has rows in the Q4_0 decode layout.
-func (m Matrix) DecodeLayout() bool { return m.q4z > 0 }
+func (m Matrix) DecodeLayout() bool { return m.q4z }
+
+// q4zRows is the number of rows in the decode layout: the whole groups of
+// 16 rows of a packed matrix, else 0.
+func (m Matrix) q4zRows() int {
+	if !m.q4z {
+		return 0
+	}
+	return m.Rows &^ 15
+}
 
 // q4zPackGroup writes 16 row-major rows (rb bytes apart, nb blocks) as one
 // decode-layout group into dst.

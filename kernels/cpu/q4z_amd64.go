@@ -27,7 +27,7 @@ func q4zGemv(grp []byte, qs []int8, d []float32, s8 []int32, out []float32, pf i
 func (p *Pool) tileQ4Z(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	s := &p.scratch
 	w, rb := op.w, op.rb
-	if r0%16 != 0 || (r1-r0)%16 != 0 || r1 > w.q4z {
+	if r0%16 != 0 || (r1-r0)%16 != 0 || r1 > w.q4zRows() {
 		panic("cpu: Q4_0 decode-layout tile not on whole groups")
 	}
 	nb, cols := w.Cols/qk, w.Cols
