@@ -17,6 +17,7 @@
 // (16·18) of the region pf bytes ahead of the group.
 
 #include "textflag.h"
+#include "q4vnni_amd64.h"
 
 // func gemv16Q4_0Z(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
 // Groups of 16 contiguous Q4_0 rows (18·nb bytes each); out[16g+r] is row
@@ -101,29 +102,7 @@ gzloop:
 	VPUNPCKHQDQ Z6, Z4, Z1
 	VPUNPCKLQDQ Z7, Z5, Z2
 	VPUNPCKHQDQ Z7, Z5, Z3
-	VPSUBD.BCST (BX), Z31, Z10
-	VPXORD Z11, Z11, Z11
-	VPANDD Z29, Z0, Z4
-	VPDPBUSD.BCST 0(DI), Z4, Z10
-	VPSRLD $4, Z0, Z0
-	VPANDD Z29, Z0, Z0
-	VPDPBUSD.BCST 16(DI), Z0, Z11
-	VPANDD Z29, Z1, Z5
-	VPDPBUSD.BCST 4(DI), Z5, Z10
-	VPSRLD $4, Z1, Z1
-	VPANDD Z29, Z1, Z1
-	VPDPBUSD.BCST 20(DI), Z1, Z11
-	VPANDD Z29, Z2, Z6
-	VPDPBUSD.BCST 8(DI), Z6, Z10
-	VPSRLD $4, Z2, Z2
-	VPANDD Z29, Z2, Z2
-	VPDPBUSD.BCST 24(DI), Z2, Z11
-	VPANDD Z29, Z3, Z7
-	VPDPBUSD.BCST 12(DI), Z7, Z10
-	VPSRLD $4, Z3, Z3
-	VPANDD Z29, Z3, Z3
-	VPDPBUSD.BCST 28(DI), Z3, Z11
-	VPADDD Z11, Z10, Z10
+	Q4BLOCKSUM
 	VCVTDQ2PS Z10, Z10
 	VPMOVDW Z8, Y8
 	VCVTPH2PS Y8, Z8

@@ -11,6 +11,7 @@
 // region; each block prefetches the 288 bytes pf bytes ahead.
 
 #include "textflag.h"
+#include "q4vnni_amd64.h"
 
 // func gemv16Q4_0P(grp *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
 // ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.
@@ -42,29 +43,7 @@ gploop:
 	PREFETCHT0 128(R14)
 	PREFETCHT0 192(R14)
 	PREFETCHT0 256(R14)
-	VPSUBD.BCST (BX), Z31, Z10
-	VPXORD Z11, Z11, Z11
-	VPANDD Z29, Z0, Z4
-	VPDPBUSD.BCST 0(DI), Z4, Z10
-	VPSRLD $4, Z0, Z0
-	VPANDD Z29, Z0, Z0
-	VPDPBUSD.BCST 16(DI), Z0, Z11
-	VPANDD Z29, Z1, Z5
-	VPDPBUSD.BCST 4(DI), Z5, Z10
-	VPSRLD $4, Z1, Z1
-	VPANDD Z29, Z1, Z1
-	VPDPBUSD.BCST 20(DI), Z1, Z11
-	VPANDD Z29, Z2, Z6
-	VPDPBUSD.BCST 8(DI), Z6, Z10
-	VPSRLD $4, Z2, Z2
-	VPANDD Z29, Z2, Z2
-	VPDPBUSD.BCST 24(DI), Z2, Z11
-	VPANDD Z29, Z3, Z7
-	VPDPBUSD.BCST 12(DI), Z7, Z10
-	VPSRLD $4, Z3, Z3
-	VPANDD Z29, Z3, Z3
-	VPDPBUSD.BCST 28(DI), Z3, Z11
-	VPADDD Z11, Z10, Z10
+	Q4BLOCKSUM
 	VCVTDQ2PS Z10, Z10
 	VMULPS.BCST (DX), Z8, Z8
 	VFMADD231PS Z10, Z8, Z16
