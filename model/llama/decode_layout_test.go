@@ -3,7 +3,9 @@ package llama
 import (
 	"math"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"oengine/kernels/cpu"
 	"oengine/model/gguf"
@@ -13,9 +15,22 @@ import (
 // (gguf.OpenCopy) has its linear weights rewritten into the Q4_0 decode
 // layout where the CPU has the kernels, and computes exactly the logits of
 // the row-major model (mapped file) for a prefill and decode steps; a
-// second Load of the rewritten file is refused; RowMajor keeps the layout.
+// second Load of the rewritten file is refused; RowMajor keeps the layout;
+// no goroutine outlives the models.
 func TestDecodeLayoutBitwise(t *testing.T) {
 	path := filepath.Join(sharedModels(t), "tiny-llama-q4_0.gguf")
+	// Every goroutine the loads start (pools, the rewrite) ends once the
+	// models are closed (Cleanup runs after the deferred Closes).
+	base := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for runtime.NumGoroutine() > base {
+			if time.Now().After(deadline) {
+				t.Fatalf("goroutines: %d after closing, %d before loading", runtime.NumGoroutine(), base)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 	ref, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)

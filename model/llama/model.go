@@ -2,9 +2,7 @@ package llama
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"oengine/kernels/cpu"
 	"oengine/model/gguf"
@@ -114,9 +112,6 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	if f.Claimed() {
 		return nil, fmt.Errorf("llama: the file's tensors were rewritten in place by another model; open the file again")
 	}
-	if !opts.RowMajor && f.ClaimWritable() {
-		m.packDecodeLayout()
-	}
 	if opts.GGMLArithmetic {
 		m.ggml = newGGMLState(false)
 	}
@@ -126,6 +121,9 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		m.pool = cpu.NewPool(opts.Threads)
 		m.ownPool = true
 	}
+	if !opts.RowMajor && f.ClaimWritable() {
+		m.packDecodeLayout()
+	}
 	return m, nil
 }
 
@@ -133,6 +131,21 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 // embedding, which is also read by rows) in place into the decode layout.
 // The caller owns the tensor bytes (gguf.File.ClaimWritable).
 func (m *Model) packDecodeLayout() {
+	ws := m.linearMatrices()
+	// Matrices are independent: rewrite them on the model's workers.
+	m.pool.For(len(ws), func(lo, hi int) {
+		for _, w := range ws[lo:hi] {
+			if p, ok := cpu.PackQ4_0Decode(*w, w.Data); ok {
+				*w = p
+			}
+		}
+	})
+}
+
+// linearMatrices lists the weight matrices used only through MatMul: the
+// layers' projections and the output matrix unless it is the token
+// embedding (which is also read by rows).
+func (m *Model) linearMatrices() []*cpu.Matrix {
 	var ws []*cpu.Matrix
 	if !m.cfg.TiedOut {
 		ws = append(ws, &m.out)
@@ -141,35 +154,16 @@ func (m *Model) packDecodeLayout() {
 		l := &m.layers[i]
 		ws = append(ws, &l.wq, &l.wk, &l.wv, &l.wo, &l.wGate, &l.wUp, &l.wDown)
 	}
-	// Matrices are independent: rewrite them on all cores (about 1 GB/s
-	// per core).
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.NumCPU(), len(ws)) {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < len(ws); i = int(next.Add(1)) - 1 {
-				if p, ok := cpu.PackQ4_0Decode(*ws[i], ws[i].Data); ok {
-					*ws[i] = p
-				}
-			}
-		})
-	}
-	wg.Wait()
+	return ws
 }
 
 // DecodeLayout reports how many weight matrices Load rewrote into the Q4_0
 // decode layout.
 func (m *Model) DecodeLayout() int {
 	n := 0
-	if !m.cfg.TiedOut && m.out.DecodeLayout() {
-		n++
-	}
-	for i := range m.layers {
-		l := &m.layers[i]
-		for _, w := range []cpu.Matrix{l.wq, l.wk, l.wv, l.wo, l.wGate, l.wUp, l.wDown} {
-			if w.DecodeLayout() {
-				n++
-			}
+	for _, w := range m.linearMatrices() {
+		if w.DecodeLayout() {
+			n++
 		}
 	}
 	return n
