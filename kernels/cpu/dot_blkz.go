@@ -32,8 +32,18 @@ func packPanelZ(bk *blkKernel, panel, rows []byte, rb, nb int) {
 			dst := (*[panelBlockZ]byte)(panel[b*panelBlockZ:])
 			for r := 0; r < 16; r++ {
 				blk := (*[18]byte)(rows[r*rb+b*18:])
-				v := [4]uint32{le.Uint32(blk[2:]), le.Uint32(blk[6:]), le.Uint32(blk[10:]), le.Uint32(blk[14:])}
-				putPanelQ4(dst, tab, r, v, le.Uint16(blk[0:]))
+				o := 4 * r
+				v0, v1 := le.Uint32(blk[2:]), le.Uint32(blk[6:])
+				v2, v3 := le.Uint32(blk[10:]), le.Uint32(blk[14:])
+				le.PutUint32(dst[o:], v0&0x0f0f0f0f)
+				le.PutUint32(dst[o+64:], v1&0x0f0f0f0f)
+				le.PutUint32(dst[o+128:], v2&0x0f0f0f0f)
+				le.PutUint32(dst[o+192:], v3&0x0f0f0f0f)
+				le.PutUint32(dst[o+256:], (v0>>4)&0x0f0f0f0f)
+				le.PutUint32(dst[o+320:], (v1>>4)&0x0f0f0f0f)
+				le.PutUint32(dst[o+384:], (v2>>4)&0x0f0f0f0f)
+				le.PutUint32(dst[o+448:], (v3>>4)&0x0f0f0f0f)
+				le.PutUint32(dst[512+o:], math.Float32bits(tab[uint16(blk[0])|uint16(blk[1])<<8]))
 			}
 		}
 		return
@@ -50,17 +60,4 @@ func packPanelZ(bk *blkKernel, panel, rows []byte, rb, nb int) {
 			le.PutUint32(dst[512+o:], math.Float32bits(tab[uint16(blk[0])|uint16(blk[1])<<8]))
 		}
 	}
-}
-
-// putPanelQ4 writes row r of a Q4_0 panel block: v[k] holds bytes
-// 4k..4k+3 of the row's 16 nibble bytes (elements 4k..4k+3 in the low
-// nibbles, 16+4k..16+4k+3 in the high ones), scale its F16 scale.
-func putPanelQ4(dst *[panelBlockZ]byte, tab *[1 << 16]float32, r int, v [4]uint32, scale uint16) {
-	le := binary.LittleEndian
-	o := 4 * r
-	for k, w := range v {
-		le.PutUint32(dst[o+64*k:], w&0x0f0f0f0f)
-		le.PutUint32(dst[o+256+64*k:], (w>>4)&0x0f0f0f0f)
-	}
-	le.PutUint32(dst[512+o:], math.Float32bits(tab[scale]))
 }

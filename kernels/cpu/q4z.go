@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"encoding/binary"
+	"math"
 
 	"oengine/model/gguf"
 )
@@ -111,19 +112,25 @@ func q4zRow(m Matrix, r int) []byte {
 }
 
 // packPanelFromQ4Z is packPanelZ (dot_blkz.go) for the 16 rows of a
-// decode-layout group: the same panel bytes.
+// decode-layout group: the same panel bytes. In the decode layout step k's
+// nibble dwords of the 16 rows are already contiguous, as in the panel, so
+// a block is eight masked 64-byte copies and 16 scale conversions.
 func packPanelFromQ4Z(panel, grp []byte, nb int) {
 	tab := f16Table()
 	_ = panel[nb*panelBlockZ-1]
 	_ = grp[nb*q4zBlock-1]
 	le := binary.LittleEndian
+	const mask = 0x0f0f0f0f0f0f0f0f
 	for b := 0; b < nb; b++ {
 		dst := (*[panelBlockZ]byte)(panel[b*panelBlockZ:])
 		src := (*[q4zBlock]byte)(grp[b*q4zBlock:])
+		for i := 0; i < 256; i += 8 { // steps 0-3 (low nibbles) and 4-7 (high)
+			w := le.Uint64(src[32+i:])
+			le.PutUint64(dst[i:], w&mask)
+			le.PutUint64(dst[256+i:], (w>>4)&mask)
+		}
 		for r := 0; r < 16; r++ {
-			o := 4 * r
-			v := [4]uint32{le.Uint32(src[32+o:]), le.Uint32(src[96+o:]), le.Uint32(src[160+o:]), le.Uint32(src[224+o:])}
-			putPanelQ4(dst, tab, r, v, le.Uint16(src[2*r:]))
+			le.PutUint32(dst[512+4*r:], math.Float32bits(tab[le.Uint16(src[2*r:])]))
 		}
 	}
 }
