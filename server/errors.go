@@ -17,7 +17,7 @@ import (
 // ErrorDomain is the google.rpc.ErrorInfo domain of every error status.
 const ErrorDomain = "oengine"
 
-// ErrorInfo reasons that have no engine code (decisions.md §1).
+// ErrorInfo reasons that have no engine code (docs/design.md §1).
 const (
 	reasonRoleMismatch       = "ROLE_MISMATCH"
 	reasonKVSessionNotFound  = "KV_SESSION_NOT_FOUND"
@@ -40,7 +40,7 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 
-// mapping is the error table of decisions.md §1, keyed by engine code.
+// mapping is the error table of docs/design.md §1, keyed by engine code.
 var mapping = map[engine.Code]apiError{
 	engine.CodeInternal:              {codes.Internal, reasonInternal, pb.ErrorCode_ERROR_CODE_INTERNAL, false, ""},
 	engine.CodeInvalidArgument:       {codes.InvalidArgument, reasonInvalidArgument, pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENT, false, ""},
@@ -142,7 +142,7 @@ func statusErr(err error) error {
 }
 
 // Failure is a classified error as an HTTP surface shows it: the ErrorInfo
-// reason and the HTTP column of the error table (docs/design.md, "Errors").
+// reason and the HTTP column of the error table (docs/design.md §1).
 type Failure struct {
 	Reason    string // ErrorInfo reason, e.g. OVERLOADED
 	Message   string

@@ -18,7 +18,7 @@ type genOptions struct {
 }
 
 // buildRequest validates a GenerateRequest before acceptance and turns it
-// into an engine request. Every refusal is an *apiError (decisions.md §1).
+// into an engine request. Every refusal is an *apiError (docs/design.md §1).
 func (s *Server) buildRequest(req *pb.GenerateRequest, meta callMeta) (*Model, engine.Request, genOptions, *apiError) {
 	var (
 		er  engine.Request

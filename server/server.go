@@ -2,7 +2,7 @@
 // (Inference, Control, grpc.health.v1, reflection) and an HTTP listener
 // (/metrics, /healthz, /readyz). It is the only place where gRPC codes and
 // HTTP statuses exist: engines report typed errors, the server maps them
-// (decisions.md §1).
+// (docs/design.md §1).
 package server
 
 import (

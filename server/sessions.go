@@ -81,7 +81,7 @@ func (s *Server) Sessions() *sessions.Manager {
 	return nil
 }
 
-// sessionReasons maps sessions codes to the error table (decisions.md §1).
+// sessionReasons maps sessions codes to the error table (docs/design.md §1).
 var sessionReasons = map[sessions.Code]struct {
 	grpc   codes.Code
 	engine pb.ErrorCode

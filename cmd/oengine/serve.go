@@ -87,7 +87,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fef.model = fastModel
 		frt, err := openRuntime(&fef, "", cfg.Metrics.EngineHooks, stderr, logger)
 		if err != nil {
-			// docs/design.md, "Models": a fast model that fails to load
+			// docs/design.md §6: a fast model that fails to load
 			// does not stop the server; it is reported as degraded.
 			logger.Error("fast model failed to load; serving without it", "path", *fastModel, "err", err)
 			cfg.ModelDegraded = fmt.Sprintf("fast model %s failed to load: %v", *fastModel, err)

@@ -13,7 +13,7 @@ import (
 )
 
 // sseError is an SSE route error: the HTTP status before the stream starts
-// and the code of decisions.md §1's HTTP column (also the `error` event's
+// and the code of docs/design.md §1's HTTP column (also the `error` event's
 // code after it started).
 type sseError struct {
 	status    int

@@ -15,7 +15,7 @@ import (
 	"oengine/sessions"
 )
 
-// Route limits (docs/design.md, "SSE wire format").
+// Route limits (docs/design.md §5).
 const (
 	// MaxPromptBytes caps the prompt's UTF-8 bytes after JSON decoding.
 	MaxPromptBytes = 32 << 10

@@ -17,7 +17,7 @@ import (
 	"oengine/server"
 )
 
-// Event payloads (decisions.md §5).
+// Event payloads (docs/design.md §5).
 type (
 	sseStarted struct {
 		RequestID string `json:"request_id"`
