@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,7 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"oengine/model/chat"
 	"oengine/server"
+	"oengine/server/openai"
 	"oengine/server/sse"
 	"oengine/sessions"
 )
@@ -47,6 +50,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	sseTemp := fs.Float64("sse-temperature", -1, "temperature of SSE side generations (negative: --default-temperature)")
 	sseKeepAlive := fs.Duration("sse-keepalive", sse.DefaultKeepAlive, "interval of SSE keep-alive comments while no event is sent")
 	sseWriteTimeout := fs.Duration("sse-write-timeout", sse.DefaultWriteTimeout, "an SSE reader stalled longer than this is cancelled")
+	chatTemplate := fs.String("chat-template", "", "Jinja chat template file replacing the GGUF's tokenizer.chat_template (OpenAI chat completions, SSE)")
+	templateTimeout := fs.Duration("chat-template-timeout", chat.DefaultRenderTimeout, "longest chat template render; a template that runs longer fails")
+	noReasoningSplit := fs.Bool("no-reasoning-split", false, "keep <think> blocks in the OpenAI content instead of reasoning_content")
 	var corsOrigins stringList
 	fs.Var(&corsOrigins, "cors-origin", "origin allowed to call the SSE route from a browser (repeatable; \"*\" any; none by default)")
 	if err := fs.Parse(args); err != nil {
@@ -72,6 +78,22 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer rt.Close()
 	primary := server.NewModel(rt.Engine, rt.Tokenizer)
 	primary.Aliases = aliases
+	limits := chat.Limits{Timeout: *templateTimeout}
+	if *chatTemplate != "" {
+		b, err := os.ReadFile(*chatTemplate)
+		if err != nil {
+			return fmt.Errorf("serve: --chat-template: %w", err)
+		}
+		if rt.Tokenizer == nil {
+			return errors.New("serve: --chat-template: the model has no tokenizer")
+		}
+		// An explicit template must work: refuse to start rather than fall
+		// back (a GGUF's own unusable template only logs a warning).
+		if _, err := chat.NewEncoderLimits(rt.Tokenizer, string(b), limits); err != nil {
+			return fmt.Errorf("serve: --chat-template %s: %w", *chatTemplate, err)
+		}
+		primary.ChatTemplate = string(b)
+	}
 	models := []server.Model{primary}
 	sc := sse.Config{
 		MaxTokens: *sseMaxTokens, KeepAlive: *sseKeepAlive, WriteTimeout: *sseWriteTimeout,
@@ -110,6 +132,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err := sse.Enable(srv, sc); err != nil {
 		return err
 	}
+	if err := openai.Enable(srv, openai.Config{TemplateLimits: limits, NoReasoningSplit: *noReasoningSplit}); err != nil {
+		return err
+	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}
@@ -117,7 +142,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if label == "synthetic" {
 		label = "synthetic (built-in default: random weights)"
 	}
-	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE)\n",
+	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE, OpenAI /v1/*)\n",
 		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
