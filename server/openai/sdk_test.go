@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -334,6 +335,30 @@ func TestOpenAISDK(t *testing.T) {
 		h.idle(t, false)
 		if n := h.e.Stats().GenerationTokens - held; n > 2 {
 			t.Fatalf("%d tokens generated after the client left (want at most the step in flight)", n)
+		}
+	})
+
+	t.Run("request metrics carry the route", func(t *testing.T) {
+		resp, err := http.Get(h.base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body := string(raw)
+		for _, want := range []string{
+			`oengine:request_success_total{finished_reason="length",model_name="tiny",route="/v1/completions"}`,
+			`oengine:request_success_total{finished_reason="length",model_name="tiny",route="/v1/chat/completions"}`,
+			`oengine:request_success_total{finished_reason="stop",model_name="tiny",route="/v1/completions"} 1`,
+			`oengine:request_failure_total{code="CANCELLED",model_name="tiny",route="/v1/chat/completions"} 1`,
+			`oengine:time_to_first_token_seconds_count{model_name="tiny",route="/v1/chat/completions"}`,
+			`oengine:e2e_request_latency_seconds_count{model_name="tiny",route="/v1/completions"}`,
+			`oengine:request_rejected_total{reason="MODEL_NOT_FOUND"} 1`,
+			`oengine:request_rejected_total{reason="OVERLOADED"} 1`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("metrics lack %q", want)
+			}
 		}
 	})
 
