@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -303,4 +307,30 @@ func TestReasoningSplit(t *testing.T) {
 	if reasoning.String() != text || !strings.HasSuffix(string(raw), "data: [DONE]\n\n") {
 		t.Fatalf("streamed reasoning %q, want %q; body ends %q", reasoning.String(), text, string(raw)[max(0, len(raw)-40):])
 	}
+}
+
+// TestOpenAINodeSDK runs testdata/smoke.mjs, the same smoke run with the
+// official `openai` npm package, against a live server. It needs node and
+// testdata/node_modules (npm ci in server/openai/testdata); without them
+// it skips, unless OENGINE_REQUIRE_NODE=1 (CI) makes it fail.
+func TestOpenAINodeSDK(t *testing.T) {
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join("testdata", "node_modules", "openai"))
+	if err != nil || modErr != nil {
+		msg := "node or server/openai/testdata/node_modules missing (run npm ci there)"
+		if os.Getenv("OENGINE_REQUIRE_NODE") == "1" {
+			t.Fatal(msg + " and OENGINE_REQUIRE_NODE=1")
+		}
+		t.Skip(msg)
+	}
+	h := startHarness(t, harnessOpts{template: llama2Template})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "smoke.mjs", h.base+"/v1", h.name)
+	cmd.Dir = "testdata"
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok") {
+		t.Fatalf("smoke.mjs: %v\n%s", err, out)
+	}
+	h.idle(t, false)
 }
