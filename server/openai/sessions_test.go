@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"oengine/bench"
 	pb "oengine/proto/openengine/v1"
 )
 
@@ -331,6 +332,27 @@ func TestOpenAINodeSDK(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "ok") {
 		t.Fatalf("smoke.mjs: %v\n%s", err, out)
+	}
+	h.idle(t, false)
+}
+
+// TestBenchOpenAITarget: oengine's own load generator (bench serve
+// --target openai) runs against this API: every request succeeds and the
+// figures come from the streamed usage.
+func TestBenchOpenAITarget(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	in, _ := bench.ParseDist("24")
+	out, _ := bench.ParseDist("8")
+	tgt := bench.NewOpenAI(h.base, h.name)
+	defer tgt.Close()
+	reps, err := bench.RunServe(ctxT(t), tgt, bench.ServeConfig{Scenario: "generate",
+		Workload: bench.Workload{Input: in, Output: out, Seed: 1, IgnoreEOS: true},
+		Load:     bench.Load{Concurrency: 2, Requests: 6, Seed: 1}, RequestTimeout: time.Minute}, bench.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 || reps[0].Succeeded != 6 || reps[0].OutTokens != 6*8 || bench.AllFailed(reps) != nil {
+		t.Fatalf("reports %+v", reps)
 	}
 	h.idle(t, false)
 }
