@@ -28,11 +28,15 @@ type gatedModel struct {
 	engine.Model
 	gated atomic.Bool
 	gate  chan struct{}
+	fail  atomic.Pointer[error] // when set, Forward fails with it
 }
 
 func (g *gatedModel) Forward(k engine.KV, b *engine.Batch, logits []float32) error {
 	if g.gated.Load() {
 		<-g.gate
+	}
+	if err := g.fail.Load(); err != nil {
+		return *err
 	}
 	return g.Model.Forward(k, b, logits)
 }

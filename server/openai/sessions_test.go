@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -353,6 +354,50 @@ func TestBenchOpenAITarget(t *testing.T) {
 	}
 	if len(reps) != 1 || reps[0].Succeeded != 6 || reps[0].OutTokens != 6*8 || bench.AllFailed(reps) != nil {
 		t.Fatalf("reports %+v", reps)
+	}
+	h.idle(t, false)
+}
+
+// A failure after the stream started ends it with one error chunk and no
+// [DONE]; the request metrics count the failure.
+func TestStreamFailureAfterStart(t *testing.T) {
+	h := startHarness(t, harnessOpts{template: llama2Template})
+	body := `{"model":"tiny","max_tokens":500,"ignore_eos":true,"stream":true,"messages":[{"role":"user","content":"go"}]}`
+	req, _ := http.NewRequestWithContext(ctxT(t), "POST", h.base+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	buf := make([]byte, 1)
+	var seen strings.Builder
+	for !strings.Contains(seen.String(), `"content":"`) || strings.Count(seen.String(), "data: ") < 3 {
+		if _, err := resp.Body.Read(buf); err != nil {
+			t.Fatalf("stream ended early: %v\n%s", err, seen.String())
+		}
+		seen.WriteByte(buf[0])
+	}
+	boom := errors.New("injected device failure")
+	h.model.fail.Store(&boom)
+	rest, _ := io.ReadAll(resp.Body)
+	h.model.fail.Store(nil)
+	all := seen.String() + string(rest)
+	var last string
+	for _, line := range strings.Split(all, "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			last = d
+		}
+	}
+	var e errorBody
+	if err := json.Unmarshal([]byte(last), &e); err != nil || e.Error.Code != "internal" || e.Error.Type != "server_error" {
+		t.Fatalf("last data %q: %v", last, err)
+	}
+	if strings.Contains(all, "[DONE]") || strings.Count(all, `"error"`) != 1 {
+		t.Fatalf("want exactly one error chunk and no [DONE]:\n%s", all)
 	}
 	h.idle(t, false)
 }
