@@ -401,3 +401,24 @@ func TestStreamFailureAfterStart(t *testing.T) {
 	}
 	h.idle(t, false)
 }
+
+// A model whose own template is hostile (it loops without bound) does not
+// hang Enable: the template fails its probe under the limits and chat
+// prompts use the plain fallback.
+func TestHostileModelTemplateFallsBack(t *testing.T) {
+	start := time.Now()
+	h := startHarness(t, harnessOpts{template: `{% for i in range(100000000) %}x{% endfor %}{% for m in messages %}{{ m.content }}{% endfor %}`})
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Enable took %v", d)
+	}
+	c := h.client()
+	r, err := c.Chat.Completions.New(ctxT(t), oa.ChatCompletionNewParams{Model: "tiny", MaxCompletionTokens: oa.Int(2),
+		Messages: []oa.ChatCompletionMessageParamUnion{oa.SystemMessage("Be brief."), oa.UserMessage("Hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := h.tok.Encode("System: Be brief.\n\nUser: Hi\n\nAssistant:", tokEncodeBOS)
+	if int(r.Usage.PromptTokens) != len(plain) {
+		t.Fatalf("prompt of %d tokens, the plain fallback has %d", r.Usage.PromptTokens, len(plain))
+	}
+}
