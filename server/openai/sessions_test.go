@@ -422,3 +422,82 @@ func TestHostileModelTemplateFallsBack(t *testing.T) {
 		t.Fatalf("prompt of %d tokens, the plain fallback has %d", r.Usage.PromptTokens, len(plain))
 	}
 }
+
+// The lease, budget and busy rules over HTTP: an expired session answers
+// 410 session_expired (and stays readable as a tombstone), the session cap
+// 429 overloaded with Retry-After, a second mutating turn 409
+// session_busy.
+func TestSessionsLeaseBudgetBusy(t *testing.T) {
+	clock := &clockT{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h := startHarness(t, harnessOpts{template: llama2Template, clock: clock, maxSessions: 2})
+	open := func() string {
+		code, s := h.do(t, "POST", "/v1/sessions", `{"model":"tiny","lease_ms":"60000"}`)
+		if code != http.StatusCreated {
+			t.Fatalf("open: %d %v", code, s)
+		}
+		return s["ref"].(map[string]any)["session_id"].(string)
+	}
+	a, b := open(), open()
+
+	t.Run("budget", func(t *testing.T) {
+		req, _ := http.NewRequest("POST", h.base+"/v1/sessions", strings.NewReader(`{"model":"tiny"}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&g)
+		resp.Body.Close()
+		if resp.StatusCode != 429 || errCode(g) != "overloaded" || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("third session: %d %v Retry-After %q", resp.StatusCode, g, resp.Header.Get("Retry-After"))
+		}
+	})
+
+	t.Run("busy", func(t *testing.T) {
+		release := h.model.hold()
+		defer release()
+		before := h.e.Stats().Requests
+		chat := `{"model":"tiny","max_tokens":2,"messages":[{"role":"user","content":"x"}],"session":{"id":"` + b + `"}}`
+		done := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest("POST", h.base+"/v1/chat/completions", strings.NewReader(chat))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		eventually(t, "first turn admitted", func() bool { return h.e.Stats().Requests > before })
+		code, g := h.do(t, "POST", "/v1/chat/completions", chat)
+		if code != 409 || errCode(g) != "session_busy" {
+			t.Fatalf("second turn: %d %v", code, g)
+		}
+		release()
+		if code := <-done; code != 200 {
+			t.Fatalf("first turn: %d", code)
+		}
+	})
+
+	t.Run("expired", func(t *testing.T) {
+		clock.Advance(2 * time.Minute)
+		code, g := h.do(t, "PATCH", "/v1/sessions/"+a, "")
+		if code != 410 || errCode(g) != "session_expired" {
+			t.Fatalf("renew expired: %d %v", code, g)
+		}
+		code, g = h.do(t, "POST", "/v1/chat/completions", `{"model":"tiny","max_tokens":2,"messages":[{"role":"user","content":"x"}],"session":{"id":"`+a+`"}}`)
+		if code != 410 || errCode(g) != "session_expired" {
+			t.Fatalf("chat on expired: %d %v", code, g)
+		}
+		code, g = h.do(t, "GET", "/v1/sessions/"+a, "")
+		if code != 200 || g["state"] != "GENERATION_SESSION_STATE_EXPIRED" {
+			t.Fatalf("tombstone: %d %v", code, g)
+		}
+		code, g = h.do(t, "DELETE", "/v1/sessions/"+a, "")
+		if code != 200 || g["status"] != "CLOSE_STATUS_EXPIRED" {
+			t.Fatalf("close expired: %d %v", code, g)
+		}
+	})
+	h.idle(t, true)
+}
