@@ -143,7 +143,7 @@ func TestParseGenerate(t *testing.T) {
 			engine: with(func(v *engineValues) { v.model = "m.gguf" })},
 		{name: "kv", args: []string{"--kv-type", "F32", "--kv-memory", "512 mib"}, want: generateConfig{prompt: "Once upon a time", n: 64},
 			engine: with(func(v *engineValues) { v.kvType, v.kvMemory = "F32", "512 mib" })},
-		{name: "n zero", args: []string{"-n", "0"}, err: "generate: --n must be at least 1, got 0"},
+		{name: "n zero", args: []string{"-n", "0"}, err: "generate: -n must be at least 1, got 0"},
 		{name: "temp negative", args: []string{"--temp", "-1"}, err: "generate: --temp must not be negative"},
 		{name: "seed negative", args: []string{"--seed", "-1"}, err: `invalid value "-1" for flag --seed`},
 		{name: "two models", args: []string{"a.gguf", "b.gguf"}, err: `generate: unexpected argument "b.gguf"`},

@@ -146,9 +146,9 @@ func (f *flagSet) checkNumbers() error {
 		}
 		switch {
 		case math.IsNaN(v) || math.IsInf(v, 0):
-			err = fmt.Errorf("%s: --%s must be a finite number, got %s", f.cmd, fl.Name, fl.Value)
+			err = fmt.Errorf("%s: %s must be a finite number, got %s", f.cmd, dashed(fl.Name), fl.Value)
 		case v < 0 && !f.signed[fl.Name]:
-			err = fmt.Errorf("%s: --%s must not be negative, got %s", f.cmd, fl.Name, fl.Value)
+			err = fmt.Errorf("%s: %s must not be negative, got %s", f.cmd, dashed(fl.Name), fl.Value)
 		}
 	})
 	if err != nil {
@@ -162,9 +162,9 @@ func (f *flagSet) checkNumbers() error {
 		v, _ := numberOf(fl)
 		switch {
 		case v < c.lo && math.IsInf(c.hi, 1):
-			return fmt.Errorf("%s: --%s must be at least %s, got %s", f.cmd, c.name, fmtNum(c.lo), fl.Value)
+			return fmt.Errorf("%s: %s must be at least %s, got %s", f.cmd, dashed(c.name), fmtNum(c.lo), fl.Value)
 		case v < c.lo || v > c.hi:
-			return fmt.Errorf("%s: --%s must be between %s and %s, got %s", f.cmd, c.name, fmtNum(c.lo), fmtNum(c.hi), fl.Value)
+			return fmt.Errorf("%s: %s must be between %s and %s, got %s", f.cmd, dashed(c.name), fmtNum(c.lo), fmtNum(c.hi), fl.Value)
 		}
 	}
 	return nil
@@ -195,10 +195,18 @@ func numberOf(fl *flag.Flag) (float64, bool) {
 	return 0, false
 }
 
-var singleDash = regexp.MustCompile(`(^|[\s:])-([a-zA-Z])`)
+var singleDash = regexp.MustCompile(`(^|[\s:])-([a-zA-Z][a-zA-Z0-9])`)
+
+// dashed spells a flag as help shows it: -o, -n, but --name.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
 
 // dashes rewrites the flag package's "-name" in its messages as "--name",
-// the spelling the help and README use.
+// the spelling the help and README use (one-letter flags keep one dash).
 func dashes(msg string) string {
 	if strings.HasPrefix(msg, "bad flag syntax") {
 		return msg
@@ -248,10 +256,7 @@ func flagLine(fl *flag.Flag) string {
 		arg = "X"
 	}
 	arg = strings.ToUpper(arg)
-	head := "  --" + fl.Name
-	if len(fl.Name) == 1 {
-		head = "  -" + fl.Name // -o, -n: as the README writes them
-	}
+	head := "  " + dashed(fl.Name)
 	if arg != "" {
 		head += " " + arg
 	}
