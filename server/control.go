@@ -22,7 +22,7 @@ type controlService struct {
 // configured capacity (of the default model's engine).
 func (c *controlService) GetServerInfo(ctx context.Context, _ *pb.GetServerInfoRequest) (*pb.ServerInfo, error) {
 	s := c.s
-	lim := s.models[0].b.Limits()
+	lim := s.models[0].Backend.Limits()
 	return &pb.ServerInfo{
 		EngineName:      s.cfg.EngineName,
 		EngineVersion:   s.cfg.EngineVersion,
@@ -58,7 +58,7 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 	if !ok {
 		return nil, modelNotFound(req.GetModel()).err()
 	}
-	lim := m.b.Limits()
+	lim := m.Backend.Limits()
 	modes := []pb.CandidateTokenSelectionMode{
 		pb.CandidateTokenSelectionMode_CANDIDATE_TOKEN_SELECTION_MODE_TOP_N,
 		pb.CandidateTokenSelectionMode_CANDIDATE_TOKEN_SELECTION_MODE_TOKEN_IDS,
@@ -72,9 +72,9 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		return lc
 	}
 	return &pb.ModelInfo{
-		ModelId:               m.b.ModelName(),
-		ServedModelName:       m.name,
-		ServedModelAliases:    m.aliases,
+		ModelId:               m.Backend.ModelName(),
+		ServedModelName:       m.Name,
+		ServedModelAliases:    m.Aliases,
 		MaxContextLength:      ptr(clampU32(lim.ContextLen)),
 		MaxOutputTokens:       ptr(clampU32(lim.MaxOutputTokens)),
 		SupportsTextInput:     ptr(true),
@@ -100,7 +100,7 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 func (c *controlService) GetLoad(ctx context.Context, req *pb.GetLoadRequest) (*pb.LoadInfo, error) {
 	var running, waiting, runTok, waitTok, used, total int
 	for _, m := range c.s.models {
-		l := m.b.Load()
+		l := m.Backend.Load()
 		running += l.Running
 		waiting += l.Waiting
 		runTok += l.TokensRunning
@@ -148,7 +148,7 @@ func (c *controlService) Abort(ctx context.Context, req *pb.AbortRequest) (*pb.A
 	case *pb.AbortRequest_AllRequests:
 		n := 0
 		for _, m := range c.s.models {
-			n += m.b.AbortAll()
+			n += m.Backend.AbortAll()
 		}
 		return &pb.AbortResponse{Status: pb.AbortStatus_ABORT_STATUS_ABORTED, Message: fmt.Sprintf("aborted %d requests", n)}, nil
 	}
@@ -157,7 +157,7 @@ func (c *controlService) Abort(ctx context.Context, req *pb.AbortRequest) (*pb.A
 
 func (c *controlService) abortID(id string) (*pb.AbortResponse, error) {
 	for _, m := range c.s.models {
-		err := m.b.Abort(id)
+		err := m.Backend.Abort(id)
 		switch {
 		case err == nil:
 			return &pb.AbortResponse{Status: pb.AbortStatus_ABORT_STATUS_ABORTED}, nil

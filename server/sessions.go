@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"oengine/engine"
-	"oengine/model/tokenizer"
 	pb "oengine/proto/openengine/v1"
 	"oengine/sessions"
 	"oengine/streaming"
@@ -21,36 +20,22 @@ type ExtensionConfig struct {
 	// Sessions configures the session manager; InstanceID and Models are
 	// filled by the server.
 	Sessions sessions.Config
-	// Streaming bounds GenerateStream input.
+	// Streaming bounds GenerateStream input. Streamed text is assembled
+	// with the model's Tokenizer; a model without one takes token-id
+	// chunks only.
 	Streaming streaming.Limits
-	// TextTokenizer returns the tokenizer used to assemble streamed text
-	// for a (canonical) model name; nil or a nil result: the engine's
-	// tokenizer when its adapter has Unwrap() *tokenizer.Tokenizer, else
-	// streamed text is refused (token-id chunks still work).
-	TextTokenizer func(model string) streaming.TextTokenizer
 }
 
 // ext is the extension's state of one server.
 type ext struct {
-	s      *Server
-	mgr    *sessions.Manager
-	lim    streaming.Limits
-	textOf func(model string) streaming.TextTokenizer
+	s   *Server
+	mgr *sessions.Manager
+	lim streaming.Limits
 }
 
 // extension returns the sessions/streaming state set by EnableSessions,
 // or nil.
 func (s *Server) extension() *ext { return s.ext.Load() }
-
-// engineOf returns the engine behind a backend (sessions need its KV cache
-// and tokenizer); false for backends that are not engines.
-func engineOf(b Backend) (*engine.Engine, bool) {
-	eb, ok := b.(engineBackend)
-	if !ok || eb.e == nil {
-		return nil, false
-	}
-	return eb.e, true
-}
 
 // EnableSessions starts the session manager over the server's engines and
 // registers OpenEngineSessions and OpenEngineStreaming on the gRPC
@@ -64,14 +49,10 @@ func (s *Server) EnableSessions(cfg ExtensionConfig) (*sessions.Manager, error) 
 	sc.InstanceID = s.instanceID
 	sc.Models = func(name string) (sessions.Engine, bool) {
 		m, ok := s.byName[name]
-		if !ok {
+		if !ok || m.Engine == nil {
 			return nil, false
 		}
-		e, ok := engineOf(m.b)
-		if !ok {
-			return nil, false
-		}
-		return e, true
+		return m.Engine, true
 	}
 	if sc.Logger == nil {
 		sc.Logger = s.log
@@ -80,7 +61,7 @@ func (s *Server) EnableSessions(cfg ExtensionConfig) (*sessions.Manager, error) 
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	x := &ext{s: s, mgr: mgr, lim: cfg.Streaming.WithDefaults(), textOf: cfg.TextTokenizer}
+	x := &ext{s: s, mgr: mgr, lim: cfg.Streaming.WithDefaults()}
 	s.ext.Store(x)
 	s.RegisterService(&pb.OpenEngineSessions_ServiceDesc, &sessionsService{x: x})
 	s.RegisterService(&pb.OpenEngineStreaming_ServiceDesc, &streamingService{x: x})
@@ -100,7 +81,7 @@ func (s *Server) Sessions() *sessions.Manager {
 	return nil
 }
 
-// sessionReasons maps sessions codes to the error table (decisions.md §1).
+// sessionReasons maps sessions codes to the error table (docs/design.md §1).
 var sessionReasons = map[sessions.Code]struct {
 	grpc   codes.Code
 	engine pb.ErrorCode
@@ -212,7 +193,7 @@ func (ss *sessionsService) OpenGenerationSession(ctx context.Context, req *pb.Op
 	if !ok {
 		return nil, modelNotFound(req.GetModel()).err()
 	}
-	or := sessions.OpenRequest{ID: req.GetSessionId(), Model: m.name, LoRA: req.GetLoraName(), Lease: leaseOf(req.LeaseMs)}
+	or := sessions.OpenRequest{ID: req.GetSessionId(), Model: m.Name, LoRA: req.GetLoraName(), Lease: leaseOf(req.LeaseMs)}
 	switch in := req.GetInitialInput().(type) {
 	case *pb.OpenGenerationSessionRequest_Prompt:
 		if s.cfg.MaxPromptBytes > 0 && len(in.Prompt) > s.cfg.MaxPromptBytes {
@@ -221,7 +202,7 @@ func (ss *sessionsService) OpenGenerationSession(ctx context.Context, req *pb.Op
 		}
 		or.Prompt = in.Prompt
 	case *pb.OpenGenerationSessionRequest_TokenIds:
-		ids, aerr := tokenIDs("token_ids", in.TokenIds.GetIds(), m.b.Limits())
+		ids, aerr := tokenIDs("token_ids", in.TokenIds.GetIds(), m.Backend.Limits())
 		if aerr != nil {
 			return nil, aerr.err()
 		}
@@ -273,18 +254,9 @@ func tokenIDs(field string, ids []uint32, lim engine.Limits) ([]int32, *apiError
 }
 
 // textTokenizer returns the streamed-text tokenizer of a model, or nil.
-func (x *ext) textTokenizer(m *model) streaming.TextTokenizer {
-	if x.textOf != nil {
-		if t := x.textOf(m.name); t != nil {
-			return t
-		}
-	}
-	e, ok := engineOf(m.b)
-	if !ok {
+func (x *ext) textTokenizer(m *Model) streaming.TextTokenizer {
+	if m.Tokenizer == nil {
 		return nil
 	}
-	if t, ok := e.Tokenizer().(interface{ Unwrap() *tokenizer.Tokenizer }); ok && t.Unwrap() != nil {
-		return t.Unwrap()
-	}
-	return nil
+	return m.Tokenizer
 }

@@ -4,7 +4,7 @@
 // DROP_OUTPUT, BRANCH, REPLACE) become ordinary engine requests whose
 // retained tokens are committed only when the turn succeeds. The package
 // knows nothing of gRPC: errors are typed (*Error with a Code) and the
-// server maps them (decisions.md §1, §4).
+// server maps them (docs/design.md §1, §4).
 package sessions
 
 import (

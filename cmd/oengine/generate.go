@@ -79,7 +79,7 @@ func (c *generateConfig) run(stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
-	st, err := rt.engine.Submit(ctx, req)
+	st, err := rt.Engine.Submit(ctx, req)
 	if err != nil {
 		return err
 	}

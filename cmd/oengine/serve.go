@@ -11,10 +11,9 @@ import (
 	"syscall"
 	"time"
 
-	"oengine/model/tokenizer"
 	"oengine/server"
+	"oengine/server/sse"
 	"oengine/sessions"
-	"oengine/streaming"
 )
 
 func init() {
@@ -69,10 +68,10 @@ func parseServe(args []string) (*serveConfig, error) {
 	fs.DurationVar(&c.sessionRetention, "session-retention", time.Hour, "how long closed and expired sessions stay as tombstones")
 	fs.BoolVar(&c.sessionEvictIdle, "session-evict-idle", false, "let idle sessions lose their pinned pages under memory pressure (state EVICTED)")
 	fs.IntVar(&c.maxSessions, "max-sessions", 0, "live generation sessions at once (0: engine default)")
-	fs.IntVar(&c.sseMaxTokens, "sse-max-tokens", server.DefaultSSEMaxTokens, "output budget of a POST /session/{id}/generate side generation")
+	fs.IntVar(&c.sseMaxTokens, "sse-max-tokens", sse.DefaultMaxTokens, "output budget of a POST /session/{id}/generate side generation")
 	fs.Float64Var(&c.sseTemp, "sse-temperature", -1, "temperature of SSE side generations (negative: --default-temperature)")
-	fs.DurationVar(&c.sseKeepAlive, "sse-keepalive", server.DefaultSSEKeepAlive, "interval of SSE keep-alive comments while no event is sent")
-	fs.DurationVar(&c.sseWriteTimeout, "sse-write-timeout", server.DefaultSSEWriteTimeout, "an SSE reader stalled longer than this is cancelled")
+	fs.DurationVar(&c.sseKeepAlive, "sse-keepalive", sse.DefaultKeepAlive, "interval of SSE keep-alive comments while no event is sent")
+	fs.DurationVar(&c.sseWriteTimeout, "sse-write-timeout", sse.DefaultWriteTimeout, "an SSE reader stalled longer than this is cancelled")
 	fs.Var(&c.corsOrigins, "cors-origin", "`origin` allowed to call the SSE route from a browser (repeatable; \"*\" any; none by default)")
 	fs.allowNegative("sse-temperature")
 	fs.limit("sse-max-tokens", 1, math.Inf(1))
@@ -107,63 +106,22 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 
 	cfg := def
 	cfg.GRPCAddr, cfg.HTTPAddr, cfg.AdvertiseHost = *grpcAddr, *httpAddr, *advertise
-	cfg.ServedModelName, cfg.Aliases, cfg.DrainGrace = *name, aliases, *grace
+	cfg.DrainGrace = *grace
 	cfg.EngineVersion = version
 	cfg.Logger = logger
 	cfg.Metrics = server.NewMetrics()
 
-	served := *name
-	rt, err := openRuntime(ef, served, cfg.Metrics.EngineHooks, stderr, logger)
+	rt, err := openRuntime(ef, *name, cfg.Metrics.EngineHooks, stderr, logger)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	if served == "" {
-		served = rt.engine.ModelName()
-	}
-	backends := []server.Backend{server.FromEngine(rt.engine)}
-	type namedTok struct {
-		name string
-		tok  streaming.TextTokenizer
-	}
-	var fastTokenizers []namedTok
-	var frt *runtime
-	if *fastModel != "" {
-		fef := *ef
-		fef.model = fastModel
-		var err error
-		frt, err = openRuntime(&fef, "", cfg.Metrics.EngineHooks, stderr, logger)
-		if err != nil {
-			// decisions.md section 6: a fast model that fails to load does
-			// not stop the server; it is reported as degraded.
-			logger.Error("fast model failed to load; serving without it", "path", *fastModel, "err", err)
-			cfg.ModelDegraded = fmt.Sprintf("fast model %s failed to load: %v", *fastModel, err)
-		} else {
-			defer frt.Close()
-			backends = append(backends, server.FromEngine(frt.engine))
-			fastTokenizers = append(fastTokenizers, namedTok{frt.engine.ModelName(), frt.tok})
-		}
-	}
-	srv, err := server.New(cfg, backends...)
-	if err != nil {
-		return err
-	}
-	tokens := map[string]streaming.TextTokenizer{rt.engine.ModelName(): rt.tok}
-	for _, b := range fastTokenizers {
-		tokens[b.name] = b.tok
-	}
-	if _, err := srv.EnableSessions(server.ExtensionConfig{
-		Sessions: sessions.Config{DefaultLease: *sessionLease, MaxLease: *sessionMaxLease,
-			Retention: *sessionRetention, EvictIdle: *sessionEvictIdle, MaxSessions: *maxSessions},
-		TextTokenizer: func(model string) streaming.TextTokenizer { return tokens[model] },
-	}); err != nil {
-		return err
-	}
-	toks := map[string]*tokenizer.Tokenizer{rt.engine.ModelName(): rt.tok}
-	sc := server.SSEConfig{
+	primary := server.NewModel(rt.Engine, rt.Tokenizer)
+	primary.Aliases = aliases
+	models := []server.Model{primary}
+	sc := sse.Config{
 		MaxTokens: *sseMaxTokens, KeepAlive: *sseKeepAlive, WriteTimeout: *sseWriteTimeout,
 		CORSOrigins: corsOrigins,
-		Tokenizer:   func(name string) *tokenizer.Tokenizer { return toks[name] },
 	}
 	if *sseTemp >= 0 {
 		sc.Sampling.Temperature = sseTemp
@@ -171,12 +129,31 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 	if *fastModel != "" {
 		// Not loaded: the route logs it and uses the session's model.
 		sc.FastModel = baseName(*fastModel)
-		if frt != nil {
-			sc.FastModel = frt.engine.ModelName()
-			toks[sc.FastModel] = frt.tok
+		fef := *ef
+		fef.model = fastModel
+		frt, err := openRuntime(&fef, "", cfg.Metrics.EngineHooks, stderr, logger)
+		if err != nil {
+			// docs/design.md §6: a fast model that fails to load
+			// does not stop the server; it is reported as degraded.
+			logger.Error("fast model failed to load; serving without it", "path", *fastModel, "err", err)
+			cfg.ModelDegraded = fmt.Sprintf("fast model %s failed to load: %v", *fastModel, err)
+		} else {
+			defer frt.Close()
+			models = append(models, server.NewModel(frt.Engine, frt.Tokenizer))
+			sc.FastModel = frt.Engine.ModelName()
 		}
 	}
-	if err := srv.EnableSSE(sc); err != nil {
+	srv, err := server.New(cfg, models...)
+	if err != nil {
+		return err
+	}
+	if _, err := srv.EnableSessions(server.ExtensionConfig{
+		Sessions: sessions.Config{DefaultLease: *sessionLease, MaxLease: *sessionMaxLease,
+			Retention: *sessionRetention, EvictIdle: *sessionEvictIdle, MaxSessions: *maxSessions},
+	}); err != nil {
+		return err
+	}
+	if err := sse.Enable(srv, sc); err != nil {
 		return err
 	}
 	if err := srv.Listen(); err != nil {
@@ -187,7 +164,7 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 		label = "synthetic (built-in default: random weights)"
 	}
 	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE)\n",
-		version, served, label, srv.GRPCAddr(), srv.HTTPAddr())
+		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
