@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -523,5 +524,50 @@ func TestSynthWritesReadableFile(t *testing.T) {
 	var info bytes.Buffer
 	if err := dispatch([]string{"info", path}, &info, &errb); err != nil || !strings.Contains(info.String(), "synthetic-tiny") {
 		t.Fatalf("info %s: %v\n%s", path, err, info.String())
+	}
+}
+
+// TestFlagSetRules covers flagSet's rules on a command made for the test.
+func TestFlagSetRules(t *testing.T) {
+	helpTable["test cmd"] = cmdHelp{summary: "a test", synopsis: "[A] [B]", maxArgs: 2}
+	defer delete(helpTable, "test cmd")
+	parse := func(args ...string) (*flagSet, *int, *float64, error) {
+		fs := newFlags("test cmd", nil)
+		n := fs.Int("count", -1, "count (-1: unset)")
+		x := fs.Float64("offset", 0, "offset")
+		fs.Duration("wait", time.Second, "wait")
+		fs.allowNegative("offset")
+		fs.limit("count", 2, 10)
+		return fs, n, x, fs.Parse(args)
+	}
+	if _, n, _, err := parse(); err != nil || *n != -1 {
+		t.Fatalf("a negative default is refused: %v", err)
+	}
+	if fs, n, x, err := parse("a", "--count", "3", "b", "--offset", "-2.5"); err != nil || *n != 3 || *x != -2.5 ||
+		!reflect.DeepEqual(fs.Args(), []string{"a", "b"}) || fs.NArg() != 2 || fs.Arg(1) != "b" || fs.Arg(2) != "" {
+		t.Fatalf("interspersed: %v %v", fs.Args(), err)
+	}
+	if fs, _, _, err := parse("--count=4", "--", "--offset", "x"); err != nil || !reflect.DeepEqual(fs.Args(), []string{"--offset", "x"}) {
+		t.Fatalf("after --: %v %v", fs.Args(), err)
+	}
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--count", "1"}, "test cmd: --count must be between 2 and 10, got 1"},
+		{[]string{"--count", "11"}, "--count must be between 2 and 10"},
+		{[]string{"--wait", "-1ms"}, "test cmd: --wait must not be negative, got -1ms"},
+		{[]string{"--offset", "+Inf"}, "--offset must be a finite number"},
+		{[]string{"a", "b", "c"}, `test cmd: unexpected argument "c" (usage: oengine test cmd [A] [B])`},
+	} {
+		if _, _, _, err := parse(tc.args...); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.err)
+		}
+	}
+	_, _, _, err := parse("--count", "3", "-h")
+	var h *helpRequest
+	if !errors.As(err, &h) || !strings.Contains(h.text, "usage: oengine test cmd [A] [B]") || !strings.Contains(h.text, "  --count N\n") ||
+		!strings.Contains(h.text, "(default -1)") || !strings.Contains(h.text, "  --wait DURATION\n") {
+		t.Fatalf("help: %v\n%v", err, h)
 	}
 }

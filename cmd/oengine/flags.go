@@ -133,10 +133,13 @@ func (f *flagSet) setModel(path string) error {
 }
 
 // checkNumbers refuses negative numbers (unless allowed), NaN and infinite
-// values, and values outside the limits.
+// values, and values outside the limits. Only flags given on the command
+// line are checked: a default is the program's choice (-1 may mean "unset").
 func (f *flagSet) checkNumbers() error {
 	var err error
-	f.VisitAll(func(fl *flag.Flag) {
+	set := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) {
+		set[fl.Name] = true
 		if err != nil {
 			return
 		}
@@ -158,6 +161,9 @@ func (f *flagSet) checkNumbers() error {
 		fl := f.Lookup(c.name)
 		if fl == nil {
 			return fmt.Errorf("%s: internal: limit on unknown flag --%s", f.cmd, c.name)
+		}
+		if !set[c.name] {
+			continue
 		}
 		v, _ := numberOf(fl)
 		switch {
