@@ -22,9 +22,9 @@ import (
 //     argument, which sets --model (giving both, differently, is an error);
 //   - positional arguments beyond what the command's help allows are an
 //     error, never silently ignored;
-//   - every numeric flag is checked after parsing: negative values are
-//     refused unless the flag allows them (allowNegative), and limit adds
-//     bounds;
+//   - every numeric flag given is checked after parsing: negative values
+//     (and NaN, infinities) are refused unless the flag allows them
+//     (allowNegative), and limit adds bounds;
 //   - -h / --help returns a *helpRequest carrying the command's help text
 //     (dispatch prints it on stdout and exits 0); nothing is printed here, so
 //     parsing is testable without output.
