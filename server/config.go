@@ -39,6 +39,11 @@ type Config struct {
 	// use it to shrink socket buffers).
 	HTTPConnContext func(ctx context.Context, c net.Conn) context.Context
 
+	// Keys are the API keys (--api-key, --api-key-file, --admin-key); nil
+	// or empty: no authentication, one anonymous principal (loopback
+	// development). SetKeys replaces them at run time.
+	Keys *Keys
+
 	// Metrics collects the Prometheus metrics; nil: New makes one.
 	Metrics *Metrics
 	// Logger; nil: slog.Default().

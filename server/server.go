@@ -31,6 +31,7 @@ import (
 // context.
 type Server struct {
 	ext        atomic.Pointer[ext] // sessions + streaming extension (EnableSessions); nil when off
+	keys       atomic.Pointer[Keys] // credentials; nil or empty: authentication off
 	cfg        Config
 	log        *slog.Logger
 	models     []*Model
@@ -96,10 +97,11 @@ func New(cfg Config, models ...Model) (*Server, error) {
 		s.metrics = NewMetrics()
 	}
 	s.metrics.attach(s)
+	s.keys.Store(cfg.Keys)
 
 	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.unaryMeta),
-		grpc.ChainStreamInterceptor(s.streamMeta),
+		grpc.ChainUnaryInterceptor(s.unaryAuth, s.unaryMeta),
+		grpc.ChainStreamInterceptor(s.streamAuth, s.streamMeta),
 	)
 	pb.RegisterInferenceServer(s.grpc, &inferenceService{s: s})
 	pb.RegisterControlServer(s.grpc, &controlService{s: s})
