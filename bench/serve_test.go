@@ -149,17 +149,21 @@ func TestServeOpenAITarget(t *testing.T) {
 	e := tinyEngine(t, engine.Hooks{})
 	o := NewOpenAI(openAIShim(t, e), "tiny")
 	defer o.Close()
-	cfg := ServeConfig{Workload: fixedWorkload(6, 5), Load: Load{Concurrency: 3, Requests: 6}}
+	w := fixedWorkload(6, 5)
+	w.Vocab = tinyVocab(t)
+	cfg := ServeConfig{Workload: w, Load: Load{Concurrency: 3, Requests: 6}}
 	reps, err := RunServe(testCtx(t), o, cfg, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := reps[0]
-	if r.Succeeded != 6 || r.OutTokens != 30 || r.ITLms.Count != 6*4 || r.InTokens == 0 {
-		t.Errorf("ok %d out %d itl %d in %d; want 6, 30, 24, >0", r.Succeeded, r.OutTokens, r.ITLms.Count, r.InTokens)
+	if r.Succeeded != 6 || r.OutTokens != 30 || r.ITLms.Count != 6*4 || r.InTokens != 36 || r.InputMismatches != 0 {
+		t.Errorf("ok %d out %d itl %d in %d (mismatches %d); want 6, 30, 24, 36, 0", r.Succeeded, r.OutTokens, r.ITLms.Count, r.InTokens, r.InputMismatches)
 	}
 	// resend multi-turn works over any OpenAI server
-	cfg = ServeConfig{Scenario: ScenarioMultiTurn, Turns: 3, Workload: fixedWorkload(4, 3), Load: Load{Concurrency: 2, Requests: 2}}
+	w = fixedWorkload(4, 3)
+	w.Vocab = tinyVocab(t)
+	cfg = ServeConfig{Scenario: ScenarioMultiTurn, Turns: 3, Workload: w, Load: Load{Concurrency: 2, Requests: 2}}
 	reps, err = RunServe(testCtx(t), o, cfg, Hooks{})
 	if err != nil {
 		t.Fatal(err)

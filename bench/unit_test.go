@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,7 +66,7 @@ func TestGeneratorDeterministic(t *testing.T) {
 	a, b := NewGenerator(w), NewGenerator(w)
 	for i := range 5 {
 		ra, rb := a.Next(), b.Next()
-		if ra != rb {
+		if !reflect.DeepEqual(ra, rb) {
 			t.Fatalf("request %d differs: %+v vs %+v", i, ra, rb)
 		}
 		if n := len(strings.Fields(ra.Prompt)); n < 2 || n > 9 {
