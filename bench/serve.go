@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -135,7 +134,7 @@ func prepare(ctx context.Context, t Target, cfg *ServeConfig) (prepared, error) 
 	probe := func(ctx context.Context, text string) (int, error) {
 		r := t.Generate(ctx, Request{Prompt: text, MaxTokens: 1, IgnoreEOS: true})
 		if r.Err != "" {
-			return 0, errors.New(r.Err)
+			return 0, &KindError{Kind: r.ErrKind, Msg: r.ErrKind + ": " + r.Err}
 		}
 		return r.PromptTokens, nil
 	}
