@@ -117,6 +117,14 @@ func (g *GRPC) generate(ctx context.Context, req Request, gr *pb.GenerateRequest
 // the meter. The final usage sets the token counts (the server's count is
 // the one reported).
 func readEvents(m *meter, recv func() (*pb.GenerateResponse, error), out *output) error {
+	// The usage comes on the last event, possibly with the last tokens: it
+	// is applied after them.
+	var usage *pb.Usage
+	defer func() {
+		if usage != nil {
+			m.usage(int(usage.GetPromptTokens()), int(usage.GetCompletionTokens()), int(usage.GetCachedPromptTokens()))
+		}
+	}()
 	for {
 		ev, err := recv()
 		if errors.Is(err, io.EOF) {
@@ -126,7 +134,7 @@ func readEvents(m *meter, recv func() (*pb.GenerateResponse, error), out *output
 			return err
 		}
 		if u := ev.GetUsage(); u != nil {
-			m.usage(int(u.GetPromptTokens()), int(u.GetCompletionTokens()), int(u.GetCachedPromptTokens()))
+			usage = u
 		}
 		switch e := ev.GetEvent().(type) {
 		case *pb.GenerateResponse_Token:
