@@ -19,7 +19,8 @@ func init() {
 }
 
 const benchUsage = `usage:
-  oengine bench serve   [flags]          drive a running server (grpc, sse or openai target)
+  oengine bench serve   [flags]          drive a running server (grpc, sse, openai or openai-chat target);
+                                         exact input lengths, exit 1 beyond --max-error-rate (docs/bench.md)
   oengine bench model   [flags]          prefill / decode throughput of a GGUF file in this process
   oengine bench compare A.json B.json    B/A ratios of two runs (also: oengine bench --compare A B)
   oengine bench chart -o out.svg A.json [B.json ...]   one sweep chart of several runs
