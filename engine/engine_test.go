@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"oengine/model/tokenizer"
 	"oengine/sampling"
 )
 
@@ -483,7 +484,7 @@ func TestOpenInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	toks := fakeTok{}.Encode("streamed input text", true, true)
+	toks := fakeTok{}.Encode("streamed input text", tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
 	for i := 0; i < len(toks); i += 5 {
 		if err := s.AppendInput(toks[i:min(i+5, len(toks))]); err != nil {
 			t.Fatal(err)
@@ -535,7 +536,7 @@ func TestRetainForSessions(t *testing.T) {
 	if e.Cache().PinnedPages("sess") == 0 {
 		t.Fatal("nothing pinned")
 	}
-	next := append(append([]int32(nil), kept...), fakeTok{}.Encode(" turn two", false, true)...)
+	next := append(append([]int32(nil), kept...), fakeTok{}.Encode(" turn two", tokenizer.EncodeOptions{ParseSpecial: true})...)
 	r2 := run(t, e, Request{TokenIDs: next, MaxTokens: 3, Sampling: greedy()})
 	if r2.usage.CachedPromptTokens != 40 { // full pages of the 41 computed tokens
 		t.Fatalf("cached %d", r2.usage.CachedPromptTokens)

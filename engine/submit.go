@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"oengine/model/tokenizer"
 	"oengine/sampling"
 	"oengine/scheduler"
 	"oengine/stopstr"
@@ -154,7 +155,7 @@ func (e *Engine) prepare(r Request) (*request, error) {
 	if r.TokenIDs != nil {
 		req.prompt = slices.Clone(r.TokenIDs)
 	} else if r.Prompt != "" {
-		req.prompt = e.tok.Encode(r.Prompt, true, true)
+		req.prompt = e.tok.Encode(r.Prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
 	}
 	for _, id := range req.prompt {
 		if id < 0 || int(id) >= e.info.Vocab {

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -16,11 +18,6 @@ type Config struct {
 	// AdvertiseHost is the host announced by GetKvEventSources. Empty: the
 	// gRPC listener's host if it is not a wildcard, else the hostname.
 	AdvertiseHost string
-
-	// ServedModelName replaces the first backend's model name when set.
-	ServedModelName string
-	// Aliases are extra names of the first backend's model.
-	Aliases []string
 
 	// EngineName and EngineVersion are reported by GetServerInfo.
 	EngineName    string
@@ -37,6 +34,15 @@ type Config struct {
 	// ModelDegraded, when set, reports the model health check as DEGRADED
 	// with this message (e.g. a --fast-model that failed to load).
 	ModelDegraded string
+
+	// HTTPConnContext, when set, is the HTTP server's ConnContext (tests
+	// use it to shrink socket buffers).
+	HTTPConnContext func(ctx context.Context, c net.Conn) context.Context
+
+	// Keys are the API keys (--api-key, --api-key-file, --admin-key); nil
+	// or empty: no authentication, one anonymous principal (loopback
+	// development). SetKeys replaces them at run time.
+	Keys *Keys
 
 	// Metrics collects the Prometheus metrics; nil: New makes one.
 	Metrics *Metrics

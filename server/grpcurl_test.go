@@ -35,7 +35,7 @@ func grpcurlPath(t *testing.T) string {
 // .proto files, through server reflection.
 func TestGrpcurl(t *testing.T) {
 	bin := grpcurlPath(t)
-	h := startServer(t, testConfig(), newFake(t, "m"))
+	h := startServer(t, testConfig(), Model{Backend: newFake(t, "m")})
 	run := func(t *testing.T, args ...string) (string, error) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -45,7 +45,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
-	st, err := rt.engine.Submit(ctx, req)
+	st, err := rt.Engine.Submit(ctx, req)
 	if err != nil {
 		return err
 	}

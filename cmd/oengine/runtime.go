@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"oengine/engine"
+	"oengine/loader"
 	"oengine/model/llama"
-	"oengine/model/tokenizer"
 )
 
 // engineFlags are the model and engine settings shared by generate, serve
@@ -44,18 +44,13 @@ func addEngineFlags(fs *flag.FlagSet) *engineFlags {
 
 // runtime is a loaded model with its engine.
 type runtime struct {
-	file   *loadedFile
-	model  *llama.Model
-	tok    *tokenizer.Tokenizer
-	engine *engine.Engine
+	file *loadedFile
+	*loader.Model
 }
 
 func (r *runtime) Close() {
-	if r.engine != nil {
-		r.engine.Close()
-	}
-	if r.model != nil {
-		r.model.Close()
+	if r.Model != nil {
+		r.Model.Close()
 	}
 	if r.file != nil {
 		r.file.File.Close()
@@ -68,31 +63,21 @@ func (r *runtime) Close() {
 // hooks, when set, returns the engine hooks for the final model name (the
 // served name, or the file's name when none is given).
 func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.Hooks, stderr io.Writer, logger *slog.Logger) (*runtime, error) {
-	lf, err := openModelFile(*ef.model, *ef.mmap, stderr)
-	if err != nil {
-		return nil, err
-	}
-	rt := &runtime{file: lf}
-	fail := func(err error) (*runtime, error) { rt.Close(); return nil, err }
-	rt.model, err = llama.Load(lf.File, llama.Options{Threads: *ef.threads})
-	if err != nil {
-		return fail(err)
-	}
-	rt.tok, err = tokenizer.FromGGUF(lf.File)
-	if err != nil {
-		return fail(err)
-	}
 	kvt := llama.KVF16
 	switch strings.ToLower(*ef.kvType) {
 	case "f16":
 	case "f32":
 		kvt = llama.KVF32
 	default:
-		return fail(fmt.Errorf("--kv-type must be f16 or f32, got %q", *ef.kvType))
+		return nil, fmt.Errorf("--kv-type must be f16 or f32, got %q", *ef.kvType)
 	}
 	mem, err := parseBytes(*ef.kvMemory)
 	if err != nil {
-		return fail(err)
+		return nil, err
+	}
+	lf, err := openModelFile(*ef.model, *ef.mmap, stderr)
+	if err != nil {
+		return nil, err
 	}
 	if name == "" {
 		name = lf.Name
@@ -101,16 +86,16 @@ func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.H
 	if hooks != nil {
 		h = hooks(name)
 	}
-	cfg := engine.Config{
-		ModelName: name, PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
+	lm, err := loader.Load(lf.File, loader.Options{Name: name, Threads: *ef.threads, KVType: kvt, Engine: engine.Config{
+		PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
 		MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
 		DefaultTemperature: *ef.defaultTemp, Hooks: h, Logger: logger,
-	}
-	rt.engine, err = engine.New(cfg, engine.FromLlama(rt.model, kvt), engine.WrapTokenizer(rt.tok))
+	}})
 	if err != nil {
-		return fail(err)
+		lf.File.Close()
+		return nil, err
 	}
-	return rt, nil
+	return &runtime{file: lf, Model: lm}, nil
 }
 
 // parseBytes reads sizes such as 2GiB, 512MiB, 1e9 or 4096.

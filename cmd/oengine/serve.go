@@ -10,10 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"oengine/model/tokenizer"
 	"oengine/server"
+	"oengine/server/sse"
 	"oengine/sessions"
-	"oengine/streaming"
 )
 
 func init() {
@@ -44,10 +43,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	sessionRetention := fs.Duration("session-retention", time.Hour, "how long closed and expired sessions stay as tombstones")
 	sessionEvictIdle := fs.Bool("session-evict-idle", false, "let idle sessions lose their pinned pages under memory pressure (state EVICTED)")
 	maxSessions := fs.Int("max-sessions", 0, "live generation sessions at once (0: engine default)")
-	sseMaxTokens := fs.Int("sse-max-tokens", server.DefaultSSEMaxTokens, "output budget of a POST /session/{id}/generate side generation")
+	sseMaxTokens := fs.Int("sse-max-tokens", sse.DefaultMaxTokens, "output budget of a POST /session/{id}/generate side generation")
 	sseTemp := fs.Float64("sse-temperature", -1, "temperature of SSE side generations (negative: --default-temperature)")
-	sseKeepAlive := fs.Duration("sse-keepalive", server.DefaultSSEKeepAlive, "interval of SSE keep-alive comments while no event is sent")
-	sseWriteTimeout := fs.Duration("sse-write-timeout", server.DefaultSSEWriteTimeout, "an SSE reader stalled longer than this is cancelled")
+	sseKeepAlive := fs.Duration("sse-keepalive", sse.DefaultKeepAlive, "interval of SSE keep-alive comments while no event is sent")
+	sseWriteTimeout := fs.Duration("sse-write-timeout", sse.DefaultWriteTimeout, "an SSE reader stalled longer than this is cancelled")
 	var corsOrigins stringList
 	fs.Var(&corsOrigins, "cors-origin", "origin allowed to call the SSE route from a browser (repeatable; \"*\" any; none by default)")
 	if err := fs.Parse(args); err != nil {
@@ -61,63 +60,22 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 
 	cfg := def
 	cfg.GRPCAddr, cfg.HTTPAddr, cfg.AdvertiseHost = *grpcAddr, *httpAddr, *advertise
-	cfg.ServedModelName, cfg.Aliases, cfg.DrainGrace = *name, aliases, *grace
+	cfg.DrainGrace = *grace
 	cfg.EngineVersion = version
 	cfg.Logger = logger
 	cfg.Metrics = server.NewMetrics()
 
-	served := *name
-	rt, err := openRuntime(ef, served, cfg.Metrics.EngineHooks, stderr, logger)
+	rt, err := openRuntime(ef, *name, cfg.Metrics.EngineHooks, stderr, logger)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	if served == "" {
-		served = rt.engine.ModelName()
-	}
-	backends := []server.Backend{server.FromEngine(rt.engine)}
-	type namedTok struct {
-		name string
-		tok  streaming.TextTokenizer
-	}
-	var fastTokenizers []namedTok
-	var frt *runtime
-	if *fastModel != "" {
-		fef := *ef
-		fef.model = fastModel
-		var err error
-		frt, err = openRuntime(&fef, "", cfg.Metrics.EngineHooks, stderr, logger)
-		if err != nil {
-			// decisions.md section 6: a fast model that fails to load does
-			// not stop the server; it is reported as degraded.
-			logger.Error("fast model failed to load; serving without it", "path", *fastModel, "err", err)
-			cfg.ModelDegraded = fmt.Sprintf("fast model %s failed to load: %v", *fastModel, err)
-		} else {
-			defer frt.Close()
-			backends = append(backends, server.FromEngine(frt.engine))
-			fastTokenizers = append(fastTokenizers, namedTok{frt.engine.ModelName(), frt.tok})
-		}
-	}
-	srv, err := server.New(cfg, backends...)
-	if err != nil {
-		return err
-	}
-	tokens := map[string]streaming.TextTokenizer{rt.engine.ModelName(): rt.tok}
-	for _, b := range fastTokenizers {
-		tokens[b.name] = b.tok
-	}
-	if _, err := srv.EnableSessions(server.ExtensionConfig{
-		Sessions: sessions.Config{DefaultLease: *sessionLease, MaxLease: *sessionMaxLease,
-			Retention: *sessionRetention, EvictIdle: *sessionEvictIdle, MaxSessions: *maxSessions},
-		TextTokenizer: func(model string) streaming.TextTokenizer { return tokens[model] },
-	}); err != nil {
-		return err
-	}
-	toks := map[string]*tokenizer.Tokenizer{rt.engine.ModelName(): rt.tok}
-	sc := server.SSEConfig{
+	primary := server.NewModel(rt.Engine, rt.Tokenizer)
+	primary.Aliases = aliases
+	models := []server.Model{primary}
+	sc := sse.Config{
 		MaxTokens: *sseMaxTokens, KeepAlive: *sseKeepAlive, WriteTimeout: *sseWriteTimeout,
 		CORSOrigins: corsOrigins,
-		Tokenizer:   func(name string) *tokenizer.Tokenizer { return toks[name] },
 	}
 	if *sseTemp >= 0 {
 		sc.Sampling.Temperature = sseTemp
@@ -125,12 +83,31 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if *fastModel != "" {
 		// Not loaded: the route logs it and uses the session's model.
 		sc.FastModel = baseName(*fastModel)
-		if frt != nil {
-			sc.FastModel = frt.engine.ModelName()
-			toks[sc.FastModel] = frt.tok
+		fef := *ef
+		fef.model = fastModel
+		frt, err := openRuntime(&fef, "", cfg.Metrics.EngineHooks, stderr, logger)
+		if err != nil {
+			// docs/design.md §6: a fast model that fails to load
+			// does not stop the server; it is reported as degraded.
+			logger.Error("fast model failed to load; serving without it", "path", *fastModel, "err", err)
+			cfg.ModelDegraded = fmt.Sprintf("fast model %s failed to load: %v", *fastModel, err)
+		} else {
+			defer frt.Close()
+			models = append(models, server.NewModel(frt.Engine, frt.Tokenizer))
+			sc.FastModel = frt.Engine.ModelName()
 		}
 	}
-	if err := srv.EnableSSE(sc); err != nil {
+	srv, err := server.New(cfg, models...)
+	if err != nil {
+		return err
+	}
+	if _, err := srv.EnableSessions(server.ExtensionConfig{
+		Sessions: sessions.Config{DefaultLease: *sessionLease, MaxLease: *sessionMaxLease,
+			Retention: *sessionRetention, EvictIdle: *sessionEvictIdle, MaxSessions: *maxSessions},
+	}); err != nil {
+		return err
+	}
+	if err := sse.Enable(srv, sc); err != nil {
 		return err
 	}
 	if err := srv.Listen(); err != nil {
@@ -141,7 +118,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		label = "synthetic (built-in default: random weights)"
 	}
 	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE)\n",
-		version, served, label, srv.GRPCAddr(), srv.HTTPAddr())
+		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
