@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"oengine/server"
@@ -49,6 +45,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	sseWriteTimeout := fs.Duration("sse-write-timeout", sse.DefaultWriteTimeout, "an SSE reader stalled longer than this is cancelled")
 	var corsOrigins stringList
 	fs.Var(&corsOrigins, "cors-origin", "origin allowed to call the SSE route from a browser (repeatable; \"*\" any; none by default)")
+	sf := addSecurityFlags(fs, def)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,6 +61,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	cfg.EngineVersion = version
 	cfg.Logger = logger
 	cfg.Metrics = server.NewMetrics()
+	reloadCert, err := sf.apply(&cfg)
+	if err != nil {
+		return err
+	}
 
 	rt, err := openRuntime(ef, *name, cfg.Metrics.EngineHooks, stderr, logger)
 	if err != nil {
@@ -104,6 +105,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if _, err := srv.EnableSessions(server.ExtensionConfig{
 		Sessions: sessions.Config{DefaultLease: *sessionLease, MaxLease: *sessionMaxLease,
 			Retention: *sessionRetention, EvictIdle: *sessionEvictIdle, MaxSessions: *maxSessions},
+		MaxSessionsPerKey: *sf.maxSessionsPerKey,
 	}); err != nil {
 		return err
 	}
@@ -117,12 +119,23 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if label == "synthetic" {
 		label = "synthetic (built-in default: random weights)"
 	}
-	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE)\n",
-		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	security := "no API keys (loopback only)"
+	switch {
+	case srv.AuthEnabled():
+		security = "API keys required"
+	case cfg.AllowUnauthenticated:
+		security = "no API keys (--allow-unauthenticated)"
+	}
+	if cfg.TLS != nil {
+		security += ", TLS"
+		if cfg.TLS.ClientCAs != nil {
+			security += " with client certificates"
+		}
+	}
+	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE)\n  auth  %s\n",
+		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr(), security)
 	start := time.Now()
-	err = srv.Serve(ctx)
+	err = serveSignals(srv, sf, reloadCert, logger)
 	logger.Info("server stopped", "uptime", time.Since(start).Round(time.Second))
 	return err
 }
