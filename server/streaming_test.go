@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -321,4 +323,63 @@ func TestStreamCancelAndSession(t *testing.T) {
 		t.Fatalf("abort changed the session:\n%v\n%v", before, after)
 	}
 	eventually(t, "engine idle", func() bool { return h.eng.Load().Running == 0 && h.eng.Cache().Stats().InUse == 0 })
+}
+
+// TestStreamInputAfterEndOneTerminal (issue 17, point 13): a
+// chunk after end_of_input, sent once output has begun, ends the stream
+// with exactly one terminal EngineError INVALID_ARGUMENT: no
+// GenerationFinished (CANCELLED or other) before it, nothing after it.
+func TestStreamInputAfterEndOneTerminal(t *testing.T) {
+	h := startExt(t, nil)
+	ctx := ctxT(t)
+	st, err := h.strm.GenerateStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Long enough that the output is still running when chunk 2 arrives.
+	for _, f := range []*pb.GenerateStreamRequest{startFrame(plainReq(1500)), textFrame(1, "The cat sat"), endFrame(1)} {
+		if err := st.Send(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rs []*pb.GenerateResponse
+	for {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatalf("stream ended before output began: %v", err)
+		}
+		rs = append(rs, r)
+		if r.GetToken() != nil {
+			break
+		}
+	}
+	if err := st.Send(textFrame(2, " on the mat")); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.CloseSend()
+	for {
+		r, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("status %v, want OK", err)
+		}
+		rs = append(rs, r)
+	}
+	terminals := 0
+	for i, r := range rs {
+		if f := r.GetFinished(); f != nil {
+			t.Errorf("response %d: finished %v (reason %v) before the error", i, f, f.GetReason())
+		}
+		if r.GetError() != nil {
+			terminals++
+			if i != len(rs)-1 {
+				t.Errorf("response %d is the error, %d responses follow it", i, len(rs)-1-i)
+			}
+		}
+	}
+	if e := terminalError(rs); terminals != 1 || e.GetCode() != pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENT {
+		t.Fatalf("%d errors, last response %v: want exactly one terminal INVALID_ARGUMENT", terminals, rs[len(rs)-1])
+	}
 }
