@@ -349,6 +349,15 @@ func TestValidation(t *testing.T) {
 			if CodeOf(err) != tc.code || err == nil {
 				t.Fatalf("err %v (code %v), want %v", err, CodeOf(err), tc.code)
 			}
+			// Each package names itself once: no "sampling: sampling:".
+			parts := strings.Split(err.Error(), ": ")
+			seen := map[string]bool{}
+			for _, p := range parts[:len(parts)-1] {
+				if seen[p] {
+					t.Fatalf("message %q repeats the prefix %q", err, p)
+				}
+				seen[p] = true
+			}
 		})
 	}
 }

@@ -143,7 +143,7 @@ func (e *Engine) prepare(r Request) (*request, error) {
 	}
 	params, err := r.Sampling.Resolve(e.cfg.DefaultTemperature)
 	if err != nil {
-		return nil, wrapError(CodeInvalidArgument, err, "sampling")
+		return nil, wrapError(CodeInvalidArgument, err, "")
 	}
 	req.params = params
 	for _, c := range []*sampling.Candidates{r.Logprobs, r.PromptLogprobs} {
@@ -159,7 +159,7 @@ func (e *Engine) prepare(r Request) (*request, error) {
 		}
 	}
 	if _, err := stopstr.New(r.Stop.Strings, r.Stop.IncludeStopInOutput); err != nil {
-		return nil, wrapError(CodeInvalidArgument, err, "stop strings")
+		return nil, wrapError(CodeInvalidArgument, err, "")
 	}
 
 	if r.TokenIDs != nil {

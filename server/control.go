@@ -113,7 +113,7 @@ func (c *controlService) GetLoad(ctx context.Context, req *pb.GetLoadRequest) (*
 		TimestampUnixNanos: ptr(uint64(time.Now().UnixNano())),
 		RunningRequests:    ptr(clampU32(running)),
 		QueuedRequests:     ptr(clampU32(waiting)),
-		ActiveKvSessions:   ptr[uint32](0),
+		ActiveKvSessions:   ptr(clampU32(c.s.liveSessions())),
 		UsedKvBlocks:       ptr(uint64(max(used, 0))),
 		TotalKvBlocks:      ptr(uint64(max(total, 0))),
 		RunningTokens:      ptr(uint64(max(runTok, 0))),
@@ -138,7 +138,10 @@ func (c *controlService) Abort(ctx context.Context, req *pb.AbortRequest) (*pb.A
 		if t.RequestId == "" {
 			return nil, invalidf("request_id is empty").err()
 		}
-		return c.abortID(t.RequestId)
+		if aerr := checkClientID("request_id", t.RequestId); aerr != nil {
+			return nil, aerr.err()
+		}
+		return c.abortID(PrincipalFrom(ctx).Scope(t.RequestId), t.RequestId)
 	case *pb.AbortRequest_KvSession:
 		if meta := metaFrom(ctx); meta.HasDPRank && t.KvSession.GetDpRank() != meta.DPRank {
 			return nil, invalidf("kv_session.dp_rank %d disagrees with %s %d", t.KvSession.GetDpRank(), mdTargetDPRank, meta.DPRank).err()
@@ -146,6 +149,9 @@ func (c *controlService) Abort(ctx context.Context, req *pb.AbortRequest) (*pb.A
 		return nil, newAPIError(codes.NotFound, reasonKVSessionNotFound, pb.ErrorCode_ERROR_CODE_KV_SESSION_NOT_FOUND,
 			"kv session %q is unknown (this server is AGGREGATED)", t.KvSession.GetSessionId()).err()
 	case *pb.AbortRequest_AllRequests:
+		if err := requireAdmin(ctx, "Abort{all_requests}"); err != nil {
+			return nil, err
+		}
 		n := 0
 		for _, m := range c.s.models {
 			n += m.Backend.AbortAll()
@@ -155,7 +161,9 @@ func (c *controlService) Abort(ctx context.Context, req *pb.AbortRequest) (*pb.A
 	return nil, invalidf("abort needs exactly one target: request_id, kv_session or all_requests").err()
 }
 
-func (c *controlService) abortID(id string) (*pb.AbortResponse, error) {
+// abortID aborts the request whose internal (scoped) id is id; clientID is
+// the id the client named.
+func (c *controlService) abortID(id, clientID string) (*pb.AbortResponse, error) {
 	for _, m := range c.s.models {
 		err := m.Backend.Abort(id)
 		switch {
@@ -170,7 +178,7 @@ func (c *controlService) abortID(id string) (*pb.AbortResponse, error) {
 		}
 	}
 	return nil, fromEngine(&engine.Error{Code: engine.CodeRequestNotFound,
-		Message: fmt.Sprintf("server: request %q is unknown", id)}).err()
+		Message: fmt.Sprintf("server: request %q is unknown", clientID)}).err()
 }
 
 // loraDisabled is upstream's answer of an engine without LoRA.

@@ -26,6 +26,8 @@ const (
 	reasonModelNotFound      = "MODEL_NOT_FOUND"
 	reasonDraining           = "DRAINING"
 	reasonInternal           = "INTERNAL"
+	reasonUnauthenticated    = "UNAUTHENTICATED"
+	reasonAdminRequired      = "ADMIN_REQUIRED"
 )
 
 // apiError is one row of the error table: how a failure looks before
@@ -169,6 +171,12 @@ var httpCodes = map[string]struct {
 	"SESSION_BUDGET":          {http.StatusTooManyRequests, "overloaded"},
 	reasonDraining:            {http.StatusServiceUnavailable, "draining"},
 	"CANCELLED":               {http.StatusRequestTimeout, "cancelled"},
+	"REQUEST_NOT_FOUND":       {http.StatusNotFound, "request_not_found"},
+	"DUPLICATE_REQUEST":       {http.StatusConflict, "duplicate_request"},
+	"DUPLICATE_SESSION":       {http.StatusConflict, "duplicate_session"},
+	"SESSION_BUSY":            {http.StatusConflict, "session_busy"},
+	reasonUnauthenticated:     {http.StatusUnauthorized, "unauthenticated"},
+	reasonAdminRequired:       {http.StatusForbidden, "admin_required"},
 }
 
 // Classify maps an error of the engine, sessions or streaming packages to

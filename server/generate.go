@@ -57,7 +57,7 @@ func (is *inferenceService) Generate(req *pb.GenerateRequest, stream grpc.Server
 		"priority", meta.Priority, "routing_key", meta.RoutingKey,
 		"traceparent", meta.Traceparent, "tracestate", meta.Tracestate)
 	p := &pump{
-		s: s, m: m, st: st, opt: opt, send: stream.Send, id: st.ID(), start: start,
+		s: s, m: m, st: st, opt: opt, send: stream.Send, id: meta.Principal.clientID(st.ID()), start: start,
 		finished: make([]bool, opt.n), lastToken: make([]time.Time, opt.n),
 	}
 	return p.run(ctx)

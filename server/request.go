@@ -29,7 +29,11 @@ func (s *Server) buildRequest(req *pb.GenerateRequest, meta callMeta) (*Model, e
 		return nil, er, opt, modelNotFound(req.GetModel())
 	}
 	lim := m.Backend.Limits()
-	er.ID = req.GetRequestId()
+	id, aerr := requestID(req.GetRequestId(), meta.Principal)
+	if aerr != nil {
+		return nil, er, opt, aerr
+	}
+	er.ID = id
 	er.Priority = meta.Priority
 
 	switch in := req.GetInput().(type) {

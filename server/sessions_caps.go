@@ -57,3 +57,11 @@ func (s *Server) streamingCaps(m *Model) *pb.StreamingInputCapabilities {
 		InputIdleTimeoutMs: ptr(uint64(x.lim.IdleTimeout / time.Millisecond)),
 	}
 }
+
+// liveSessions is the number of live generation sessions (GetLoad).
+func (s *Server) liveSessions() int {
+	if x := s.extension(); x != nil {
+		return len(x.mgr.List())
+	}
+	return 0
+}

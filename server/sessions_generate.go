@@ -45,7 +45,7 @@ func (s *Server) continueSession(req *pb.GenerateRequest, stream grpc.ServerStre
 	defer turn.Close() // drains a turn whose client left, so it never stays busy
 	s.log.Debug("server: session turn accepted", "request_id", turn.ID(), "session", c.Ref.SessionID, "mode", c.Mode)
 	p := &pump{
-		s: s, m: m, st: turn, opt: opt, send: stream.Send, id: turn.ID(), start: start,
+		s: s, m: m, st: turn, opt: opt, send: stream.Send, id: metaFrom(ctx).Principal.clientID(turn.ID()), start: start,
 		finished: make([]bool, opt.n), lastToken: make([]time.Time, opt.n),
 	}
 	return true, p.run(ctx)
@@ -64,7 +64,7 @@ func (x *ext) buildContinuation(req *pb.GenerateRequest, meta callMeta) (*Model,
 		return nil, er, opt, c, invalidf("session.ref is required")
 	}
 	c = sessions.Continuation{
-		Ref:   fromProtoRef(sc.GetRef()),
+		Ref:   fromProtoRef(meta.Principal, sc.GetRef()),
 		Mode:  sessions.Mode(sc.GetMode()),
 		Model: m.Name,
 		LoRA:  req.GetLoraName(),

@@ -118,7 +118,7 @@ func (ss *streamingService) GenerateStream(stream grpc.BidiStreamingServer[pb.Ge
 		in = est
 	}
 	// Accepted: from here on, failures are one terminal EngineError.
-	id := in.ID()
+	id := meta.Principal.clientID(in.ID())
 	var sendMu sync.Mutex // protects stream.Send (acks and outputs)
 	send := func(r *pb.GenerateResponse) error {
 		sendMu.Lock()

@@ -20,8 +20,9 @@ import (
 	"unicode/utf8"
 )
 
-// MaxIDBytes bounds caller-supplied session ids.
-const MaxIDBytes = 256
+// MaxIDBytes bounds caller-supplied session ids (the server's own cap for
+// clients is 256 bytes; it prefixes ids with the caller's key name).
+const MaxIDBytes = 512
 
 // Manager owns the generation sessions of one server instance: identity,
 // lease and expiry, tombstones, the busy rule, pins and their budgets.

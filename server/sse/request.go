@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"oengine/server"
 	"strconv"
@@ -55,6 +56,10 @@ func (rt *sseRoute) reject(w http.ResponseWriter, e *sseError) {
 // readPrompt reads the body (at most MaxBodyBytes; never past the cap)
 // and returns the prompt of {"prompt": string}.
 func readPrompt(w http.ResponseWriter, r *http.Request) (string, *sseError) {
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		return "", sseErrorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"Content-Type %q: the body must be application/json", ct)
+	}
 	if r.ContentLength > MaxBodyBytes {
 		return "", sseErrorf(http.StatusRequestEntityTooLarge, "payload_too_large",
 			"request body of %d bytes exceeds %d bytes", r.ContentLength, MaxBodyBytes)
@@ -181,4 +186,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// isJSON reports a Content-Type of application/json (parameters such as
+// charset=utf-8 allowed).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }

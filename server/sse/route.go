@@ -165,6 +165,12 @@ func (rt *sseRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	p, err := rt.s.Authenticate(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="oengine"`)
+		rt.reject(w, sseFrom(server.Classify(err)))
+		return
+	}
 	if rt.s.Draining() {
 		rt.reject(w, sseFrom(server.DrainingFailure()))
 		return
@@ -174,7 +180,7 @@ func (rt *sseRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.reject(w, serr)
 		return
 	}
-	sessionModel, serr := rt.checkSession(r.PathValue("id"))
+	sessionModel, serr := rt.checkSession(p, r.PathValue("id"))
 	if serr != nil {
 		rt.reject(w, serr)
 		return
@@ -190,12 +196,12 @@ func (rt *sseRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // checkSession requires a live session of this instance and returns its
 // model. It only reads the session (no renewal, no lease activity).
-func (rt *sseRoute) checkSession(id string) (string, *sseError) {
+func (rt *sseRoute) checkSession(p server.Principal, id string) (string, *sseError) {
 	mgr := rt.s.Sessions()
 	if mgr == nil {
 		return "", sseErrorf(http.StatusNotFound, "session_not_found", "session %q not found (sessions are not enabled)", id)
 	}
-	in, err := mgr.Get(sessions.Ref{SessionID: id, Owner: rt.s.InstanceID()}, false)
+	in, err := mgr.Get(sessions.Ref{SessionID: p.Scope(id), Owner: rt.s.InstanceID()}, false)
 	if err != nil {
 		switch sessions.CodeOf(err) {
 		case sessions.CodeNotFound, sessions.CodeInvalid, sessions.CodeOwnerMismatch:
@@ -318,7 +324,7 @@ func (rt *sseRoute) preflight(w http.ResponseWriter, r *http.Request, origin str
 	}
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", "POST")
-	h.Set("Access-Control-Allow-Headers", "Content-Type")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	rt.metrics.outcome("preflight")

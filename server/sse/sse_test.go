@@ -359,7 +359,8 @@ func TestSSEValidation(t *testing.T) {
 		method  string
 		id      string
 		body    string
-		chunked bool // hide the length (no Content-Length)
+		chunked bool   // hide the length (no Content-Length)
+		ctype   string // Content-Type; "": application/json, "-": none
 		status  int
 		code    string
 	}
@@ -390,6 +391,11 @@ func TestSSEValidation(t *testing.T) {
 		{name: "unknown session", id: "gs-nope", body: `{"prompt":"x"}`, status: 404, code: "session_not_found"},
 		{name: "expired session", id: expired.Ref.SessionID, body: `{"prompt":"x"}`, status: 410, code: "session_expired"},
 		{name: "closed session", id: closed, body: `{"prompt":"x"}`, status: 410, code: "session_closed"},
+		// Issue 17 point 10: only JSON bodies (before the fix each of these streamed).
+		{name: "content type text/plain", id: live, body: `{"prompt":"x"}`, ctype: "text/plain", status: 415, code: "unsupported_media_type"},
+		{name: "content type form", id: live, body: `{"prompt":"x"}`, ctype: "application/x-www-form-urlencoded", status: 415, code: "unsupported_media_type"},
+		{name: "no content type", id: live, body: `{"prompt":"x"}`, ctype: "-", status: 415, code: "unsupported_media_type"},
+		{name: "json with charset", id: live, body: `{"prompt":"x"`, ctype: "application/json; charset=utf-8", status: 400, code: "invalid_request"},
 	}
 	run := func(t *testing.T, c tc) {
 		method := c.method
@@ -403,6 +409,13 @@ func TestSSEValidation(t *testing.T) {
 		req, err := http.NewRequest(method, h.url(c.id), body)
 		if err != nil {
 			t.Fatal(err)
+		}
+		switch c.ctype {
+		case "":
+			req.Header.Set("Content-Type", "application/json")
+		case "-":
+		default:
+			req.Header.Set("Content-Type", c.ctype)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -449,6 +462,7 @@ func TestSSEValidation(t *testing.T) {
 	t.Run("CORS POST from allowed origin streams with the header", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, h.url(live), strings.NewReader(`{"prompt":"x"}`))
 		req.Header.Set("Origin", "https://app.example")
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
