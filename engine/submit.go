@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"oengine/kvcache"
 	"oengine/model/tokenizer"
 	"oengine/sampling"
 	"oengine/scheduler"
@@ -22,7 +23,8 @@ type request struct {
 	n      int
 	limit  int // most known tokens a sequence may reach (context and pool)
 	stream *Stream
-	stop   func() bool // stops the context.AfterFunc
+	stop   func() bool    // stops the context.AfterFunc
+	prefix *kvcache.Table // Request.Prefix until the scheduler owns it (start)
 
 	cancelErr   *Error // (mu) first cancellation reason
 	ended       bool   // (mu) terminal event pushed
@@ -61,6 +63,14 @@ type output struct {
 // after acceptance every outcome arrives on the stream, which ends with
 // exactly one terminal event. ctx being done cancels the request.
 func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
+	st, err := e.submit(ctx, r)
+	if err != nil && r.Prefix != nil {
+		e.cache.Release(r.Prefix) // accepted requests release it when they end
+	}
+	return st, err
+}
+
+func (e *Engine) submit(ctx context.Context, r Request) (*Stream, error) {
 	req, err := e.prepare(r)
 	if err != nil {
 		return nil, err
@@ -164,6 +174,15 @@ func (e *Engine) prepare(r Request) (*request, error) {
 	}
 	if len(req.prompt) == 0 && !r.OpenInput {
 		return nil, invalid("empty prompt")
+	}
+	if r.Prefix != nil {
+		switch {
+		case r.TokenIDs == nil:
+			return nil, invalid("a K/V prefix needs token ids")
+		case r.Prefix.Len() > len(req.prompt):
+			return nil, invalid("a K/V prefix of %d tokens for a prompt of %d", r.Prefix.Len(), len(req.prompt))
+		}
+		req.prefix = r.Prefix
 	}
 	req.limit = e.limits.MaxOutputTokens + 1
 	if err := e.checkLength(req); err != nil {
