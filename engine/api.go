@@ -209,6 +209,10 @@ type Limits struct {
 	MaxRunning       int
 	MaxWaiting       int
 	MaxLogprobs      int
+	// MaxPromptLogprobEntries and MaxTokenCandidates bound logprobs
+	// (Config); 0: unknown.
+	MaxPromptLogprobEntries int
+	MaxTokenCandidates      int
 }
 
 // LoadFigures is a live snapshot for GetLoad and metrics.

@@ -488,6 +488,31 @@ func TestBackpressureAndConsumerTimeout(t *testing.T) {
 	}
 }
 
+// TestBackpressureBytes is issue 17 point 5: a consumer that stops reading
+// holds at most about EventQueueBytes of events, however large each is
+// (before the fix only events were counted: 64 events of all-candidate
+// logprobs were queued).
+func TestBackpressureBytes(t *testing.T) {
+	e := newFakeEngine(t, Config{EventQueue: 64, EventQueueBytes: 3000}, &fakeModel{vocab: 300, ctx: 512})
+	s, err := e.Submit(context.Background(), Request{Prompt: "abc", MaxTokens: 40, Sampling: greedy(),
+		Stop: StopParams{IgnoreEOS: true}, Logprobs: &sampling.Candidates{Mode: sampling.CandidatesAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); e.Stats().Pauses == 0; runtimeGosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never paused; %d events queued", s.backlog())
+		}
+	}
+	if n := s.backlog(); n > 2 {
+		t.Fatalf("backlog %d events of ~7 KiB each with a 3000-byte bound", n)
+	}
+	r := collect(t, s, 1)
+	if r.err != nil || len(r.tokens[0]) != 40 {
+		t.Fatalf("after resume: %v, %d tokens", r.err, len(r.tokens[0]))
+	}
+}
+
 func TestOpenInput(t *testing.T) {
 	e := newFakeEngine(t, Config{}, nil)
 	want := run(t, e, Request{Prompt: "streamed input text", MaxTokens: 8, Sampling: greedy(), BypassPrefixCache: true})

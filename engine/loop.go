@@ -154,7 +154,7 @@ func (e *Engine) checkPaused(now time.Time) time.Time {
 		if !req.paused {
 			continue
 		}
-		if req.stream.backlog() <= e.cfg.EventQueue/2 {
+		if req.stream.drained() {
 			e.setPaused(req, false)
 			continue
 		}

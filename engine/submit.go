@@ -175,6 +175,9 @@ func (e *Engine) prepare(r Request) (*request, error) {
 	if len(req.prompt) == 0 && !r.OpenInput {
 		return nil, invalid("empty prompt")
 	}
+	if err := e.checkLogprobSize(r, len(req.prompt)); err != nil {
+		return nil, err
+	}
 	if r.Prefix != nil {
 		switch {
 		case r.TokenIDs == nil:
@@ -212,4 +215,24 @@ func (req *request) maxTokens() int {
 		return req.r.MaxTokens
 	}
 	return req.limit - len(req.prompt)
+}
+
+// checkLogprobSize bounds what logprobs may cost before acceptance
+// (docs/api.md, "Limits"): prompt positions × (1 + candidates) at most
+// MaxPromptLogprobEntries, and at most MaxTokenCandidates candidates per
+// output token.
+func (e *Engine) checkLogprobSize(r Request, promptLen int) error {
+	if c := r.PromptLogprobs; c != nil {
+		per := 1 + c.Count(e.info.Vocab)
+		if n := int64(max(promptLen-1, 0)) * int64(per); n > int64(e.cfg.MaxPromptLogprobEntries) {
+			return newError(CodeInvalidArgument, "prompt logprobs over %d positions × %d entries = %d exceed the limit of %d entries: ask for fewer candidates or a shorter prompt",
+				max(promptLen-1, 0), per, n, e.cfg.MaxPromptLogprobEntries)
+		}
+	}
+	if c := r.Logprobs; c != nil {
+		if n := c.Count(e.info.Vocab); n > e.cfg.MaxTokenCandidates {
+			return newError(CodeInvalidArgument, "%d logprob candidates per output token exceed the limit of %d", n, e.cfg.MaxTokenCandidates)
+		}
+	}
+	return nil
 }
