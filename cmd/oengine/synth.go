@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"oengine/ggml"
 	"oengine/model/gguf"
 	"oengine/model/synth"
 )
@@ -32,7 +33,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return errors.New("synth: -o out.gguf is required")
 	}
-	t, err := gguf.ParseType(*typ)
+	t, err := ggml.ParseType(*typ)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package cpu
 
-import "oengine/model/gguf"
+import (
+	"oengine/ggml"
+)
 
 // Blocked AVX2 kernels (dot_blk_amd64.s); see dot_blk.go.
 
@@ -61,9 +63,9 @@ func blkGemmPacked(bk *blkKernel, panel []byte, a *actBuf, i, cols int, out *[8]
 	gemmQ8_0pAVX2(&panel[0], &a.qs[i*cols], &a.d[i*nb], nb, &out[0])
 }
 
-var blkKernels = map[gguf.Type]*blkKernel{
-	gguf.TypeQ4_0: {q4: true},
-	gguf.TypeQ8_0: {q4: false},
+var blkKernels = map[ggml.Type]*blkKernel{
+	ggml.TypeQ4_0: {q4: true},
+	ggml.TypeQ8_0: {q4: false},
 }
 
 func blkGemm(bk *blkKernel, row []byte, a *actBuf, g, cols int, out *[8]float32) {

@@ -1,6 +1,8 @@
 package cpu
 
-import "oengine/model/gguf"
+import (
+	"oengine/ggml"
+)
 
 // F16 prefill tiles (dot_f16tile_amd64.s): 12 (row, token) pairs per
 // register tile, several row groups per call, each pair bitwise the
@@ -62,7 +64,7 @@ func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int {
 	w, x := op.w, p.scratch.x
 	cols := w.Cols
 	sh := f16TileShape
-	if w.Type != gguf.TypeF16 || !hasAVX2 || !f16TileOn || cols%8 != 0 || r1-r0 < sh.rows || t1-t0 < sh.toks {
+	if w.Type != ggml.TypeF16 || !hasAVX2 || !f16TileOn || cols%8 != 0 || r1-r0 < sh.rows || t1-t0 < sh.toks {
 		return t0
 	}
 	if i, ok := p.tileF16Z(op, sh, r0, r1, t0, t1); ok {

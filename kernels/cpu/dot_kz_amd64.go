@@ -3,7 +3,7 @@ package cpu
 import (
 	"golang.org/x/sys/cpu"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // AVX-512 K-quant kernels (dot_kz_amd64.s): per (row, token), the same bits
@@ -78,15 +78,15 @@ func kzDot4Rows(f kzRowsFunc, bs, maxNB int, dot4 func(row []byte, a actView, co
 }
 
 // kzKernels4 are the AVX-512 four-token kernels, installed over the AVX2 ones.
-var kzKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float32{
-	gguf.TypeQ4_K: kx4(dotQ4_Kx4AVX512, 144),
-	gguf.TypeQ6_K: kx4(dotQ6_Kx4AVX512, 210),
+var kzKernels4 = map[ggml.Type]func(row []byte, a actView, cols int) [4]float32{
+	ggml.TypeQ4_K: kx4(dotQ4_Kx4AVX512, 144),
+	ggml.TypeQ6_K: kx4(dotQ6_Kx4AVX512, 210),
 }
 
 // kzKernels4r are the many-row forms (kernel.dot4r).
-var kzKernels4r = map[gguf.Type]func(rows []byte, rb int, a actView, cols int, dst []float32, dstride int){
-	gguf.TypeQ4_K: kzDot4Rows(dotQ4_KRowsx4AVX512, 144, kzMaxNB, kzKernels4[gguf.TypeQ4_K]),
-	gguf.TypeQ6_K: kzDot4Rows(dotQ6_KRowsx4AVX512, 210, kzMaxNB, kzKernels4[gguf.TypeQ6_K]),
+var kzKernels4r = map[ggml.Type]func(rows []byte, rb int, a actView, cols int, dst []float32, dstride int){
+	ggml.TypeQ4_K: kzDot4Rows(dotQ4_KRowsx4AVX512, 144, kzMaxNB, kzKernels4[ggml.TypeQ4_K]),
+	ggml.TypeQ6_K: kzDot4Rows(dotQ6_KRowsx4AVX512, 210, kzMaxNB, kzKernels4[ggml.TypeQ6_K]),
 }
 
 // installKZ switches the kernels of kzKernels4 and kzKernels4r in (called

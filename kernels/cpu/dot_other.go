@@ -2,7 +2,9 @@
 
 package cpu
 
-import "oengine/model/gguf"
+import (
+	"oengine/ggml"
+)
 
 // Stubs where there are no SIMD kernels (the portable ones are used).
 
@@ -41,4 +43,4 @@ func blkDotRows(bk *blkKernel, rows []byte, rb int, qs []int8, d []float32, s8 [
 }
 
 // decodeRows: no many-row decode kernels on this architecture.
-func decodeRows(t gguf.Type, rows []byte, rb int, v actView, out []float32) bool { return false }
+func decodeRows(t ggml.Type, rows []byte, rb int, v actView, out []float32) bool { return false }
