@@ -1,10 +1,6 @@
 package cpu
 
-import (
-	"golang.org/x/sys/cpu"
-
-	"oengine/ggml"
-)
+import "oengine/ggml"
 
 // AVX2 kernels (dot_amd64.s, dot_k_amd64.s). nb is the number of blocks;
 // the float kernels take n, a multiple of 8.
@@ -47,38 +43,6 @@ func dotQ5_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 
 //go:noescape
 func dotQ6_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
-
-// hasAVX2 reports whether the CPU (and OS) support the AVX2 kernels.
-var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
-
-func simdName() string {
-	if !hasAVX2 {
-		return "generic"
-	}
-	name := "avx2+fma+f16c"
-	if hasBlkZ || hasAVX512KZ || hasAVX512F16 {
-		name += "+avx512"
-		if hasBlkZ || hasAVX512KZ {
-			name += "-vnni"
-		}
-	}
-	return name
-}
-
-func init() {
-	if !hasAVX2 {
-		return
-	}
-	for t, f := range simdKernels {
-		k := kernels[t]
-		k.dot = f
-		k.dot4 = simdKernels4[t] // nil where there is none
-		k.dot22 = simdKernels22[t]
-		kernels[t] = k
-	}
-	installBlk()
-	installKZ()
-}
 
 // simdKernels are the AVX2 replacements for the portable dot kernels.
 var simdKernels = map[ggml.Type]func(row []byte, a actView) float32{

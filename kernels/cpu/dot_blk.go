@@ -34,10 +34,6 @@ type blkKernel struct {
 	q4 bool // Q4_0 (reads s8 / s8T); else Q8_0
 }
 
-// blkActive is set by an architecture's init when blocked kernels are
-// installed; quantizeToken then fills the extra layouts.
-var blkActive bool
-
 // blkGroups returns the number of 8-token groups covering n tokens.
 func blkGroups(n int) int { return (n + 7) / 8 }
 

@@ -97,18 +97,6 @@ func blkGemv(bk *blkKernel, rows []byte, rb int, a *actBuf, i, cols int, out *[8
 	gemvQ8_0x8AVX2(&rows[0], rb, &a.qs[i*cols], &a.d[i*nb], nb, &out[0])
 }
 
-// installBlk switches Q4_0 and Q8_0 to the blocked kernels (called by init
-// when the CPU has AVX2).
-func installBlk() {
-	blkActive = true
-	for t, bk := range blkKernels {
-		k := kernels[t]
-		k.blk, k.dot4 = bk, nil
-		k.dot = blkSingle(bk)
-		kernels[t] = k
-	}
-}
-
 //go:noescape
 func gemv1Q4_0AVX2(row *byte, qs *int8, d *float32, s8 *int32, nb int) float32
 

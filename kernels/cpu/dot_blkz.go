@@ -15,11 +15,6 @@ import (
 // panelBlockZ is the size of one block of a 16-row panel.
 const panelBlockZ = 8*64 + 16*4
 
-// blkZTile, where set (amd64 with AVX-512 VNNI), computes the whole
-// 16-row groups of rows [r0, r1) for tokens [t0, t1) of a prefill tile and
-// returns the first row it left (tileBlk does the rest).
-var blkZTile func(p *Pool, worker int, op *opPlan, r0, r1, t0, t1 int) int
-
 // packPanelZ packs 16 rows of bk's type (rows[r*rb:], nb blocks each) into
 // panel ([nb][panelBlockZ]).
 func packPanelZ(bk *blkKernel, panel, rows []byte, rb, nb int) {

@@ -1,7 +1,5 @@
 package cpu
 
-import "golang.org/x/sys/cpu"
-
 //go:generate go run dot_blkz_gen.go
 
 // AVX-512 VNNI prefill kernels on 16-row panels (dot_blkz_amd64.s,
@@ -40,16 +38,6 @@ func packPanelZAsm(bk *blkKernel, panel, rows []byte, rb, nb int) {
 	packQ8_0z(&panel[0], &rows[0], rb, nb)
 }
 
-// hasBlkZ reports whether the CPU (and OS) support the AVX-512 VNNI kernels.
-var hasBlkZ = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
-	cpu.X86.HasAVX512VNNI
-
-func init() {
-	if hasBlkZ && hasAVX2 { // blocked kernels installed (dot_amd64.go)
-		blkZTile = tileBlkZ
-	}
-}
-
 // blkGemmZ8: a 16-row panel against the 8 tokens of group g (tokens
 // 8g..8g+7, all real); out[t*16+r].
 func blkGemmZ8(bk *blkKernel, panel []byte, a *actBuf, g, cols int, out *[128]float32) {
@@ -79,7 +67,7 @@ func blkGemmZ1(bk *blkKernel, panel []byte, a *actBuf, i, cols int, out *[16]flo
 	gemmQ8_0z1(&panel[0], &a.qs[i*cols], &a.d[i*nb], &a.s8[i*nb], nb, &out[0])
 }
 
-// tileBlkZ is blkZTile: 16-row panels against the tile's tokens, eight at
+// tileBlkZ is blkZTile (dispatch.go): 16-row panels against the tile's tokens, eight at
 // a time (whole groups; t0 is a multiple of 8), then one at a time.
 func tileBlkZ(p *Pool, worker int, op *opPlan, r0, r1, t0, t1 int) int {
 	if t0%8 != 0 || r1-r0 < 16 {

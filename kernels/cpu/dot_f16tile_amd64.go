@@ -44,10 +44,6 @@ func (sh f16Shape) tile(rows *byte, rb, ng int, x *float32, n, xstride int, acc 
 	}
 }
 
-// f16TileOn switches the tiled path (benchmarks compare it with the 2×2
-// tile it replaces; tests run both).
-var f16TileOn = true
-
 // tileF16 computes as much of rows [r0, r1) × tokens [t0, t1) of op as the
 // tile kernel covers, whole groups of f16TileShape.toks tokens from t0,
 // and returns the first token it did not compute (t0 when the tile does

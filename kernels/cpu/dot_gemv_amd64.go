@@ -13,11 +13,6 @@ func gemv8Q4_0AVX2(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb,
 //go:noescape
 func gemv16Q4_0Z(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
 
-// gemvZ reports whether Q4_0 decode uses the 16-row AVX-512 VNNI kernel
-// (dot_gemvz_amd64.s) for whole groups of 16 rows; a variable so tests and
-// benchmarks can compare it with the 8-row AVX2 kernel.
-var gemvZ = hasBlkZ
-
 //go:noescape
 func gemv8Q8_0AVX2(rows *byte, ngroups int, qs *int8, d *float32, nb, pf int, out *float32)
 
@@ -98,10 +93,6 @@ func gemvF16AVX2(rows *byte, n, rb int, x *float32, n8, pf int, out *float32)
 // 1-2 KiB beat none and 4 KiB).
 const decodePF = 2048
 
-// rowsKernel computes out[j] = dot(row j of rows, token v) for len(out)
-// rows of rb bytes, bitwise the type's one-row kernel (kernel.dot) per row.
-type rowsKernel func(rows []byte, rb int, v actView, out []float32, pf int)
-
 // rowsKernels are the decode kernels that read many rows in one call.
 var rowsKernels = map[ggml.Type]rowsKernel{
 	ggml.TypeQ4_K: func(rows []byte, rb int, v actView, out []float32, pf int) {
@@ -167,8 +158,8 @@ func gemvF16(rows []byte, rb int, v actView, out []float32, pf int) {
 // decodeRows computes out[j] = dot(row j of rows, v) with t's many-row
 // kernel and reports whether t has one (else it does nothing).
 func decodeRows(t ggml.Type, rows []byte, rb int, v actView, out []float32) bool {
-	rk, ok := rowsKernels[t]
-	if !ok || !hasAVX2 {
+	rk, ok := active.rows[t]
+	if !ok {
 		return false
 	}
 	rk(rows, rb, v, out, decodePF)

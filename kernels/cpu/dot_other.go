@@ -14,8 +14,6 @@ func quantQ8SIMD(x []float32, qs []int8, d []float32) bool { return false }
 // quantQ8KSIMD: no SIMD activation quantizer on this architecture.
 func quantQ8KSIMD(x []float32, qs []int8, d []float32, bsums []int16) bool { return false }
 
-func simdName() string { return "generic" }
-
 func blkGemm(bk *blkKernel, row []byte, a *actBuf, g, cols int, out *[8]float32) {
 	panic("cpu: no blocked kernels on this architecture")
 }

@@ -84,6 +84,10 @@ type kernel struct {
 	dot22 func(rows []byte, rb int, a actView, cols int) [4]float32
 }
 
+// rowsKernel computes out[j] = dot(row j of rows, token v) for len(out)
+// rows of rb bytes, bitwise the type's one-row kernel (kernel.dot) per row.
+type rowsKernel func(rows []byte, rb int, v actView, out []float32, pf int)
+
 // portable holds the plain Go kernels (the twins of the SIMD ones).
 var portable = map[ggml.Type]kernel{
 	ggml.TypeF32:  {act: actF32, dot: dotF32RowGo},
@@ -100,10 +104,6 @@ var portable = map[ggml.Type]kernel{
 	ggml.TypeQ5_K: {act: actQ8K, dot: dotQ5_KGo},
 	ggml.TypeQ6_K: {act: actQ8K, dot: dotQ6_KGo},
 }
-
-// kernels is what MatMul uses: portable, with SIMD kernels substituted by
-// an architecture file's init when the CPU has the features.
-var kernels = clonedKernels(portable)
 
 func clonedKernels(m map[ggml.Type]kernel) map[ggml.Type]kernel {
 	c := make(map[ggml.Type]kernel, len(m))
@@ -128,7 +128,3 @@ func MatMulRef(dst []float32, w Matrix, x []float32, n int) {
 // smallMatMul is the multiply-add count below which MatMul runs on the
 // caller alone (about 10 µs of work; a worker wake-up costs several µs).
 const smallMatMul = 1 << 17
-
-// Features names the instruction set the MatMul kernels use on this CPU
-// ("avx2+fma+f16c" or "generic"), for logs and benchmark reports.
-func Features() string { return simdName() }
