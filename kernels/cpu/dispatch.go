@@ -47,11 +47,11 @@ type kernelSet struct {
 	// blk: Q4_0 and Q8_0 use the blocked kernels (dot_blk.go); the
 	// activation quantizer then fills their extra layouts.
 	blk bool
-	// f16Z: F16 prefill uses the AVX-512 4×6 tile (dot_f16z*).
+	// f16Z: F16 prefill uses the AVX-512 4×6 tile (dot_f16tile_avx512*).
 	f16Z bool
 	// vnni: the AVX-512 VNNI 16-row Q4_0/Q8_0 kernels run: prefill
-	// panels (dot_blkz*), the 16-row decode kernel (dot_gemvz*) and the
-	// Q4_0 decode layout (q4z*).
+	// panels (dot_blk16*), the 16-row decode kernel (dot_gemv16_vnni*) and the
+	// Q4_0 decode layout (q4_0_decode*).
 	vnni bool
 	// blkZTile is the 16-row prefill panel path (nil without vnni).
 	blkZTile func(p *Pool, worker int, op *opPlan, r0, r1, t0, t1 int) int
@@ -77,10 +77,10 @@ var (
 // flip them to compare the two; both give the same bits.
 var (
 	// blkZTile, where set, computes the whole 16-row groups of a
-	// prefill tile (dot_blkz.go); nil: 8-row panels only.
+	// prefill tile (dot_blk16.go); nil: 8-row panels only.
 	blkZTile = active.blkZTile
 	// gemvZ: Q4_0 decode uses the 16-row kernel for whole groups of 16
-	// rows (dot_gemvz_amd64.s) instead of the 8-row one.
+	// rows (dot_gemv16_vnni_amd64.s) instead of the 8-row one.
 	gemvZ = active.vnni
 	// f16TileOn: F16 prefill uses the register tiles (dot_f16tile*)
 	// instead of the 2×2 kernel.

@@ -46,14 +46,14 @@ func kernelSetFor(l isa) kernelSet {
 	if l < isaAVX512 {
 		return s
 	}
-	// AVX-512 F/VL: the F16 4×6 prefill tile (dot_f16z_amd64.go).
+	// AVX-512 F/VL: the F16 4×6 prefill tile (dot_f16tile_avx512_amd64.go).
 	s.f16Z = true
 	if l < isaAVX512VNNI {
 		return s
 	}
 	// AVX-512 VNNI: K-quant four-token kernels over many rows
-	// (dot_kz_amd64.go), 16-row Q4_0/Q8_0 prefill panels (dot_blkz*),
-	// the 16-row Q4_0 decode kernel and decode layout (dot_gemvz, q4z*).
+	// (dot_kquant_x4_vnni_amd64.go), 16-row Q4_0/Q8_0 prefill panels (dot_blk16*),
+	// the 16-row Q4_0 decode kernel and decode layout (dot_gemv16_vnni, q4_0_decode*).
 	for t, f := range kzKernels4 {
 		k := s.matmul[t]
 		if k.dot4 == nil {

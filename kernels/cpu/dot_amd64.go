@@ -2,7 +2,7 @@ package cpu
 
 import "oengine/ggml"
 
-// AVX2 kernels (dot_amd64.s, dot_k_amd64.s). nb is the number of blocks;
+// AVX2 kernels (dot_amd64.s, dot_kquant_amd64.s). nb is the number of blocks;
 // the float kernels take n, a multiple of 8.
 
 //go:noescape

@@ -64,7 +64,7 @@ func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int {
 		return t0
 	}
 	if i, ok := p.tileF16Z(op, sh, r0, r1, t0, t1); ok {
-		return i // AVX-512 4×6 tile (dot_f16z_amd64.go)
+		return i // AVX-512 4×6 tile (dot_f16tile_avx512_amd64.go)
 	}
 	rb, dst := op.rb, op.dst
 	// Bounds for the assembly: rows < r1, tokens < t1, elements < cols.

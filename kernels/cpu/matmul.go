@@ -15,7 +15,7 @@ type Matrix struct {
 	Rows, Cols int
 	Data       []byte
 	// q4z: the whole groups of 16 rows, rows [0, q4zRows()), are stored
-	// in the Q4_0 decode layout (PackQ4_0Decode, q4z.go) instead of
+	// in the Q4_0 decode layout (PackQ4_0Decode, q4_0_decode.go) instead of
 	// row-major.
 	q4z bool
 }

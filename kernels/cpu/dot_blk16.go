@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// 16-row panels for the AVX-512 VNNI prefill kernels (dot_blkz_amd64.*).
+// 16-row panels for the AVX-512 VNNI prefill kernels (dot_blk16_vnni_amd64.*).
 // A block of a panel is 8 steps of 64 bytes (step s: elements 4s..4s+3 of
 // rows 0..15, stored unsigned: Q4_0 as w+8 in 0..15, Q8_0 as w+128) then
 // the 16 rows' scales as float32. Per (row, token) the kernels do the

@@ -2,7 +2,7 @@ package cpu
 
 import "oengine/ggml"
 
-// AVX-512 K-quant kernels (dot_kz_amd64.s): per (row, token), the same bits
+// AVX-512 K-quant kernels (dot_kquant_x4_vnni_amd64.s): per (row, token), the same bits
 // as the AVX2 four-token kernels (and so as the one-token kernels).
 
 // dotQ*_KRowsx4AVX512 compute nrows contiguous rows (each nb super-blocks)

@@ -111,7 +111,7 @@ func q4zRow(m Matrix, r int) []byte {
 	return out
 }
 
-// packPanelFromQ4Z is packPanelZ (dot_blkz.go) for the 16 rows of a
+// packPanelFromQ4Z is packPanelZ (dot_blk16.go) for the 16 rows of a
 // decode-layout group: the same panel bytes. In the decode layout step k's
 // nibble dwords of the 16 rows are already contiguous, as in the panel, so
 // a block is eight masked 64-byte copies and 16 scale conversions.

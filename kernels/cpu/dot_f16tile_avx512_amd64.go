@@ -2,7 +2,7 @@ package cpu
 
 import "unsafe"
 
-// AVX-512 F16 prefill tile (dot_f16z_amd64.s): four rows × six tokens =
+// AVX-512 F16 prefill tile (dot_f16tile_avx512_amd64.s): four rows × six tokens =
 // 24 (row, token) pairs per register tile, each pair bitwise the one-token
 // dotF16AVX2 (one zmm holds both of its accumulator chains).
 
