@@ -16,12 +16,12 @@ import (
 
 	"oengine/engine"
 	"oengine/ggml"
+	"oengine/loader"
 	"oengine/model/gguf"
-	"oengine/model/llama"
 	"oengine/model/synth"
 	"oengine/model/tokenizer"
 	"oengine/server"
-	"oengine/streaming"
+	"oengine/server/sse"
 )
 
 // tinyEngine builds the built-in synthetic tiny model and an engine on it.
@@ -36,6 +36,28 @@ func tinyEngine(t testing.TB, hooks engine.Hooks) *engine.Engine {
 		t.Fatal(err)
 	}
 	return engineOn(t, f, hooks)
+}
+
+// tinyVocab is the vocabulary pool of the built-in synthetic tiny model.
+func tinyVocab(t testing.TB) *Vocab {
+	t.Helper()
+	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := VocabFromTokenizer(tok, "synth tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // refEngine serves the tiny llama reference model of shared/testdata (a
@@ -74,23 +96,14 @@ func refEngine(t testing.TB, hooks engine.Hooks) (*engine.Engine, *tokenizer.Tok
 
 func engineOn(t testing.TB, f *gguf.File, hooks engine.Hooks) *engine.Engine {
 	t.Helper()
-	m, err := llama.Load(f, llama.Options{Threads: 2})
+	lm, err := loader.Load(f, loader.Options{Name: "tiny", Threads: 2, Engine: engine.Config{
+		PageSize: 16, KVPages: 256, MaxRunning: 16,
+		Hooks: hooks, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(m.Close)
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(engine.Config{ModelName: "tiny", PageSize: 16, KVPages: 256, MaxRunning: 16,
-		Hooks: hooks, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		engine.FromLlama(m, llama.KVF16), engine.WrapTokenizer(tok))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	return e
+	t.Cleanup(lm.Close)
+	return lm.Engine
 }
 
 // testServer is an oengine server on 127.0.0.1:0 serving the tiny model.
@@ -121,17 +134,15 @@ func startServerOpts(t testing.TB, ext bool) *testServer {
 	cfg.DrainGrace = time.Second
 	cfg.Metrics = metrics
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := server.New(cfg, server.FromEngine(e))
+	s, err := server.New(cfg, server.NewModel(e, tok))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ext {
-		xc := server.ExtensionConfig{TextTokenizer: func(string) streaming.TextTokenizer { return tok }}
-		if _, err := s.EnableSessions(xc); err != nil {
+		if _, err := s.EnableSessions(server.ExtensionConfig{}); err != nil {
 			t.Fatal(err)
 		}
-		sc := server.SSEConfig{MaxTokens: 6, Tokenizer: func(string) *tokenizer.Tokenizer { return tok }}
-		if err := s.EnableSSE(sc); err != nil {
+		if err := sse.Enable(s, sse.Config{MaxTokens: 6}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -172,17 +183,21 @@ func openAIShim(t testing.TB, e *engine.Engine) string {
 			return
 		}
 		var body struct {
-			Prompt    string  `json:"prompt"`
-			MaxTokens int     `json:"max_tokens"`
-			Temp      float64 `json:"temperature"`
-			Stream    bool    `json:"stream"`
-			IgnoreEOS bool    `json:"ignore_eos"`
+			Prompt    json.RawMessage `json:"prompt"` // text or token ids
+			MaxTokens int             `json:"max_tokens"`
+			Temp      float64         `json:"temperature"`
+			Stream    bool            `json:"stream"`
+			IgnoreEOS bool            `json:"ignore_eos"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || !body.Stream {
 			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 			return
 		}
-		req := engine.Request{Prompt: body.Prompt, MaxTokens: body.MaxTokens, Stop: engine.StopParams{IgnoreEOS: body.IgnoreEOS}}
+		req := engine.Request{MaxTokens: body.MaxTokens, Stop: engine.StopParams{IgnoreEOS: body.IgnoreEOS}}
+		if json.Unmarshal(body.Prompt, &req.Prompt) != nil && json.Unmarshal(body.Prompt, &req.TokenIDs) != nil {
+			http.Error(w, `{"error":{"message":"bad prompt"}}`, http.StatusBadRequest)
+			return
+		}
 		req.Sampling.Temperature = &body.Temp
 		st, err := e.Submit(r.Context(), req)
 		if err != nil {

@@ -13,7 +13,7 @@ type Request struct {
 	// CodeDuplicateRequest); empty: the engine mints one.
 	ID string
 	// Prompt is text, tokenized with the model's BOS rule and special tokens
-	// parsed (decisions.md §2). Ignored when TokenIDs is set.
+	// parsed (docs/design.md §2). Ignored when TokenIDs is set.
 	Prompt string
 	// TokenIDs are used exactly as given.
 	TokenIDs []int32
@@ -26,7 +26,7 @@ type Request struct {
 	MaxTokens int // per output; 0: up to the context limit
 	MinTokens int // EOS, stop ids and stop strings are ignored before this many tokens
 
-	Sampling sampling.Options // nil fields take the defaults of decisions.md §2
+	Sampling sampling.Options // nil fields take the defaults of docs/design.md §2
 	Stop     StopParams
 	// Logprobs of output tokens: nil = none; Mode CandidatesNone = the chosen
 	// token's logprob only; otherwise with top-n / listed ids / all candidates.
@@ -34,6 +34,16 @@ type Request struct {
 	// PromptLogprobs: per prompt token (the first has none). Asking for them
 	// disables prefix-cache reuse for the request (every logit is needed).
 	PromptLogprobs *sampling.Candidates
+
+	// Prefix, when set, holds the K/V of the first Prefix.Len() tokens of
+	// TokenIDs, computed earlier in this engine's cache (a session's
+	// retained pages: kvcache.Cache.PinnedTable). They are reused instead
+	// of recomputed, a partly filled last page included (copied before it
+	// is written), up to all known tokens but the last at admission (its
+	// logits are needed). The engine owns Prefix from Submit on, whatever
+	// the outcome, and releases it. BypassPrefixCache and PromptLogprobs
+	// disable the reuse.
+	Prefix *kvcache.Table
 
 	Priority          int32 // higher is admitted and kept first
 	CacheSalt         string

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"oengine/kvcache"
+	"oengine/model/tokenizer"
 	"oengine/sampling"
 	"oengine/scheduler"
 	"oengine/stopstr"
@@ -21,7 +23,8 @@ type request struct {
 	n      int
 	limit  int // most known tokens a sequence may reach (context and pool)
 	stream *Stream
-	stop   func() bool // stops the context.AfterFunc
+	stop   func() bool    // stops the context.AfterFunc
+	prefix *kvcache.Table // Request.Prefix until the scheduler owns it (start)
 
 	cancelErr   *Error // (mu) first cancellation reason
 	ended       bool   // (mu) terminal event pushed
@@ -60,6 +63,14 @@ type output struct {
 // after acceptance every outcome arrives on the stream, which ends with
 // exactly one terminal event. ctx being done cancels the request.
 func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
+	st, err := e.submit(ctx, r)
+	if err != nil && r.Prefix != nil {
+		e.cache.Release(r.Prefix) // accepted requests release it when they end
+	}
+	return st, err
+}
+
+func (e *Engine) submit(ctx context.Context, r Request) (*Stream, error) {
 	req, err := e.prepare(r)
 	if err != nil {
 		return nil, err
@@ -132,7 +143,7 @@ func (e *Engine) prepare(r Request) (*request, error) {
 	}
 	params, err := r.Sampling.Resolve(e.cfg.DefaultTemperature)
 	if err != nil {
-		return nil, wrapError(CodeInvalidArgument, err, "sampling")
+		return nil, wrapError(CodeInvalidArgument, err, "")
 	}
 	req.params = params
 	for _, c := range []*sampling.Candidates{r.Logprobs, r.PromptLogprobs} {
@@ -148,13 +159,13 @@ func (e *Engine) prepare(r Request) (*request, error) {
 		}
 	}
 	if _, err := stopstr.New(r.Stop.Strings, r.Stop.IncludeStopInOutput); err != nil {
-		return nil, wrapError(CodeInvalidArgument, err, "stop strings")
+		return nil, wrapError(CodeInvalidArgument, err, "")
 	}
 
 	if r.TokenIDs != nil {
 		req.prompt = slices.Clone(r.TokenIDs)
 	} else if r.Prompt != "" {
-		req.prompt = e.tok.Encode(r.Prompt, true, true)
+		req.prompt = e.tok.Encode(r.Prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
 	}
 	for _, id := range req.prompt {
 		if id < 0 || int(id) >= e.info.Vocab {
@@ -163,6 +174,15 @@ func (e *Engine) prepare(r Request) (*request, error) {
 	}
 	if len(req.prompt) == 0 && !r.OpenInput {
 		return nil, invalid("empty prompt")
+	}
+	if r.Prefix != nil {
+		switch {
+		case r.TokenIDs == nil:
+			return nil, invalid("a K/V prefix needs token ids")
+		case r.Prefix.Len() > len(req.prompt):
+			return nil, invalid("a K/V prefix of %d tokens for a prompt of %d", r.Prefix.Len(), len(req.prompt))
+		}
+		req.prefix = r.Prefix
 	}
 	req.limit = e.limits.MaxOutputTokens + 1
 	if err := e.checkLength(req); err != nil {
