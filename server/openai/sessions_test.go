@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -355,7 +354,7 @@ func TestBenchOpenAITarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reps) != 1 || reps[0].Succeeded != 6 || reps[0].OutTokens != 6*8 || bench.AllFailed(reps) != nil {
+	if len(reps) != 1 || reps[0].Succeeded != 6 || reps[0].OutTokens != 6*8 || bench.CheckErrorRate(reps, 0) != nil {
 		t.Fatalf("reports %+v", reps)
 	}
 	h.idle(t, false)
@@ -510,13 +509,16 @@ func TestSessionsLeaseBudgetBusy(t *testing.T) {
 // the stream completes once it reads again.
 func TestSlowReaderPauses(t *testing.T) {
 	h := startHarness(t, harnessOpts{template: llama2Template, writeBuffer: 4096, eventQueue: 8})
-	conn, err := net.Dial("tcp", h.s.HTTPAddr())
+	d := smallReceiveDialer()
+	if d == nil {
+		t.Skip("no portable way to shrink the receive buffer here")
+	}
+	conn, err := d.Dial("tcp", h.s.HTTPAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-	body := `{"model":"tiny","max_tokens":200,"temperature":0,"ignore_eos":true,"stream":true,"messages":[{"role":"user","content":"go"}]}`
+	body := `{"model":"tiny","max_tokens":400,"temperature":0,"ignore_eos":true,"stream":true,"messages":[{"role":"user","content":"go"}]}`
 	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
 	before := h.e.Stats().Pauses
 	start := time.Now()
