@@ -58,6 +58,7 @@ func parseServe(args []string) (*serveConfig, error) {
 	fs.StringVar(&c.httpAddr, "http-addr", def.HTTPAddr, "HTTP listen `address` (metrics, health, SSE); empty: none")
 	fs.StringVar(&c.advertise, "advertise-host", "", "`host` announced in GetKvEventSources (default: listener host or hostname)")
 	fs.DurationVar(&c.grace, "drain-grace", def.DrainGrace, "how long running requests may finish on SIGTERM")
+	c.engine.consumerTimeout = fs.Duration("consumer-timeout", 30*time.Second, "a request whose client stops reading is paused, then cancelled after this long")
 	fs.StringVar(&c.fastModel, "fast-model", "", "a second, smaller GGUF `file` for the SSE side generation")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	fs.DurationVar(&c.sessionLease, "session-lease", 0, "default generation-session lease (0: engine default)")
@@ -79,6 +80,9 @@ func parseServe(args []string) (*serveConfig, error) {
 	}
 	if err := c.engine.check("serve"); err != nil {
 		return nil, err
+	}
+	if *c.engine.consumerTimeout <= 0 {
+		return nil, fmt.Errorf("serve: --consumer-timeout must be more than 0, got %v", *c.engine.consumerTimeout)
 	}
 	if err := c.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return nil, fmt.Errorf("serve: --log-level must be debug, info, warn or error, got %q", *logLevel)
