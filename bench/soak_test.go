@@ -66,7 +66,6 @@ func TestSoakShort(t *testing.T) {
 	}
 }
 
-
 // TestSoakStallShorterThanTimeout: a stall shorter than the server's
 // consumer timeout is not enforced, and the soak fails that check.
 func TestSoakStallShorterThanTimeout(t *testing.T) {
