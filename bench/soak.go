@@ -64,7 +64,8 @@ type SoakConfig struct {
 	Seed           uint64        `json:"seed"`
 }
 
-func (c *SoakConfig) fill() error {
+// Fill checks c and sets the defaults of the fields left zero.
+func (c *SoakConfig) Fill() error {
 	if c.Duration <= 0 {
 		return errors.New("bench: soak needs a duration")
 	}

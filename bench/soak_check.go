@@ -103,7 +103,7 @@ func sampleOf(m Metrics, t time.Duration, inflight int) SoakSample {
 // metrics are at cfg.MetricsURL. The error is for a run that could not be
 // made; failed checks are in the report (Passed false).
 func RunSoak(ctx context.Context, addr, model string, cfg SoakConfig, progress io.Writer) (*SoakReport, error) {
-	if err := cfg.fill(); err != nil {
+	if err := cfg.Fill(); err != nil {
 		return nil, err
 	}
 	g, err := DialGRPC(addr, model)

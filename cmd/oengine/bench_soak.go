@@ -63,6 +63,9 @@ func runSoak(a soakArgs, stdout, stderr io.Writer) error {
 	default:
 		cfg.MetricsURL = a.metricsURL
 	}
+	if err := cfg.Fill(); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	g, err := bench.DialGRPC(a.addr, a.model)
