@@ -306,7 +306,7 @@ func soakLoad(ctx context.Context, cfg SoakConfig, g, stallConn *GRPC, maxContex
 				gr := g.request(r)
 				if kind == soakStall {
 					client = stallConn
-					gr.Stopping.MaxTokens = proto.Uint32(uint32(stallTokens(cfg.StallOutput, len(r.TokenIDs)+r.InputTokens, maxContext)))
+					gr.Stopping.MaxTokens = proto.Uint32(uint32(stallTokens(cfg.StallOutput, max(len(r.TokenIDs), r.InputTokens), maxContext)))
 					gr.Stopping.IgnoreEos = proto.Bool(true)
 					gr.Response = &pb.ResponseOptions{ReturnOutputLogprobs: proto.Bool(true),
 						OutputCandidates: &pb.CandidateTokenSelection{Selection: &pb.CandidateTokenSelection_All{All: &pb.AllCandidates{}}}}
