@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"oengine/engine"
+	"oengine/ggml"
 	"oengine/loader"
 	"oengine/model/gguf"
 	"oengine/model/synth"
@@ -33,7 +34,7 @@ func tinyEngine(t testing.TB, hooks engine.Hooks) *engine.Engine {
 // configuration.
 func tinyEngineCfg(t testing.TB, hooks engine.Hooks, mut func(*engine.Config)) *engine.Engine {
 	t.Helper()
-	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 42})
+	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func tinyEngineCfg(t testing.TB, hooks engine.Hooks, mut func(*engine.Config)) *
 // tinyVocab is the vocabulary pool of the built-in synthetic tiny model.
 func tinyVocab(t testing.TB) *Vocab {
 	t.Helper()
-	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 42})
+	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"oengine/ggml"
 	"oengine/model/gguf"
 	"oengine/model/synth"
 	pb "oengine/proto/openengine/v1"
@@ -308,7 +309,7 @@ func TestErrorKind(t *testing.T) {
 }
 
 func TestBenchModelTiny(t *testing.T) {
-	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 42})
+	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}

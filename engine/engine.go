@@ -28,10 +28,11 @@ type Config struct {
 	// MaxBatchedTokens and MaxRunning bound one step (scheduler defaults).
 	MaxBatchedTokens int
 	MaxRunning       int
-	MaxWaiting       int           // queued requests before OVERLOADED; 1024
-	EventQueue       int           // per-request event bound before pausing; 64
-	EventQueueBytes  int           // per-request bound of queued event bytes (eventBytes) before pausing; 4 MiB
-	ConsumerTimeout  time.Duration // a paused consumer longer than this is cancelled; 30 s
+	MaxWaiting       int            // queued requests before OVERLOADED; 1024
+	EventQueue       int            // per-request event bound before pausing; 64
+	KVMedium         kvcache.Medium // where the KV pages live, reported in KV events: unspecified for host memory, GPU for device pages
+	EventQueueBytes  int            // per-request bound of queued event bytes (eventBytes) before pausing; 4 MiB
+	ConsumerTimeout  time.Duration  // a paused consumer longer than this is cancelled; 30 s
 	// FinishedRetention: finished ids answer Abort with ALREADY_FINISHED
 	// this long; 10 min.
 	FinishedRetention time.Duration
@@ -167,7 +168,7 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 	}
 	cache, err := kvcache.New(kvcache.Config{PageSize: cfg.PageSize, NumPages: pages,
 		MaxPinnedPages: cfg.MaxPinnedPages, MaxPinnedPagesPerOwner: cfg.MaxPinnedPagesPerOwner,
-		EventWindow: cfg.KVEventWindow})
+		EventWindow: cfg.KVEventWindow, Medium: cfg.KVMedium})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"oengine/bench"
-	"oengine/model/gguf"
+	"oengine/ggml"
 	"oengine/model/synth"
 )
 
@@ -147,7 +147,7 @@ func (f *fakeCompletions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // synthVocabFile writes the built-in tiny model to a GGUF file for --vocab.
 func synthVocabFile(t *testing.T) string {
 	t.Helper()
-	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 1})
+	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
