@@ -379,9 +379,10 @@ func (s *Server) startDrain() {
 	}
 }
 
+// modelNames are the listed models' served names (supported_models).
 func (s *Server) modelNames() []string {
 	out := make([]string, 0, len(s.models))
-	for _, m := range s.models {
+	for _, m := range s.listed() {
 		out = append(out, m.Name)
 	}
 	return out

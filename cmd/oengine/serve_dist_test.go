@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestModelID: --model-id wins; else the GGUF file's absolute path (what
+// a router's tokenizer loader can open); the synthetic model: its name.
+func TestModelID(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("m.gguf", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs("m.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, flag string
+		file       loadedFile
+		want       string
+	}{
+		{"flag wins", "Qwen/Qwen2.5-0.5B-Instruct", loadedFile{Label: "m.gguf", Name: "qwen"}, "Qwen/Qwen2.5-0.5B-Instruct"},
+		{"relative path made absolute", "", loadedFile{Label: "m.gguf", Name: "qwen"}, abs},
+		{"synthetic model keeps its name", "", loadedFile{Label: "synthetic", Name: "synthetic-tiny"}, "synthetic-tiny"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := modelID(tc.flag, &tc.file)
+			if err != nil || got != tc.want {
+				t.Fatalf("modelID = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+	c, err := parseServe([]string{"--model-id", "org/name"})
+	if err != nil || c.modelID != "org/name" {
+		t.Fatalf("parse --model-id: %+v, %v", c, err)
+	}
+}
