@@ -46,6 +46,7 @@ type serveConfig struct {
 	sseKeepAlive, sseWriteTimeout                   time.Duration
 	corsOrigins                                     stringList
 	security                                        *securityFlags
+	dist                                            *distFlags
 }
 
 func parseServe(args []string) (*serveConfig, error) {
@@ -75,11 +76,15 @@ func parseServe(args []string) (*serveConfig, error) {
 	fs.allowNegative("sse-temperature")
 	fs.limit("sse-max-tokens", 1, math.Inf(1))
 	c.security = addSecurityFlags(fs.FlagSet, def)
+	c.dist = addDistFlags(fs.FlagSet)
 	fs.allowNegative("max-sessions-per-key")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if err := c.engine.check("serve"); err != nil {
+		return nil, err
+	}
+	if err := c.dist.check(); err != nil {
 		return nil, err
 	}
 	if err := c.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -187,6 +192,9 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := sse.Enable(srv, sc); err != nil {
+		return err
+	}
+	if err := c.dist.apply(srv); err != nil {
 		return err
 	}
 	if err := srv.Listen(); err != nil {

@@ -40,3 +40,13 @@ func TestModelID(t *testing.T) {
 		t.Fatalf("parse --model-id: %+v, %v", c, err)
 	}
 }
+
+func TestParseDistFlags(t *testing.T) {
+	c, err := parseServe([]string{"--metrics-compat", "vllm"})
+	if err != nil || c.dist.metricsCompat != "vllm" {
+		t.Fatalf("--metrics-compat vllm: %+v, %v", c, err)
+	}
+	if _, err := parseServe([]string{"--metrics-compat", "sglang"}); err == nil || err.Error() != `serve: --metrics-compat must be vllm or empty, got "sglang"` {
+		t.Fatalf("--metrics-compat sglang: %v", err)
+	}
+}
