@@ -32,8 +32,9 @@ import (
 // Serve (or Listen + Serve), stop it with Shutdown or by cancelling Serve's
 // context.
 type Server struct {
-	ext        atomic.Pointer[ext]  // sessions + streaming extension (EnableSessions); nil when off
-	keys       atomic.Pointer[Keys] // credentials; nil or empty: authentication off
+	ext        atomic.Pointer[ext]        // sessions + streaming extension (EnableSessions); nil when off
+	kvSources  atomic.Pointer[[]KvSource] // more KV event feeds (AddKvEventSource)
+	keys       atomic.Pointer[Keys]       // credentials; nil or empty: authentication off
 	codec      *utf8Codec
 	cfg        Config
 	log        *slog.Logger

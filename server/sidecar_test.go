@@ -20,6 +20,7 @@ import (
 	"oengine/loader"
 	"oengine/model/gguf"
 	pb "oengine/proto/openengine/v1"
+	"oengine/server/kvzmq"
 )
 
 // This file plays the rules Dynamo's OpenEngine sidecar enforces on a worker
@@ -462,4 +463,41 @@ func TestSidecarSequenceAcrossEvictions(t *testing.T) {
 		t.Fatalf("no BlockRemoved in %d requests: the pool never evicted", n)
 	}
 	t.Logf("%d requests: %d batches up to sequence %d, %d BlockStored events, %d blocks removed", n, feed.batches, seq, len(stored), removed)
+}
+
+// TestKvEventSourcesWithZMQ: with the ZMQ publisher on, GetKvEventSources
+// lists it as zmq/msgpack with a connectable host (the wildcard bind host
+// replaced by the advertised one) and the bound port, rank 0, next to the
+// gRPC feed; the sidecar's discovery rules still pass.
+func TestKvEventSourcesWithZMQ(t *testing.T) {
+	main := tinyModel(t, "tiny-llama-f16.gguf", "tiny-llama", engine.Config{PageSize: 16, KVPages: 16, MaxRunning: 2})
+	cfg := testConfig()
+	cfg.AdvertiseHost = "node-a.example"
+	h := startServer(t, cfg, main)
+	p, err := kvzmq.Start(kvzmq.Config{Endpoint: "tcp://0.0.0.0:0", Topic: "kv@node-a.example@tiny-llama", Logger: quietLogger()},
+		main.Engine.Cache().Subscribe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	h.s.AddKvEventSource(KvSource{Transport: "zmq", Encoding: "msgpack", Protocol: "tcp", Host: "0.0.0.0", Port: uint32(p.Port()), Topic: p.Topic()})
+	sidecarDiscover(t, h, main.ID)
+
+	srcs, err := h.ctl.GetKvEventSources(ctxT(t), &pb.GetKvEventSourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, s := range srcs.GetSources() {
+		kinds = append(kinds, s.GetTransport()+"/"+s.GetEncoding())
+		if s.GetTransport() == "zmq" {
+			ep := s.GetEndpointAddr()
+			if ep.GetHost() != "node-a.example" || int(ep.GetPort()) != p.Port() || s.GetTopic() != p.Topic() || s.GetDataParallelRank() != 0 {
+				t.Fatalf("zmq source %v", s)
+			}
+		}
+	}
+	if fmt.Sprint(kinds) != "[grpc/protobuf zmq/msgpack]" {
+		t.Fatalf("sources %v", kinds)
+	}
 }

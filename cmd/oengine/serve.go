@@ -200,6 +200,12 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 	if err := srv.Listen(); err != nil {
 		return err
 	}
+	stopZMQ, err := c.dist.start(srv, logger)
+	if err != nil {
+		_ = srv.Shutdown(0)
+		return err
+	}
+	defer stopZMQ()
 	label := rt.file.Label
 	if label == "synthetic" {
 		label = "synthetic (built-in default: random weights)"

@@ -50,3 +50,30 @@ func TestParseDistFlags(t *testing.T) {
 		t.Fatalf("--metrics-compat sglang: %v", err)
 	}
 }
+
+func TestParseZMQFlags(t *testing.T) {
+	c, err := parseServe([]string{"--kv-events-zmq", "tcp://*:5556", "--kv-events-zmq-topic", "kv@x@m"})
+	if err != nil || c.dist.zmqEndpoint != "tcp://*:5556" || c.dist.zmqTopic != "kv@x@m" {
+		t.Fatalf("parsed %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{
+		{"--kv-events-zmq", "ipc:///tmp/x"},
+		{"--kv-events-zmq", "tcp://host"},
+		{"--kv-events-zmq-topic", "t"},
+		{"--kv-events-zmq-connect"},
+	} {
+		if _, err := parseServe(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	cases := map[[3]string]string{
+		{"10.1.2.3", "0.0.0.0:8080", "qwen"}: "kv@10.1.2.3:8080@qwen",
+		{"fd00::1", "[::]:8080", "qwen"}:     "kv@[fd00::1]:8080@qwen",
+		{"node-a", "", "tiny"}:               "kv@node-a@tiny",
+	}
+	for in, want := range cases {
+		if got := defaultZMQTopic(in[0], in[1], in[2]); got != want {
+			t.Errorf("defaultZMQTopic%q = %q, want %q", in, got, want)
+		}
+	}
+}
