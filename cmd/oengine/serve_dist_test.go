@@ -3,7 +3,10 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // TestModelID: --model-id wins; else the GGUF file's absolute path (what
@@ -75,5 +78,59 @@ func TestParseZMQFlags(t *testing.T) {
 		if got := defaultZMQTopic(in[0], in[1], in[2]); got != want {
 			t.Errorf("defaultZMQTopic%q = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestDeployManifestFlags: the oengine containers of deploy/kubernetes run
+// `oengine serve` with flags this binary accepts (Kubernetes' $(VAR)
+// references replaced by sample values).
+func TestDeployManifestFlags(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "deploy", "kubernetes", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests: %v", err)
+	}
+	n := 0
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(raw), "\n---\n") {
+			var d struct {
+				Kind string `json:"kind"`
+				Spec struct {
+					Template struct {
+						Spec struct {
+							Containers []struct {
+								Name string   `json:"name"`
+								Args []string `json:"args"`
+							} `json:"containers"`
+						} `json:"spec"`
+					} `json:"template"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			for _, c := range d.Spec.Template.Spec.Containers {
+				if c.Name != "oengine" {
+					continue
+				}
+				if len(c.Args) == 0 || c.Args[0] != "serve" {
+					t.Fatalf("%s: oengine args %q", f, c.Args)
+				}
+				args := make([]string, len(c.Args)-1)
+				for i, a := range c.Args[1:] {
+					args[i] = strings.ReplaceAll(a, "$(POD_IP)", "10.1.2.3")
+				}
+				if _, err := parseServe(args); err != nil {
+					t.Errorf("%s: oengine %q: %v", f, c.Args, err)
+				}
+				n++
+			}
+		}
+	}
+	if n < 3 {
+		t.Fatalf("%d oengine containers found, want one per manifest", n)
 	}
 }
