@@ -134,3 +134,31 @@ func TestDeployManifestFlags(t *testing.T) {
 		t.Fatalf("%d oengine containers found, want one per manifest", n)
 	}
 }
+
+// TestSystemdUnitFlags: the systemd example's ExecStart is a serve command
+// line this binary accepts, with the security flags.
+func TestSystemdUnitFlags(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "systemd", "oengine.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := strings.ReplaceAll(string(raw), "\\\n", " ")
+	var exec string
+	for _, line := range strings.Split(unit, "\n") {
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			exec = v
+		}
+	}
+	fields := strings.Fields(exec)
+	if len(fields) < 3 || fields[0] != "/usr/local/bin/oengine" || fields[1] != "serve" {
+		t.Fatalf("ExecStart %q", exec)
+	}
+	if _, err := parseServe(fields[2:]); err != nil {
+		t.Fatalf("ExecStart %q: %v", exec, err)
+	}
+	for _, f := range []string{"--api-key-file=", "--admin-key-file=", "--tls-cert=", "--tls-key="} {
+		if !strings.Contains(exec, f) {
+			t.Errorf("ExecStart lacks %s", f)
+		}
+	}
+}
