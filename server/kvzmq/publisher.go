@@ -49,6 +49,8 @@ type Publisher struct {
 	sub    Subscribe
 	cancel context.CancelFunc
 	done   chan struct{}
+	// beforePublish, when set (tests), runs before each batch is sent.
+	beforePublish func(kvcache.Batch)
 
 	mu        sync.Mutex // protects sent, lastCache
 	sent      uint64     // messages published; the next message's sequence number
@@ -74,7 +76,9 @@ func ParseEndpoint(ep string) (host string, port int, err error) {
 
 // Start binds (or dials) the socket and publishes the batches of sub until
 // Close or until the cache closes.
-func Start(cfg Config, sub Subscribe) (*Publisher, error) {
+func Start(cfg Config, sub Subscribe) (*Publisher, error) { return start(cfg, sub, nil) }
+
+func start(cfg Config, sub Subscribe, beforePublish func(kvcache.Batch)) (*Publisher, error) {
 	if _, _, err := ParseEndpoint(cfg.Endpoint); err != nil {
 		return nil, err
 	}
@@ -100,7 +104,7 @@ func Start(cfg Config, sub Subscribe) (*Publisher, error) {
 		cancel()
 		return nil, fmt.Errorf("kvzmq: %w", err)
 	}
-	p := &Publisher{cfg: cfg, sock: sock, sub: sub, cancel: cancel, done: make(chan struct{})}
+	p := &Publisher{cfg: cfg, sock: sock, sub: sub, cancel: cancel, done: make(chan struct{}), beforePublish: beforePublish}
 	s, err := sub(0, false)
 	if err != nil {
 		p.Close()
@@ -190,6 +194,9 @@ func (p *Publisher) run(ctx context.Context, s *kvcache.Subscription) {
 }
 
 func (p *Publisher) publish(b kvcache.Batch) {
+	if p.beforePublish != nil {
+		p.beforePublish(b)
+	}
 	payload, err := Encode(b, p.cfg.Rank)
 	if err != nil {
 		p.cfg.Logger.Error("kvzmq: encode", "seq", b.Seq, "err", err)
