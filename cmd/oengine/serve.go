@@ -16,6 +16,7 @@ import (
 	"oengine/server/openai"
 	"oengine/server/sse"
 	"oengine/sessions"
+	"oengine/web"
 )
 
 func init() {
@@ -135,6 +136,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err := openai.Enable(srv, openai.Config{TemplateLimits: limits, NoReasoningSplit: *noReasoningSplit}); err != nil {
 		return err
 	}
+	if err := web.Enable(srv, web.Config{Version: version}); err != nil {
+		return err
+	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}
@@ -142,8 +146,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if label == "synthetic" {
 		label = "synthetic (built-in default: random weights)"
 	}
-	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE, OpenAI /v1/*)\n",
-		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr())
+	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE, OpenAI /v1/*)\n  Web   http://%s/ (console)\n",
+		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr(), srv.HTTPAddr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
