@@ -46,7 +46,9 @@ type slotKV struct {
 	slots [][]int32 // [page][slot] token id, -1 unwritten
 }
 
-func (m *thinkModel) Info() engine.ModelInfo              { return engine.ModelInfo{Vocab: m.vocab, ContextLen: 4096} }
+func (m *thinkModel) Info() engine.ModelInfo {
+	return engine.ModelInfo{Vocab: m.vocab, ContextLen: 4096}
+}
 func (m *thinkModel) KVBytesPerPage(pageSize int) int64 { return int64(pageSize) * 4 }
 
 func (m *thinkModel) NewKV(pages, pageSize int) (engine.KV, error) {

@@ -51,7 +51,7 @@ async function errorOf(resp) {
     code = b?.error?.code || ''; message = b?.error?.message || '';
   } catch { /* not JSON */ }
   const retryable = resp.status === 429 || resp.status === 503 || resp.headers.has('Retry-After');
-  if (resp.status === 401) needKey('The server refused the key.');
+  if (resp.status === 401) needKey(state.key ? 'The server refused the key.' : '');
   return new HttpError(resp.status, code, message, retryable);
 }
 
@@ -90,6 +90,11 @@ async function* sse(resp) {
     }
   }
 }
+
+// sessionGone: the session can serve no request any more (retrying is
+// pointless; a new session is needed).
+const sessionGone = (e) => e.status === 404 || e.status === 410 ||
+  ['session_not_found', 'session_expired', 'session_closed'].includes(e.code);
 
 // plain turns a route error into words a person can act on.
 function plain(err) {
@@ -431,6 +436,7 @@ async function send() {
   }
   save();
   await refreshSession();
+  refreshInfo();
   if (!$('prompt').disabled) $('prompt').focus();
 }
 
@@ -508,7 +514,7 @@ async function run(t) {
         case 'error': {
           ended = true;
           const e = new HttpError(0, d.code, d.message, d.retryable);
-          popRender({ status: '', text: t.text, error: plain(e), retry: e.retryable, again: !e.retryable });
+          popRender({ status: '', text: t.text, error: plain(e), retry: e.retryable, again: !e.retryable && !sessionGone(e) });
           break;
         }
       }
@@ -520,10 +526,12 @@ async function run(t) {
       popRender({ status: 'Cancelled. Nothing was kept.', text: t.text, again: true });
     } else {
       const err = e instanceof HttpError ? e : new HttpError(0, '', String(e), true);
-      popRender({ error: plain(err), retry: err.retryable, again: !err.retryable });
+      popRender({ error: plain(err), retry: err.retryable, again: !err.retryable && !sessionGone(err) });
+      if (sessionGone(err)) refreshSession();
     }
   } finally {
     t.abort = null;
+    refreshInfo();
   }
 }
 
