@@ -410,6 +410,25 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.wait("the session shown expired", `document.getElementById('s-state').textContent === 'expired' && !document.getElementById('new-btn').hidden`)
 	b.screenshot("expired.png")
 
+	// A retryable refusal: a draining server answers 503; the page says so
+	// and offers Retry, which sends the request again.
+	b.click("#new-btn")
+	b.click("#open-btn")
+	b.wait("a second session", `!document.getElementById('session-open-view').hidden && document.getElementById('s-state').textContent === 'idle'`)
+	b.run(chromedp.SendKeys(chromedp.ID("prompt"), "Hello again"))
+	b.click("#send-btn")
+	b.wait("the second turn", `document.querySelector('.think[data-state="complete"]') && !document.getElementById('send-btn').hidden`)
+	c.s.Drain()
+	draining := c.sseCount("draining")
+	b.hover(".think")
+	b.click(".think .translate")
+	b.wait("the 503 message", `!document.getElementById('pop-error').hidden`)
+	if msg := b.str(`document.getElementById('pop-error').textContent`); !strings.Contains(msg, "shutting down") {
+		t.Fatalf("503 message %q", msg)
+	}
+	b.click("#pop-retry")
+	eventually(t, "the retried request", func() bool { return c.sseCount("draining") == draining+2 })
+
 	// 360 px wide: nothing overflows sideways.
 	b.viewport(360, 740, true)
 	b.wait("the narrow layout", `document.documentElement.clientWidth === 360`)
