@@ -250,3 +250,26 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// AllFailed is an error when the runs sent requests and none succeeded
+// while some failed (a server that refuses everything, a wrong URL or
+// model): the command must not report such a run as a success. Runs whose
+// requests were all cancelled on purpose are not failures.
+func AllFailed(reps []Report) error {
+	total, ok, failed := 0, 0, 0
+	example := ""
+	for _, r := range reps {
+		total += r.Requests
+		ok += r.Succeeded
+		for kind, n := range r.Errors {
+			failed += n
+			if example == "" {
+				example = kind + ": " + r.ErrorText[kind]
+			}
+		}
+	}
+	if total == 0 || ok > 0 || failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("bench: all %d requests failed (%s)", failed, example)
+}

@@ -236,6 +236,9 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	for _, w := range wrote {
 		fmt.Fprintf(stdout, "wrote %s\n", w)
 	}
+	if runErr == nil {
+		runErr = bench.AllFailed(reps)
+	}
 	return runErr
 }
 

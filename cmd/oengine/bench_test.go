@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,5 +87,28 @@ func TestBenchCompareAndChart(t *testing.T) {
 	}
 	if err := dispatch([]string{"bench", "nope"}, &out, &errb); err == nil {
 		t.Fatal("unknown subcommand accepted")
+	}
+}
+
+// bench serve exits non-zero when every request fails (a server that
+// refuses everything), and zero when some succeed.
+func TestBenchServeAllFailed(t *testing.T) {
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":{"message":"model not found","type":"not_found_error","code":"model_not_found"}}`))
+	}))
+	defer refuse.Close()
+	var out, errOut bytes.Buffer
+	err := runBenchServe([]string{"--target", "openai", "--url", refuse.URL, "--metrics-url", "none",
+		"--requests", "3", "--concurrency", "1", "--input-len", "4", "--output-len", "2"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "all 3 requests failed") {
+		t.Fatalf("err %v, want every request failed\n%s", err, out.String())
+	}
+	if bench.AllFailed([]bench.Report{{Requests: 3, Succeeded: 1, Errors: map[string]int{"x": 2}}}) != nil {
+		t.Fatal("a run with a success is not a failure")
+	}
+	if bench.AllFailed([]bench.Report{{Requests: 3, Cancelled: 3, Errors: map[string]int{}}}) != nil {
+		t.Fatal("a run cancelled on purpose is not a failure")
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,11 +30,15 @@ type gatedModel struct {
 	engine.Model
 	gated atomic.Bool
 	gate  chan struct{}
+	fail  atomic.Pointer[error] // when set, Forward fails with it
 }
 
 func (g *gatedModel) Forward(k engine.KV, b *engine.Batch, logits []float32) error {
 	if g.gated.Load() {
 		<-g.gate
+	}
+	if err := g.fail.Load(); err != nil {
+		return *err
 	}
 	return g.Model.Forward(k, b, logits)
 }
@@ -98,7 +104,19 @@ type harnessOpts struct {
 	maxRunning, maxWaiting int
 	maxBody                int64
 	template               string
+	clock                  sessions.Clock // nil: the real one
+	maxSessions            int
+	writeBuffer            int // server socket send buffer (0: system default)
 }
+
+// clockT is a settable clock for lease tests.
+type clockT struct {
+	mu  sync.Mutex // protects now
+	now time.Time
+}
+
+func (c *clockT) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clockT) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 func startHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
@@ -139,6 +157,14 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	cfg.DrainGrace = 2 * time.Second
 	cfg.Logger = discard
 	cfg.Metrics = metrics
+	if o.writeBuffer > 0 {
+		cfg.HTTPConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetWriteBuffer(o.writeBuffer)
+			}
+			return ctx
+		}
+	}
 	m := server.NewModel(e, tok)
 	m.Aliases = []string{"tiny-alias"}
 	m.ChatTemplate = o.template
@@ -146,7 +172,8 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnableSessions(server.ExtensionConfig{Sessions: sessions.Config{ReapInterval: time.Hour}}); err != nil {
+	if _, err := s.EnableSessions(server.ExtensionConfig{Sessions: sessions.Config{ReapInterval: time.Hour,
+		Clock: o.clock, MaxSessions: o.maxSessions}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := Enable(s, Config{MaxBodyBytes: o.maxBody, WriteTimeout: 5 * time.Second}); err != nil {

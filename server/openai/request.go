@@ -100,7 +100,7 @@ type chatMessage struct {
 // readJSON reads the body (at most max bytes: 413 beyond) into v.
 func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) *apiError {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
-		return errorf(http.StatusUnsupportedMediaType, "invalid_request", "", "Content-Type %q: the body must be application/json", ct)
+		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "", "Content-Type %q: the body must be application/json", ct)
 	}
 	if r.ContentLength > max {
 		return errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "", "request body of %d bytes exceeds %d bytes", r.ContentLength, max)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"oengine/bench"
 	pb "oengine/proto/openengine/v1"
 )
 
@@ -333,4 +335,169 @@ func TestOpenAINodeSDK(t *testing.T) {
 		t.Fatalf("smoke.mjs: %v\n%s", err, out)
 	}
 	h.idle(t, false)
+}
+
+// TestBenchOpenAITarget: oengine's own load generator (bench serve
+// --target openai) runs against this API: every request succeeds and the
+// figures come from the streamed usage.
+func TestBenchOpenAITarget(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	in, _ := bench.ParseDist("24")
+	out, _ := bench.ParseDist("8")
+	tgt := bench.NewOpenAI(h.base, h.name)
+	defer tgt.Close()
+	reps, err := bench.RunServe(ctxT(t), tgt, bench.ServeConfig{Scenario: "generate",
+		Workload: bench.Workload{Input: in, Output: out, Seed: 1, IgnoreEOS: true},
+		Load:     bench.Load{Concurrency: 2, Requests: 6, Seed: 1}, RequestTimeout: time.Minute}, bench.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 || reps[0].Succeeded != 6 || reps[0].OutTokens != 6*8 || bench.AllFailed(reps) != nil {
+		t.Fatalf("reports %+v", reps)
+	}
+	h.idle(t, false)
+}
+
+// A failure after the stream started ends it with one error chunk and no
+// [DONE]; the request metrics count the failure.
+func TestStreamFailureAfterStart(t *testing.T) {
+	h := startHarness(t, harnessOpts{template: llama2Template})
+	body := `{"model":"tiny","max_tokens":500,"ignore_eos":true,"stream":true,"messages":[{"role":"user","content":"go"}]}`
+	req, _ := http.NewRequestWithContext(ctxT(t), "POST", h.base+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	buf := make([]byte, 1)
+	var seen strings.Builder
+	for !strings.Contains(seen.String(), `"content":"`) || strings.Count(seen.String(), "data: ") < 3 {
+		if _, err := resp.Body.Read(buf); err != nil {
+			t.Fatalf("stream ended early: %v\n%s", err, seen.String())
+		}
+		seen.WriteByte(buf[0])
+	}
+	boom := errors.New("injected device failure")
+	h.model.fail.Store(&boom)
+	rest, _ := io.ReadAll(resp.Body)
+	h.model.fail.Store(nil)
+	all := seen.String() + string(rest)
+	var last string
+	for _, line := range strings.Split(all, "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			last = d
+		}
+	}
+	var e errorBody
+	if err := json.Unmarshal([]byte(last), &e); err != nil || e.Error.Code != "internal" || e.Error.Type != "server_error" {
+		t.Fatalf("last data %q: %v", last, err)
+	}
+	if strings.Contains(all, "[DONE]") || strings.Count(all, `"error"`) != 1 {
+		t.Fatalf("want exactly one error chunk and no [DONE]:\n%s", all)
+	}
+	h.idle(t, false)
+}
+
+// A model whose own template is hostile (it loops without bound) does not
+// hang Enable: the template fails its probe under the limits and chat
+// prompts use the plain fallback.
+func TestHostileModelTemplateFallsBack(t *testing.T) {
+	start := time.Now()
+	h := startHarness(t, harnessOpts{template: `{% for i in range(100000000) %}x{% endfor %}{% for m in messages %}{{ m.content }}{% endfor %}`})
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Enable took %v", d)
+	}
+	c := h.client()
+	r, err := c.Chat.Completions.New(ctxT(t), oa.ChatCompletionNewParams{Model: "tiny", MaxCompletionTokens: oa.Int(2),
+		Messages: []oa.ChatCompletionMessageParamUnion{oa.SystemMessage("Be brief."), oa.UserMessage("Hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := h.tok.Encode("System: Be brief.\n\nUser: Hi\n\nAssistant:", tokEncodeBOS)
+	if int(r.Usage.PromptTokens) != len(plain) {
+		t.Fatalf("prompt of %d tokens, the plain fallback has %d", r.Usage.PromptTokens, len(plain))
+	}
+}
+
+// The lease, budget and busy rules over HTTP: an expired session answers
+// 410 session_expired (and stays readable as a tombstone), the session cap
+// 429 overloaded with Retry-After, a second mutating turn 409
+// session_busy.
+func TestSessionsLeaseBudgetBusy(t *testing.T) {
+	clock := &clockT{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h := startHarness(t, harnessOpts{template: llama2Template, clock: clock, maxSessions: 2})
+	open := func() string {
+		code, s := h.do(t, "POST", "/v1/sessions", `{"model":"tiny","lease_ms":"60000"}`)
+		if code != http.StatusCreated {
+			t.Fatalf("open: %d %v", code, s)
+		}
+		return s["ref"].(map[string]any)["session_id"].(string)
+	}
+	a, b := open(), open()
+
+	t.Run("budget", func(t *testing.T) {
+		req, _ := http.NewRequest("POST", h.base+"/v1/sessions", strings.NewReader(`{"model":"tiny"}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&g)
+		resp.Body.Close()
+		if resp.StatusCode != 429 || errCode(g) != "overloaded" || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("third session: %d %v Retry-After %q", resp.StatusCode, g, resp.Header.Get("Retry-After"))
+		}
+	})
+
+	t.Run("busy", func(t *testing.T) {
+		release := h.model.hold()
+		defer release()
+		before := h.e.Stats().Requests
+		chat := `{"model":"tiny","max_tokens":2,"messages":[{"role":"user","content":"x"}],"session":{"id":"` + b + `"}}`
+		done := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest("POST", h.base+"/v1/chat/completions", strings.NewReader(chat))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		eventually(t, "first turn admitted", func() bool { return h.e.Stats().Requests > before })
+		code, g := h.do(t, "POST", "/v1/chat/completions", chat)
+		if code != 409 || errCode(g) != "session_busy" {
+			t.Fatalf("second turn: %d %v", code, g)
+		}
+		release()
+		if code := <-done; code != 200 {
+			t.Fatalf("first turn: %d", code)
+		}
+	})
+
+	t.Run("expired", func(t *testing.T) {
+		clock.Advance(2 * time.Minute)
+		code, g := h.do(t, "PATCH", "/v1/sessions/"+a, "")
+		if code != 410 || errCode(g) != "session_expired" {
+			t.Fatalf("renew expired: %d %v", code, g)
+		}
+		code, g = h.do(t, "POST", "/v1/chat/completions", `{"model":"tiny","max_tokens":2,"messages":[{"role":"user","content":"x"}],"session":{"id":"`+a+`"}}`)
+		if code != 410 || errCode(g) != "session_expired" {
+			t.Fatalf("chat on expired: %d %v", code, g)
+		}
+		code, g = h.do(t, "GET", "/v1/sessions/"+a, "")
+		if code != 200 || g["state"] != "GENERATION_SESSION_STATE_EXPIRED" {
+			t.Fatalf("tombstone: %d %v", code, g)
+		}
+		code, g = h.do(t, "DELETE", "/v1/sessions/"+a, "")
+		if code != 200 || g["status"] != "CLOSE_STATUS_EXPIRED" {
+			t.Fatalf("close expired: %d %v", code, g)
+		}
+	})
+	h.idle(t, true)
 }

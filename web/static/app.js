@@ -111,6 +111,7 @@ function plain(err) {
     return 'The server is shutting down and takes no new work. Try again when it is back.';
   if (code === 'unauthenticated' || err.status === 401) return 'The API key is missing or wrong.';
   if (code === 'context_length_exceeded') return 'The text is too long for the model\'s context.';
+  if (code === 'session_busy') return 'The session is busy with another turn. Wait for it to finish.';
   if (err.status === 0) return 'The server could not be reached.';
   return `The server answered ${err.status ? err.status + ' ' : ''}${code || 'an error'}: ${err.message}`;
 }
