@@ -418,6 +418,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run(chromedp.SendKeys(chromedp.ID("prompt"), "Hello again"))
 	b.click("#send-btn")
 	b.wait("the second turn", `document.querySelector('.think[data-state="complete"]') && !document.getElementById('send-btn').hidden`)
+	// Renew restarts the lease; Close releases the session's pins.
+	if c.e.Cache().Stats().Pinned == 0 {
+		t.Fatal("the open session pins nothing")
+	}
+	b.exec(`document.getElementById('s-countdown').textContent = ''`)
+	b.click("#renew-btn")
+	b.wait("the renewed lease", `document.getElementById('session-msg').textContent === 'Lease renewed.' && document.getElementById('s-countdown').textContent.includes(':')`)
+	b.click("#close-btn")
+	b.wait("the closed session", `document.getElementById('s-state').textContent === 'closed' && !document.getElementById('new-btn').hidden && document.getElementById('prompt').disabled`)
+	eventually(t, "the pins released", func() bool { return c.e.Cache().Stats().Pinned == 0 })
 	c.s.Drain()
 	draining := c.sseCount("draining")
 	b.hover(".think")
