@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,7 +201,7 @@ const (
 // keyboard and a 360 px viewport.
 func TestConsoleInBrowser(t *testing.T) {
 	const key = "s3cret-web-key"
-	c := startConsole(t, key)
+	c := startConsole(t, consoleOpts{key: key})
 	b := newBrowser(t)
 
 	// The page is open; the API asks for the key once.
@@ -446,5 +448,63 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("horizontal overflow at 360 px: scrollWidth %s", b.str(`String(document.documentElement.scrollWidth)`))
 	}
 	b.screenshot("mobile.png")
+	c.ledgerClean(t)
+}
+
+// TestConsoleRetryOverloaded: a full queue answers 429; the page says the
+// server is busy and offers Retry, which succeeds once there is room.
+func TestConsoleRetryOverloaded(t *testing.T) {
+	c := startConsole(t, consoleOpts{maxRunning: 1, maxWaiting: 1})
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(c.base + "/"))
+	b.wait("the model list", `document.getElementById('model-select').options.length > 0`)
+	b.click("#open-btn")
+	b.wait("the open session", `!document.getElementById('session-open-view').hidden`)
+	sid := b.str(`document.getElementById('s-id').textContent`)
+	b.run(chromedp.SendKeys(chromedp.ID("prompt"), "Hi there"))
+	b.click("#send-btn")
+	b.wait("the completed turn", `document.querySelector('.think[data-state="complete"]') && !document.getElementById('send-btn').hidden`)
+
+	// Fill the engine: one translation runs, one waits.
+	c.model.setDelay(100 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/session/"+sid+"/generate",
+				strings.NewReader(`{"prompt":"Translate the following text into Latin."}`))
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	eventually(t, "one running and one waiting", func() bool { l := c.e.Load(); return l.Running == 1 && l.Waiting == 1 })
+	overloaded := c.sseCount("overloaded")
+	b.hover(".think")
+	b.click(".think .translate")
+	b.wait("the 429 message", `!document.getElementById('pop-error').hidden`)
+	if msg := b.str(`document.getElementById('pop-error').textContent`); !strings.Contains(msg, "busy") {
+		t.Fatalf("429 message %q", msg)
+	}
+	if c.sseCount("overloaded") != overloaded+1 {
+		t.Fatal("the server did not answer overloaded")
+	}
+	if !b.truth(`!document.getElementById('pop-retry').hidden`) {
+		t.Fatal("no Retry for a retryable refusal")
+	}
+	cancel()
+	wg.Wait()
+	c.model.setDelay(0)
+	c.ledgerClean(t)
+	b.click("#pop-retry")
+	b.wait("the translation after Retry", jsCountsShown)
+	if got := strings.TrimSpace(b.str(jsPopText)); got != transAnswer {
+		t.Fatalf("translation after Retry %q", got)
+	}
 	c.ledgerClean(t)
 }

@@ -219,14 +219,24 @@ type console struct {
 	key   string // "" when auth is off
 }
 
-func startConsole(t testing.TB, key string) *console {
+// consoleOpts configure startConsole.
+type consoleOpts struct {
+	key                    string // API key; "": auth off
+	maxRunning, maxWaiting int    // engine admission (0: 8 and the engine default)
+}
+
+func startConsole(t testing.TB, o consoleOpts) *console {
 	t.Helper()
+	key := o.key
+	if o.maxRunning == 0 {
+		o.maxRunning = 8
+	}
 	tok := vocab(t)
 	m := newThinkModel(t, tok)
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	const name = "think-test"
-	e, err := engine.New(engine.Config{ModelName: name, PageSize: 16, KVPages: 512, MaxRunning: 8,
-		GreedyDefault: true, CheckIntegrity: true, Logger: discard}, m, engine.WrapTokenizer(tok))
+	e, err := engine.New(engine.Config{ModelName: name, PageSize: 16, KVPages: 512, MaxRunning: o.maxRunning,
+		MaxWaiting: o.maxWaiting, GreedyDefault: true, CheckIntegrity: true, Logger: discard}, m, engine.WrapTokenizer(tok))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 // same-origin content security policy; the info route needs the key and
 // reports the served model and the live load.
 func TestRoutes(t *testing.T) {
-	c := startConsole(t, "s3cret")
+	c := startConsole(t, consoleOpts{key: "s3cret"})
 	for _, tc := range []struct{ path, ctype, contains string }{
 		{"/", "text/html", `src="/web/app.js"`},
 		{"/web/app.js", "javascript", "/session/"},
@@ -77,7 +77,7 @@ func TestRoutes(t *testing.T) {
 // turn continuing a session streams the reasoning apart from the answer,
 // and the SSE route shows progress (thinking) then the translation.
 func TestScriptedModel(t *testing.T) {
-	c := startConsole(t, "")
+	c := startConsole(t, consoleOpts{})
 	resp, err := c.do("POST", "/v1/sessions", `{"model":"think-test"}`)
 	if err != nil {
 		t.Fatal(err)
