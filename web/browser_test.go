@@ -224,7 +224,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.HasPrefix(sid, "gs-") {
 		t.Fatalf("session id %q", sid)
 	}
-	c.model.setDelay(120 * time.Millisecond)
+	c.model.setDelay(200 * time.Millisecond)
 	b.run(chromedp.SendKeys(chromedp.ID("prompt"), "Hi there"))
 	b.click("#send-btn")
 	b.wait("a streaming thinking block", `document.querySelector('.think[data-state="streaming"]')`)
