@@ -380,6 +380,7 @@ async function send() {
   const turn = assistantTurn(msg);
   const abort = new AbortController();
   state.chatAbort = abort;
+  $('log').setAttribute('aria-busy', 'true'); // screen readers read the turn once complete
   setComposer(false);
   $('stop-btn').hidden = false;
   $('send-btn').hidden = true;
@@ -424,6 +425,7 @@ async function send() {
     turn.meta.textContent = msg.meta;
   } finally {
     completeThink(turn.think);
+    $('log').removeAttribute('aria-busy');
     state.chatAbort = null;
     $('stop-btn').hidden = true;
     $('send-btn').hidden = false;
