@@ -107,6 +107,7 @@ type harnessOpts struct {
 	clock                  sessions.Clock // nil: the real one
 	maxSessions            int
 	writeBuffer            int // server socket send buffer (0: system default)
+	eventQueue             int // engine event queue per request (0: default)
 }
 
 // clockT is a settable clock for lease tests.
@@ -146,7 +147,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	metrics := server.NewMetrics()
 	const name = "tiny"
 	e, err := engine.New(engine.Config{ModelName: name, PageSize: 16, KVPages: 256, MaxRunning: o.maxRunning,
-		MaxWaiting: o.maxWaiting, CheckIntegrity: true, Logger: discard, Hooks: metrics.EngineHooks(name)},
+		MaxWaiting: o.maxWaiting, EventQueue: o.eventQueue, CheckIntegrity: true, Logger: discard, Hooks: metrics.EngineHooks(name)},
 		gm, engine.WrapTokenizer(tok))
 	if err != nil {
 		t.Fatal(err)

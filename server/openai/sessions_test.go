@@ -1,11 +1,14 @@
 package openai
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -500,4 +503,36 @@ func TestSessionsLeaseBudgetBusy(t *testing.T) {
 		}
 	})
 	h.idle(t, true)
+}
+
+// A reader that stops reading pauses its sequence (the engine's event
+// queue fills while the write blocks) instead of buffering the output, and
+// the stream completes once it reads again.
+func TestSlowReaderPauses(t *testing.T) {
+	h := startHarness(t, harnessOpts{template: llama2Template, writeBuffer: 4096, eventQueue: 8})
+	conn, err := net.Dial("tcp", h.s.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	body := `{"model":"tiny","max_tokens":200,"temperature":0,"ignore_eos":true,"stream":true,"messages":[{"role":"user","content":"go"}]}`
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	before := h.e.Stats().Pauses
+	start := time.Now()
+	eventually(t, "the engine pauses the sequence", func() bool { return h.e.Stats().Pauses > before })
+	t.Logf("paused after %v", time.Since(start))
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(all, []byte("data: [DONE]\n\n")) || !bytes.Contains(all, []byte(`"finish_reason":"length"`)) {
+		t.Fatalf("stream did not complete: ...%q", all[max(0, len(all)-200):])
+	}
+	h.idle(t, false)
 }
