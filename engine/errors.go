@@ -90,9 +90,16 @@ func newError(c Code, format string, args ...any) *Error {
 		Retryable: c == CodeOverloaded || c == CodeDraining}
 }
 
+// wrapError wraps err with a context ("engine: CONTEXT: err"). With an
+// empty format the cause, which already names its package (for example
+// "sampling: temperature must be >= 0"), is not prefixed twice.
 func wrapError(c Code, err error, format string, args ...any) *Error {
 	e := newError(c, format, args...)
-	e.Message += ": " + err.Error()
+	if format == "" {
+		e.Message += err.Error()
+	} else {
+		e.Message += ": " + err.Error()
+	}
 	e.Err = err
 	return e
 }

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"oengine/engine"
 	pb "oengine/proto/openengine/v1"
+	"oengine/stopstr"
 )
 
 // controlService implements openengine.v1.Control.
@@ -93,7 +95,33 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		SupportsMultimodal: ptr(false),
 		Sessions:           c.s.sessionCaps(m),
 		StreamingInput:     c.s.streamingCaps(m),
+		Extra:              limitsExtra(lim),
 	}, nil
+}
+
+// limitsExtra advertises oengine's request limits in ModelInfo.extra under
+// "oengine_limits" (docs/api.md, "Limits"); figures the model does not
+// know are left out.
+func limitsExtra(lim engine.Limits) *structpb.Struct {
+	f := map[string]any{
+		"max_request_id_bytes":    MaxClientIDBytes,
+		"max_session_id_bytes":    MaxClientIDBytes,
+		"max_stop_strings":        stopstr.MaxStops,
+		"max_stop_string_bytes":   stopstr.MaxStopBytes,
+		"max_grpc_message_bytes":  MaxRecvMsgBytes,
+		"max_prompt_output_bytes": MaxPromptOutputBytes,
+	}
+	if lim.MaxPromptLogprobEntries > 0 {
+		f["max_prompt_logprob_entries"] = lim.MaxPromptLogprobEntries
+	}
+	if lim.MaxTokenCandidates > 0 {
+		f["max_token_candidates"] = lim.MaxTokenCandidates
+	}
+	st, err := structpb.NewStruct(map[string]any{"oengine_limits": f})
+	if err != nil {
+		return nil
+	}
+	return st
 }
 
 // GetLoad sums the live figures of every engine (one data-parallel rank).

@@ -11,7 +11,7 @@ import (
 )
 
 // grpcurlPath finds grpcurl on PATH or in GOPATH/bin. CI installs it
-// (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4); with
+// (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3); with
 // OENGINE_REQUIRE_GRPCURL=1 a missing binary fails instead of skipping.
 func grpcurlPath(t *testing.T) string {
 	t.Helper()

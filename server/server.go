@@ -18,7 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -30,8 +32,9 @@ import (
 // Serve (or Listen + Serve), stop it with Shutdown or by cancelling Serve's
 // context.
 type Server struct {
-	ext        atomic.Pointer[ext] // sessions + streaming extension (EnableSessions); nil when off
+	ext        atomic.Pointer[ext]  // sessions + streaming extension (EnableSessions); nil when off
 	keys       atomic.Pointer[Keys] // credentials; nil or empty: authentication off
+	codec      *utf8Codec
 	cfg        Config
 	log        *slog.Logger
 	models     []*Model
@@ -99,10 +102,17 @@ func New(cfg Config, models ...Model) (*Server, error) {
 	s.metrics.attach(s)
 	s.keys.Store(cfg.Keys)
 
-	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.unaryAuth, s.unaryMeta),
-		grpc.ChainStreamInterceptor(s.streamAuth, s.streamMeta),
-	)
+	s.codec = newUTF8Codec()
+	opts := []grpc.ServerOption{
+		grpc.ForceServerCodecV2(s.codec),
+		grpc.MaxRecvMsgSize(MaxRecvMsgBytes),
+		grpc.ChainUnaryInterceptor(s.unaryAuth, s.unaryUTF8, s.unaryMeta),
+		grpc.ChainStreamInterceptor(s.streamAuth, s.streamUTF8, s.streamMeta),
+	}
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	}
+	s.grpc = grpc.NewServer(opts...)
 	pb.RegisterInferenceServer(s.grpc, &inferenceService{s: s})
 	pb.RegisterControlServer(s.grpc, &controlService{s: s})
 	s.health = health.NewServer()
@@ -116,7 +126,19 @@ func New(cfg Config, models ...Model) (*Server, error) {
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ConnContext: cfg.HTTPConnContext}
+	s.http = &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       cfg.HTTPReadTimeout,
+		WriteTimeout:      cfg.HTTPWriteTimeout,
+		IdleTimeout:       cfg.HTTPIdleTimeout,
+		MaxHeaderBytes:    cfg.HTTPMaxHeaderBytes,
+		ConnContext:       cfg.HTTPConnContext,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if cfg.TLS != nil {
+		s.http.TLSConfig = cfg.TLS.Clone()
+	}
 	return s, nil
 }
 
@@ -188,7 +210,36 @@ func (s *Server) Listen() error {
 		}
 		s.hl = hl
 	}
+	if err := s.protectedMode(gl, s.hl); err != nil {
+		gl.Close()
+		if s.hl != nil {
+			s.hl.Close()
+			s.hl = nil
+		}
+		return err
+	}
+	if s.hl != nil && s.cfg.HTTPMaxConns > 0 {
+		s.hl = netutil.LimitListener(s.hl, s.cfg.HTTPMaxConns)
+	}
 	s.gl = gl
+	return nil
+}
+
+// protectedMode refuses to serve without credentials on an address other
+// hosts can reach, unless AllowUnauthenticated (docs/design.md §8).
+func (s *Server) protectedMode(ls ...net.Listener) error {
+	if s.AuthEnabled() || s.cfg.AllowUnauthenticated {
+		return nil
+	}
+	for _, l := range ls {
+		if l == nil {
+			continue
+		}
+		if ta, ok := l.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+			return fmt.Errorf("server: refusing to listen on %s without authentication: other hosts could use the engine; "+
+				"configure --api-key or --api-key-file, bind a loopback address (127.0.0.1), or pass --allow-unauthenticated", l.Addr())
+		}
+	}
 	return nil
 }
 
@@ -226,7 +277,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.grpc.Serve(gl) }()
 	if hl != nil {
 		go func() {
-			if err := s.http.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
+			serve := s.http.Serve
+			if s.cfg.TLS != nil {
+				serve = func(l net.Listener) error { return s.http.ServeTLS(l, "", "") }
+			}
+			if err := serve(hl); !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()
@@ -265,26 +320,34 @@ func (s *Server) Shutdown(grace time.Duration) error {
 	return nil
 }
 
+// closeBudget bounds the close after the drain grace: whatever clients
+// do (a stalled reader blocks its handler in Send), the server is down
+// within grace + closeBudget.
+const closeBudget = 900 * time.Millisecond
+
 func (s *Server) shutdownNow(grace time.Duration) {
 	s.startDrain()
-	if !s.inflight.wait(grace) {
+	drained := s.inflight.wait(grace)
+	end := time.Now().Add(closeBudget)
+	left := func(part float64) time.Duration { return time.Duration(float64(time.Until(end)) * part) }
+	if !drained {
 		n := 0
 		for _, m := range s.models {
 			n += m.Backend.AbortAll()
 		}
 		s.log.Warn("server: drain grace over, cancelled running requests", "requests", n)
-		s.inflight.wait(5 * time.Second)
+		s.inflight.wait(left(0.4))
 	}
 	s.stopOnce.Do(func() { close(s.stop) })
 	done := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		s.grpc.Stop()
+	case <-time.After(left(0.5)):
+		s.grpc.Stop() // closes every connection: blocked handlers return
 		<-done
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), left(0.8))
 	defer cancel()
 	if err := s.http.Shutdown(ctx); err != nil {
 		s.http.Close()

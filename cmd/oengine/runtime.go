@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,19 +26,37 @@ type engineFlags struct {
 	mmap        *bool
 }
 
-func addEngineFlags(fs *flag.FlagSet) *engineFlags {
-	return &engineFlags{
-		model:       fs.String("model", "", "GGUF model file (default: the built-in synthetic model)"),
+func addEngineFlags(fs *flagSet) *engineFlags {
+	ef := &engineFlags{
+		model:       fs.String("model", "", "GGUF model `file`, also accepted as the first argument (default: the built-in synthetic model)"),
 		threads:     fs.Int("threads", 0, "CPU worker threads (0: all cores)"),
-		kvType:      fs.String("kv-type", "f16", "K/V store type: f16 or f32"),
-		kvMemory:    fs.String("kv-memory", "1GiB", "memory for the paged KV cache (e.g. 512MiB, 2GiB)"),
-		kvPages:     fs.Int("kv-pages", 0, "KV pages in the pool (overrides --kv-memory)"),
-		pageSize:    fs.Int("page-size", 16, "tokens per KV page"),
+		kvType:      fs.String("kv-type", "f16", "K/V store `type`: f16 or f32"),
+		kvMemory:    fs.String("kv-memory", "1GiB", "`size` of the paged KV cache: a number and B, KB, MB, GB, TB or KiB, MiB, GiB, TiB (e.g. 512MiB, 2GiB, 1.5GB)"),
+		kvPages:     fs.Int("kv-pages", 0, "KV pages in the pool (overrides --kv-memory; 0: from --kv-memory)"),
+		pageSize:    fs.Int("page-size", 16, "tokens per KV page (1 to 65536)"),
 		maxBatched:  fs.Int("max-batched-tokens", 0, "token budget of one step (0: engine default)"),
 		maxRunning:  fs.Int("max-running", 0, "sequences running at once (0: engine default)"),
-		defaultTemp: fs.Float64("default-temperature", 1.0, "temperature for requests that set none"),
+		defaultTemp: fs.Float64("default-temperature", 1.0, "temperature for requests that set none (0: greedy)"),
 		mmap:        fs.Bool("mmap", false, mmapUsage),
 	}
+	fs.limit("page-size", 1, 1<<16)
+	return ef
+}
+
+// check validates the flags that are not plain numbers (those fs.Parse has
+// checked) for command cmd.
+func (ef *engineFlags) check(cmd string) error {
+	if err := oneOf(cmd, "kv-type", *ef.kvType, "f16", "f32"); err != nil {
+		return err
+	}
+	n, err := parseBytes(*ef.kvMemory)
+	if err != nil {
+		return fmt.Errorf("%s: --kv-memory: %w", cmd, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: --kv-memory must be more than 0 bytes", cmd)
+	}
+	return nil
 }
 
 // runtime is a loaded model with its engine.
@@ -89,33 +106,11 @@ func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.H
 	lm, err := loader.Load(lf.File, loader.Options{Name: name, Threads: *ef.threads, KVType: kvt, Engine: engine.Config{
 		PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
 		MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
-		DefaultTemperature: *ef.defaultTemp, Hooks: h, Logger: logger,
+		DefaultTemperature: *ef.defaultTemp, GreedyDefault: *ef.defaultTemp == 0, Hooks: h, Logger: logger,
 	}})
 	if err != nil {
 		lf.File.Close()
 		return nil, err
 	}
 	return &runtime{file: lf, Model: lm}, nil
-}
-
-// parseBytes reads sizes such as 2GiB, 512MiB, 1e9 or 4096.
-func parseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			mult = u.mult
-			s = strings.TrimSuffix(s, u.suffix)
-			break
-		}
-	}
-	var v float64
-	if _, err := fmt.Sscanf(s, "%g", &v); err != nil || v < 0 {
-		return 0, fmt.Errorf("bad size %q (want e.g. 2GiB, 512MiB)", s)
-	}
-	return int64(v * float64(mult)), nil
 }

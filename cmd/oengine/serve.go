@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"oengine/model/chat"
@@ -21,6 +19,12 @@ import (
 
 func init() {
 	register("serve", "serve a model over OpenEngine gRPC and HTTP (metrics, health, SSE)", runServe)
+	helpTable["serve"] = cmdHelp{synopsis: "[MODEL.gguf] [flags]", modelArg: true,
+		notes: "Without a model it serves the built-in synthetic model (random weights).",
+		examples: []string{
+			"oengine serve ~/models/qwen2.5-0.5b-instruct-q8_0.gguf --served-model-name qwen --kv-memory 2GiB",
+			"oengine serve --model m.gguf --grpc-addr 127.0.0.1:50051 --http-addr 127.0.0.1:8080 --alias default",
+		}}
 }
 
 // stringList is a repeatable string flag.
@@ -29,40 +33,85 @@ type stringList []string
 func (l *stringList) String() string     { return fmt.Sprint(*l) }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-func runServe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
-	ef := addEngineFlags(fs)
+// serveConfig is the parsed command line of serve.
+type serveConfig struct {
+	engine                                          *engineFlags
+	name                                            string
+	aliases                                         stringList
+	grpcAddr, httpAddr, advertise                   string
+	grace                                           time.Duration
+	fastModel                                       string
+	logLevel                                        slog.Level
+	sessionLease, sessionMaxLease, sessionRetention time.Duration
+	sessionEvictIdle                                bool
+	maxSessions                                     int
+	sseMaxTokens                                    int
+	sseTemp                                         float64
+	sseKeepAlive, sseWriteTimeout                   time.Duration
+	corsOrigins                                     stringList
+	security                                        *securityFlags
+	chatTemplate                                    string
+	templateTimeout                                 time.Duration
+	noReasoningSplit                                bool
+}
+
+func parseServe(args []string) (*serveConfig, error) {
+	c := &serveConfig{}
+	fs := newFlags("serve", nil)
+	c.engine = addEngineFlags(fs)
 	def := server.DefaultConfig()
-	name := fs.String("served-model-name", "", "model name announced to clients (default: general.name or the file name)")
-	var aliases stringList
-	fs.Var(&aliases, "alias", "another name clients may use for the model (repeatable)")
-	grpcAddr := fs.String("grpc-addr", def.GRPCAddr, "gRPC listen address")
-	httpAddr := fs.String("http-addr", def.HTTPAddr, "HTTP listen address (metrics, health, SSE); empty: none")
-	advertise := fs.String("advertise-host", "", "host announced in GetKvEventSources (default: listener host or hostname)")
-	grace := fs.Duration("drain-grace", def.DrainGrace, "how long running requests may finish on SIGTERM")
-	fastModel := fs.String("fast-model", "", "a second, smaller GGUF model for the SSE side generation")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	sessionLease := fs.Duration("session-lease", 0, "default generation-session lease (0: engine default)")
-	sessionMaxLease := fs.Duration("session-max-lease", 0, "longest lease granted; longer requests are clamped (0: engine default)")
-	sessionRetention := fs.Duration("session-retention", time.Hour, "how long closed and expired sessions stay as tombstones")
-	sessionEvictIdle := fs.Bool("session-evict-idle", false, "let idle sessions lose their pinned pages under memory pressure (state EVICTED)")
-	maxSessions := fs.Int("max-sessions", 0, "live generation sessions at once (0: engine default)")
-	sseMaxTokens := fs.Int("sse-max-tokens", sse.DefaultMaxTokens, "output budget of a POST /session/{id}/generate side generation")
-	sseTemp := fs.Float64("sse-temperature", -1, "temperature of SSE side generations (negative: --default-temperature)")
-	sseKeepAlive := fs.Duration("sse-keepalive", sse.DefaultKeepAlive, "interval of SSE keep-alive comments while no event is sent")
-	sseWriteTimeout := fs.Duration("sse-write-timeout", sse.DefaultWriteTimeout, "an SSE reader stalled longer than this is cancelled")
-	chatTemplate := fs.String("chat-template", "", "Jinja chat template file replacing the GGUF's tokenizer.chat_template (OpenAI chat completions, SSE)")
-	templateTimeout := fs.Duration("chat-template-timeout", chat.DefaultRenderTimeout, "longest chat template render; a template that runs longer fails")
-	noReasoningSplit := fs.Bool("no-reasoning-split", false, "keep <think> blocks in the OpenAI content instead of reasoning_content")
-	var corsOrigins stringList
-	fs.Var(&corsOrigins, "cors-origin", "origin allowed to call the SSE route from a browser (repeatable; \"*\" any; none by default)")
+	fs.StringVar(&c.name, "served-model-name", "", "model `name` announced to clients (default: general.name or the file name)")
+	fs.Var(&c.aliases, "alias", "another `NAME` clients may use for the model (repeatable)")
+	fs.StringVar(&c.grpcAddr, "grpc-addr", def.GRPCAddr, "gRPC listen `address`")
+	fs.StringVar(&c.httpAddr, "http-addr", def.HTTPAddr, "HTTP listen `address` (metrics, health, SSE); empty: none")
+	fs.StringVar(&c.advertise, "advertise-host", "", "`host` announced in GetKvEventSources (default: listener host or hostname)")
+	fs.DurationVar(&c.grace, "drain-grace", def.DrainGrace, "how long running requests may finish on SIGTERM")
+	fs.StringVar(&c.fastModel, "fast-model", "", "a second, smaller GGUF `file` for the SSE side generation")
+	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	fs.DurationVar(&c.sessionLease, "session-lease", 0, "default generation-session lease (0: engine default)")
+	fs.DurationVar(&c.sessionMaxLease, "session-max-lease", 0, "longest lease granted; longer requests are clamped (0: engine default)")
+	fs.DurationVar(&c.sessionRetention, "session-retention", time.Hour, "how long closed and expired sessions stay as tombstones")
+	fs.BoolVar(&c.sessionEvictIdle, "session-evict-idle", false, "let idle sessions lose their pinned pages under memory pressure (state EVICTED)")
+	fs.IntVar(&c.maxSessions, "max-sessions", 0, "live generation sessions at once (0: engine default)")
+	fs.IntVar(&c.sseMaxTokens, "sse-max-tokens", sse.DefaultMaxTokens, "output budget of a POST /session/{id}/generate side generation")
+	fs.Float64Var(&c.sseTemp, "sse-temperature", -1, "temperature of SSE side generations (negative: --default-temperature)")
+	fs.DurationVar(&c.sseKeepAlive, "sse-keepalive", sse.DefaultKeepAlive, "interval of SSE keep-alive comments while no event is sent")
+	fs.DurationVar(&c.sseWriteTimeout, "sse-write-timeout", sse.DefaultWriteTimeout, "an SSE reader stalled longer than this is cancelled")
+	fs.Var(&c.corsOrigins, "cors-origin", "`origin` allowed to call the SSE route from a browser (repeatable; \"*\" any; none by default)")
+	fs.StringVar(&c.chatTemplate, "chat-template", "", "Jinja chat template `file` replacing the GGUF's tokenizer.chat_template (OpenAI chat completions, SSE)")
+	fs.DurationVar(&c.templateTimeout, "chat-template-timeout", chat.DefaultRenderTimeout, "longest chat template render; a template that runs longer fails")
+	fs.BoolVar(&c.noReasoningSplit, "no-reasoning-split", false, "keep <think> blocks in the OpenAI content instead of reasoning_content")
+	fs.allowNegative("sse-temperature")
+	fs.limit("sse-max-tokens", 1, math.Inf(1))
+	c.security = addSecurityFlags(fs.FlagSet, def)
+	fs.allowNegative("max-sessions-per-key")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := c.engine.check("serve"); err != nil {
+		return nil, err
+	}
+	if err := c.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
+		return nil, fmt.Errorf("serve: --log-level must be debug, info, warn or error, got %q", *logLevel)
+	}
+	return c, nil
+}
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	c, err := parseServe(args)
+	if err != nil {
 		return err
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("serve: --log-level: %w", err)
-	}
+	return c.run(stdout, stderr)
+}
+
+func (c *serveConfig) run(stdout, stderr io.Writer) error {
+	// The parsed values under the names the wiring below uses.
+	ef, def, lvl := c.engine, server.DefaultConfig(), c.logLevel
+	name, aliases, grpcAddr, httpAddr, advertise, grace := &c.name, c.aliases, &c.grpcAddr, &c.httpAddr, &c.advertise, &c.grace
+	fastModel, sessionLease, sessionMaxLease, sessionRetention := &c.fastModel, &c.sessionLease, &c.sessionMaxLease, &c.sessionRetention
+	sessionEvictIdle, maxSessions, sseMaxTokens, sseTemp := &c.sessionEvictIdle, &c.maxSessions, &c.sseMaxTokens, &c.sseTemp
+	sseKeepAlive, sseWriteTimeout, corsOrigins := &c.sseKeepAlive, &c.sseWriteTimeout, c.corsOrigins
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 
 	cfg := def
@@ -71,6 +120,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	cfg.EngineVersion = version
 	cfg.Logger = logger
 	cfg.Metrics = server.NewMetrics()
+	sf := c.security
+	reloadCert, err := sf.apply(&cfg)
+	if err != nil {
+		return err
+	}
 
 	rt, err := openRuntime(ef, *name, cfg.Metrics.EngineHooks, stderr, logger)
 	if err != nil {
@@ -79,9 +133,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer rt.Close()
 	primary := server.NewModel(rt.Engine, rt.Tokenizer)
 	primary.Aliases = aliases
-	limits := chat.Limits{Timeout: *templateTimeout}
-	if *chatTemplate != "" {
-		b, err := os.ReadFile(*chatTemplate)
+	limits := chat.Limits{Timeout: c.templateTimeout}
+	if c.chatTemplate != "" {
+		b, err := os.ReadFile(c.chatTemplate)
 		if err != nil {
 			return fmt.Errorf("serve: --chat-template: %w", err)
 		}
@@ -91,7 +145,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		// An explicit template must work: refuse to start rather than fall
 		// back (a GGUF's own unusable template only logs a warning).
 		if _, err := chat.NewEncoderLimits(rt.Tokenizer, string(b), limits); err != nil {
-			return fmt.Errorf("serve: --chat-template %s: %w", *chatTemplate, err)
+			return fmt.Errorf("serve: --chat-template %s: %w", c.chatTemplate, err)
 		}
 		primary.ChatTemplate = string(b)
 	}
@@ -127,13 +181,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if _, err := srv.EnableSessions(server.ExtensionConfig{
 		Sessions: sessions.Config{DefaultLease: *sessionLease, MaxLease: *sessionMaxLease,
 			Retention: *sessionRetention, EvictIdle: *sessionEvictIdle, MaxSessions: *maxSessions},
+		MaxSessionsPerKey: *sf.maxSessionsPerKey,
 	}); err != nil {
 		return err
 	}
 	if err := sse.Enable(srv, sc); err != nil {
 		return err
 	}
-	if err := openai.Enable(srv, openai.Config{TemplateLimits: limits, NoReasoningSplit: *noReasoningSplit}); err != nil {
+	if err := openai.Enable(srv, openai.Config{TemplateLimits: limits, NoReasoningSplit: c.noReasoningSplit}); err != nil {
 		return err
 	}
 	if err := web.Enable(srv, web.Config{Version: version}); err != nil {
@@ -146,15 +201,27 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if label == "synthetic" {
 		label = "synthetic (built-in default: random weights)"
 	}
-	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE, OpenAI /v1/*)\n  Web   http://%s/ (console)\n",
-		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr(), srv.HTTPAddr())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	security := "no API keys (loopback only)"
+	switch {
+	case srv.AuthEnabled():
+		security = "API keys required"
+	case cfg.AllowUnauthenticated:
+		security = "no API keys (--allow-unauthenticated)"
+	}
+	if cfg.TLS != nil {
+		security += ", TLS"
+		if cfg.TLS.ClientCAs != nil {
+			security += " with client certificates"
+		}
+	}
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE, OpenAI /v1/*)\n  web   %s://%s/ (console)\n  auth  %s\n",
+		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr(), scheme, srv.HTTPAddr(), security)
 	start := time.Now()
-	err = srv.Serve(ctx)
+	err = serveSignals(srv, sf, reloadCert, logger)
 	logger.Info("server stopped", "uptime", time.Since(start).Round(time.Second))
 	return err
 }
-
-// version is the engine version reported by GetServerInfo.
-var version = "0.1.0-dev"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // A llama-family decoder (llama, qwen2, qwen3) running on the device with a
@@ -31,7 +31,7 @@ type DecoderConfig struct {
 // HostMatrix is an encoded matrix [Rows][Cols] in host memory (row-major
 // GGML blocks, as cpu.Matrix).
 type HostMatrix struct {
-	Type       gguf.Type
+	Type       ggml.Type
 	Rows, Cols int
 	Data       []byte
 }

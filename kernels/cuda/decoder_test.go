@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // tinyDecoder builds a 1-layer F32 decoder on the emulated device.
@@ -17,7 +17,7 @@ func tinyDecoder(t *testing.T) *Decoder {
 		for i := 0; i < len(data); i += 4 {
 			data[i+3] = 0x3c // 0.0078125
 		}
-		return HostMatrix{Type: gguf.TypeF32, Rows: rows, Cols: cols, Data: data}
+		return HostMatrix{Type: ggml.TypeF32, Rows: rows, Cols: cols, Data: data}
 	}
 	ones := func(n int) []float32 {
 		v := make([]float32, n)
@@ -86,7 +86,7 @@ func TestDecoderRejectsBadBatches(t *testing.T) {
 func TestNewDecoderChecksShapes(t *testing.T) {
 	d := NewEmulatedDevice(t)
 	cfg := DecoderConfig{Dim: 64, Layers: 1, Heads: 2, KVHeads: 1, HeadDim: 32, FFN: 64, Vocab: 16, RopeDims: 32, RopeBase: 1e4}
-	bad := HostMatrix{Type: gguf.TypeF32, Rows: 3, Cols: 64, Data: make([]byte, 3*64*4)}
+	bad := HostMatrix{Type: ggml.TypeF32, Rows: 3, Cols: 64, Data: make([]byte, 3*64*4)}
 	_, err := NewDecoder(d, cfg, HostWeights{Embed: bad, Layers: make([]HostLayer, 1)}, 4, 16, 8)
 	if err == nil || !strings.Contains(err.Error(), "token_embd is 3x64, want 16x64") {
 		t.Fatalf("err %v", err)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"oengine/ggml"
 	"oengine/kernels/cpu"
-	"oengine/model/gguf"
 )
 
 // A CPU emulator of the kernels: the fake driver's memory plus a launch
@@ -23,7 +23,7 @@ type emulator struct {
 }
 
 // weights returns the rows×cols matrix at p decoded to float32, cached.
-func (e *emulator) weights(typ gguf.Type, p DevPtr, rb, rows, cols int) []float32 {
+func (e *emulator) weights(typ ggml.Type, p DevPtr, rb, rows, cols int) []float32 {
 	if w, ok := e.dense[p]; ok && len(w) == rows*cols {
 		return w
 	}
@@ -64,10 +64,10 @@ func (a Arg) u() int       { return int(a.v) }
 func (a Arg) f() float32   { return math.Float32frombits(uint32(a.v)) }
 func (a Arg) isNull() bool { return a.v == 0 }
 
-var suffixTypes = map[string]gguf.Type{"f32": gguf.TypeF32, "f16": gguf.TypeF16, "bf16": gguf.TypeBF16,
-	"q8_0": gguf.TypeQ8_0, "q4_0": gguf.TypeQ4_0, "q4_k": gguf.TypeQ4_K, "q6_k": gguf.TypeQ6_K}
+var suffixTypes = map[string]ggml.Type{"f32": ggml.TypeF32, "f16": ggml.TypeF16, "bf16": ggml.TypeBF16,
+	"q8_0": ggml.TypeQ8_0, "q4_0": ggml.TypeQ4_0, "q4_k": ggml.TypeQ4_K, "q6_k": ggml.TypeQ6_K}
 
-func typeOf(k kernelName, prefix string) gguf.Type {
+func typeOf(k kernelName, prefix string) ggml.Type {
 	return suffixTypes[strings.TrimPrefix(string(k), prefix)]
 }
 

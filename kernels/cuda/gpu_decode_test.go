@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"oengine/ggml"
 	"oengine/kernels/cuda"
 	"oengine/model/gguf"
 	"oengine/model/synth"
@@ -121,7 +122,7 @@ func BenchmarkGPUDecode(b *testing.B) {
 		fmt.Sscan(v, &bw)
 	}
 	for _, preset := range []string{"tinyllama-1.1b", "llama3-8b"} {
-		for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0} {
+		for _, typ := range []ggml.Type{ggml.TypeF16, ggml.TypeQ8_0} {
 			b.Run(fmt.Sprintf("%s/%s", preset, typ), func(b *testing.B) {
 				benchDecode(b, d, synth.Presets[preset], typ, bw)
 			})
@@ -131,14 +132,14 @@ func BenchmarkGPUDecode(b *testing.B) {
 
 // patternMatrix returns a rows×cols matrix of type typ filled with a small
 // constant pattern (finite F16 values, Q8_0 blocks with scale 1/1024).
-func patternMatrix(typ gguf.Type, rows, cols int) cuda.HostMatrix {
+func patternMatrix(typ ggml.Type, rows, cols int) cuda.HostMatrix {
 	rb, _ := typ.RowBytes(cols)
 	data := make([]byte, rows*rb)
 	unit := make([]byte, typ.BlockBytes())
 	switch typ {
-	case gguf.TypeF16:
+	case ggml.TypeF16:
 		unit[0], unit[1] = 0x00, 0x14 // 2^-10
-	case gguf.TypeQ8_0:
+	case ggml.TypeQ8_0:
 		unit[0], unit[1] = 0x00, 0x14
 		for i := 2; i < len(unit); i++ {
 			unit[i] = byte(i%7) - 3
@@ -150,7 +151,7 @@ func patternMatrix(typ gguf.Type, rows, cols int) cuda.HostMatrix {
 	return cuda.HostMatrix{Type: typ, Rows: rows, Cols: cols, Data: data}
 }
 
-func benchDecode(b *testing.B, d *cuda.Device, p synth.Dims, typ gguf.Type, bw float64) {
+func benchDecode(b *testing.B, d *cuda.Device, p synth.Dims, typ ggml.Type, bw float64) {
 	hd := p.Dim / p.Heads
 	cfg := cuda.DecoderConfig{Dim: p.Dim, Layers: p.Layers, Heads: p.Heads, KVHeads: p.KVHeads, HeadDim: hd,
 		FFN: p.FFN, Vocab: p.Vocab, RopeDims: hd, RopeBase: p.RopeBase, RopeFreqScale: 1, NormEps: 1e-5}

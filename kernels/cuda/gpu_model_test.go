@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"oengine/ggml"
 	"oengine/kernels/cuda"
 	"oengine/model/gguf"
 	"oengine/model/llama"
@@ -77,7 +78,7 @@ func f32s(t *testing.T, f *gguf.File, name string, optional bool) []float32 {
 		}
 		return nil
 	}
-	if ti.Type != gguf.TypeF32 {
+	if ti.Type != ggml.TypeF32 {
 		t.Fatalf("%s is %s, want F32", name, ti.Type)
 	}
 	v := make([]float32, len(ti.Data)/4)

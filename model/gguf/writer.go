@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"oengine/ggml"
 )
 
 // Writer builds a GGUF v3 file in memory order: header, metadata in the
@@ -109,12 +111,12 @@ func (w *Writer) SetInt32s(key string, v []int32) { w.setErr(w.Set(key, Int32sVa
 // AddTensor appends a tensor. dims are in ggml order (dims[0] innermost).
 // data must hold exactly the tensor's bytes; it is referenced, not copied,
 // until the file is written.
-func (w *Writer) AddTensor(name string, t Type, dims []uint64, data []byte) error {
+func (w *Writer) AddTensor(name string, t ggml.Type, dims []uint64, data []byte) error {
 	if w.names[name] {
 		return fmt.Errorf("gguf: duplicate tensor %q", name)
 	}
 	if !t.Supported() {
-		return fmt.Errorf("gguf: tensor %q: %w %s", name, ErrUnsupportedType, t)
+		return fmt.Errorf("gguf: tensor %q: %w %s", name, ggml.ErrUnsupportedType, t)
 	}
 	if len(dims) < 1 || len(dims) > maxDims {
 		return fmt.Errorf("gguf: tensor %q has %d dimensions, want 1..%d", name, len(dims), maxDims)
@@ -201,7 +203,9 @@ func (w *Writer) Bytes() ([]byte, error) {
 }
 
 // WriteFile writes the file to a temporary file in the same directory and
-// renames it over path, so readers never see a partial file.
+// renames it over path, so readers never see a partial file. The file gets
+// mode 0644 (a model file is data others may read), not the temporary
+// file's 0600.
 func (w *Writer) WriteFile(path string) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -213,6 +217,9 @@ func (w *Writer) WriteFile(path string) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
+	if err = tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("gguf: %w", err)
+	}
 	if _, err = w.WriteTo(tmp); err != nil {
 		return err
 	}

@@ -159,6 +159,8 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	cfg.Logger = discard
 	cfg.Metrics = metrics
 	if o.writeBuffer > 0 {
+		// The connection limit wraps each conn, hiding the TCP socket.
+		cfg.HTTPMaxConns = 0
 		cfg.HTTPConnContext = func(ctx context.Context, c net.Conn) context.Context {
 			if tc, ok := c.(*net.TCPConn); ok {
 				_ = tc.SetWriteBuffer(o.writeBuffer)

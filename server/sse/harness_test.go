@@ -274,6 +274,7 @@ func startSSE(t testing.TB, o sseHarnessOpts, engines ...*engine.Engine) *sseHar
 	cfg.DrainGrace = 2 * time.Second
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if o.writeBuffer > 0 {
+		cfg.HTTPMaxConns = 0 // the connection cap's listener hides *net.TCPConn
 		cfg.HTTPConnContext = func(ctx context.Context, c net.Conn) context.Context {
 			if tc, ok := c.(*net.TCPConn); ok {
 				_ = tc.SetWriteBuffer(o.writeBuffer)
