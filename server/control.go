@@ -47,7 +47,33 @@ func (c *controlService) GetServerInfo(ctx context.Context, _ *pb.GetServerInfoR
 			MaxBatchedTokens:   ptr(uint64(max(lim.MaxBatchedTokens, 0))),
 			MaxLoras:           ptr[uint32](0),
 		},
+		Extra: s.coverage(),
 	}, nil
+}
+
+// coverage says which models the router-facing figures describe
+// (docs/api.md, "KV events for external routers"): "models" are the
+// listed models (GetLoad's sums), "kv_events_model" the one whose cache
+// feeds GetKvEventSources and whose figures are the capacity, and
+// "auxiliary_models" the served but unlisted ones.
+func (s *Server) coverage() *structpb.Struct {
+	var listed, aux []any
+	for _, m := range s.models {
+		if m.Auxiliary {
+			aux = append(aux, m.Name)
+		} else {
+			listed = append(listed, m.Name)
+		}
+	}
+	f := map[string]any{"models": listed, "kv_events_model": s.models[0].Name}
+	if len(aux) > 0 {
+		f["auxiliary_models"] = aux
+	}
+	st, err := structpb.NewStruct(f)
+	if err != nil {
+		return nil
+	}
+	return st
 }
 
 // GetModelInfo reports one model's limits and capabilities; the name is
@@ -74,7 +100,7 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		return lc
 	}
 	return &pb.ModelInfo{
-		ModelId:               m.Backend.ModelName(),
+		ModelId:               m.ID,
 		ServedModelName:       m.Name,
 		ServedModelAliases:    m.Aliases,
 		MaxContextLength:      ptr(clampU32(lim.ContextLen)),
@@ -124,10 +150,12 @@ func limitsExtra(lim engine.Limits) *structpb.Struct {
 	return st
 }
 
-// GetLoad sums the live figures of every engine (one data-parallel rank).
+// GetLoad sums the live figures of the listed models' engines (one
+// data-parallel rank); an auxiliary model (--fast-model) is not counted,
+// and attributes.models names the models covered.
 func (c *controlService) GetLoad(ctx context.Context, req *pb.GetLoadRequest) (*pb.LoadInfo, error) {
 	var running, waiting, runTok, waitTok, used, total int
-	for _, m := range c.s.models {
+	for _, m := range c.s.listed() {
 		l := m.Backend.Load()
 		running += l.Running
 		waiting += l.Waiting
@@ -146,6 +174,7 @@ func (c *controlService) GetLoad(ctx context.Context, req *pb.GetLoadRequest) (*
 		TotalKvBlocks:      ptr(uint64(max(total, 0))),
 		RunningTokens:      ptr(uint64(max(runTok, 0))),
 		WaitingTokens:      ptr(uint64(max(waitTok, 0))),
+		Attributes:         c.s.coverage(),
 	}
 	if req.GetIncludePerRank() {
 		li.Ranks = []*pb.RankLoadInfo{{

@@ -52,6 +52,8 @@ func TestHTTPAndMetrics(t *testing.T) {
 			`oengine:prompt_tokens_total{model_name="m"} 7`,
 			`oengine:generation_tokens_total{model_name="m"} 5`,
 			`oengine:num_preemptions_total{model_name="m"} 2`,
+			`oengine:request_pauses_total{model_name="m"} 4`,
+			`oengine:consumer_timeouts_total{model_name="m"} 3`,
 			`oengine:time_to_first_token_seconds_count{model_name="m",route="grpc"} 1`,
 			`oengine:inter_token_latency_seconds_count{model_name="m",route="grpc"} 2`,
 			`oengine:e2e_request_latency_seconds_count{model_name="m",route="grpc"} 1`,

@@ -179,11 +179,15 @@ var (
 		"Tokens generated.", []string{"model_name"}, nil)
 	descPreemptions = prometheus.NewDesc("oengine:num_preemptions_total",
 		"Sequences preempted (requeued for recomputation).", []string{"model_name"}, nil)
+	descPauses = prometheus.NewDesc("oengine:request_pauses_total",
+		"Times a request was paused because its consumer stopped reading.", []string{"model_name"}, nil)
+	descConsumerTimeouts = prometheus.NewDesc("oengine:consumer_timeouts_total",
+		"Requests cancelled because their consumer stayed paused longer than the consumer timeout.", []string{"model_name"}, nil)
 )
 
 func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descPages,
-		descPrefixQueries, descPrefixHits, descPromptTokens, descGenTokens, descPreemptions} {
+		descPrefixQueries, descPrefixHits, descPromptTokens, descGenTokens, descPreemptions, descPauses, descConsumerTimeouts} {
 		ch <- d
 	}
 }
@@ -213,5 +217,7 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		ctr(descPromptTokens, st.PromptTokens)
 		ctr(descGenTokens, st.GenerationTokens)
 		ctr(descPreemptions, st.Preemptions)
+		ctr(descPauses, st.Pauses)
+		ctr(descConsumerTimeouts, st.ConsumerTimeouts)
 	}
 }
