@@ -105,11 +105,14 @@ type Info struct {
 
 // ModelInfo is one served model.
 type ModelInfo struct {
-	Name            string   `json:"name"`
-	Aliases         []string `json:"aliases"`
-	ContextLen      int      `json:"context_len"`
-	MaxOutputTokens int      `json:"max_output_tokens"`
-	PageSize        int      `json:"page_size"`
+	Name    string   `json:"name"`
+	Aliases []string `json:"aliases"`
+	// Auxiliary: a --fast-model, served for the SSE route but not listed
+	// to routers (the page does not offer it for sessions).
+	Auxiliary       bool `json:"auxiliary"`
+	ContextLen      int  `json:"context_len"`
+	MaxOutputTokens int  `json:"max_output_tokens"`
+	PageSize        int  `json:"page_size"`
 	// Session figures (0 when sessions are off).
 	DefaultLeaseMs    int64 `json:"default_lease_ms"`
 	MaxLeaseMs        int64 `json:"max_lease_ms"`
@@ -149,7 +152,7 @@ func (ir *infoRoute) info() Info {
 	for _, m := range s.Models() {
 		lim := m.Limits()
 		l := m.Backend.Load()
-		mi := ModelInfo{Name: m.Name, Aliases: append([]string{}, m.Aliases...), ContextLen: lim.ContextLen,
+		mi := ModelInfo{Name: m.Name, Aliases: append([]string{}, m.Aliases...), Auxiliary: m.Auxiliary, ContextLen: lim.ContextLen,
 			MaxOutputTokens: lim.MaxOutputTokens, PageSize: lim.PageSize,
 			Load: Load{Running: l.Running, Waiting: l.Waiting, KVPagesUsed: l.Pages.Used(), KVPagesTotal: l.Pages.Total,
 				KVPinned: l.Pages.Pinned}}

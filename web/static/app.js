@@ -165,7 +165,7 @@ async function refreshInfo() {
 function fillModels(info) {
   const sel = $('model-select');
   if (sel.options.length === 0) {
-    for (const m of info.models) {
+    for (const m of info.models.filter((x) => !x.auxiliary)) {
       for (const n of [m.name, ...m.aliases]) sel.add(new Option(n, n));
     }
     const m = info.models[0];
