@@ -169,6 +169,9 @@ func (a *api) newRunner(o runOpts, s sink) *runner {
 func (r *runner) run(ctx context.Context, first *job, next func(i int) (*job, *apiError)) {
 	if err := r.sink.begin(r); err != nil {
 		first.st.Cancel()
+		if first.close != nil {
+			first.close() // a session turn must be driven to its end or closed
+		}
 		return
 	}
 	j := first

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,7 +76,7 @@ func (a *api) completions(w http.ResponseWriter, r *http.Request) {
 		jr := er
 		jr.ID = p.Scope(id)
 		if len(ps) > 1 {
-			jr.ID = p.Scope(id + "-" + itoa(i))
+			jr.ID = p.Scope(id + "-" + strconv.Itoa(i))
 		}
 		jr.Prompt, jr.TokenIDs = ps[i].text, ps[i].ids
 		st, err := ms.m.Backend.Submit(r.Context(), jr)
@@ -274,18 +275,4 @@ func (a *api) beginTurn(ctx context.Context, p server.Principal, m *server.Model
 		return nil, classified(err)
 	}
 	return turn, nil
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b [20]byte
-	n := len(b)
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	return string(b[n:])
 }

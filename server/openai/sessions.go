@@ -77,7 +77,7 @@ func (a *api) ref(r *http.Request) *pb.GenerationSessionRef {
 }
 
 // call runs one RPC of the service and answers its result or its error.
-func (a *api) call(w http.ResponseWriter, code int, rpc func(context.Context) (proto.Message, error), ctx context.Context) {
+func (a *api) call(ctx context.Context, w http.ResponseWriter, code int, rpc func(context.Context) (proto.Message, error)) {
 	out, err := rpc(ctx)
 	if err != nil {
 		a.reject(w, classified(err))
@@ -100,9 +100,9 @@ func (a *api) openSession(w http.ResponseWriter, r *http.Request) {
 		// The default model, as in the completion routes.
 		req.Model = a.s.Models()[0].Name
 	}
-	a.call(w, http.StatusCreated, func(ctx context.Context) (proto.Message, error) {
+	a.call(r.Context(), w, http.StatusCreated, func(ctx context.Context) (proto.Message, error) {
 		return svc.OpenGenerationSession(ctx, req)
-	}, r.Context())
+	})
 }
 
 func (a *api) getSession(w http.ResponseWriter, r *http.Request) {
@@ -120,9 +120,9 @@ func (a *api) getSession(w http.ResponseWriter, r *http.Request) {
 		include = b
 	}
 	req := &pb.GetGenerationSessionRequest{Ref: a.ref(r), IncludeTokens: include}
-	a.call(w, http.StatusOK, func(ctx context.Context) (proto.Message, error) {
+	a.call(r.Context(), w, http.StatusOK, func(ctx context.Context) (proto.Message, error) {
 		return svc.GetGenerationSession(ctx, req)
-	}, r.Context())
+	})
 }
 
 func (a *api) renewSession(w http.ResponseWriter, r *http.Request) {
@@ -136,9 +136,9 @@ func (a *api) renewSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Ref = a.ref(r)
-	a.call(w, http.StatusOK, func(ctx context.Context) (proto.Message, error) {
+	a.call(r.Context(), w, http.StatusOK, func(ctx context.Context) (proto.Message, error) {
 		return svc.RenewGenerationSession(ctx, req)
-	}, r.Context())
+	})
 }
 
 func (a *api) closeSession(w http.ResponseWriter, r *http.Request) {
@@ -147,7 +147,7 @@ func (a *api) closeSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &pb.CloseGenerationSessionRequest{Ref: a.ref(r)}
-	a.call(w, http.StatusOK, func(ctx context.Context) (proto.Message, error) {
+	a.call(r.Context(), w, http.StatusOK, func(ctx context.Context) (proto.Message, error) {
 		return svc.CloseGenerationSession(ctx, req)
-	}, r.Context())
+	})
 }

@@ -2,9 +2,7 @@ package openai
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
@@ -288,8 +286,7 @@ func (s *streamSink) write(b []byte) error {
 	if err == nil {
 		err = s.rc.Flush()
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return err // a stalled reader: the caller cancels the generation
-	}
+	// An error (a gone or stalled reader) ends the response; runJob's
+	// deferred Cancel then frees the sequence.
 	return err
 }
