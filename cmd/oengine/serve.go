@@ -15,6 +15,7 @@ import (
 	"oengine/server/openai"
 	"oengine/server/sse"
 	"oengine/sessions"
+	"oengine/web"
 )
 
 func init() {
@@ -224,10 +225,13 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 	if err := sse.Enable(srv, sc); err != nil {
 		return err
 	}
-	if err := c.dist.apply(srv); err != nil {
+	if err := openai.Enable(srv, openai.Config{TemplateLimits: limits, NoReasoningSplit: c.noReasoningSplit}); err != nil {
 		return err
 	}
-	if err := openai.Enable(srv, openai.Config{TemplateLimits: limits, NoReasoningSplit: c.noReasoningSplit}); err != nil {
+	if err := web.Enable(srv, web.Config{Version: version}); err != nil {
+		return err
+	}
+	if err := c.dist.apply(srv); err != nil {
 		return err
 	}
 	if err := srv.Listen(); err != nil {
@@ -256,8 +260,12 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 			security += " with client certificates"
 		}
 	}
-	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE, OpenAI /v1/*)\n  auth  %s\n",
-		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr(), security)
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE, OpenAI /v1/*)\n  web   %s://%s/ (console)\n  auth  %s\n",
+		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr(), scheme, srv.HTTPAddr(), security)
 	start := time.Now()
 	err = serveSignals(srv, sf, reloadCert, logger)
 	logger.Info("server stopped", "uptime", time.Since(start).Round(time.Second))
