@@ -119,6 +119,9 @@ type AttnParams struct {
 	Scale                   float32 // usually 1/sqrt(HeadDim)
 }
 
+// Check validates the shape against what the attention kernels support.
+func (a AttnParams) Check() error { return a.check() }
+
 func (a AttnParams) check() error {
 	if a.Heads <= 0 || a.KVHeads <= 0 || a.Heads%a.KVHeads != 0 || a.Heads/a.KVHeads > 8 {
 		return fmt.Errorf("cuda: attention needs Heads a multiple of KVHeads with at most 8 heads per KV head, got %d/%d", a.Heads, a.KVHeads)

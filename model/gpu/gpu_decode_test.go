@@ -1,4 +1,4 @@
-package cuda_test
+package gpu_test
 
 import (
 	"fmt"
@@ -9,32 +9,33 @@ import (
 
 	"oengine/kernels/cuda"
 	"oengine/model/gguf"
+	"oengine/model/gpu"
 	"oengine/model/synth"
 	"oengine/model/verify"
 )
 
 // greedyDecode prefills prompt and then decodes n tokens greedily with
 // Decoder.Greedy (argmax on the device).
-func greedyDecode(t *testing.T, m *cuda.Decoder, prompt []int32, n, pageSize int) []int32 {
+func greedyDecode(t *testing.T, m *gpu.Decoder, kv *gpu.KV, prompt []int32, n, pageSize int) []int32 {
 	t.Helper()
 	table := make([]int32, (len(prompt)+n+pageSize-1)/pageSize)
 	for i := range table {
 		table[i] = int32(i)
 	}
-	b := &cuda.DecoderBatch{Seqs: [][]int32{table}, Logits: []int32{int32(len(prompt) - 1)}}
+	b := &gpu.DecoderBatch{Seqs: [][]int32{table}, Logits: []int32{int32(len(prompt) - 1)}}
 	for i, tok := range prompt {
 		b.Tokens = append(b.Tokens, tok)
 		b.Pos = append(b.Pos, int32(i))
 		b.Seq = append(b.Seq, 0)
 	}
 	out := make([]int32, 1)
-	if err := m.Greedy(b, out); err != nil {
+	if err := m.Greedy(kv, b, out); err != nil {
 		t.Fatal(err)
 	}
 	got := []int32{out[0]}
 	for pos := len(prompt); len(got) < n; pos++ {
-		b := &cuda.DecoderBatch{Seqs: [][]int32{table}, Tokens: []int32{got[len(got)-1]}, Pos: []int32{int32(pos)}, Seq: []int32{0}, Logits: []int32{0}}
-		if err := m.Greedy(b, out); err != nil {
+		b := &gpu.DecoderBatch{Seqs: [][]int32{table}, Tokens: []int32{got[len(got)-1]}, Pos: []int32{int32(pos)}, Seq: []int32{0}, Logits: []int32{0}}
+		if err := m.Greedy(kv, b, out); err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, out[0])
@@ -66,7 +67,7 @@ func TestEmulatedGreedy(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Skip("shared testdata models missing")
 	}
-	d := cuda.NewEmulatedDevice(t)
+	d := emuDevice(t)
 	for _, graphs := range []bool{false, true} {
 		t.Run(fmt.Sprintf("graphs=%v", graphs), func(t *testing.T) { runGreedy(t, d, path, graphs, 8) })
 	}
@@ -94,15 +95,15 @@ func runGreedy(t *testing.T, d *cuda.Device, path string, graphs bool, n int) {
 		t.Fatal(err)
 	}
 	const pageSize = 16
-	m, _ := loadDecoder(t, d, f, 1100/pageSize+2, pageSize, 1024)
+	m, kv, _ := loadDecoder(t, d, f, 1100/pageSize+2, pageSize, 1024)
 	m.ExactMatMul = true
-	m.UseGraphs, m.MaxContext = graphs, 1100
+	m.UseGraphs = graphs
 	cases := ref.Cases
 	if n < 24 {
 		cases = cases[:1]
 	}
 	for _, cs := range cases {
-		got := greedyDecode(t, m, cs.Tokens, n, pageSize)
+		got := greedyDecode(t, m, kv, cs.Tokens, n, pageSize)
 		checkGreedy(t, got, cs)
 	}
 }
@@ -131,7 +132,7 @@ func BenchmarkGPUDecode(b *testing.B) {
 
 // patternMatrix returns a rows×cols matrix of type typ filled with a small
 // constant pattern (finite F16 values, Q8_0 blocks with scale 1/1024).
-func patternMatrix(typ gguf.Type, rows, cols int) cuda.HostMatrix {
+func patternMatrix(typ gguf.Type, rows, cols int) gpu.HostMatrix {
 	rb, _ := typ.RowBytes(cols)
 	data := make([]byte, rows*rb)
 	unit := make([]byte, typ.BlockBytes())
@@ -147,13 +148,15 @@ func patternMatrix(typ gguf.Type, rows, cols int) cuda.HostMatrix {
 	for i := 0; i < len(data); i += len(unit) {
 		copy(data[i:], unit)
 	}
-	return cuda.HostMatrix{Type: typ, Rows: rows, Cols: cols, Data: data}
+	return gpu.HostMatrix{Type: typ, Rows: rows, Cols: cols, Data: data}
 }
 
 func benchDecode(b *testing.B, d *cuda.Device, p synth.Dims, typ gguf.Type, bw float64) {
 	hd := p.Dim / p.Heads
-	cfg := cuda.DecoderConfig{Dim: p.Dim, Layers: p.Layers, Heads: p.Heads, KVHeads: p.KVHeads, HeadDim: hd,
-		FFN: p.FFN, Vocab: p.Vocab, RopeDims: hd, RopeBase: p.RopeBase, RopeFreqScale: 1, NormEps: 1e-5}
+	const pageSize, prompt, steps, maxB = 16, 64, 64, 32
+	ctx := prompt + steps + 16
+	cfg := gpu.DecoderConfig{Dim: p.Dim, Layers: p.Layers, Heads: p.Heads, KVHeads: p.KVHeads, HeadDim: hd,
+		FFN: p.FFN, Vocab: p.Vocab, RopeDims: hd, RopeBase: p.RopeBase, RopeFreqScale: 1, NormEps: 1e-5, Context: ctx}
 	ones := func(n int) []float32 {
 		v := make([]float32, n)
 		for i := range v {
@@ -164,26 +167,29 @@ func benchDecode(b *testing.B, d *cuda.Device, p synth.Dims, typ gguf.Type, bw f
 	// One host copy per shape, shared by every layer (uploads copy it).
 	q, k, o := patternMatrix(typ, p.Heads*hd, p.Dim), patternMatrix(typ, p.KVHeads*hd, p.Dim), patternMatrix(typ, p.Dim, p.Heads*hd)
 	gate, down := patternMatrix(typ, p.FFN, p.Dim), patternMatrix(typ, p.Dim, p.FFN)
-	w := cuda.HostWeights{Embed: patternMatrix(typ, p.Vocab, p.Dim), OutNorm: ones(p.Dim)}
+	w := gpu.HostWeights{Embed: patternMatrix(typ, p.Vocab, p.Dim), OutNorm: ones(p.Dim)}
 	w.Output = patternMatrix(typ, p.Vocab, p.Dim)
 	var weightBytes float64
-	for _, mtx := range []cuda.HostMatrix{q, k, k, o, gate, gate, down} {
+	for _, mtx := range []gpu.HostMatrix{q, k, k, o, gate, gate, down} {
 		weightBytes += float64(len(mtx.Data)) * float64(p.Layers)
 	}
 	weightBytes += float64(len(w.Output.Data))
 	for i := 0; i < p.Layers; i++ {
-		w.Layers = append(w.Layers, cuda.HostLayer{AttnNorm: ones(p.Dim), FFNNorm: ones(p.Dim),
+		w.Layers = append(w.Layers, gpu.HostLayer{AttnNorm: ones(p.Dim), FFNNorm: ones(p.Dim),
 			Q: q, K: k, V: k, O: o, Gate: gate, Up: gate, Down: down})
 	}
-	const pageSize, prompt, steps, maxB = 16, 64, 64, 32
-	ctx := prompt + steps + 16
 	pagesPerSeq := (ctx + pageSize - 1) / pageSize
-	m, err := cuda.NewDecoder(d, cfg, w, maxB*pagesPerSeq, pageSize, 128)
+	m, err := gpu.NewDecoder(d, cfg, w, 128)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer m.Close()
-	m.UseGraphs, m.MaxContext = true, ctx
+	kv, err := m.NewKV(maxB*pagesPerSeq, pageSize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kv.Close()
+	m.UseGraphs = true
 	tables := make([][]int32, maxB)
 	for s := range tables {
 		for i := 0; i < pagesPerSeq; i++ {
@@ -193,26 +199,26 @@ func benchDecode(b *testing.B, d *cuda.Device, p synth.Dims, typ gguf.Type, bw f
 	// Prefill every sequence.
 	out := make([]int32, maxB)
 	for s := 0; s < maxB; s++ {
-		pb := &cuda.DecoderBatch{Seqs: tables, Logits: []int32{prompt - 1}}
+		pb := &gpu.DecoderBatch{Seqs: tables, Logits: []int32{prompt - 1}}
 		for i := 0; i < prompt; i++ {
 			pb.Tokens = append(pb.Tokens, int32((s*31+i*7)%p.Vocab))
 			pb.Pos = append(pb.Pos, int32(i))
 			pb.Seq = append(pb.Seq, int32(s))
 		}
-		if err := m.Greedy(pb, out); err != nil {
+		if err := m.Greedy(kv, pb, out); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for _, B := range []int{1, maxB} {
 		step := func(pos int) error {
-			db := &cuda.DecoderBatch{Seqs: tables}
+			db := &gpu.DecoderBatch{Seqs: tables}
 			for s := 0; s < B; s++ {
 				db.Tokens = append(db.Tokens, out[s]%int32(p.Vocab))
 				db.Pos = append(db.Pos, int32(pos))
 				db.Seq = append(db.Seq, int32(s))
 				db.Logits = append(db.Logits, int32(s))
 			}
-			return m.Greedy(db, out)
+			return m.Greedy(kv, db, out)
 		}
 		if err := step(prompt); err != nil { // warm-up and graph capture
 			b.Fatal(err)

@@ -1,7 +1,9 @@
-package cuda
+package gpu
 
 import (
 	"fmt"
+
+	"oengine/kernels/cuda"
 )
 
 // Greedy decoding on the device: logits never leave the GPU; only the
@@ -12,11 +14,16 @@ import (
 
 // Greedy runs b and writes the argmax token of each row of b.Logits into
 // out. UseGraphs enables graph replay for decode batches.
-func (m *Decoder) Greedy(b *DecoderBatch, out []int32) error {
+func (m *Decoder) Greedy(kv *KV, b *DecoderBatch, out []int32) error {
 	if len(out) < len(b.Logits) {
-		return fmt.Errorf("cuda: %d logits rows into %d ids", len(b.Logits), len(out))
+		return fmt.Errorf("gpu: %d logits rows into %d ids", len(b.Logits), len(out))
 	}
-	hb, err := m.resolve(b, nil)
+	if kv != nil {
+		if err := kv.takeErr(); err != nil {
+			return err
+		}
+	}
+	hb, err := m.resolve(kv, b, nil)
 	if err != nil {
 		return err
 	}
@@ -24,24 +31,28 @@ func (m *Decoder) Greedy(b *DecoderBatch, out []int32) error {
 	for i, l := range b.Logits {
 		decode = decode && int(l) == i
 	}
-	if m.UseGraphs && decode && m.MaxContext > 0 {
-		if hb.maxNPos > m.MaxContext {
-			return fmt.Errorf("cuda: position %d beyond MaxContext %d", hb.maxNPos-1, m.MaxContext)
-		}
-		hb.maxNPos = m.MaxContext // fixed split count: the graph's grid must not change
+	graphs := m.UseGraphs && decode
+	if graphs {
+		hb.maxNPos = m.cfg.Context // fixed split count: the graph's grid must not change
 	}
-	return m.dev.Do(func(s *Stream) error {
+	return m.dev.Do(func(s *cuda.Stream) error {
 		if err := m.uploadBatch(s, b, hb); err != nil {
 			return err
 		}
 		nlog := len(b.Logits)
 		queue := func() error {
-			if err := m.step(s, hb, nlog); err != nil {
+			if err := m.step(s, kv, hb, nlog); err != nil {
 				return err
 			}
 			return s.Argmax(m.lidx, m.logits, nlog, m.cfg.Vocab) // token ids overwrite lidx (read before)
 		}
-		if m.UseGraphs && decode && m.MaxContext > 0 {
+		// A graph is keyed by batch size and bakes in the KV's cache
+		// addresses: it is dropped when another KV is used.
+		if graphs && m.graphKV != kv {
+			m.dropGraphs()
+			m.graphKV = kv
+		}
+		if graphs {
 			if g, ok := m.graphs[hb.T]; ok && g.Stale() {
 				g.Destroy()
 				delete(m.graphs, hb.T)
@@ -61,7 +72,7 @@ func (m *Decoder) Greedy(b *DecoderBatch, out []int32) error {
 					return err
 				}
 				if m.graphs == nil {
-					m.graphs = map[int]*Graph{}
+					m.graphs = map[int]*cuda.Graph{}
 				}
 				m.graphs[hb.T] = g
 			}
@@ -70,22 +81,6 @@ func (m *Decoder) Greedy(b *DecoderBatch, out []int32) error {
 		}
 		return s.DownloadI32(out[:nlog], m.lidx)
 	})
-}
-
-// uploadBatch copies the step's int32 arrays to the packed device buffer
-// with one copy (the used prefix: the fixed arrays, then nseq page tables).
-func (m *Decoder) uploadBatch(s *Stream, b *DecoderBatch, hb hostBatch) error {
-	T := m.maxT
-	n := intArrays*T + len(hb.tables)
-	if cap(m.host) < n {
-		m.host = make([]int32, n)
-	}
-	h := m.host[:n]
-	for i, v := range [intArrays][]int32{b.Tokens, b.Pos, b.Seq, hb.npos, hb.slot, b.Logits, hb.tstart, hb.tlen} {
-		copy(h[i*T:(i+1)*T], v)
-	}
-	copy(h[intArrays*T:], hb.tables)
-	return s.UploadI32(m.ints, h)
 }
 
 // SampleParams selects how one row's token is drawn (see SampleRef).
@@ -100,12 +95,17 @@ type SampleParams struct {
 
 // Sample runs b and draws one token per row of b.Logits on the device with
 // sample_topk_topp (greedy rows use argmax); only the ids come back.
-func (m *Decoder) Sample(b *DecoderBatch, p []SampleParams, out []int32) error {
+func (m *Decoder) Sample(kv *KV, b *DecoderBatch, p []SampleParams, out []int32) error {
 	n := len(b.Logits)
 	if len(p) != n || len(out) < n {
-		return fmt.Errorf("cuda: %d logits rows, %d sampling params, %d outputs", n, len(p), len(out))
+		return fmt.Errorf("gpu: %d logits rows, %d sampling params, %d outputs", n, len(p), len(out))
 	}
-	hb, err := m.resolve(b, nil)
+	if kv != nil {
+		if err := kv.takeErr(); err != nil {
+			return err
+		}
+	}
+	hb, err := m.resolve(kv, b, nil)
 	if err != nil {
 		return err
 	}
@@ -123,19 +123,19 @@ func (m *Decoder) Sample(b *DecoderBatch, p []SampleParams, out []int32) error {
 			topP[i] = 1
 		}
 		if !(u[i] >= 0 && u[i] < 1) {
-			return fmt.Errorf("cuda: sampling draw %v outside [0, 1)", sp.U)
+			return fmt.Errorf("gpu: sampling draw %v outside [0, 1)", sp.U)
 		}
 	}
 	greedy := make([]int32, n)
-	return m.dev.Do(func(s *Stream) error {
+	return m.dev.Do(func(s *cuda.Stream) error {
 		if err := m.uploadBatch(s, b, hb); err != nil {
 			return err
 		}
-		sp, err := s.scratchBuf("sample_params", uint64(16*m.maxT))
+		sp, err := s.Scratch("sample_params", uint64(16*m.maxT))
 		if err != nil {
 			return err
 		}
-		T := DevPtr(4 * m.maxT)
+		T := cuda.DevPtr(4 * m.maxT)
 		if err := s.UploadF32(sp, temp); err != nil {
 			return err
 		}
@@ -148,7 +148,7 @@ func (m *Decoder) Sample(b *DecoderBatch, p []SampleParams, out []int32) error {
 		if err := s.UploadF32(sp+3*T, u); err != nil {
 			return err
 		}
-		if err := m.step(s, hb, n); err != nil {
+		if err := m.step(s, kv, hb, n); err != nil {
 			return err
 		}
 		if anySample {

@@ -1,7 +1,6 @@
-package cuda_test
+package gpu_test
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -11,8 +10,9 @@ import (
 	"testing"
 
 	"oengine/kernels/cuda"
+	"oengine/kernels/cuda/cudaemu"
 	"oengine/model/gguf"
-	"oengine/model/llama"
+	"oengine/model/gpu"
 	"oengine/model/verify"
 )
 
@@ -21,6 +21,17 @@ import (
 // teacher forcing, compared to llama.cpp's top-8 logprobs within the
 // tolerances of shared/testdata/README.md. Skips without a GPU unless
 // REQUIRE_GPU=1.
+
+// emuDevice opens an emulated device closed at the end of the test.
+func emuDevice(t testing.TB) *cuda.Device {
+	t.Helper()
+	d, err := cudaemu.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d.Device
+}
 
 var (
 	devOnce sync.Once
@@ -69,71 +80,19 @@ func refModels(t testing.TB) []string {
 	return out
 }
 
-func f32s(t *testing.T, f *gguf.File, name string, optional bool) []float32 {
-	ti, ok := f.Tensor(name)
-	if !ok {
-		if !optional {
-			t.Fatalf("missing %s", name)
-		}
-		return nil
-	}
-	if ti.Type != gguf.TypeF32 {
-		t.Fatalf("%s is %s, want F32", name, ti.Type)
-	}
-	v := make([]float32, len(ti.Data)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(ti.Data[4*i:]))
-	}
-	return v
-}
-
-func mat(t *testing.T, f *gguf.File, name string) cuda.HostMatrix {
-	ti, ok := f.Tensor(name)
-	if !ok {
-		t.Fatalf("missing %s", name)
-	}
-	return cuda.HostMatrix{Type: ti.Type, Cols: int(ti.Dims[0]), Rows: int(ti.Rows()), Data: ti.Data}
-}
-
-// loadDecoder builds a cuda.Decoder from a GGUF file.
-func loadDecoder(t *testing.T, d *cuda.Device, f *gguf.File, pages, pageSize, maxT int) (*cuda.Decoder, llama.Config) {
-	c, err := llama.ConfigFromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := cuda.DecoderConfig{Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
-		FFN: c.FFN, Vocab: c.Vocab, RopeDims: c.RopeDims, RopeBase: c.RopeBase, RopeFreqScale: c.RopeFreqScale,
-		RopeNeoX: c.RopeNeoX, NormEps: c.NormEps}
-	w := cuda.HostWeights{Embed: mat(t, f, "token_embd.weight"), OutNorm: f32s(t, f, "output_norm.weight", false)}
-	w.Output = w.Embed
-	if !c.TiedOut {
-		w.Output = mat(t, f, "output.weight")
-	}
-	if c.RopeFreqs {
-		w.RopeFreqs = f32s(t, f, "rope_freqs.weight", false)
-	}
-	for i := 0; i < c.Layers; i++ {
-		p := fmt.Sprintf("blk.%d.", i)
-		l := cuda.HostLayer{
-			AttnNorm: f32s(t, f, p+"attn_norm.weight", false), FFNNorm: f32s(t, f, p+"ffn_norm.weight", false),
-			Q: mat(t, f, p+"attn_q.weight"), K: mat(t, f, p+"attn_k.weight"), V: mat(t, f, p+"attn_v.weight"),
-			O: mat(t, f, p+"attn_output.weight"), Gate: mat(t, f, p+"ffn_gate.weight"),
-			Up: mat(t, f, p+"ffn_up.weight"), Down: mat(t, f, p+"ffn_down.weight"),
-		}
-		if c.QKVBias {
-			l.QBias, l.KBias, l.VBias = f32s(t, f, p+"attn_q.bias", false), f32s(t, f, p+"attn_k.bias", false), f32s(t, f, p+"attn_v.bias", false)
-		}
-		if c.QKNorm {
-			l.QNorm, l.KNorm = f32s(t, f, p+"attn_q_norm.weight", false), f32s(t, f, p+"attn_k_norm.weight", false)
-		}
-		w.Layers = append(w.Layers, l)
-	}
-	m, err := cuda.NewDecoder(d, cfg, w, pages, pageSize, maxT)
+// loadDecoder builds a Decoder from a GGUF file with a KV of pages pages.
+func loadDecoder(t testing.TB, d *cuda.Device, f *gguf.File, pages, pageSize, maxT int) (*gpu.Decoder, *gpu.KV, gpu.DecoderConfig) {
+	m, err := gpu.Load(d, f, gpu.Options{MaxTokens: maxT, Context: pages * pageSize})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	return m, c
+	kv, err := m.NewKV(pages, pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kv.Close)
+	return m, kv, m.Config()
 }
 
 func logSoftmax(x []float32) []float64 {
@@ -185,7 +144,7 @@ func TestEmulatedReferenceModels(t *testing.T) {
 	// By default one short case on three architectures (and the decode
 	// path once); OENGINE_EMU_FULL=1 runs two cases of every model.
 	full := os.Getenv("OENGINE_EMU_FULL") == "1"
-	d := cuda.NewEmulatedDevice(t)
+	d := emuDevice(t)
 	for _, path := range models {
 		base := filepath.Base(path)
 		runs := []refRun{{exact: true, chunk: 8, stride: 9, cases: 1}}
@@ -239,7 +198,7 @@ func runReference(t *testing.T, d *cuda.Device, path string, rr refRun) {
 		tol.MeanAbs *= 2
 	}
 	const pageSize = 16
-	m, c := loadDecoder(t, d, f, 1100/pageSize+2, pageSize, chunk)
+	m, kv, c := loadDecoder(t, d, f, 1100/pageSize+2, pageSize, chunk)
 	m.ExactMatMul = exact
 	var maxErr, sumErr float64
 	var n, argmaxBad int
@@ -257,7 +216,7 @@ func runReference(t *testing.T, d *cuda.Device, path string, rr refRun) {
 		logits := make([]float32, chunk*c.Vocab)
 		for start := 0; start < len(seq); start += chunk {
 			end := min(len(seq), start+chunk)
-			b := &cuda.DecoderBatch{Seqs: [][]int32{table}}
+			b := &gpu.DecoderBatch{Seqs: [][]int32{table}}
 			var wanted []int
 			for i := start; i < end; i++ {
 				b.Tokens = append(b.Tokens, seq[i])
@@ -268,7 +227,7 @@ func runReference(t *testing.T, d *cuda.Device, path string, rr refRun) {
 					wanted = append(wanted, i)
 				}
 			}
-			if err := m.Forward(b, logits); err != nil {
+			if err := m.Forward(kv, b, logits); err != nil {
 				t.Fatal(err)
 			}
 			for j, i := range wanted {

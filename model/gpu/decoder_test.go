@@ -1,21 +1,43 @@
-package cuda
+package gpu
 
 import (
+	"encoding/binary"
+	"math"
 	"strings"
 	"testing"
 
+	"oengine/kernels/cuda"
+	"oengine/kernels/cuda/cudaemu"
 	"oengine/model/gguf"
 )
 
+// emuDevice opens an emulated device closed at the end of the test.
+func emuDevice(t testing.TB) *cudaemu.Device {
+	t.Helper()
+	d, err := cudaemu.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 // tinyDecoder builds a 1-layer F32 decoder on the emulated device.
-func tinyDecoder(t *testing.T) *Decoder {
+func tinyDecoder(t *testing.T) (*Decoder, *KV) { return tinyDecoderN(t, 8) }
+
+// tinyDecoderN builds a 1-layer F32 decoder with pseudo-random weights and
+// steps of maxT tokens.
+func tinyDecoderN(t *testing.T, maxT int) (*Decoder, *KV) {
 	t.Helper()
 	cfg := DecoderConfig{Dim: 64, Layers: 1, Heads: 2, KVHeads: 1, HeadDim: 32, FFN: 64, Vocab: 16,
-		RopeDims: 32, RopeBase: 10000, NormEps: 1e-5}
+		RopeDims: 32, RopeBase: 10000, NormEps: 1e-5, Context: 64}
 	m32 := func(rows, cols int) HostMatrix {
 		data := make([]byte, rows*cols*4)
+		x := uint32(rows*131 + cols)
 		for i := 0; i < len(data); i += 4 {
-			data[i+3] = 0x3c // 0.0078125
+			x = x*1664525 + 1013904223
+			v := math.Float32bits((float32(x>>8)/(1<<24) - 0.5) / 4)
+			binary.LittleEndian.PutUint32(data[i:], v)
 		}
 		return HostMatrix{Type: gguf.TypeF32, Rows: rows, Cols: cols, Data: data}
 	}
@@ -29,21 +51,26 @@ func tinyDecoder(t *testing.T) *Decoder {
 	w := HostWeights{Embed: m32(16, 64), OutNorm: ones(64),
 		Layers: []HostLayer{{AttnNorm: ones(64), FFNNorm: ones(64), Q: m32(64, 64), K: m32(32, 64), V: m32(32, 64),
 			O: m32(64, 64), Gate: m32(64, 64), Up: m32(64, 64), Down: m32(64, 64)}}}
-	m, err := NewDecoder(NewEmulatedDevice(t), cfg, w, 4, 16, 8)
+	m, err := NewDecoder(emuDevice(t).Device, cfg, w, maxT)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	return m
+	kv, err := m.NewKV(4, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kv.Close)
+	return m, kv
 }
 
 func TestDecoderRejectsBadBatches(t *testing.T) {
-	m := tinyDecoder(t)
+	m, kv := tinyDecoder(t)
 	ok := func() *DecoderBatch {
 		return &DecoderBatch{Tokens: []int32{1, 2}, Pos: []int32{0, 1}, Seq: []int32{0, 0}, Seqs: [][]int32{{3}}, Logits: []int32{1}}
 	}
 	logits := make([]float32, 16)
-	if err := m.Forward(ok(), logits); err != nil {
+	if err := m.Forward(kv, ok(), logits); err != nil {
 		t.Fatalf("valid batch: %v", err)
 	}
 	tests := []struct {
@@ -52,11 +79,13 @@ func TestDecoderRejectsBadBatches(t *testing.T) {
 		buf  []float32
 		want string
 	}{
-		{"too many tokens", func(b *DecoderBatch) {
+		{"split with unordered logits", func(b *DecoderBatch) {
 			for i := 0; i < 8; i++ {
 				b.Tokens, b.Pos, b.Seq = append(b.Tokens, 1), append(b.Pos, int32(2+i)), append(b.Seq, 0)
 			}
-		}, logits, "at most 8"},
+			b.Logits = []int32{9, 1}
+		}, make([]float32, 32), "must increase"},
+		{"position beyond the context", func(b *DecoderBatch) { b.Pos[1] = 64 }, logits, "out of range"},
 		{"length mismatch", func(b *DecoderBatch) { b.Pos = b.Pos[:1] }, logits, "tokens"},
 		{"token id", func(b *DecoderBatch) { b.Tokens[0] = 16 }, logits, "out of range"},
 		{"negative position", func(b *DecoderBatch) { b.Pos[0] = -1 }, logits, "out of range"},
@@ -71,53 +100,86 @@ func TestDecoderRejectsBadBatches(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := ok()
 			tc.edit(b)
-			err := m.Forward(b, tc.buf)
+			err := m.Forward(kv, b, tc.buf)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want %q", err, tc.want)
 			}
 		})
 	}
 	// Greedy checks its output slice too.
-	if err := m.Greedy(ok(), nil); err == nil {
+	if err := m.Greedy(kv, ok(), nil); err == nil {
 		t.Fatal("Greedy into an empty slice")
 	}
 }
 
 func TestNewDecoderChecksShapes(t *testing.T) {
-	d := NewEmulatedDevice(t)
-	cfg := DecoderConfig{Dim: 64, Layers: 1, Heads: 2, KVHeads: 1, HeadDim: 32, FFN: 64, Vocab: 16, RopeDims: 32, RopeBase: 1e4}
+	d := emuDevice(t).Device
+	cfg := DecoderConfig{Dim: 64, Layers: 1, Heads: 2, KVHeads: 1, HeadDim: 32, FFN: 64, Vocab: 16, RopeDims: 32, RopeBase: 1e4, Context: 64}
 	bad := HostMatrix{Type: gguf.TypeF32, Rows: 3, Cols: 64, Data: make([]byte, 3*64*4)}
-	_, err := NewDecoder(d, cfg, HostWeights{Embed: bad, Layers: make([]HostLayer, 1)}, 4, 16, 8)
+	_, err := NewDecoder(d, cfg, HostWeights{Embed: bad, Layers: make([]HostLayer, 1)}, 8)
 	if err == nil || !strings.Contains(err.Error(), "token_embd is 3x64, want 16x64") {
 		t.Fatalf("err %v", err)
 	}
-	if _, err := NewDecoder(d, cfg, HostWeights{}, 4, 16, 8); err == nil {
+	if _, err := NewDecoder(d, cfg, HostWeights{}, 8); err == nil {
 		t.Fatal("layer count not checked")
 	}
 }
 
 func TestDecoderSample(t *testing.T) {
-	m := tinyDecoder(t)
+	m, kv := tinyDecoder(t)
 	b := &DecoderBatch{Tokens: []int32{1, 2, 3}, Pos: []int32{0, 1, 0}, Seq: []int32{0, 0, 1}, Seqs: [][]int32{{0}, {1}}, Logits: []int32{1, 2}}
 	logits := make([]float32, 2*16)
-	if err := m.Forward(b, logits); err != nil {
+	if err := m.Forward(kv, b, logits); err != nil {
 		t.Fatal(err)
 	}
 	ps := []SampleParams{{Temperature: 0}, {Temperature: 0.8, TopK: 5, TopP: 0.9, U: 0.37}}
 	out := make([]int32, 2)
-	if err := m.Sample(b, ps, out); err != nil {
+	if err := m.Sample(kv, b, ps, out); err != nil {
 		t.Fatal(err)
 	}
-	if want := ArgmaxRef(logits[:16]); out[0] != want {
+	if want := cuda.ArgmaxRef(logits[:16]); out[0] != want {
 		t.Fatalf("greedy row: %d, want %d", out[0], want)
 	}
-	if want, _, _ := SampleRef(logits[16:], 0.8, 5, 0.9, 0.37); out[1] != want {
+	if want, _, _ := cuda.SampleRef(logits[16:], 0.8, 5, 0.9, 0.37); out[1] != want {
 		t.Fatalf("sampled row: %d, want %d", out[1], want)
 	}
-	if err := m.Sample(b, ps[:1], out); err == nil {
+	if err := m.Sample(kv, b, ps[:1], out); err == nil {
 		t.Fatal("params count not checked")
 	}
-	if err := m.Sample(b, []SampleParams{{}, {Temperature: 1, U: 1}}, out); err == nil {
+	if err := m.Sample(kv, b, []SampleParams{{}, {Temperature: 1, U: 1}}, out); err == nil {
 		t.Fatal("u = 1 accepted")
+	}
+}
+
+// A batch longer than the decoder's step runs as several device steps and
+// gives the logits one step gives: two sequences, prompt chunks and
+// decode tokens mixed, 20 tokens through steps of 8 and of 32.
+func TestForwardSplitsLongBatches(t *testing.T) {
+	small, kvS := tinyDecoderN(t, 8)
+	big, kvB := tinyDecoderN(t, 32)
+	b := &DecoderBatch{Seqs: [][]int32{{0, 1}, {2}}}
+	for i := 0; i < 14; i++ {
+		b.Tokens, b.Pos, b.Seq = append(b.Tokens, int32(i%16)), append(b.Pos, int32(i)), append(b.Seq, 0)
+	}
+	for i := 0; i < 6; i++ {
+		b.Tokens, b.Pos, b.Seq = append(b.Tokens, int32((3*i+1)%16)), append(b.Pos, int32(i)), append(b.Seq, 1)
+	}
+	b.Logits = []int32{0, 7, 8, 13, 15, 19}
+	want, got := make([]float32, 6*16), make([]float32, 6*16)
+	if err := big.Forward(kvB, b, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := small.Forward(kvS, b, got); err != nil {
+		t.Fatal(err)
+	}
+	distinct := false
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
+			t.Fatalf("logit %d: %v split, %v whole", i, got[i], want[i])
+		}
+		distinct = distinct || want[i] != want[i%16]
+	}
+	if !distinct {
+		t.Fatal("every row has the same logits: the test cannot tell rows apart")
 	}
 }
