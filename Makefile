@@ -17,9 +17,12 @@ run: build
 test:
 	$(GO) test $(RACE) -timeout 30m $(TESTFLAGS) ./...
 # The strict greedy check on every reference prompt (TestReferenceModelsFull)
-# is left out of race runs (too slow under the detector): run it without.
+# and every reference case through the CUDA model on the emulated device
+# (TestEmulatedReferenceModels) are left out of race runs (too slow under
+# the detector): run them without.
 ifneq ($(RACE),)
 	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestReferenceModelsFull' ./model/verify
+	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestEmulatedReferenceModels' ./model/gpu
 endif
 
 vet:

@@ -164,6 +164,9 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		&kvAlloc{c: cache, log: cfg.Logger})
 	if err != nil {
 		cache.Close()
+		if c, ok := kv.(interface{ Close() }); ok {
+			c.Close()
+		}
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	sc := sched.Config()

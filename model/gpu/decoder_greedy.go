@@ -23,20 +23,24 @@ func (m *Decoder) Greedy(kv *KV, b *DecoderBatch, out []int32) error {
 			return err
 		}
 	}
-	hb, err := m.resolve(kv, b, nil)
-	if err != nil {
-		return err
-	}
-	decode := len(hb.tstart) == hb.T && len(b.Logits) == hb.T
+	decode := len(b.Logits) == len(b.Tokens)
 	for i, l := range b.Logits {
 		decode = decode && int(l) == i
 	}
+	for i := 1; i < len(b.Seq) && decode; i++ {
+		decode = b.Seq[i] != b.Seq[i-1] // one token per sequence
+	}
 	graphs := m.UseGraphs && decode
+	hb, err := m.resolve(kv, b, nil, graphs)
+	if err != nil {
+		return err
+	}
+	graphs = graphs && len(hb.tstart) == hb.T
 	if graphs {
 		hb.maxNPos = m.cfg.Context // fixed split count: the graph's grid must not change
 	}
 	return m.dev.Do(func(s *cuda.Stream) error {
-		if err := m.uploadBatch(s, b, hb); err != nil {
+		if err := m.uploadBatch(s, kv, b, hb); err != nil {
 			return err
 		}
 		nlog := len(b.Logits)
@@ -105,7 +109,7 @@ func (m *Decoder) Sample(kv *KV, b *DecoderBatch, p []SampleParams, out []int32)
 			return err
 		}
 	}
-	hb, err := m.resolve(kv, b, nil)
+	hb, err := m.resolve(kv, b, nil, false)
 	if err != nil {
 		return err
 	}
@@ -128,7 +132,7 @@ func (m *Decoder) Sample(kv *KV, b *DecoderBatch, p []SampleParams, out []int32)
 	}
 	greedy := make([]int32, n)
 	return m.dev.Do(func(s *cuda.Stream) error {
-		if err := m.uploadBatch(s, b, hb); err != nil {
+		if err := m.uploadBatch(s, kv, b, hb); err != nil {
 			return err
 		}
 		sp, err := s.Scratch("sample_params", uint64(16*m.maxT))

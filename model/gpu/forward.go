@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"oengine/kernels/cuda"
 )
@@ -11,22 +12,28 @@ import (
 // hostBatch is a validated batch resolved to the device's int32 arrays.
 type hostBatch struct {
 	T, nseq, maxNPos int
-	width            int     // page-table row length
+	width            int     // page-table row length (stride) of this step
 	slot, npos       []int32 // [T]
 	tables           []int32 // [nseq][width]
 	tstart, tlen     []int32
 }
 
-// width returns the page-table row length for kv: as many pages as the
+// tableWidth returns the page-table capacity for kv: as many pages as the
 // longest context needs, independent of the pool size.
 func (m *Decoder) tableWidth(kv *KV) int { return (m.cfg.Context + kv.pageSize - 1) / kv.pageSize }
 
-func (m *Decoder) resolve(kv *KV, b *DecoderBatch, logits []float32) (hostBatch, error) {
+// resolve validates b and builds its device arrays. The page tables are
+// uploaded with a row stride of the longest table rounded up to a power of
+// two (a decode step of short sequences does not copy context-wide rows),
+// or the full capacity when full is set (graph replay: the stride is baked
+// into the graph).
+func (m *Decoder) resolve(kv *KV, b *DecoderBatch, logits []float32, full bool) (hostBatch, error) {
 	T := len(b.Tokens)
-	hb := hostBatch{T: T, nseq: len(b.Seqs), width: m.tableWidth(kv)}
+	hb := hostBatch{T: T, nseq: len(b.Seqs)}
 	if kv == nil || kv.m != m || len(kv.kc) != len(m.layers) {
 		return hb, errors.New("gpu: the KV store is closed or belongs to another decoder")
 	}
+	capacity := m.tableWidth(kv)
 	if T == 0 || T > m.maxT || len(b.Pos) != T || len(b.Seq) != T {
 		return hb, fmt.Errorf("gpu: batch of %d tokens (%d pos, %d seq), at most %d", T, len(b.Pos), len(b.Seq), m.maxT)
 	}
@@ -36,16 +43,24 @@ func (m *Decoder) resolve(kv *KV, b *DecoderBatch, logits []float32) (hostBatch,
 	if len(b.Seqs) > m.maxT {
 		return hb, fmt.Errorf("gpu: %d sequences, at most %d", len(b.Seqs), m.maxT)
 	}
-	hb.tables = make([]int32, len(b.Seqs)*hb.width)
+	longest := 1
 	for s, tb := range b.Seqs {
-		if len(tb) > hb.width {
-			return hb, fmt.Errorf("gpu: sequence %d has %d pages, the context %d positions (%d pages)", s, len(tb), m.cfg.Context, hb.width)
+		if len(tb) > capacity {
+			return hb, fmt.Errorf("gpu: sequence %d has %d pages, the context %d positions (%d pages)", s, len(tb), m.cfg.Context, capacity)
 		}
 		for i, p := range tb {
 			if p < 0 || int(p) >= kv.pages {
 				return hb, fmt.Errorf("gpu: sequence %d page %d is %d, outside [0, %d)", s, i, p, kv.pages)
 			}
 		}
+		longest = max(longest, len(tb))
+	}
+	hb.width = capacity
+	if !full {
+		hb.width = min(capacity, 1<<bits.Len(uint(longest-1)))
+	}
+	hb.tables = make([]int32, len(b.Seqs)*hb.width)
+	for s, tb := range b.Seqs {
 		copy(hb.tables[s*hb.width:], tb)
 	}
 	ps := int32(kv.pageSize)
@@ -147,7 +162,7 @@ func (m *Decoder) Forward(kv *KV, b *DecoderBatch, logits []float32) error {
 }
 
 func (m *Decoder) forward(kv *KV, b *DecoderBatch, logits []float32) error {
-	hb, err := m.resolve(kv, b, logits)
+	hb, err := m.resolve(kv, b, logits, false)
 	if err != nil {
 		return err
 	}
@@ -155,7 +170,7 @@ func (m *Decoder) forward(kv *KV, b *DecoderBatch, logits []float32) error {
 		return fmt.Errorf("gpu: %d logits rows wanted, no buffer", len(b.Logits))
 	}
 	return m.dev.Do(func(s *cuda.Stream) error {
-		if err := m.uploadBatch(s, b, hb); err != nil {
+		if err := m.uploadBatch(s, kv, b, hb); err != nil {
 			return err
 		}
 		if err := m.step(s, kv, hb, len(b.Logits)); err != nil {
@@ -170,12 +185,12 @@ func (m *Decoder) forward(kv *KV, b *DecoderBatch, logits []float32) error {
 
 // uploadBatch copies the step's int32 arrays to the packed device buffer
 // with one copy (the used prefix: the fixed arrays, then nseq page tables).
-func (m *Decoder) uploadBatch(s *cuda.Stream, b *DecoderBatch, hb hostBatch) error {
-	if err := m.ensureInts(s, hb.width); err != nil {
+func (m *Decoder) uploadBatch(s *cuda.Stream, kv *KV, b *DecoderBatch, hb hostBatch) error {
+	if err := m.ensureInts(s, m.tableWidth(kv)); err != nil {
 		return err
 	}
 	T := m.maxT
-	n := intArrays*T + hb.nseq*m.width
+	n := intArrays*T + len(hb.tables)
 	if cap(m.host) < n {
 		m.host = make([]int32, n)
 	}
@@ -183,10 +198,7 @@ func (m *Decoder) uploadBatch(s *cuda.Stream, b *DecoderBatch, hb hostBatch) err
 	for i, v := range [intArrays][]int32{b.Tokens, b.Pos, b.Seq, hb.npos, hb.slot, b.Logits, hb.tstart, hb.tlen} {
 		copy(h[i*T:(i+1)*T], v)
 	}
-	tb := h[intArrays*T:]
-	for s := 0; s < hb.nseq; s++ {
-		copy(tb[s*m.width:(s+1)*m.width], hb.tables[s*hb.width:(s+1)*hb.width])
-	}
+	copy(h[intArrays*T:], hb.tables)
 	return s.UploadI32(m.ints, h)
 }
 
@@ -200,7 +212,7 @@ func (m *Decoder) uploadBatch(s *cuda.Stream, b *DecoderBatch, hb hostBatch) err
 func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 	c, T := m.cfg, hb.T
 	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	ap, rp := m.attn(kv, m.width), m.rope()
+	ap, rp := m.attn(kv, hb.width), m.rope()
 	run := func(errs ...error) error { return errors.Join(errs...) }
 	mm := s.MatMul
 	if m.ExactMatMul {

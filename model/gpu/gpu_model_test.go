@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -124,7 +125,7 @@ func TestGPUReferenceModels(t *testing.T) {
 	for _, path := range models {
 		for _, exact := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/exact=%v", filepath.Base(path), exact), func(t *testing.T) {
-				runReference(t, d, path, refRun{exact: exact, chunk: 64, stride: 1})
+				runReference(t, d, path, refRun{exact: exact, chunks: []int{64}, stride: 1})
 			})
 		}
 	}
@@ -141,30 +142,19 @@ func TestEmulatedReferenceModels(t *testing.T) {
 	if len(models) == 0 {
 		t.Skip("shared testdata models missing")
 	}
-	// By default one short case on three architectures (and the decode
-	// path once); OENGINE_EMU_FULL=1 runs two cases of every model.
-	full := os.Getenv("OENGINE_EMU_FULL") == "1"
+	// By default every case of each of the six models, every position, in
+	// chunks of 1, 7, 16, 64, 33 and 128 tokens in turn (mixing the decode
+	// and prefill kernels and splitting the 128-token chunks into device
+	// steps of 64), as model/verify checks the CPU path; under the race
+	// detector or -short one short case each.
 	d := emuDevice(t)
+	chunks := []int{1, 7, 16, 64, 33, 128}
 	for _, path := range models {
-		base := filepath.Base(path)
-		runs := []refRun{{exact: true, chunk: 8, stride: 9, cases: 1}}
-		switch {
-		case full:
-			runs = []refRun{{exact: true, chunk: 8, stride: 3, cases: 2}, {exact: true, chunk: 1, stride: 5, cases: 1}}
-		case base == "tiny-llama-f16.gguf":
-			runs = append(runs, refRun{exact: true, chunk: 1, stride: 13, cases: 1})
-		case base == "tiny-qwen2-q8_0.gguf", base == "tiny-qwen3-q4_k_m.gguf":
-		default:
-			continue
+		r := refRun{exact: true, chunks: chunks, stride: 1}
+		if testing.Short() || raceEnabled {
+			r = refRun{exact: true, chunks: []int{8, 1}, stride: 3, cases: 1}
 		}
-		if testing.Short() {
-			runs = runs[:1]
-		}
-		for _, r := range runs {
-			t.Run(fmt.Sprintf("%s/chunk=%d", base, r.chunk), func(t *testing.T) {
-				runReference(t, d, path, r)
-			})
-		}
+		t.Run(filepath.Base(path), func(t *testing.T) { runReference(t, d, path, r) })
 	}
 }
 
@@ -173,7 +163,8 @@ func TestEmulatedReferenceModels(t *testing.T) {
 // (plus the last), and the number of cases (0 = all).
 type refRun struct {
 	exact         bool
-	chunk, stride int
+	chunks        []int // tokens per Forward, in turn
+	stride        int
 	cases         int
 }
 
@@ -182,7 +173,7 @@ type refRun struct {
 // exact=false lets batches of 16+ tokens use cuBLAS on F16 operands: that
 // path is reported against bounds twice the README's.
 func runReference(t *testing.T, d *cuda.Device, path string, rr refRun) {
-	exact, chunk := rr.exact, rr.chunk
+	exact, chunk := rr.exact, slices.Max(rr.chunks)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +189,7 @@ func runReference(t *testing.T, d *cuda.Device, path string, rr refRun) {
 		tol.MeanAbs *= 2
 	}
 	const pageSize = 16
-	m, kv, c := loadDecoder(t, d, f, 1100/pageSize+2, pageSize, chunk)
+	m, kv, c := loadDecoder(t, d, f, 1100/pageSize+2, pageSize, min(chunk, 64))
 	m.ExactMatMul = exact
 	var maxErr, sumErr float64
 	var n, argmaxBad int
@@ -214,8 +205,8 @@ func runReference(t *testing.T, d *cuda.Device, path string, rr refRun) {
 			table[i] = int32(len(table) - 1 - i) // pages in reverse: exercises the page table
 		}
 		logits := make([]float32, chunk*c.Vocab)
-		for start := 0; start < len(seq); start += chunk {
-			end := min(len(seq), start+chunk)
+		for start, k := 0, 0; start < len(seq); start, k = start+rr.chunks[k%len(rr.chunks)], k+1 {
+			end := min(len(seq), start+rr.chunks[k%len(rr.chunks)])
 			b := &gpu.DecoderBatch{Seqs: [][]int32{table}}
 			var wanted []int
 			for i := start; i < end; i++ {

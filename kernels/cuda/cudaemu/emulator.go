@@ -33,7 +33,7 @@ func (d *Device) Live() int { return d.mem.Live() }
 
 // Open returns an emulated device; Close it when done. lg may be nil.
 func Open(lg *slog.Logger) (*Device, error) {
-	e := &emulator{dense: map[cuda.DevPtr][]float32{}}
+	e := &emulator{dense: map[cuda.DevPtr][]float32{}, mats: map[cuda.DevPtr]cpu.Matrix{}, pool: cpu.NewPool(1)}
 	d, mem, err := cuda.OpenFake(e.exec, lg)
 	if err != nil {
 		return nil, err
@@ -78,9 +78,31 @@ const (
 )
 
 type emulator struct {
-	mem   *cuda.FakeMemory          // set at the first launch
-	mu    sync.Mutex                // protects dense (launches come from one goroutine; graphs replay on it too)
-	dense map[cuda.DevPtr][]float32 // dequantized weights by address (weights never change; the fake never reuses addresses)
+	mem   *cuda.FakeMemory           // set at the first launch
+	mu    sync.Mutex                 // protects dense (launches come from one goroutine; graphs replay on it too)
+	dense map[cuda.DevPtr][]float32  // dequantized weights by address (weights never change; the fake never reuses addresses)
+	mats  map[cuda.DevPtr]cpu.Matrix // the same as F32 matrices
+	pool  *cpu.Pool                  // one thread: runs on the device goroutine
+	// scratch for cpu.Attend (the prefill kernel's twin: float32 dots, a
+	// two-pass softmax, float32 accumulation).
+	scratch []float32
+}
+
+// matrix returns the weights at p decoded to an F32 cpu.Matrix (cached):
+// the GEMV kernels' result within float32 rounding, at SIMD speed.
+func (e *emulator) matrix(typ gguf.Type, p cuda.DevPtr, rb, rows, cols int) (cpu.Matrix, error) {
+	w := e.weights(typ, p, rb, rows, cols)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m, ok := e.mats[p]; ok && m.Rows == rows && m.Cols == cols {
+		return m, nil
+	}
+	m, err := cpu.NewMatrix(gguf.TypeF32, rows, cols, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w)))
+	if err != nil {
+		return m, err
+	}
+	e.mats[p] = m
+	return m, nil
 }
 
 // weights returns the rows×cols matrix at p decoded to float32, cached.
@@ -218,16 +240,18 @@ func (e *emulator) exec(mem *cuda.FakeMemory, k string, grid, block cuda.Dim3, s
 		typ := typeOf(k, "gemv_")
 		x, y := view[float32](e, a[2].Ptr()), view[float32](e, a[3].Ptr())
 		rows, cols, ntok, ldy := a[4].Int(), a[5].Int(), a[6].Int(), a[7].Int()
-		w := e.weights(typ, a[0].Ptr(), a[1].Uint(), rows, cols)
+		w, err := e.matrix(typ, a[0].Ptr(), a[1].Uint(), rows, cols)
+		if err != nil {
+			return err
+		}
+		if ldy == rows {
+			e.pool.MatMul(y[:ntok*rows], w, x[:ntok*cols], ntok)
+			break
+		}
+		out := make([]float32, rows)
 		for t := 0; t < ntok; t++ {
-			xt := x[t*cols : (t+1)*cols]
-			for r := 0; r < rows; r++ {
-				var s float64
-				for c, wv := range w[r*cols : (r+1)*cols] {
-					s += float64(wv) * float64(xt[c])
-				}
-				y[t*ldy+r] = float32(s)
-			}
+			e.pool.MatMul(out, w, x[t*cols:(t+1)*cols], 1)
+			copy(y[t*ldy:t*ldy+rows], out)
 		}
 	case strings.HasPrefix(k, "get_rows_"):
 		typ := typeOf(k, "get_rows_")
@@ -356,9 +380,12 @@ func (e *emulator) attnPrefill(grid cuda.Dim3, a []cuda.Arg) error {
 				return fmt.Errorf("emulator: tile %d mixes sequences", tile)
 			}
 			table := tables[int(seq[t])*maxPages : (int(seq[t])+1)*maxPages]
+			if need := cpu.AttnScratch(G, int(npos[t]), D); len(e.scratch) < need {
+				e.scratch = make([]float32, need)
+			}
 			for kh := 0; kh < int(grid.Y); kh++ {
 				o := out[(t*Hq+kh*G)*D : (t*Hq+(kh+1)*G)*D]
-				cpu.AttendRef(o, q[(t*Hq+kh*G)*D:(t*Hq+(kh+1)*G)*D], G, k, v, table, int(npos[t]), kh*D, scale)
+				cpu.Attend(o, q[(t*Hq+kh*G)*D:(t*Hq+(kh+1)*G)*D], G, k, v, table, int(npos[t]), kh*D, scale, e.scratch)
 			}
 		}
 	}
