@@ -162,10 +162,10 @@ func TestEmulatedReferenceModels(t *testing.T) {
 // matmuls, tokens per Forward, every stride-th position's logits compared
 // (plus the last), and the number of cases (0 = all).
 type refRun struct {
-	exact         bool
-	chunks        []int // tokens per Forward, in turn
-	stride        int
-	cases         int
+	exact  bool
+	chunks []int // tokens per Forward, in turn
+	stride int
+	cases  int
 }
 
 // runReference teacher-forces every case (prompt then greedy[0..n-2]) in
