@@ -1,7 +1,7 @@
 # oengine: single-node LLM inference engine.
 GO        ?= go
 BIN       := bin/oengine
-# -race needs cgo and a C compiler (decisions.md section 7).
+# -race needs cgo and a C compiler (docs/design.md §7).
 RACE      := $(shell CC=$${CC:-gcc}; command -v $$CC >/dev/null 2>&1 && [ "$$($(GO) env CGO_ENABLED)" = "1" ] && echo -race)
 TESTFLAGS ?=
 ARGS      ?=

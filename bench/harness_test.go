@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"oengine/engine"
+	"oengine/loader"
 	"oengine/model/gguf"
-	"oengine/model/llama"
 	"oengine/model/synth"
 	"oengine/model/tokenizer"
 	"oengine/server"
-	"oengine/streaming"
+	"oengine/server/sse"
 )
 
 // tinyEngine builds the built-in synthetic tiny model and an engine on it.
@@ -73,23 +73,14 @@ func refEngine(t testing.TB, hooks engine.Hooks) (*engine.Engine, *tokenizer.Tok
 
 func engineOn(t testing.TB, f *gguf.File, hooks engine.Hooks) *engine.Engine {
 	t.Helper()
-	m, err := llama.Load(f, llama.Options{Threads: 2})
+	lm, err := loader.Load(f, loader.Options{Name: "tiny", Threads: 2, Engine: engine.Config{
+		PageSize: 16, KVPages: 256, MaxRunning: 16,
+		Hooks: hooks, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(m.Close)
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(engine.Config{ModelName: "tiny", PageSize: 16, KVPages: 256, MaxRunning: 16,
-		Hooks: hooks, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		engine.FromLlama(m, llama.KVF16), engine.WrapTokenizer(tok))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	return e
+	t.Cleanup(lm.Close)
+	return lm.Engine
 }
 
 // testServer is an oengine server on 127.0.0.1:0 serving the tiny model.
@@ -120,17 +111,15 @@ func startServerOpts(t testing.TB, ext bool) *testServer {
 	cfg.DrainGrace = time.Second
 	cfg.Metrics = metrics
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := server.New(cfg, server.FromEngine(e))
+	s, err := server.New(cfg, server.NewModel(e, tok))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ext {
-		xc := server.ExtensionConfig{TextTokenizer: func(string) streaming.TextTokenizer { return tok }}
-		if _, err := s.EnableSessions(xc); err != nil {
+		if _, err := s.EnableSessions(server.ExtensionConfig{}); err != nil {
 			t.Fatal(err)
 		}
-		sc := server.SSEConfig{MaxTokens: 6, Tokenizer: func(string) *tokenizer.Tokenizer { return tok }}
-		if err := s.EnableSSE(sc); err != nil {
+		if err := sse.Enable(s, sse.Config{MaxTokens: 6}); err != nil {
 			t.Fatal(err)
 		}
 	}

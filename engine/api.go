@@ -13,7 +13,7 @@ type Request struct {
 	// CodeDuplicateRequest); empty: the engine mints one.
 	ID string
 	// Prompt is text, tokenized with the model's BOS rule and special tokens
-	// parsed (decisions.md §2). Ignored when TokenIDs is set.
+	// parsed (docs/design.md §2). Ignored when TokenIDs is set.
 	Prompt string
 	// TokenIDs are used exactly as given.
 	TokenIDs []int32
@@ -26,7 +26,7 @@ type Request struct {
 	MaxTokens int // per output; 0: up to the context limit
 	MinTokens int // EOS, stop ids and stop strings are ignored before this many tokens
 
-	Sampling sampling.Options // nil fields take the defaults of decisions.md §2
+	Sampling sampling.Options // nil fields take the defaults of docs/design.md §2
 	Stop     StopParams
 	// Logprobs of output tokens: nil = none; Mode CandidatesNone = the chosen
 	// token's logprob only; otherwise with top-n / listed ids / all candidates.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"oengine/model/tokenizer"
 	"oengine/sampling"
 )
 
@@ -346,6 +347,15 @@ func TestValidation(t *testing.T) {
 			if CodeOf(err) != tc.code || err == nil {
 				t.Fatalf("err %v (code %v), want %v", err, CodeOf(err), tc.code)
 			}
+			// Each package names itself once: no "sampling: sampling:".
+			parts := strings.Split(err.Error(), ": ")
+			seen := map[string]bool{}
+			for _, p := range parts[:len(parts)-1] {
+				if seen[p] {
+					t.Fatalf("message %q repeats the prefix %q", err, p)
+				}
+				seen[p] = true
+			}
 		})
 	}
 }
@@ -483,7 +493,7 @@ func TestOpenInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	toks := fakeTok{}.Encode("streamed input text", true, true)
+	toks := fakeTok{}.Encode("streamed input text", tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
 	for i := 0; i < len(toks); i += 5 {
 		if err := s.AppendInput(toks[i:min(i+5, len(toks))]); err != nil {
 			t.Fatal(err)
@@ -535,7 +545,7 @@ func TestRetainForSessions(t *testing.T) {
 	if e.Cache().PinnedPages("sess") == 0 {
 		t.Fatal("nothing pinned")
 	}
-	next := append(append([]int32(nil), kept...), fakeTok{}.Encode(" turn two", false, true)...)
+	next := append(append([]int32(nil), kept...), fakeTok{}.Encode(" turn two", tokenizer.EncodeOptions{ParseSpecial: true})...)
 	r2 := run(t, e, Request{TokenIDs: next, MaxTokens: 3, Sampling: greedy()})
 	if r2.usage.CachedPromptTokens != 40 { // full pages of the 41 computed tokens
 		t.Fatalf("cached %d", r2.usage.CachedPromptTokens)

@@ -6,7 +6,7 @@ import (
 )
 
 // Code classifies an engine error. Each value is one row of the error table
-// in decisions.md §1; only the server turns codes into gRPC codes or HTTP
+// in docs/design.md §1; only the server turns codes into gRPC codes or HTTP
 // statuses.
 type Code int
 
@@ -40,7 +40,7 @@ var codeNames = [...]string{
 	CodeCancelled:             "CANCELLED",
 }
 
-// String returns the decisions.md reason name (e.g. "CONTEXT_LENGTH_EXCEEDED").
+// String returns the docs/design.md §1 reason name (e.g. "CONTEXT_LENGTH_EXCEEDED").
 func (c Code) String() string {
 	if c >= 0 && int(c) < len(codeNames) {
 		return codeNames[c]
@@ -90,9 +90,16 @@ func newError(c Code, format string, args ...any) *Error {
 		Retryable: c == CodeOverloaded || c == CodeDraining}
 }
 
+// wrapError wraps err with a context ("engine: CONTEXT: err"). With an
+// empty format the cause, which already names its package (for example
+// "sampling: temperature must be >= 0"), is not prefixed twice.
 func wrapError(c Code, err error, format string, args ...any) *Error {
 	e := newError(c, format, args...)
-	e.Message += ": " + err.Error()
+	if format == "" {
+		e.Message += err.Error()
+	} else {
+		e.Message += ": " + err.Error()
+	}
 	e.Err = err
 	return e
 }

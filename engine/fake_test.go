@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"oengine/model/tokenizer"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,7 +110,7 @@ func (t fakeTok) piece(id int32) string {
 	return string(rune('a'+a)) + string(rune('a'+(a+7)%26))
 }
 
-func (t fakeTok) Encode(text string, addSpecial, parseSpecial bool) []int32 {
+func (t fakeTok) Encode(text string, _ tokenizer.EncodeOptions) []int32 {
 	var out []int32
 	for _, c := range strings.ToLower(text) {
 		if c >= 'a' && c <= 'z' {

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"oengine/kvcache"
+	"oengine/model/tokenizer"
 	"oengine/scheduler"
 )
 
@@ -46,9 +47,10 @@ type KV interface {
 // Tokenizer is what the engine needs of a tokenizer; WrapTokenizer adapts
 // *tokenizer.Tokenizer.
 type Tokenizer interface {
-	// Encode tokenizes text; addSpecial applies the BOS/EOS rule,
-	// parseSpecial recognises special token texts.
-	Encode(text string, addSpecial, parseSpecial bool) []int32
+	// Encode tokenizes text (the signature of *tokenizer.Tokenizer, shared
+	// by every tokenizer interface of the project): AddSpecial applies the
+	// BOS/EOS rule, ParseSpecial recognises special token texts.
+	Encode(text string, opts tokenizer.EncodeOptions) []int32
 	// IsEOG reports end-of-generation tokens (EOS, EOT, ...).
 	IsEOG(id int32) bool
 	// NewDecoder returns an incremental detokenizer.

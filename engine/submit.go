@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"oengine/model/tokenizer"
 	"oengine/sampling"
 	"oengine/scheduler"
 	"oengine/stopstr"
@@ -132,7 +133,7 @@ func (e *Engine) prepare(r Request) (*request, error) {
 	}
 	params, err := r.Sampling.Resolve(e.cfg.DefaultTemperature)
 	if err != nil {
-		return nil, wrapError(CodeInvalidArgument, err, "sampling")
+		return nil, wrapError(CodeInvalidArgument, err, "")
 	}
 	req.params = params
 	for _, c := range []*sampling.Candidates{r.Logprobs, r.PromptLogprobs} {
@@ -148,13 +149,13 @@ func (e *Engine) prepare(r Request) (*request, error) {
 		}
 	}
 	if _, err := stopstr.New(r.Stop.Strings, r.Stop.IncludeStopInOutput); err != nil {
-		return nil, wrapError(CodeInvalidArgument, err, "stop strings")
+		return nil, wrapError(CodeInvalidArgument, err, "")
 	}
 
 	if r.TokenIDs != nil {
 		req.prompt = slices.Clone(r.TokenIDs)
 	} else if r.Prompt != "" {
-		req.prompt = e.tok.Encode(r.Prompt, true, true)
+		req.prompt = e.tok.Encode(r.Prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
 	}
 	for _, id := range req.prompt {
 		if id < 0 || int(id) >= e.info.Vocab {

@@ -67,7 +67,7 @@ type Params struct {
 	HasSeed           bool    // false: a random seed per request
 }
 
-// Defaults returns the neutral parameters of decisions.md §2 with the given
+// Defaults returns the neutral parameters of docs/design.md §2 with the given
 // default temperature (the server's --default-temperature, 1.0 unless set).
 func Defaults(defaultTemperature float64) Params {
 	return Params{
@@ -135,7 +135,7 @@ type Options struct {
 	Seed              *uint64 // absent: random per request
 }
 
-// Resolve fills absent fields with the defaults of decisions.md §2 and
+// Resolve fills absent fields with the defaults of docs/design.md §2 and
 // validates the result. defaultTemperature must itself be valid.
 func (o Options) Resolve(defaultTemperature float64) (Params, error) {
 	p := Defaults(defaultTemperature)

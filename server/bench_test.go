@@ -13,7 +13,7 @@ import (
 // real TCP connection: a fake engine that emits 16 tokens instantly, so
 // the time is validation, event mapping, protobuf and gRPC.
 func BenchmarkGenerateFake(b *testing.B) {
-	h := startServer(b, testConfig(), newFake(b, "m"))
+	h := startServer(b, testConfig(), Model{Backend: newFake(b, "m")})
 	req := with(prompt("bench"), func(r *pb.GenerateRequest) {
 		r.Stopping = &pb.StoppingOptions{MaxTokens: proto.Uint32(16)}
 	})

@@ -22,7 +22,7 @@ type controlService struct {
 // configured capacity (of the default model's engine).
 func (c *controlService) GetServerInfo(ctx context.Context, _ *pb.GetServerInfoRequest) (*pb.ServerInfo, error) {
 	s := c.s
-	lim := s.models[0].b.Limits()
+	lim := s.models[0].Backend.Limits()
 	return &pb.ServerInfo{
 		EngineName:      s.cfg.EngineName,
 		EngineVersion:   s.cfg.EngineVersion,
@@ -58,7 +58,7 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 	if !ok {
 		return nil, modelNotFound(req.GetModel()).err()
 	}
-	lim := m.b.Limits()
+	lim := m.Backend.Limits()
 	modes := []pb.CandidateTokenSelectionMode{
 		pb.CandidateTokenSelectionMode_CANDIDATE_TOKEN_SELECTION_MODE_TOP_N,
 		pb.CandidateTokenSelectionMode_CANDIDATE_TOKEN_SELECTION_MODE_TOKEN_IDS,
@@ -72,9 +72,9 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		return lc
 	}
 	return &pb.ModelInfo{
-		ModelId:               m.b.ModelName(),
-		ServedModelName:       m.name,
-		ServedModelAliases:    m.aliases,
+		ModelId:               m.Backend.ModelName(),
+		ServedModelName:       m.Name,
+		ServedModelAliases:    m.Aliases,
 		MaxContextLength:      ptr(clampU32(lim.ContextLen)),
 		MaxOutputTokens:       ptr(clampU32(lim.MaxOutputTokens)),
 		SupportsTextInput:     ptr(true),
@@ -100,7 +100,7 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 func (c *controlService) GetLoad(ctx context.Context, req *pb.GetLoadRequest) (*pb.LoadInfo, error) {
 	var running, waiting, runTok, waitTok, used, total int
 	for _, m := range c.s.models {
-		l := m.b.Load()
+		l := m.Backend.Load()
 		running += l.Running
 		waiting += l.Waiting
 		runTok += l.TokensRunning
@@ -113,7 +113,7 @@ func (c *controlService) GetLoad(ctx context.Context, req *pb.GetLoadRequest) (*
 		TimestampUnixNanos: ptr(uint64(time.Now().UnixNano())),
 		RunningRequests:    ptr(clampU32(running)),
 		QueuedRequests:     ptr(clampU32(waiting)),
-		ActiveKvSessions:   ptr[uint32](0),
+		ActiveKvSessions:   ptr(clampU32(c.s.liveSessions())),
 		UsedKvBlocks:       ptr(uint64(max(used, 0))),
 		TotalKvBlocks:      ptr(uint64(max(total, 0))),
 		RunningTokens:      ptr(uint64(max(runTok, 0))),
@@ -138,7 +138,10 @@ func (c *controlService) Abort(ctx context.Context, req *pb.AbortRequest) (*pb.A
 		if t.RequestId == "" {
 			return nil, invalidf("request_id is empty").err()
 		}
-		return c.abortID(t.RequestId)
+		if aerr := checkClientID("request_id", t.RequestId); aerr != nil {
+			return nil, aerr.err()
+		}
+		return c.abortID(PrincipalFrom(ctx).Scope(t.RequestId), t.RequestId)
 	case *pb.AbortRequest_KvSession:
 		if meta := metaFrom(ctx); meta.HasDPRank && t.KvSession.GetDpRank() != meta.DPRank {
 			return nil, invalidf("kv_session.dp_rank %d disagrees with %s %d", t.KvSession.GetDpRank(), mdTargetDPRank, meta.DPRank).err()
@@ -146,18 +149,23 @@ func (c *controlService) Abort(ctx context.Context, req *pb.AbortRequest) (*pb.A
 		return nil, newAPIError(codes.NotFound, reasonKVSessionNotFound, pb.ErrorCode_ERROR_CODE_KV_SESSION_NOT_FOUND,
 			"kv session %q is unknown (this server is AGGREGATED)", t.KvSession.GetSessionId()).err()
 	case *pb.AbortRequest_AllRequests:
+		if err := requireAdmin(ctx, "Abort{all_requests}"); err != nil {
+			return nil, err
+		}
 		n := 0
 		for _, m := range c.s.models {
-			n += m.b.AbortAll()
+			n += m.Backend.AbortAll()
 		}
 		return &pb.AbortResponse{Status: pb.AbortStatus_ABORT_STATUS_ABORTED, Message: fmt.Sprintf("aborted %d requests", n)}, nil
 	}
 	return nil, invalidf("abort needs exactly one target: request_id, kv_session or all_requests").err()
 }
 
-func (c *controlService) abortID(id string) (*pb.AbortResponse, error) {
+// abortID aborts the request whose internal (scoped) id is id; clientID is
+// the id the client named.
+func (c *controlService) abortID(id, clientID string) (*pb.AbortResponse, error) {
 	for _, m := range c.s.models {
-		err := m.b.Abort(id)
+		err := m.Backend.Abort(id)
 		switch {
 		case err == nil:
 			return &pb.AbortResponse{Status: pb.AbortStatus_ABORT_STATUS_ABORTED}, nil
@@ -170,7 +178,7 @@ func (c *controlService) abortID(id string) (*pb.AbortResponse, error) {
 		}
 	}
 	return nil, fromEngine(&engine.Error{Code: engine.CodeRequestNotFound,
-		Message: fmt.Sprintf("server: request %q is unknown", id)}).err()
+		Message: fmt.Sprintf("server: request %q is unknown", clientID)}).err()
 }
 
 // loraDisabled is upstream's answer of an engine without LoRA.

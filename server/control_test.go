@@ -15,9 +15,8 @@ import (
 func TestControlDiscovery(t *testing.T) {
 	f, fast := newFake(t, "main"), newFake(t, "fast")
 	cfg := testConfig()
-	cfg.Aliases = []string{"main-alias"}
 	cfg.EngineVersion = "1.2.3"
-	h := startServer(t, cfg, f, fast)
+	h := startServer(t, cfg, Model{Backend: f, Aliases: []string{"main-alias"}}, Model{Backend: fast})
 	ctx := ctxT(t)
 
 	t.Run("server info schema identity", func(t *testing.T) {
@@ -54,7 +53,7 @@ func TestControlDiscovery(t *testing.T) {
 		}
 	})
 	t.Run("instance id differs per process", func(t *testing.T) {
-		other, err := New(testConfig(), newFake(t, "x"))
+		other, err := New(testConfig(), Model{Backend: newFake(t, "x")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +155,7 @@ func TestHealth(t *testing.T) {
 	f := newFake(t, "m")
 	cfg := testConfig()
 	cfg.ModelDegraded = "fast model failed to load"
-	h := startServer(t, cfg, f)
+	h := startServer(t, cfg, Model{Backend: f})
 	ctx := ctxT(t)
 	check := func(r *pb.HealthResponse, name string) *pb.HealthCheck {
 		for _, c := range r.GetChecks() {

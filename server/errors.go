@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -16,7 +17,7 @@ import (
 // ErrorDomain is the google.rpc.ErrorInfo domain of every error status.
 const ErrorDomain = "oengine"
 
-// ErrorInfo reasons that have no engine code (decisions.md §1).
+// ErrorInfo reasons that have no engine code (docs/design.md §1).
 const (
 	reasonRoleMismatch       = "ROLE_MISMATCH"
 	reasonKVSessionNotFound  = "KV_SESSION_NOT_FOUND"
@@ -25,6 +26,8 @@ const (
 	reasonModelNotFound      = "MODEL_NOT_FOUND"
 	reasonDraining           = "DRAINING"
 	reasonInternal           = "INTERNAL"
+	reasonUnauthenticated    = "UNAUTHENTICATED"
+	reasonAdminRequired      = "ADMIN_REQUIRED"
 )
 
 // apiError is one row of the error table: how a failure looks before
@@ -39,7 +42,7 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 
-// mapping is the error table of decisions.md §1, keyed by engine code.
+// mapping is the error table of docs/design.md §1, keyed by engine code.
 var mapping = map[engine.Code]apiError{
 	engine.CodeInternal:              {codes.Internal, reasonInternal, pb.ErrorCode_ERROR_CODE_INTERNAL, false, ""},
 	engine.CodeInvalidArgument:       {codes.InvalidArgument, reasonInvalidArgument, pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENT, false, ""},
@@ -138,4 +141,58 @@ func statusErr(err error) error {
 		return err
 	}
 	return fromEngine(err).err()
+}
+
+// Failure is a classified error as an HTTP surface shows it: the ErrorInfo
+// reason and the HTTP column of the error table (docs/design.md §1).
+type Failure struct {
+	Reason    string // ErrorInfo reason, e.g. OVERLOADED
+	Message   string
+	Retryable bool
+	Status    int    // HTTP status
+	Code      string // HTTP error code, e.g. overloaded
+}
+
+// httpCodes is the HTTP column of the error table, keyed by ErrorInfo
+// reason.
+var httpCodes = map[string]struct {
+	status int
+	code   string
+}{
+	reasonInvalidArgument:     {http.StatusBadRequest, "invalid_request"},
+	"CONTEXT_LENGTH_EXCEEDED": {http.StatusBadRequest, "context_length_exceeded"},
+	"PAYLOAD_TOO_LARGE":       {http.StatusRequestEntityTooLarge, "payload_too_large"},
+	reasonModelNotFound:       {http.StatusNotFound, "model_not_found"},
+	"SESSION_NOT_FOUND":       {http.StatusNotFound, "session_not_found"},
+	"SESSION_EXPIRED":         {http.StatusGone, "session_expired"},
+	"SESSION_CLOSED":          {http.StatusGone, "session_closed"},
+	reasonUnsupportedFeature:  {http.StatusBadRequest, "unsupported_feature"},
+	"OVERLOADED":              {http.StatusTooManyRequests, "overloaded"},
+	"SESSION_BUDGET":          {http.StatusTooManyRequests, "overloaded"},
+	reasonDraining:            {http.StatusServiceUnavailable, "draining"},
+	"CANCELLED":               {http.StatusRequestTimeout, "cancelled"},
+	"REQUEST_NOT_FOUND":       {http.StatusNotFound, "request_not_found"},
+	"DUPLICATE_REQUEST":       {http.StatusConflict, "duplicate_request"},
+	"DUPLICATE_SESSION":       {http.StatusConflict, "duplicate_session"},
+	"SESSION_BUSY":            {http.StatusConflict, "session_busy"},
+	reasonUnauthenticated:     {http.StatusUnauthorized, "unauthenticated"},
+	reasonAdminRequired:       {http.StatusForbidden, "admin_required"},
+}
+
+// Classify maps an error of the engine, sessions or streaming packages to
+// its row of the error table.
+func Classify(err error) Failure {
+	return extError(err).failure()
+}
+
+// DrainingFailure is the failure of a request refused while draining.
+func DrainingFailure() Failure { return draining().failure() }
+
+func (e *apiError) failure() Failure {
+	c, ok := httpCodes[e.reason]
+	if !ok {
+		c.status, c.code = http.StatusInternalServerError, "internal"
+	}
+	return Failure{Reason: e.reason, Message: e.msg, Status: c.status, Code: c.code,
+		Retryable: e.retryable || c.status == http.StatusTooManyRequests || c.status == http.StatusServiceUnavailable}
 }

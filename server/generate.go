@@ -46,18 +46,18 @@ func (is *inferenceService) Generate(req *pb.GenerateRequest, stream grpc.Server
 	}
 	s.inflight.add()
 	defer s.inflight.done()
-	st, err := m.b.Submit(ctx, er)
+	st, err := m.Backend.Submit(ctx, er)
 	if err != nil {
 		ae := fromEngine(err)
 		s.metrics.rejected(ae.reason)
 		return ae.err()
 	}
 	defer st.Cancel() // no-op after the terminal event
-	s.log.Debug("server: generate accepted", "request_id", st.ID(), "model", m.name,
+	s.log.Debug("server: generate accepted", "request_id", st.ID(), "model", m.Name,
 		"priority", meta.Priority, "routing_key", meta.RoutingKey,
 		"traceparent", meta.Traceparent, "tracestate", meta.Tracestate)
 	p := &pump{
-		s: s, m: m, st: st, opt: opt, send: stream.Send, id: st.ID(), start: start,
+		s: s, m: m, st: st, opt: opt, send: stream.Send, id: meta.Principal.clientID(st.ID()), start: start,
 		finished: make([]bool, opt.n), lastToken: make([]time.Time, opt.n),
 	}
 	return p.run(ctx)
@@ -67,7 +67,7 @@ func (is *inferenceService) Generate(req *pb.GenerateRequest, stream grpc.Server
 // latest GenerationFinished so that Usage rides on the final response.
 type pump struct {
 	s     *Server
-	m     *model
+	m     *Model
 	st    Stream
 	opt   genOptions
 	send  func(*pb.GenerateResponse) error
@@ -90,13 +90,13 @@ func (p *pump) run(ctx context.Context) error {
 			}
 			// The client went away or its deadline passed: the deferred
 			// Cancel stops the sequence; the transport reports the rest.
-			p.s.metrics.failed(p.m.name, "CANCELLED")
+			p.s.metrics.failed(p.m.Name, "CANCELLED")
 			return status.FromContextError(err).Err()
 		}
 		done, err := p.handle(ev)
 		if err != nil || done {
 			if err == nil {
-				p.s.metrics.e2e.WithLabelValues(p.m.name).Observe(time.Since(p.start).Seconds())
+				p.s.metrics.e2e.WithLabelValues(p.m.Name).Observe(time.Since(p.start).Seconds())
 			}
 			return err
 		}
@@ -143,7 +143,7 @@ func (p *pump) handle(ev engine.Event) (done bool, err error) {
 		if err := p.flush(); err != nil {
 			return true, err
 		}
-		p.s.metrics.failed(p.m.name, ae.reason)
+		p.s.metrics.failed(p.m.Name, ae.reason)
 		resp := &pb.GenerateResponse{RequestId: p.id, Event: &pb.GenerateResponse_Error{Error: ae.event()},
 			Usage: usage(ev.Usage)}
 		return true, p.send(resp)
@@ -161,9 +161,9 @@ func (p *pump) tokens(ev engine.Event) error {
 	now := time.Now()
 	if !p.firstTok {
 		p.firstTok = true
-		p.s.metrics.ttft.WithLabelValues(p.m.name).Observe(now.Sub(p.start).Seconds())
+		p.s.metrics.ttft.WithLabelValues(p.m.Name).Observe(now.Sub(p.start).Seconds())
 	} else if p.validIndex(ev.Output) && !p.lastToken[ev.Output].IsZero() {
-		p.s.metrics.itl.WithLabelValues(p.m.name).Observe(now.Sub(p.lastToken[ev.Output]).Seconds())
+		p.s.metrics.itl.WithLabelValues(p.m.Name).Observe(now.Sub(p.lastToken[ev.Output]).Seconds())
 	}
 	if p.validIndex(ev.Output) {
 		p.lastToken[ev.Output] = now
@@ -177,7 +177,7 @@ func (p *pump) finish(i int, reason pb.FinishReason, sm *pb.StopMatch, msg strin
 		return nil
 	}
 	p.finished[i] = true
-	p.s.metrics.finished(p.m.name, reason)
+	p.s.metrics.finished(p.m.Name, reason)
 	return p.emit(&pb.GenerateResponse{RequestId: p.id, Event: &pb.GenerateResponse_Finished{
 		Finished: &pb.GenerationFinished{OutputIndex: ptr(uint32(i)), Reason: reason, StopMatch: sm, Message: msg}}})
 }
@@ -228,7 +228,7 @@ func (p *pump) promptOutput(pi *engine.PromptInfo) *pb.PromptOutput {
 // tokenInfo describes one token; with logprobs, its logprob, rank and
 // candidates (the first prompt token has none).
 func (p *pump) tokenInfo(id int32, lp *sampling.Logprobs, withLogprobs bool) *pb.TokenInfo {
-	ti := &pb.TokenInfo{TokenId: uint32(id), Token: p.m.b.TokenText(id)}
+	ti := &pb.TokenInfo{TokenId: uint32(id), Token: p.m.TokenText(id)}
 	if !withLogprobs || lp == nil {
 		return ti
 	}
@@ -237,7 +237,7 @@ func (p *pump) tokenInfo(id int32, lp *sampling.Logprobs, withLogprobs bool) *pb
 		ti.Rank = ptr(uint32(lp.Chosen.Rank))
 	}
 	for _, c := range lp.Candidates {
-		l := &pb.LogProb{TokenId: uint32(c.Token), Logprob: c.Logprob, Token: p.m.b.TokenText(c.Token)}
+		l := &pb.LogProb{TokenId: uint32(c.Token), Logprob: c.Logprob, Token: p.m.TokenText(c.Token)}
 		if c.Rank > 0 {
 			l.Rank = ptr(uint32(c.Rank))
 		}

@@ -28,7 +28,7 @@ func TestGenerateRefusedBeforeAcceptance(t *testing.T) {
 	f := newFake(t, "m")
 	cfg := testConfig()
 	cfg.MaxPromptBytes = 64
-	h := startServer(t, cfg, f)
+	h := startServer(t, cfg, Model{Backend: f})
 	big := strings.Repeat("x", 65)
 	cases := []struct {
 		name   string
@@ -153,8 +153,7 @@ func checkStream(t *testing.T, rs []*pb.GenerateResponse, outputs int) {
 func TestGenerateStreamContract(t *testing.T) {
 	f := newFake(t, "m")
 	cfg := testConfig()
-	cfg.Aliases = []string{"alias-m"}
-	h := startServer(t, cfg, f)
+	h := startServer(t, cfg, Model{Backend: f, Aliases: []string{"alias-m"}})
 
 	t.Run("single output with output_index 0 and usage on the final response", func(t *testing.T) {
 		rs, err := h.generate(ctxT(t), with(prompt("hello there"), func(r *pb.GenerateRequest) { r.RequestId = "one" }))
@@ -378,7 +377,7 @@ func TestGenerateStreamContract(t *testing.T) {
 func TestGenerateDuplicateAbortAndCancel(t *testing.T) {
 	f := newFake(t, "m")
 	f.gate = make(chan struct{})
-	h := startServer(t, testConfig(), f)
+	h := startServer(t, testConfig(), Model{Backend: f})
 	ctx := ctxT(t)
 
 	// A live request, held at its first token by the gate.

@@ -11,7 +11,7 @@ import (
 )
 
 // grpcurlPath finds grpcurl on PATH or in GOPATH/bin. CI installs it
-// (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4); with
+// (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3); with
 // OENGINE_REQUIRE_GRPCURL=1 a missing binary fails instead of skipping.
 func grpcurlPath(t *testing.T) string {
 	t.Helper()
@@ -35,7 +35,7 @@ func grpcurlPath(t *testing.T) string {
 // .proto files, through server reflection.
 func TestGrpcurl(t *testing.T) {
 	bin := grpcurlPath(t)
-	h := startServer(t, testConfig(), newFake(t, "m"))
+	h := startServer(t, testConfig(), Model{Backend: newFake(t, "m")})
 	run := func(t *testing.T, args ...string) (string, error) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -44,9 +44,9 @@ func testConfig() Config {
 	return cfg
 }
 
-func startServer(t testing.TB, cfg Config, backends ...Backend) *harness {
+func startServer(t testing.TB, cfg Config, models ...Model) *harness {
 	t.Helper()
-	s, err := New(cfg, backends...)
+	s, err := New(cfg, models...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ var probeSeq atomic.Uint64
 // include_inference_probe it also runs a one-token generation, reported as
 // the check "inference_probe".
 func (c *controlService) Health(ctx context.Context, req *pb.HealthRequest) (*pb.HealthResponse, error) {
-	m, ok := c.s.lookup(req.GetModel())
+	m, ok := c.s.Lookup(req.GetModel())
 	if !ok {
 		return nil, modelNotFound(req.GetModel()).err()
 	}
@@ -58,7 +58,7 @@ func (s *Server) checks(role pb.EngineRole) []*pb.HealthCheck {
 }
 
 // probe runs a minimal real inference: one greedy token from one token.
-func (s *Server) probe(ctx context.Context, m *model) *pb.HealthCheck {
+func (s *Server) probe(ctx context.Context, m *Model) *pb.HealthCheck {
 	hc := &pb.HealthCheck{Name: "inference_probe", State: pb.HealthState_HEALTH_STATE_NOT_READY}
 	if s.draining.Load() {
 		hc.State, hc.Message = pb.HealthState_HEALTH_STATE_DRAINING, "draining: probe skipped"
@@ -69,10 +69,10 @@ func (s *Server) probe(ctx context.Context, m *model) *pb.HealthCheck {
 	start := time.Now()
 	zero := 0.0
 	tok := int32(1)
-	if v := m.b.Limits().Vocab; v > 0 && int(tok) >= v {
+	if v := m.Backend.Limits().Vocab; v > 0 && int(tok) >= v {
 		tok = 0
 	}
-	st, err := m.b.Submit(ctx, engine.Request{
+	st, err := m.Backend.Submit(ctx, engine.Request{
 		ID:        fmt.Sprintf("oengine-probe-%d-%d", time.Now().UnixNano(), probeSeq.Add(1)),
 		TokenIDs:  []int32{tok},
 		N:         1,

@@ -80,7 +80,7 @@ func (c *controlService) SubscribeKvEvents(req *pb.SubscribeKvEventsRequest, str
 	if s.draining.Load() {
 		return draining().err()
 	}
-	sub, err := s.models[0].b.SubscribeKV(req.GetStartSequenceNumber(), req.GetIncludeSnapshot())
+	sub, err := s.models[0].Backend.SubscribeKV(req.GetStartSequenceNumber(), req.GetIncludeSnapshot())
 	if errors.Is(err, kvcache.ErrEventWindow) {
 		// Accepted, but the asked-for window is gone: one terminal error.
 		return stream.Send(kvError(invalidf("kv events: %v; resubscribe with include_snapshot", err)))

@@ -47,7 +47,7 @@ func recvAll(t *testing.T, st grpc.ServerStreamingClient[pb.SubscribeKvEventsRes
 
 func TestKvEvents(t *testing.T) {
 	f := newFake(t, "m")
-	h := startServer(t, testConfig(), f)
+	h := startServer(t, testConfig(), Model{Backend: f})
 	// Each subtest's streams end with its context, so the cache's count
 	// of subscriptions tells when a new one is registered.
 	subCtx := func(t *testing.T) context.Context {

@@ -19,7 +19,7 @@ import (
 
 func TestHTTPAndMetrics(t *testing.T) {
 	f := newFake(t, "m")
-	h := startServer(t, testConfig(), f)
+	h := startServer(t, testConfig(), Model{Backend: f})
 	if _, err := h.generate(ctxT(t), prompt("a b")); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestDrain(t *testing.T) {
 	t.Run("running requests finish, new ones get DRAINING", func(t *testing.T) {
 		f := newFake(t, "m")
 		f.gate = make(chan struct{})
-		h := startServer(t, testConfig(), f)
+		h := startServer(t, testConfig(), Model{Backend: f})
 		ctx := ctxT(t)
 		st, err := h.inf.Generate(ctx, prompt("a"))
 		if err != nil {
@@ -167,7 +167,7 @@ func TestDrain(t *testing.T) {
 	t.Run("after the grace period the rest is cancelled", func(t *testing.T) {
 		f := newFake(t, "m")
 		f.gate = make(chan struct{})
-		h := startServer(t, testConfig(), f)
+		h := startServer(t, testConfig(), Model{Backend: f})
 		st, err := h.inf.Generate(ctxT(t), prompt("a"))
 		if err != nil {
 			t.Fatal(err)
@@ -189,7 +189,7 @@ func TestDrain(t *testing.T) {
 		}
 	})
 	t.Run("serve returns nil when its context ends", func(t *testing.T) {
-		s, err := New(testConfig(), newFake(t, "m"))
+		s, err := New(testConfig(), Model{Backend: newFake(t, "m")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,21 +215,21 @@ func TestDrain(t *testing.T) {
 func TestNewRejectsBadConfig(t *testing.T) {
 	f := newFake(t, "m")
 	cases := []struct {
-		name     string
-		cfg      func(*Config)
-		backends []Backend
+		name   string
+		cfg    func(*Config)
+		models []Model
 	}{
 		{"no backend", func(*Config) {}, nil},
-		{"no grpc address", func(c *Config) { c.GRPCAddr = "" }, []Backend{f}},
-		{"duplicate model names", func(*Config) {}, []Backend{f, newFake(t, "m")}},
-		{"alias collides", func(c *Config) { c.Aliases = []string{"other"} }, []Backend{f, newFake(t, "other")}},
-		{"negative grace", func(c *Config) { c.DrainGrace = -1 }, []Backend{f}},
+		{"no grpc address", func(c *Config) { c.GRPCAddr = "" }, []Model{{Backend: f}}},
+		{"duplicate model names", func(*Config) {}, []Model{{Backend: f}, {Backend: newFake(t, "m")}}},
+		{"alias collides", func(*Config) {}, []Model{{Backend: f, Aliases: []string{"other"}}, {Backend: newFake(t, "other")}}},
+		{"negative grace", func(c *Config) { c.DrainGrace = -1 }, []Model{{Backend: f}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
 			tc.cfg(&cfg)
-			if _, err := New(cfg, tc.backends...); err == nil {
+			if _, err := New(cfg, tc.models...); err == nil {
 				t.Fatal("New accepted a bad configuration")
 			}
 		})
@@ -241,7 +241,7 @@ func engineStats(queue time.Duration) engine.RequestStats {
 }
 
 func TestShutdownBeforeServeClosesListeners(t *testing.T) {
-	s, err := New(testConfig(), newFake(t, "m"))
+	s, err := New(testConfig(), Model{Backend: newFake(t, "m")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ type callMeta struct {
 	Priority    int32
 	Traceparent string
 	Tracestate  string
+	Principal   Principal // who called (auth.go)
 }
 
 type callMetaKey struct{}
@@ -110,6 +111,7 @@ func (s *Server) unaryMeta(ctx context.Context, req any, info *grpc.UnaryServerI
 		s.metrics.rejected(reasonOf(err))
 		return nil, statusErr(err)
 	}
+	m.Principal = PrincipalFrom(ctx)
 	return h(context.WithValue(ctx, callMetaKey{}, m), req)
 }
 
@@ -123,6 +125,7 @@ func (s *Server) streamMeta(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 		s.metrics.rejected(reasonOf(err))
 		return statusErr(err)
 	}
+	m.Principal = PrincipalFrom(ss.Context())
 	return h(srv, &metaStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), callMetaKey{}, m)})
 }
 

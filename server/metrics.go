@@ -26,7 +26,8 @@ type Metrics struct {
 	once sync.Once // the live collector is attached once
 }
 
-var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+// LatencyBuckets are the histogram buckets of every latency metric (seconds).
+var LatencyBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
 	1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640}
 
 // NewMetrics makes a registry with the oengine metrics plus the Go runtime
@@ -34,7 +35,7 @@ var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 
 func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	hist := func(name, help string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets},
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: LatencyBuckets},
 			[]string{"model_name"})
 	}
 	m.ttft = hist("oengine:time_to_first_token_seconds", "Time from receiving a request to sending its first token.")
@@ -132,12 +133,12 @@ func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range c.s.models {
-		l, st := m.b.Load(), m.b.Stats()
+		l, st := m.Backend.Load(), m.Backend.Stats()
 		g := func(d *prometheus.Desc, v float64, labels ...string) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{m.name}, labels...)...)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{m.Name}, labels...)...)
 		}
 		ctr := func(d *prometheus.Desc, v uint64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), m.name)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), m.Name)
 		}
 		g(descRunning, float64(l.Running))
 		g(descWaiting, float64(l.Waiting))

@@ -15,9 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"oengine/engine"
+	"oengine/loader"
 	"oengine/model/gguf"
-	"oengine/model/llama"
-	"oengine/model/tokenizer"
 	pb "oengine/proto/openengine/v1"
 )
 
@@ -62,23 +61,15 @@ func realEngine(t *testing.T, metrics *Metrics) (*engine.Engine, []refCase) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	m, err := llama.Load(f, llama.Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(engine.Config{
-		ModelName: "tiny-llama", PageSize: 16, KVPages: 96, MaxRunning: 8,
+	lm, err := loader.Load(f, loader.Options{Name: "tiny-llama", Threads: 2, Engine: engine.Config{
+		PageSize: 16, KVPages: 96, MaxRunning: 8,
 		Hooks: metrics.EngineHooks("tiny-llama"), Logger: quietLogger(),
-	}, engine.FromLlama(m, llama.KVF16), engine.WrapTokenizer(tok))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
+	e := lm.Engine
+	t.Cleanup(lm.Close)
 	raw, err := os.ReadFile(filepath.Join(models, "tiny-llama-f16.ref.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +91,7 @@ func TestConformanceRealEngine(t *testing.T) {
 	e, cases := realEngine(t, metrics)
 	cfg := testConfig()
 	cfg.Metrics = metrics
-	h := startServer(t, cfg, FromEngine(e))
+	h := startServer(t, cfg, NewModel(e, nil))
 	ref := cases[0]
 	greedy := func(r *pb.GenerateRequest, maxTokens uint32) *pb.GenerateRequest {
 		r.Sampling = &pb.SamplingParams{Temperature: proto.Float64(0)}

@@ -18,18 +18,22 @@ type genOptions struct {
 }
 
 // buildRequest validates a GenerateRequest before acceptance and turns it
-// into an engine request. Every refusal is an *apiError (decisions.md §1).
-func (s *Server) buildRequest(req *pb.GenerateRequest, meta callMeta) (*model, engine.Request, genOptions, *apiError) {
+// into an engine request. Every refusal is an *apiError (docs/design.md §1).
+func (s *Server) buildRequest(req *pb.GenerateRequest, meta callMeta) (*Model, engine.Request, genOptions, *apiError) {
 	var (
 		er  engine.Request
 		opt genOptions
 	)
-	m, ok := s.lookup(req.GetModel())
+	m, ok := s.Lookup(req.GetModel())
 	if !ok {
 		return nil, er, opt, modelNotFound(req.GetModel())
 	}
-	lim := m.b.Limits()
-	er.ID = req.GetRequestId()
+	lim := m.Backend.Limits()
+	id, aerr := requestID(req.GetRequestId(), meta.Principal)
+	if aerr != nil {
+		return nil, er, opt, aerr
+	}
+	er.ID = id
 	er.Priority = meta.Priority
 
 	switch in := req.GetInput().(type) {

@@ -2,7 +2,7 @@
 // (Inference, Control, grpc.health.v1, reflection) and an HTTP listener
 // (/metrics, /healthz, /readyz). It is the only place where gRPC codes and
 // HTTP statuses exist: engines report typed errors, the server maps them
-// (decisions.md §1).
+// (docs/design.md §1).
 package server
 
 import (
@@ -18,7 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -26,22 +28,17 @@ import (
 	pb "oengine/proto/openengine/v1"
 )
 
-// model is one served model: a backend and the names it answers to.
-type model struct {
-	b       Backend
-	name    string
-	aliases []string
-}
-
 // Server serves backends over gRPC and HTTP. Make it with New, run it with
 // Serve (or Listen + Serve), stop it with Shutdown or by cancelling Serve's
 // context.
 type Server struct {
-	ext        atomic.Pointer[ext] // sessions + streaming extension (EnableSessions); nil when off
+	ext        atomic.Pointer[ext]  // sessions + streaming extension (EnableSessions); nil when off
+	keys       atomic.Pointer[Keys] // credentials; nil or empty: authentication off
+	codec      *utf8Codec
 	cfg        Config
 	log        *slog.Logger
-	models     []*model
-	byName     map[string]*model // names and aliases
+	models     []*Model
+	byName     map[string]*Model // names and aliases
 	instanceID string
 	started    time.Time
 	metrics    *Metrics
@@ -58,17 +55,19 @@ type Server struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 
-	mu       sync.Mutex // protects gl and hl
+	mu       sync.Mutex // protects gl, hl and routes
 	gl, hl   net.Listener
-	shutdown chan struct{} // closed when Shutdown finished
+	routes   map[string]struct{} // HTTP patterns added with HandleHTTP
+	shutdown chan struct{}       // closed when Shutdown finished
 	shutOnce sync.Once
 }
 
-// New builds a server for one or more backends; the first is the default
+// New builds a server for one or more models; the first is the default
 // model. Nothing listens until Listen or Serve.
-func New(cfg Config, backends ...Backend) (*Server, error) {
-	if len(backends) == 0 {
-		return nil, errors.New("server: no backend")
+func New(cfg Config, models ...Model) (*Server, error) {
+	ms, byName, err := indexModels(models)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.GRPCAddr == "" {
 		return nil, errors.New("server: no gRPC address")
@@ -82,12 +81,14 @@ func New(cfg Config, backends ...Backend) (*Server, error) {
 	s := &Server{
 		cfg:        cfg,
 		log:        cfg.Logger,
-		byName:     map[string]*model{},
+		models:     ms,
+		byName:     byName,
 		instanceID: cfg.InstanceID,
 		started:    time.Now(),
 		metrics:    cfg.Metrics,
 		stop:       make(chan struct{}),
 		shutdown:   make(chan struct{}),
+		routes:     map[string]struct{}{},
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -98,34 +99,20 @@ func New(cfg Config, backends ...Backend) (*Server, error) {
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
-	for i, b := range backends {
-		if b == nil {
-			return nil, fmt.Errorf("server: backend %d is nil", i)
-		}
-		m := &model{b: b, name: b.ModelName()}
-		if i == 0 {
-			if cfg.ServedModelName != "" {
-				m.name = cfg.ServedModelName
-			}
-			m.aliases = append(m.aliases, cfg.Aliases...)
-		}
-		for _, n := range append([]string{m.name}, m.aliases...) {
-			if n == "" {
-				return nil, fmt.Errorf("server: backend %d has an empty model name", i)
-			}
-			if _, dup := s.byName[n]; dup {
-				return nil, fmt.Errorf("server: model name %q used twice", n)
-			}
-			s.byName[n] = m
-		}
-		s.models = append(s.models, m)
-	}
 	s.metrics.attach(s)
+	s.keys.Store(cfg.Keys)
 
-	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.unaryMeta),
-		grpc.ChainStreamInterceptor(s.streamMeta),
-	)
+	s.codec = newUTF8Codec()
+	opts := []grpc.ServerOption{
+		grpc.ForceServerCodecV2(s.codec),
+		grpc.MaxRecvMsgSize(MaxRecvMsgBytes),
+		grpc.ChainUnaryInterceptor(s.unaryAuth, s.unaryUTF8, s.unaryMeta),
+		grpc.ChainStreamInterceptor(s.streamAuth, s.streamUTF8, s.streamMeta),
+	}
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	}
+	s.grpc = grpc.NewServer(opts...)
 	pb.RegisterInferenceServer(s.grpc, &inferenceService{s: s})
 	pb.RegisterControlServer(s.grpc, &controlService{s: s})
 	s.health = health.NewServer()
@@ -139,7 +126,19 @@ func New(cfg Config, backends ...Backend) (*Server, error) {
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       cfg.HTTPReadTimeout,
+		WriteTimeout:      cfg.HTTPWriteTimeout,
+		IdleTimeout:       cfg.HTTPIdleTimeout,
+		MaxHeaderBytes:    cfg.HTTPMaxHeaderBytes,
+		ConnContext:       cfg.HTTPConnContext,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if cfg.TLS != nil {
+		s.http.TLSConfig = cfg.TLS.Clone()
+	}
 	return s, nil
 }
 
@@ -154,8 +153,34 @@ func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
 }
 
 // HandleHTTP adds an HTTP route (net/http pattern syntax); call it before
-// Serve.
-func (s *Server) HandleHTTP(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+// Serve. A pattern registered twice is an error.
+func (s *Server) HandleHTTP(pattern string, h http.Handler) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.routes[pattern]; dup {
+		return fmt.Errorf("server: HTTP route %q registered twice", pattern)
+	}
+	s.routes[pattern] = struct{}{}
+	s.mux.Handle(pattern, h)
+	return nil
+}
+
+// Track counts one accepted request of a protocol surface as in flight
+// until the returned function is called: a drain waits for it.
+func (s *Server) Track() (done func()) {
+	s.inflight.add()
+	var once sync.Once
+	return func() { once.Do(s.inflight.done) }
+}
+
+// Logger is the server's logger.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// Metrics are the server's Prometheus metrics.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Done is closed when the server has shut down.
+func (s *Server) Done() <-chan struct{} { return s.shutdown }
 
 // Draining reports whether the server stopped admitting new work.
 func (s *Server) Draining() bool { return s.draining.Load() }
@@ -185,7 +210,36 @@ func (s *Server) Listen() error {
 		}
 		s.hl = hl
 	}
+	if err := s.protectedMode(gl, s.hl); err != nil {
+		gl.Close()
+		if s.hl != nil {
+			s.hl.Close()
+			s.hl = nil
+		}
+		return err
+	}
+	if s.hl != nil && s.cfg.HTTPMaxConns > 0 {
+		s.hl = netutil.LimitListener(s.hl, s.cfg.HTTPMaxConns)
+	}
 	s.gl = gl
+	return nil
+}
+
+// protectedMode refuses to serve without credentials on an address other
+// hosts can reach, unless AllowUnauthenticated (docs/design.md §8).
+func (s *Server) protectedMode(ls ...net.Listener) error {
+	if s.AuthEnabled() || s.cfg.AllowUnauthenticated {
+		return nil
+	}
+	for _, l := range ls {
+		if l == nil {
+			continue
+		}
+		if ta, ok := l.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+			return fmt.Errorf("server: refusing to listen on %s without authentication: other hosts could use the engine; "+
+				"configure --api-key or --api-key-file, bind a loopback address (127.0.0.1), or pass --allow-unauthenticated", l.Addr())
+		}
+	}
 	return nil
 }
 
@@ -223,7 +277,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.grpc.Serve(gl) }()
 	if hl != nil {
 		go func() {
-			if err := s.http.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
+			serve := s.http.Serve
+			if s.cfg.TLS != nil {
+				serve = func(l net.Listener) error { return s.http.ServeTLS(l, "", "") }
+			}
+			if err := serve(hl); !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()
@@ -262,26 +320,34 @@ func (s *Server) Shutdown(grace time.Duration) error {
 	return nil
 }
 
+// closeBudget bounds the close after the drain grace: whatever clients
+// do (a stalled reader blocks its handler in Send), the server is down
+// within grace + closeBudget.
+const closeBudget = 900 * time.Millisecond
+
 func (s *Server) shutdownNow(grace time.Duration) {
 	s.startDrain()
-	if !s.inflight.wait(grace) {
+	drained := s.inflight.wait(grace)
+	end := time.Now().Add(closeBudget)
+	left := func(part float64) time.Duration { return time.Duration(float64(time.Until(end)) * part) }
+	if !drained {
 		n := 0
 		for _, m := range s.models {
-			n += m.b.AbortAll()
+			n += m.Backend.AbortAll()
 		}
 		s.log.Warn("server: drain grace over, cancelled running requests", "requests", n)
-		s.inflight.wait(5 * time.Second)
+		s.inflight.wait(left(0.4))
 	}
 	s.stopOnce.Do(func() { close(s.stop) })
 	done := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		s.grpc.Stop()
+	case <-time.After(left(0.5)):
+		s.grpc.Stop() // closes every connection: blocked handlers return
 		<-done
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), left(0.8))
 	defer cancel()
 	if err := s.http.Shutdown(ctx); err != nil {
 		s.http.Close()
@@ -298,6 +364,10 @@ func (s *Server) shutdownNow(grace time.Duration) {
 	s.log.Info("server: stopped")
 }
 
+// Drain stops admitting new work (health reports DRAINING) without
+// shutting down; running requests go on. Shutdown drains too.
+func (s *Server) Drain() { s.startDrain() }
+
 // startDrain stops admitting work everywhere.
 func (s *Server) startDrain() {
 	if s.draining.Swap(true) {
@@ -305,25 +375,16 @@ func (s *Server) startDrain() {
 	}
 	s.health.Shutdown() // every service NOT_SERVING
 	for _, m := range s.models {
-		m.b.Drain()
+		m.Backend.Drain()
 	}
 }
 
 func (s *Server) modelNames() []string {
 	out := make([]string, 0, len(s.models))
 	for _, m := range s.models {
-		out = append(out, m.name)
+		out = append(out, m.Name)
 	}
 	return out
-}
-
-// lookup finds a model by name or alias; "" is the default model.
-func (s *Server) lookup(name string) (*model, bool) {
-	if name == "" {
-		return s.models[0], true
-	}
-	m, ok := s.byName[name]
-	return m, ok
 }
 
 func newInstanceID() string {

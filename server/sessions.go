@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"oengine/engine"
-	"oengine/model/tokenizer"
 	pb "oengine/proto/openengine/v1"
 	"oengine/sessions"
 	"oengine/streaming"
@@ -21,13 +22,14 @@ type ExtensionConfig struct {
 	// Sessions configures the session manager; InstanceID and Models are
 	// filled by the server.
 	Sessions sessions.Config
-	// Streaming bounds GenerateStream input.
+	// MaxSessionsPerKey caps the live sessions of one principal when API
+	// keys are configured (--max-sessions-per-key); 0: a quarter of the
+	// session manager's MaxSessions (at least 1); negative: no cap.
+	MaxSessionsPerKey int
+	// Streaming bounds GenerateStream input. Streamed text is assembled
+	// with the model's Tokenizer; a model without one takes token-id
+	// chunks only.
 	Streaming streaming.Limits
-	// TextTokenizer returns the tokenizer used to assemble streamed text
-	// for a (canonical) model name; nil or a nil result: the engine's
-	// tokenizer when its adapter has Unwrap() *tokenizer.Tokenizer, else
-	// streamed text is refused (token-id chunks still work).
-	TextTokenizer func(model string) streaming.TextTokenizer
 }
 
 // ext is the extension's state of one server.
@@ -35,22 +37,15 @@ type ext struct {
 	s      *Server
 	mgr    *sessions.Manager
 	lim    streaming.Limits
-	textOf func(model string) streaming.TextTokenizer
+	perKey int // live sessions per principal (0: no cap)
+
+	mu      sync.Mutex     // protects opening
+	opening map[string]int // principal -> opens in flight
 }
 
 // extension returns the sessions/streaming state set by EnableSessions,
 // or nil.
 func (s *Server) extension() *ext { return s.ext.Load() }
-
-// engineOf returns the engine behind a backend (sessions need its KV cache
-// and tokenizer); false for backends that are not engines.
-func engineOf(b Backend) (*engine.Engine, bool) {
-	eb, ok := b.(engineBackend)
-	if !ok || eb.e == nil {
-		return nil, false
-	}
-	return eb.e, true
-}
 
 // EnableSessions starts the session manager over the server's engines and
 // registers OpenEngineSessions and OpenEngineStreaming on the gRPC
@@ -64,14 +59,10 @@ func (s *Server) EnableSessions(cfg ExtensionConfig) (*sessions.Manager, error) 
 	sc.InstanceID = s.instanceID
 	sc.Models = func(name string) (sessions.Engine, bool) {
 		m, ok := s.byName[name]
-		if !ok {
+		if !ok || m.Engine == nil {
 			return nil, false
 		}
-		e, ok := engineOf(m.b)
-		if !ok {
-			return nil, false
-		}
-		return e, true
+		return m.Engine, true
 	}
 	if sc.Logger == nil {
 		sc.Logger = s.log
@@ -80,7 +71,15 @@ func (s *Server) EnableSessions(cfg ExtensionConfig) (*sessions.Manager, error) 
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	x := &ext{s: s, mgr: mgr, lim: cfg.Streaming.WithDefaults(), textOf: cfg.TextTokenizer}
+	x := &ext{s: s, mgr: mgr, lim: cfg.Streaming.WithDefaults(), perKey: cfg.MaxSessionsPerKey, opening: map[string]int{}}
+	if x.perKey == 0 {
+		total := sc.MaxSessions
+		if total <= 0 {
+			total = sessions.DefaultMaxSessions
+		}
+		x.perKey = max(1, total/4)
+	}
+	x.perKey = max(x.perKey, 0)
 	s.ext.Store(x)
 	s.RegisterService(&pb.OpenEngineSessions_ServiceDesc, &sessionsService{x: x})
 	s.RegisterService(&pb.OpenEngineStreaming_ServiceDesc, &streamingService{x: x})
@@ -100,7 +99,7 @@ func (s *Server) Sessions() *sessions.Manager {
 	return nil
 }
 
-// sessionReasons maps sessions codes to the error table (decisions.md §1).
+// sessionReasons maps sessions codes to the error table (docs/design.md §1).
 var sessionReasons = map[sessions.Code]struct {
 	grpc   codes.Code
 	engine pb.ErrorCode
@@ -143,8 +142,9 @@ func extError(err error) *apiError {
 }
 
 // toProtoRef and fromProtoRef convert session refs.
-func fromProtoRef(r *pb.GenerationSessionRef) sessions.Ref {
-	return sessions.Ref{SessionID: r.GetSessionId(), Owner: r.GetOwnerInstanceId()}
+// fromProtoRef scopes the client's session id to its principal (auth.go).
+func fromProtoRef(p Principal, r *pb.GenerationSessionRef) sessions.Ref {
+	return sessions.Ref{SessionID: p.Scope(r.GetSessionId()), Owner: r.GetOwnerInstanceId()}
 }
 
 func toProtoRef(r sessions.Ref) *pb.GenerationSessionRef {
@@ -158,9 +158,12 @@ func unixNanos(t time.Time) uint64 {
 	return uint64(t.UnixNano())
 }
 
-func toProtoSession(in sessions.Info) *pb.GenerationSession {
+// toProtoSession describes a session of principal p with the client's id.
+func toProtoSession(p Principal, in sessions.Info) *pb.GenerationSession {
+	ref := in.Ref
+	ref.SessionID = p.clientID(ref.SessionID)
 	out := &pb.GenerationSession{
-		Ref:                 toProtoRef(in.Ref),
+		Ref:                 toProtoRef(ref),
 		Model:               in.Model,
 		LoraName:            in.LoRA,
 		State:               pb.GenerationSessionState(in.State),
@@ -212,7 +215,12 @@ func (ss *sessionsService) OpenGenerationSession(ctx context.Context, req *pb.Op
 	if !ok {
 		return nil, modelNotFound(req.GetModel()).err()
 	}
-	or := sessions.OpenRequest{ID: req.GetSessionId(), Model: m.name, LoRA: req.GetLoraName(), Lease: leaseOf(req.LeaseMs)}
+	p := PrincipalFrom(ctx)
+	sid, aerr := sessionID(req.GetSessionId(), p)
+	if aerr != nil {
+		return nil, aerr.err()
+	}
+	or := sessions.OpenRequest{ID: sid, Model: m.Name, LoRA: req.GetLoraName(), Lease: leaseOf(req.LeaseMs)}
 	switch in := req.GetInitialInput().(type) {
 	case *pb.OpenGenerationSessionRequest_Prompt:
 		if s.cfg.MaxPromptBytes > 0 && len(in.Prompt) > s.cfg.MaxPromptBytes {
@@ -221,7 +229,7 @@ func (ss *sessionsService) OpenGenerationSession(ctx context.Context, req *pb.Op
 		}
 		or.Prompt = in.Prompt
 	case *pb.OpenGenerationSessionRequest_TokenIds:
-		ids, aerr := tokenIDs("token_ids", in.TokenIds.GetIds(), m.b.Limits())
+		ids, aerr := tokenIDs("token_ids", in.TokenIds.GetIds(), m.Backend.Limits())
 		if aerr != nil {
 			return nil, aerr.err()
 		}
@@ -229,35 +237,41 @@ func (ss *sessionsService) OpenGenerationSession(ctx context.Context, req *pb.Op
 	}
 	s.inflight.add()
 	defer s.inflight.done()
+	release, aerr := ss.x.reserve(p)
+	if aerr != nil {
+		s.metrics.rejected(aerr.reason)
+		return nil, aerr.err()
+	}
+	defer release()
 	in, err := ss.x.mgr.Open(ctx, or)
 	if err != nil {
 		return nil, extError(err).err()
 	}
-	return toProtoSession(in), nil
+	return toProtoSession(PrincipalFrom(ctx), in), nil
 }
 
 func (ss *sessionsService) GetGenerationSession(ctx context.Context, req *pb.GetGenerationSessionRequest) (*pb.GenerationSession, error) {
-	in, err := ss.x.mgr.Get(fromProtoRef(req.GetRef()), req.GetIncludeTokens())
+	in, err := ss.x.mgr.Get(fromProtoRef(PrincipalFrom(ctx), req.GetRef()), req.GetIncludeTokens())
 	if err != nil {
 		return nil, extError(err).err()
 	}
-	return toProtoSession(in), nil
+	return toProtoSession(PrincipalFrom(ctx), in), nil
 }
 
 func (ss *sessionsService) RenewGenerationSession(ctx context.Context, req *pb.RenewGenerationSessionRequest) (*pb.GenerationSession, error) {
-	in, err := ss.x.mgr.Renew(fromProtoRef(req.GetRef()), leaseOf(req.LeaseMs))
+	in, err := ss.x.mgr.Renew(fromProtoRef(PrincipalFrom(ctx), req.GetRef()), leaseOf(req.LeaseMs))
 	if err != nil {
 		return nil, extError(err).err()
 	}
-	return toProtoSession(in), nil
+	return toProtoSession(PrincipalFrom(ctx), in), nil
 }
 
 func (ss *sessionsService) CloseGenerationSession(ctx context.Context, req *pb.CloseGenerationSessionRequest) (*pb.CloseGenerationSessionResponse, error) {
-	st, in, err := ss.x.mgr.CloseSession(fromProtoRef(req.GetRef()))
+	st, in, err := ss.x.mgr.CloseSession(fromProtoRef(PrincipalFrom(ctx), req.GetRef()))
 	if err != nil {
 		return nil, extError(err).err()
 	}
-	return &pb.CloseGenerationSessionResponse{Status: pb.CloseStatus(st), Session: toProtoSession(in)}, nil
+	return &pb.CloseGenerationSessionResponse{Status: pb.CloseStatus(st), Session: toProtoSession(PrincipalFrom(ctx), in)}, nil
 }
 
 // tokenIDs converts wire token ids, checking the vocabulary.
@@ -273,18 +287,40 @@ func tokenIDs(field string, ids []uint32, lim engine.Limits) ([]int32, *apiError
 }
 
 // textTokenizer returns the streamed-text tokenizer of a model, or nil.
-func (x *ext) textTokenizer(m *model) streaming.TextTokenizer {
-	if x.textOf != nil {
-		if t := x.textOf(m.name); t != nil {
-			return t
-		}
-	}
-	e, ok := engineOf(m.b)
-	if !ok {
+func (x *ext) textTokenizer(m *Model) streaming.TextTokenizer {
+	if m.Tokenizer == nil {
 		return nil
 	}
-	if t, ok := e.Tokenizer().(interface{ Unwrap() *tokenizer.Tokenizer }); ok && t.Unwrap() != nil {
-		return t.Unwrap()
+	return m.Tokenizer
+}
+
+// reserve counts one session open of principal p against its quota
+// (MaxSessionsPerKey): live sessions plus opens in flight. The anonymous
+// principal (no keys) has only the manager's global cap.
+func (x *ext) reserve(p Principal) (release func(), aerr *apiError) {
+	if p.Name == "" || x.perKey <= 0 {
+		return func() {}, nil
 	}
-	return nil
+	prefix := p.Name + scopeSep
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	live := 0
+	for _, id := range x.mgr.List() {
+		if strings.HasPrefix(id, prefix) {
+			live++
+		}
+	}
+	if live+x.opening[p.Name] >= x.perKey {
+		return nil, newAPIError(codes.ResourceExhausted, "SESSION_BUDGET", pb.ErrorCode_ERROR_CODE_OVERLOADED,
+			"key %q holds %d live sessions, the limit per key is %d", p.Name, live, x.perKey)
+	}
+	x.opening[p.Name]++
+	return func() {
+		x.mu.Lock()
+		x.opening[p.Name]--
+		if x.opening[p.Name] == 0 {
+			delete(x.opening, p.Name)
+		}
+		x.mu.Unlock()
+	}, nil
 }

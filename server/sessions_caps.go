@@ -8,12 +8,12 @@ import (
 
 // sessionCaps is ModelInfo.sessions for m: every figure is what the
 // session manager enforces for that model.
-func (s *Server) sessionCaps(m *model) *pb.SessionCapabilities {
+func (s *Server) sessionCaps(m *Model) *pb.SessionCapabilities {
 	x := s.extension()
 	if x == nil {
 		return &pb.SessionCapabilities{Supported: ptr(false)}
 	}
-	c, ok := x.mgr.Capabilities(m.name)
+	c, ok := x.mgr.Capabilities(m.Name)
 	if !ok {
 		return &pb.SessionCapabilities{Supported: ptr(false)}
 	}
@@ -34,12 +34,12 @@ func (s *Server) sessionCaps(m *model) *pb.SessionCapabilities {
 }
 
 // streamingCaps is ModelInfo.streaming_input for m.
-func (s *Server) streamingCaps(m *model) *pb.StreamingInputCapabilities {
+func (s *Server) streamingCaps(m *Model) *pb.StreamingInputCapabilities {
 	x := s.extension()
 	if x == nil {
 		return &pb.StreamingInputCapabilities{Supported: ptr(false)}
 	}
-	if _, ok := engineOf(m.b); !ok {
+	if m.Engine == nil {
 		return &pb.StreamingInputCapabilities{Supported: ptr(false)}
 	}
 	modalities := []string{"token_ids"}
@@ -56,4 +56,12 @@ func (s *Server) streamingCaps(m *model) *pb.StreamingInputCapabilities {
 		MaxChunks:          ptr(clampU32(x.lim.MaxChunks)),
 		InputIdleTimeoutMs: ptr(uint64(x.lim.IdleTimeout / time.Millisecond)),
 	}
+}
+
+// liveSessions is the number of live generation sessions (GetLoad).
+func (s *Server) liveSessions() int {
+	if x := s.extension(); x != nil {
+		return len(x.mgr.List())
+	}
+	return 0
 }

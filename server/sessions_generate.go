@@ -45,7 +45,7 @@ func (s *Server) continueSession(req *pb.GenerateRequest, stream grpc.ServerStre
 	defer turn.Close() // drains a turn whose client left, so it never stays busy
 	s.log.Debug("server: session turn accepted", "request_id", turn.ID(), "session", c.Ref.SessionID, "mode", c.Mode)
 	p := &pump{
-		s: s, m: m, st: turn, opt: opt, send: stream.Send, id: turn.ID(), start: start,
+		s: s, m: m, st: turn, opt: opt, send: stream.Send, id: metaFrom(ctx).Principal.clientID(turn.ID()), start: start,
 		finished: make([]bool, opt.n), lastToken: make([]time.Time, opt.n),
 	}
 	return true, p.run(ctx)
@@ -53,7 +53,7 @@ func (s *Server) continueSession(req *pb.GenerateRequest, stream grpc.ServerStre
 
 // buildContinuation validates a request that continues a session. Its
 // input may be empty (the turn then sees the retained tokens only).
-func (x *ext) buildContinuation(req *pb.GenerateRequest, meta callMeta) (*model, engine.Request, genOptions, sessions.Continuation, *apiError) {
+func (x *ext) buildContinuation(req *pb.GenerateRequest, meta callMeta) (*Model, engine.Request, genOptions, sessions.Continuation, *apiError) {
 	var c sessions.Continuation
 	m, er, opt, aerr := x.s.buildPlain(req, meta, true)
 	if aerr != nil {
@@ -64,9 +64,9 @@ func (x *ext) buildContinuation(req *pb.GenerateRequest, meta callMeta) (*model,
 		return nil, er, opt, c, invalidf("session.ref is required")
 	}
 	c = sessions.Continuation{
-		Ref:   fromProtoRef(sc.GetRef()),
+		Ref:   fromProtoRef(meta.Principal, sc.GetRef()),
 		Mode:  sessions.Mode(sc.GetMode()),
-		Model: m.name,
+		Model: m.Name,
 		LoRA:  req.GetLoraName(),
 	}
 	if sc.FromToken != nil {
@@ -79,7 +79,7 @@ func (x *ext) buildContinuation(req *pb.GenerateRequest, meta callMeta) (*model,
 // buildPlain runs the server's request validation on a copy of req
 // without its session part; an absent input is allowed when allowEmpty
 // (the engine request then has no input of its own).
-func (s *Server) buildPlain(req *pb.GenerateRequest, meta callMeta, allowEmpty bool) (*model, engine.Request, genOptions, *apiError) {
+func (s *Server) buildPlain(req *pb.GenerateRequest, meta callMeta, allowEmpty bool) (*Model, engine.Request, genOptions, *apiError) {
 	cp := proto.Clone(req).(*pb.GenerateRequest)
 	cp.Session = nil
 	empty := cp.GetInput() == nil

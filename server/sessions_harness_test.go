@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"oengine/engine"
+	"oengine/loader"
 	"oengine/model/gguf"
-	"oengine/model/llama"
 	"oengine/model/tokenizer"
 	pb "oengine/proto/openengine/v1"
 	"oengine/sessions"
@@ -62,32 +62,22 @@ func tinyEngine(t *testing.T) (*engine.Engine, *tokenizer.Tokenizer, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := llama.Load(f, llama.Options{Threads: 2})
+	lm, err := loader.Load(f, loader.Options{Name: extModel, Threads: 2, Engine: engine.Config{
+		PageSize: 16, KVPages: 256, MaxRunning: 8, GreedyDefault: true, Logger: quietLogger(),
+	}})
 	if err != nil {
 		f.Close()
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(engine.Config{
-		ModelName: extModel, PageSize: 16, KVPages: 256, MaxRunning: 8, GreedyDefault: true,
-		Logger: quietLogger(),
-	}, engine.FromLlama(m, llama.KVF16), engine.WrapTokenizer(tok))
-	if err != nil {
 		t.Fatal(err)
 	}
 	var once sync.Once
 	closeAll := func() {
 		once.Do(func() {
-			e.Close()
-			m.Close()
+			lm.Close()
 			f.Close()
 		})
 	}
 	t.Cleanup(closeAll)
-	return e, tok, closeAll
+	return lm.Engine, lm.Tokenizer, closeAll
 }
 
 func startExt(t *testing.T, mutate func(*ExtensionConfig)) *extHarness {
@@ -96,14 +86,13 @@ func startExt(t *testing.T, mutate func(*ExtensionConfig)) *extHarness {
 	h := &extHarness{t: t, eng: e, tok: tok, closeEngine: closeEngine, clock: &extClock{now: time.Unix(1_800_000_000, 0)}, done: make(chan error, 1)}
 	cfg := testConfig()
 	cfg.HTTPAddr = ""
-	s, err := New(cfg, FromEngine(e))
+	s, err := New(cfg, NewModel(e, tok))
 	if err != nil {
 		t.Fatal(err)
 	}
 	xc := ExtensionConfig{
-		Sessions:      sessions.Config{Clock: h.clock, ReapInterval: time.Hour},
-		Streaming:     streaming.Limits{IdleTimeout: 5 * time.Second},
-		TextTokenizer: func(string) streaming.TextTokenizer { return tok },
+		Sessions:  sessions.Config{Clock: h.clock, ReapInterval: time.Hour},
+		Streaming: streaming.Limits{IdleTimeout: 5 * time.Second},
 	}
 	if mutate != nil {
 		mutate(&xc)

@@ -65,7 +65,7 @@ func (ss *streamingService) GenerateStream(stream grpc.BidiStreamingServer[pb.Ge
 	meta := metaFrom(ctx)
 
 	var (
-		m    *model
+		m    *Model
 		er   engine.Request
 		opt  genOptions
 		c    sessions.Continuation
@@ -84,7 +84,7 @@ func (ss *streamingService) GenerateStream(stream grpc.BidiStreamingServer[pb.Ge
 	text := x.textTokenizer(m)
 	startPrompt, startIDs := er.Prompt, er.TokenIDs
 	if startPrompt != "" && text == nil {
-		return unsupportedf("streamed text input is not supported for model %q", m.name).err()
+		return unsupportedf("streamed text input is not supported for model %q", m.Name).err()
 	}
 	er.Prompt, er.TokenIDs, er.OpenInput = "", []int32{}, true
 
@@ -105,11 +105,10 @@ func (ss *streamingService) GenerateStream(stream grpc.BidiStreamingServer[pb.Ge
 		defer turn.Close()
 		in, base = turn, turn.BaseLen()
 	} else {
-		e, ok := engineOf(m.b)
-		if !ok {
-			return unsupportedf("streamed input is not supported for model %q", m.name).err()
+		if m.Engine == nil {
+			return unsupportedf("streamed input is not supported for model %q", m.Name).err()
 		}
-		est, err := e.Submit(ctx, er)
+		est, err := m.Engine.Submit(ctx, er)
 		if err != nil {
 			ae := fromEngine(err)
 			s.metrics.rejected(ae.reason)
@@ -119,7 +118,7 @@ func (ss *streamingService) GenerateStream(stream grpc.BidiStreamingServer[pb.Ge
 		in = est
 	}
 	// Accepted: from here on, failures are one terminal EngineError.
-	id := in.ID()
+	id := meta.Principal.clientID(in.ID())
 	var sendMu sync.Mutex // protects stream.Send (acks and outputs)
 	send := func(r *pb.GenerateResponse) error {
 		sendMu.Lock()
@@ -163,7 +162,7 @@ func (ss *streamingService) GenerateStream(stream grpc.BidiStreamingServer[pb.Ge
 		}
 		return pp.Err()
 	}}
-	s.log.Debug("server: generate stream accepted", "request_id", id, "model", m.name, "session", c.Ref.SessionID)
+	s.log.Debug("server: generate stream accepted", "request_id", id, "model", m.Name, "session", c.Ref.SessionID)
 	p := &pump{
 		s: s, m: m, st: w, opt: opt, send: send, id: id, start: start,
 		finished: make([]bool, opt.n), lastToken: make([]time.Time, opt.n),

@@ -91,7 +91,7 @@ func (realClock) Now() time.Time { return time.Now() }
 const (
 	DefaultLease       = 10 * time.Minute
 	DefaultMaxLease    = time.Hour
-	DefaultRetention   = time.Hour // decisions.md §2 --session-retention
+	DefaultRetention   = time.Hour // docs/design.md §2 --session-retention
 	DefaultMaxSessions = 1024
 	DefaultReap        = time.Second
 )

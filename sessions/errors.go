@@ -6,7 +6,7 @@ import (
 )
 
 // Code classifies a sessions error; the server maps each code to a gRPC
-// status and an ErrorInfo reason (decisions.md §1).
+// status and an ErrorInfo reason (docs/design.md §1).
 type Code int
 
 const (
@@ -37,7 +37,7 @@ var codeNames = [...]string{
 	CodeModelNotFound: "MODEL_NOT_FOUND",
 }
 
-// String returns the ErrorInfo reason of decisions.md §1.
+// String returns the ErrorInfo reason of docs/design.md §1.
 func (c Code) String() string {
 	if c >= 0 && int(c) < len(codeNames) {
 		return codeNames[c]

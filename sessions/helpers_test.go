@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"oengine/engine"
+	"oengine/model/tokenizer"
 )
 
 // toyModel is a deterministic model over a real paged K/V store: Forward
@@ -96,9 +97,9 @@ func (m *toyModel) Forward(k engine.KV, b *engine.Batch, logits []float32) error
 // toyTok: 0 <eos>, 1..26 'a'..'z', 27 ' ', 28 BOS; the BOS rule adds 28.
 type toyTok struct{}
 
-func (toyTok) Encode(text string, addSpecial, parseSpecial bool) []int32 {
+func (toyTok) Encode(text string, o tokenizer.EncodeOptions) []int32 {
 	var out []int32
-	if addSpecial {
+	if o.AddSpecial {
 		out = append(out, 28)
 	}
 	for _, c := range strings.ToLower(text) {

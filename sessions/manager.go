@@ -4,7 +4,7 @@
 // DROP_OUTPUT, BRANCH, REPLACE) become ordinary engine requests whose
 // retained tokens are committed only when the turn succeeds. The package
 // knows nothing of gRPC: errors are typed (*Error with a Code) and the
-// server maps them (decisions.md §1, §4).
+// server maps them (docs/design.md §1, §4).
 package sessions
 
 import (
@@ -20,8 +20,9 @@ import (
 	"unicode/utf8"
 )
 
-// MaxIDBytes bounds caller-supplied session ids.
-const MaxIDBytes = 256
+// MaxIDBytes bounds caller-supplied session ids (the server's own cap for
+// clients is 256 bytes; it prefixes ids with the caller's key name).
+const MaxIDBytes = 512
 
 // Manager owns the generation sessions of one server instance: identity,
 // lease and expiry, tombstones, the busy rule, pins and their budgets.

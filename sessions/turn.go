@@ -11,6 +11,7 @@ import (
 
 	"oengine/engine"
 	"oengine/kvcache"
+	"oengine/model/tokenizer"
 )
 
 // OpenRequest opens a session.
@@ -192,7 +193,7 @@ func (m *Manager) beginLocked(ctx context.Context, s *session, mode Mode, from *
 	}
 	input := r.TokenIDs
 	if input == nil && r.Prompt != "" {
-		input = s.eng.Tokenizer().Encode(r.Prompt, len(base) == 0, true)
+		input = s.eng.Tokenizer().Encode(r.Prompt, tokenizer.EncodeOptions{AddSpecial: len(base) == 0, ParseSpecial: true})
 	}
 	b := m.budgetFor(s.eng)
 	if mode.mutating() {

@@ -22,7 +22,7 @@ type TextTokenizer interface {
 // stable prefix of the text pending so far and holds back the tail that a
 // later chunk could still merge with, until the next chunk, a token-id
 // chunk or the end of input. Special tokens in text are parsed
-// (decisions.md §2). Not safe for concurrent use.
+// (docs/design.md §2). Not safe for concurrent use.
 type Assembler struct {
 	tok        TextTokenizer
 	pending    string // text received but not yet tokenized

@@ -40,15 +40,18 @@ func testdata(t testing.TB) string {
 
 var (
 	tokMu    sync.Mutex
-	tokCache = map[string]*tokenizer.Tokenizer{}
+	tokCache = map[vocabFile]*tokenizer.Tokenizer{}
 )
+
+// vocabFile is the path of a test vocabulary (the cache key).
+type vocabFile string
 
 func vocab(t testing.TB, name string) *tokenizer.Tokenizer {
 	t.Helper()
 	path := filepath.Join(testdata(t), "tokenizer", "ggml-vocab-"+name+".gguf")
 	tokMu.Lock()
 	defer tokMu.Unlock()
-	if tk := tokCache[path]; tk != nil {
+	if tk := tokCache[vocabFile(path)]; tk != nil {
 		return tk
 	}
 	f, err := gguf.Open(path)
@@ -60,7 +63,7 @@ func vocab(t testing.TB, name string) *tokenizer.Tokenizer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokCache[path] = tk
+	tokCache[vocabFile(path)] = tk
 	return tk
 }
 

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 )
 
-// Code classifies a streaming error (the server maps it, decisions.md §1).
+// Code classifies a streaming error (the server maps it, docs/design.md §1).
 type Code int
 
 const (

@@ -40,7 +40,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	case "chart":
 		return runBenchChart(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprint(stderr, benchUsage)
+		fmt.Fprint(stdout, benchUsage)
 		return nil
 	}
 	fmt.Fprint(stderr, benchUsage)
@@ -48,7 +48,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 }
 
 func runBenchCompare(args []string, stdout io.Writer) error {
-	if len(args) != 2 {
+	fs := newFlags("bench compare", nil)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if args = fs.Args(); len(args) != 2 {
 		return errors.New("bench compare: want two JSON files, A and B")
 	}
 	a, err := bench.ReadJSON(args[0])
@@ -151,11 +155,15 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	svgOut := fs.String("svg", "", "write the sweep chart (throughput and p99 TTFT against concurrency) here")
 	appendJSON := fs.Bool("append", false, "add this run's reports to an existing --json file instead of replacing it")
 	compare := fs.Bool("compare", false, "compare two JSON files given as arguments instead of running")
+	fs.limit("cancel-fraction", 0, 1)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *compare {
 		return runBenchCompare(fs.Args(), stdout)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench serve: unexpected argument %q (A.json B.json need --compare)", fs.Arg(0))
 	}
 	in, err := bench.ParseDist(*inLen)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -27,6 +28,8 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	mmap := fs.Bool("mmap", false, mmapUsage)
 	rowMajor := fs.Bool("rowmajor", false, "keep Q4_0 weights row-major instead of the decode layout (to compare the two)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file")
+	fs.limit("reps", 1, math.Inf(1))
+	fs.limit("batch", 1, math.Inf(1))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -11,19 +11,30 @@ import (
 
 func init() {
 	register("info", "describe a GGUF model (architecture, shapes, tensor types, vocabulary)", runInfo)
+	helpTable["info"] = cmdHelp{synopsis: "[MODEL.gguf] [flags]", modelArg: true,
+		notes:    "Without a model it describes the built-in synthetic model. The file is mapped, not read.",
+		examples: []string{"oengine info ~/models/qwen2.5-0.5b-instruct-q8_0.gguf", "oengine info --model m.gguf"}}
+}
+
+// infoConfig is the parsed command line of info.
+type infoConfig struct{ model string }
+
+func parseInfo(args []string) (*infoConfig, error) {
+	c := &infoConfig{}
+	fs := newFlags("info", nil)
+	fs.StringVar(&c.model, "model", "", "GGUF `file`, also accepted as the argument (default: the built-in synthetic model)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func runInfo(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("info", stderr)
-	model := fs.String("model", "", "GGUF file (default: the built-in synthetic model)")
-	if err := fs.Parse(args); err != nil {
+	c, err := parseInfo(args)
+	if err != nil {
 		return err
 	}
-	path := *model
-	if path == "" && fs.NArg() > 0 {
-		path = fs.Arg(0)
-	}
-	lf, err := openModelFile(path, true, stderr)
+	lf, err := openModelFile(c.model, true, stderr)
 	if err != nil {
 		return err
 	}

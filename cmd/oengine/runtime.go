@@ -1,15 +1,14 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 
 	"oengine/engine"
+	"oengine/loader"
 	"oengine/model/llama"
-	"oengine/model/tokenizer"
 )
 
 // engineFlags are the model and engine settings shared by generate, serve
@@ -27,35 +26,48 @@ type engineFlags struct {
 	mmap        *bool
 }
 
-func addEngineFlags(fs *flag.FlagSet) *engineFlags {
-	return &engineFlags{
-		model:       fs.String("model", "", "GGUF model file (default: the built-in synthetic model)"),
+func addEngineFlags(fs *flagSet) *engineFlags {
+	ef := &engineFlags{
+		model:       fs.String("model", "", "GGUF model `file`, also accepted as the first argument (default: the built-in synthetic model)"),
 		threads:     fs.Int("threads", 0, "CPU worker threads (0: all cores)"),
-		kvType:      fs.String("kv-type", "f16", "K/V store type: f16 or f32"),
-		kvMemory:    fs.String("kv-memory", "1GiB", "memory for the paged KV cache (e.g. 512MiB, 2GiB)"),
-		kvPages:     fs.Int("kv-pages", 0, "KV pages in the pool (overrides --kv-memory)"),
-		pageSize:    fs.Int("page-size", 16, "tokens per KV page"),
+		kvType:      fs.String("kv-type", "f16", "K/V store `type`: f16 or f32"),
+		kvMemory:    fs.String("kv-memory", "1GiB", "`size` of the paged KV cache: a number and B, KB, MB, GB, TB or KiB, MiB, GiB, TiB (e.g. 512MiB, 2GiB, 1.5GB)"),
+		kvPages:     fs.Int("kv-pages", 0, "KV pages in the pool (overrides --kv-memory; 0: from --kv-memory)"),
+		pageSize:    fs.Int("page-size", 16, "tokens per KV page (1 to 65536)"),
 		maxBatched:  fs.Int("max-batched-tokens", 0, "token budget of one step (0: engine default)"),
 		maxRunning:  fs.Int("max-running", 0, "sequences running at once (0: engine default)"),
-		defaultTemp: fs.Float64("default-temperature", 1.0, "temperature for requests that set none"),
+		defaultTemp: fs.Float64("default-temperature", 1.0, "temperature for requests that set none (0: greedy)"),
 		mmap:        fs.Bool("mmap", false, mmapUsage),
 	}
+	fs.limit("page-size", 1, 1<<16)
+	return ef
+}
+
+// check validates the flags that are not plain numbers (those fs.Parse has
+// checked) for command cmd.
+func (ef *engineFlags) check(cmd string) error {
+	if err := oneOf(cmd, "kv-type", *ef.kvType, "f16", "f32"); err != nil {
+		return err
+	}
+	n, err := parseBytes(*ef.kvMemory)
+	if err != nil {
+		return fmt.Errorf("%s: --kv-memory: %w", cmd, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: --kv-memory must be more than 0 bytes", cmd)
+	}
+	return nil
 }
 
 // runtime is a loaded model with its engine.
 type runtime struct {
-	file   *loadedFile
-	model  *llama.Model
-	tok    *tokenizer.Tokenizer
-	engine *engine.Engine
+	file *loadedFile
+	*loader.Model
 }
 
 func (r *runtime) Close() {
-	if r.engine != nil {
-		r.engine.Close()
-	}
-	if r.model != nil {
-		r.model.Close()
+	if r.Model != nil {
+		r.Model.Close()
 	}
 	if r.file != nil {
 		r.file.File.Close()
@@ -68,31 +80,21 @@ func (r *runtime) Close() {
 // hooks, when set, returns the engine hooks for the final model name (the
 // served name, or the file's name when none is given).
 func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.Hooks, stderr io.Writer, logger *slog.Logger) (*runtime, error) {
-	lf, err := openModelFile(*ef.model, *ef.mmap, stderr)
-	if err != nil {
-		return nil, err
-	}
-	rt := &runtime{file: lf}
-	fail := func(err error) (*runtime, error) { rt.Close(); return nil, err }
-	rt.model, err = llama.Load(lf.File, llama.Options{Threads: *ef.threads})
-	if err != nil {
-		return fail(err)
-	}
-	rt.tok, err = tokenizer.FromGGUF(lf.File)
-	if err != nil {
-		return fail(err)
-	}
 	kvt := llama.KVF16
 	switch strings.ToLower(*ef.kvType) {
 	case "f16":
 	case "f32":
 		kvt = llama.KVF32
 	default:
-		return fail(fmt.Errorf("--kv-type must be f16 or f32, got %q", *ef.kvType))
+		return nil, fmt.Errorf("--kv-type must be f16 or f32, got %q", *ef.kvType)
 	}
 	mem, err := parseBytes(*ef.kvMemory)
 	if err != nil {
-		return fail(err)
+		return nil, err
+	}
+	lf, err := openModelFile(*ef.model, *ef.mmap, stderr)
+	if err != nil {
+		return nil, err
 	}
 	if name == "" {
 		name = lf.Name
@@ -101,36 +103,14 @@ func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.H
 	if hooks != nil {
 		h = hooks(name)
 	}
-	cfg := engine.Config{
-		ModelName: name, PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
+	lm, err := loader.Load(lf.File, loader.Options{Name: name, Threads: *ef.threads, KVType: kvt, Engine: engine.Config{
+		PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
 		MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
-		DefaultTemperature: *ef.defaultTemp, Hooks: h, Logger: logger,
-	}
-	rt.engine, err = engine.New(cfg, engine.FromLlama(rt.model, kvt), engine.WrapTokenizer(rt.tok))
+		DefaultTemperature: *ef.defaultTemp, GreedyDefault: *ef.defaultTemp == 0, Hooks: h, Logger: logger,
+	}})
 	if err != nil {
-		return fail(err)
+		lf.File.Close()
+		return nil, err
 	}
-	return rt, nil
-}
-
-// parseBytes reads sizes such as 2GiB, 512MiB, 1e9 or 4096.
-func parseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			mult = u.mult
-			s = strings.TrimSuffix(s, u.suffix)
-			break
-		}
-	}
-	var v float64
-	if _, err := fmt.Sscanf(s, "%g", &v); err != nil || v < 0 {
-		return 0, fmt.Errorf("bad size %q (want e.g. 2GiB, 512MiB)", s)
-	}
-	return int64(v * float64(mult)), nil
+	return &runtime{file: lf, Model: lm}, nil
 }

@@ -1,23 +1,25 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
+	"math"
 	"time"
 
-	"oengine/model/tokenizer"
 	"oengine/server"
+	"oengine/server/sse"
 	"oengine/sessions"
-	"oengine/streaming"
 )
 
 func init() {
 	register("serve", "serve a model over OpenEngine gRPC and HTTP (metrics, health, SSE)", runServe)
+	helpTable["serve"] = cmdHelp{synopsis: "[MODEL.gguf] [flags]", modelArg: true,
+		notes: "Without a model it serves the built-in synthetic model (random weights).",
+		examples: []string{
+			"oengine serve ~/models/qwen2.5-0.5b-instruct-q8_0.gguf --served-model-name qwen --kv-memory 2GiB",
+			"oengine serve --model m.gguf --grpc-addr 127.0.0.1:50051 --http-addr 127.0.0.1:8080 --alias default",
+		}}
 }
 
 // stringList is a repeatable string flag.
@@ -26,98 +28,104 @@ type stringList []string
 func (l *stringList) String() string     { return fmt.Sprint(*l) }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-func runServe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
-	ef := addEngineFlags(fs)
+// serveConfig is the parsed command line of serve.
+type serveConfig struct {
+	engine                                          *engineFlags
+	name                                            string
+	aliases                                         stringList
+	grpcAddr, httpAddr, advertise                   string
+	grace                                           time.Duration
+	fastModel                                       string
+	logLevel                                        slog.Level
+	sessionLease, sessionMaxLease, sessionRetention time.Duration
+	sessionEvictIdle                                bool
+	maxSessions                                     int
+	sseMaxTokens                                    int
+	sseTemp                                         float64
+	sseKeepAlive, sseWriteTimeout                   time.Duration
+	corsOrigins                                     stringList
+	security                                        *securityFlags
+}
+
+func parseServe(args []string) (*serveConfig, error) {
+	c := &serveConfig{}
+	fs := newFlags("serve", nil)
+	c.engine = addEngineFlags(fs)
 	def := server.DefaultConfig()
-	name := fs.String("served-model-name", "", "model name announced to clients (default: general.name or the file name)")
-	var aliases stringList
-	fs.Var(&aliases, "alias", "another name clients may use for the model (repeatable)")
-	grpcAddr := fs.String("grpc-addr", def.GRPCAddr, "gRPC listen address")
-	httpAddr := fs.String("http-addr", def.HTTPAddr, "HTTP listen address (metrics, health, SSE); empty: none")
-	advertise := fs.String("advertise-host", "", "host announced in GetKvEventSources (default: listener host or hostname)")
-	grace := fs.Duration("drain-grace", def.DrainGrace, "how long running requests may finish on SIGTERM")
-	fastModel := fs.String("fast-model", "", "a second, smaller GGUF model for the SSE side generation")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	sessionLease := fs.Duration("session-lease", 0, "default generation-session lease (0: engine default)")
-	sessionMaxLease := fs.Duration("session-max-lease", 0, "longest lease granted; longer requests are clamped (0: engine default)")
-	sessionRetention := fs.Duration("session-retention", time.Hour, "how long closed and expired sessions stay as tombstones")
-	sessionEvictIdle := fs.Bool("session-evict-idle", false, "let idle sessions lose their pinned pages under memory pressure (state EVICTED)")
-	maxSessions := fs.Int("max-sessions", 0, "live generation sessions at once (0: engine default)")
-	sseMaxTokens := fs.Int("sse-max-tokens", server.DefaultSSEMaxTokens, "output budget of a POST /session/{id}/generate side generation")
-	sseTemp := fs.Float64("sse-temperature", -1, "temperature of SSE side generations (negative: --default-temperature)")
-	sseKeepAlive := fs.Duration("sse-keepalive", server.DefaultSSEKeepAlive, "interval of SSE keep-alive comments while no event is sent")
-	sseWriteTimeout := fs.Duration("sse-write-timeout", server.DefaultSSEWriteTimeout, "an SSE reader stalled longer than this is cancelled")
-	var corsOrigins stringList
-	fs.Var(&corsOrigins, "cors-origin", "origin allowed to call the SSE route from a browser (repeatable; \"*\" any; none by default)")
+	fs.StringVar(&c.name, "served-model-name", "", "model `name` announced to clients (default: general.name or the file name)")
+	fs.Var(&c.aliases, "alias", "another `NAME` clients may use for the model (repeatable)")
+	fs.StringVar(&c.grpcAddr, "grpc-addr", def.GRPCAddr, "gRPC listen `address`")
+	fs.StringVar(&c.httpAddr, "http-addr", def.HTTPAddr, "HTTP listen `address` (metrics, health, SSE); empty: none")
+	fs.StringVar(&c.advertise, "advertise-host", "", "`host` announced in GetKvEventSources (default: listener host or hostname)")
+	fs.DurationVar(&c.grace, "drain-grace", def.DrainGrace, "how long running requests may finish on SIGTERM")
+	fs.StringVar(&c.fastModel, "fast-model", "", "a second, smaller GGUF `file` for the SSE side generation")
+	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	fs.DurationVar(&c.sessionLease, "session-lease", 0, "default generation-session lease (0: engine default)")
+	fs.DurationVar(&c.sessionMaxLease, "session-max-lease", 0, "longest lease granted; longer requests are clamped (0: engine default)")
+	fs.DurationVar(&c.sessionRetention, "session-retention", time.Hour, "how long closed and expired sessions stay as tombstones")
+	fs.BoolVar(&c.sessionEvictIdle, "session-evict-idle", false, "let idle sessions lose their pinned pages under memory pressure (state EVICTED)")
+	fs.IntVar(&c.maxSessions, "max-sessions", 0, "live generation sessions at once (0: engine default)")
+	fs.IntVar(&c.sseMaxTokens, "sse-max-tokens", sse.DefaultMaxTokens, "output budget of a POST /session/{id}/generate side generation")
+	fs.Float64Var(&c.sseTemp, "sse-temperature", -1, "temperature of SSE side generations (negative: --default-temperature)")
+	fs.DurationVar(&c.sseKeepAlive, "sse-keepalive", sse.DefaultKeepAlive, "interval of SSE keep-alive comments while no event is sent")
+	fs.DurationVar(&c.sseWriteTimeout, "sse-write-timeout", sse.DefaultWriteTimeout, "an SSE reader stalled longer than this is cancelled")
+	fs.Var(&c.corsOrigins, "cors-origin", "`origin` allowed to call the SSE route from a browser (repeatable; \"*\" any; none by default)")
+	fs.allowNegative("sse-temperature")
+	fs.limit("sse-max-tokens", 1, math.Inf(1))
+	c.security = addSecurityFlags(fs.FlagSet, def)
+	fs.allowNegative("max-sessions-per-key")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := c.engine.check("serve"); err != nil {
+		return nil, err
+	}
+	if err := c.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
+		return nil, fmt.Errorf("serve: --log-level must be debug, info, warn or error, got %q", *logLevel)
+	}
+	return c, nil
+}
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	c, err := parseServe(args)
+	if err != nil {
 		return err
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("serve: --log-level: %w", err)
-	}
+	return c.run(stdout, stderr)
+}
+
+func (c *serveConfig) run(stdout, stderr io.Writer) error {
+	// The parsed values under the names the wiring below uses.
+	ef, def, lvl := c.engine, server.DefaultConfig(), c.logLevel
+	name, aliases, grpcAddr, httpAddr, advertise, grace := &c.name, c.aliases, &c.grpcAddr, &c.httpAddr, &c.advertise, &c.grace
+	fastModel, sessionLease, sessionMaxLease, sessionRetention := &c.fastModel, &c.sessionLease, &c.sessionMaxLease, &c.sessionRetention
+	sessionEvictIdle, maxSessions, sseMaxTokens, sseTemp := &c.sessionEvictIdle, &c.maxSessions, &c.sseMaxTokens, &c.sseTemp
+	sseKeepAlive, sseWriteTimeout, corsOrigins := &c.sseKeepAlive, &c.sseWriteTimeout, c.corsOrigins
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 
 	cfg := def
 	cfg.GRPCAddr, cfg.HTTPAddr, cfg.AdvertiseHost = *grpcAddr, *httpAddr, *advertise
-	cfg.ServedModelName, cfg.Aliases, cfg.DrainGrace = *name, aliases, *grace
+	cfg.DrainGrace = *grace
 	cfg.EngineVersion = version
 	cfg.Logger = logger
 	cfg.Metrics = server.NewMetrics()
+	sf := c.security
+	reloadCert, err := sf.apply(&cfg)
+	if err != nil {
+		return err
+	}
 
-	served := *name
-	rt, err := openRuntime(ef, served, cfg.Metrics.EngineHooks, stderr, logger)
+	rt, err := openRuntime(ef, *name, cfg.Metrics.EngineHooks, stderr, logger)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	if served == "" {
-		served = rt.engine.ModelName()
-	}
-	backends := []server.Backend{server.FromEngine(rt.engine)}
-	type namedTok struct {
-		name string
-		tok  streaming.TextTokenizer
-	}
-	var fastTokenizers []namedTok
-	var frt *runtime
-	if *fastModel != "" {
-		fef := *ef
-		fef.model = fastModel
-		var err error
-		frt, err = openRuntime(&fef, "", cfg.Metrics.EngineHooks, stderr, logger)
-		if err != nil {
-			// decisions.md section 6: a fast model that fails to load does
-			// not stop the server; it is reported as degraded.
-			logger.Error("fast model failed to load; serving without it", "path", *fastModel, "err", err)
-			cfg.ModelDegraded = fmt.Sprintf("fast model %s failed to load: %v", *fastModel, err)
-		} else {
-			defer frt.Close()
-			backends = append(backends, server.FromEngine(frt.engine))
-			fastTokenizers = append(fastTokenizers, namedTok{frt.engine.ModelName(), frt.tok})
-		}
-	}
-	srv, err := server.New(cfg, backends...)
-	if err != nil {
-		return err
-	}
-	tokens := map[string]streaming.TextTokenizer{rt.engine.ModelName(): rt.tok}
-	for _, b := range fastTokenizers {
-		tokens[b.name] = b.tok
-	}
-	if _, err := srv.EnableSessions(server.ExtensionConfig{
-		Sessions: sessions.Config{DefaultLease: *sessionLease, MaxLease: *sessionMaxLease,
-			Retention: *sessionRetention, EvictIdle: *sessionEvictIdle, MaxSessions: *maxSessions},
-		TextTokenizer: func(model string) streaming.TextTokenizer { return tokens[model] },
-	}); err != nil {
-		return err
-	}
-	toks := map[string]*tokenizer.Tokenizer{rt.engine.ModelName(): rt.tok}
-	sc := server.SSEConfig{
+	primary := server.NewModel(rt.Engine, rt.Tokenizer)
+	primary.Aliases = aliases
+	models := []server.Model{primary}
+	sc := sse.Config{
 		MaxTokens: *sseMaxTokens, KeepAlive: *sseKeepAlive, WriteTimeout: *sseWriteTimeout,
 		CORSOrigins: corsOrigins,
-		Tokenizer:   func(name string) *tokenizer.Tokenizer { return toks[name] },
 	}
 	if *sseTemp >= 0 {
 		sc.Sampling.Temperature = sseTemp
@@ -125,12 +133,32 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if *fastModel != "" {
 		// Not loaded: the route logs it and uses the session's model.
 		sc.FastModel = baseName(*fastModel)
-		if frt != nil {
-			sc.FastModel = frt.engine.ModelName()
-			toks[sc.FastModel] = frt.tok
+		fef := *ef
+		fef.model = fastModel
+		frt, err := openRuntime(&fef, "", cfg.Metrics.EngineHooks, stderr, logger)
+		if err != nil {
+			// docs/design.md §6: a fast model that fails to load
+			// does not stop the server; it is reported as degraded.
+			logger.Error("fast model failed to load; serving without it", "path", *fastModel, "err", err)
+			cfg.ModelDegraded = fmt.Sprintf("fast model %s failed to load: %v", *fastModel, err)
+		} else {
+			defer frt.Close()
+			models = append(models, server.NewModel(frt.Engine, frt.Tokenizer))
+			sc.FastModel = frt.Engine.ModelName()
 		}
 	}
-	if err := srv.EnableSSE(sc); err != nil {
+	srv, err := server.New(cfg, models...)
+	if err != nil {
+		return err
+	}
+	if _, err := srv.EnableSessions(server.ExtensionConfig{
+		Sessions: sessions.Config{DefaultLease: *sessionLease, MaxLease: *sessionMaxLease,
+			Retention: *sessionRetention, EvictIdle: *sessionEvictIdle, MaxSessions: *maxSessions},
+		MaxSessionsPerKey: *sf.maxSessionsPerKey,
+	}); err != nil {
+		return err
+	}
+	if err := sse.Enable(srv, sc); err != nil {
 		return err
 	}
 	if err := srv.Listen(); err != nil {
@@ -140,15 +168,23 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if label == "synthetic" {
 		label = "synthetic (built-in default: random weights)"
 	}
-	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE)\n",
-		version, served, label, srv.GRPCAddr(), srv.HTTPAddr())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	security := "no API keys (loopback only)"
+	switch {
+	case srv.AuthEnabled():
+		security = "API keys required"
+	case cfg.AllowUnauthenticated:
+		security = "no API keys (--allow-unauthenticated)"
+	}
+	if cfg.TLS != nil {
+		security += ", TLS"
+		if cfg.TLS.ClientCAs != nil {
+			security += " with client certificates"
+		}
+	}
+	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE)\n  auth  %s\n",
+		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr(), security)
 	start := time.Now()
-	err = srv.Serve(ctx)
+	err = serveSignals(srv, sf, reloadCert, logger)
 	logger.Info("server stopped", "uptime", time.Since(start).Round(time.Second))
 	return err
 }
-
-// version is the engine version reported by GetServerInfo.
-var version = "0.1.0-dev"

@@ -14,43 +14,77 @@ import (
 
 func init() {
 	register("synth", "write a model with seeded random weights and real shapes", runSynth)
+	helpTable["synth"] = cmdHelp{synopsis: "(--preset NAME | --dims D,L,H,KV,FFN,V[,CTX]) -o OUT.gguf [flags]",
+		notes: "Shows progress on a terminal while the weights are generated.",
+		examples: []string{
+			"oengine synth --arch llama --preset tinyllama-1.1b --type q8_0 -o tl.gguf",
+			"oengine synth --arch qwen3 --dims 1024,8,16,8,3072,32000,4096 --type q4_0 --vocab real.gguf -o q.gguf",
+		}}
+}
+
+// synthConfig is the parsed command line of synth.
+type synthConfig struct {
+	opts  synth.Options
+	vocab string // copy the tokenizer of this file
+	out   string
+}
+
+func parseSynth(args []string) (*synthConfig, error) {
+	c := &synthConfig{}
+	o := &c.opts
+	fs := newFlags("synth", nil)
+	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2 or qwen3")
+	fs.StringVar(&o.Preset, "preset", "", "shape preset: "+strings.Join(synth.PresetNames(), ", "))
+	dims := fs.String("dims", "", "custom shapes: `dim,layers,heads,kv_heads,ffn,vocab[,ctx]`")
+	typ := fs.String("type", "f16", "weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, ...")
+	fs.StringVar(&c.vocab, "vocab", "", "copy the tokenizer of this GGUF `file`")
+	fs.IntVar(&o.CtxLen, "ctx", 0, "override the context length (0: the preset's)")
+	fs.Uint64Var(&o.Seed, "seed", 1, "weight seed")
+	fs.StringVar(&c.out, "o", "", "output `file` (written with mode 0644)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if c.out == "" {
+		return nil, errors.New("synth: -o out.gguf is required")
+	}
+	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3"); err != nil {
+		return nil, err
+	}
+	o.Arch = strings.ToLower(o.Arch)
+	t, err := gguf.ParseType(*typ)
+	if err != nil {
+		return nil, fmt.Errorf("synth: --type: %w", err)
+	}
+	o.Type = t
+	switch {
+	case *dims != "" && o.Preset != "":
+		return nil, errors.New("synth: give --preset or --dims, not both")
+	case *dims != "":
+		if o.Dims, err = parseDims(*dims); err != nil {
+			return nil, err
+		}
+	case o.Preset == "":
+		return nil, errors.New("synth: give --preset NAME or --dims ...")
+	default:
+		if _, ok := synth.Presets[o.Preset]; !ok {
+			return nil, fmt.Errorf("synth: --preset must be %s, got %q", orList(synth.PresetNames()), o.Preset)
+		}
+	}
+	return c, nil
 }
 
 func runSynth(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("synth", stderr)
-	arch := fs.String("arch", "llama", "architecture: llama, qwen2 or qwen3")
-	preset := fs.String("preset", "", "shape preset: "+strings.Join(synth.PresetNames(), ", "))
-	dims := fs.String("dims", "", "custom shapes: dim,layers,heads,kv_heads,ffn,vocab[,ctx]")
-	typ := fs.String("type", "f16", "weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, ...")
-	vocab := fs.String("vocab", "", "copy the tokenizer of this GGUF file")
-	ctx := fs.Int("ctx", 0, "override the context length")
-	seed := fs.Uint64("seed", 1, "weight seed")
-	out := fs.String("o", "", "output file")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *out == "" {
-		return errors.New("synth: -o out.gguf is required")
-	}
-	t, err := gguf.ParseType(*typ)
+	c, err := parseSynth(args)
 	if err != nil {
 		return err
 	}
-	o := synth.Options{Arch: *arch, Preset: *preset, Type: t, Seed: *seed, CtxLen: *ctx}
-	if *dims != "" {
-		if *preset != "" {
-			return errors.New("synth: give --preset or --dims, not both")
-		}
-		d, err := parseDims(*dims)
-		if err != nil {
-			return err
-		}
-		o.Dims = d
-	} else if *preset == "" {
-		return errors.New("synth: give --preset NAME or --dims ...")
-	}
-	if *vocab != "" {
-		vf, err := gguf.Open(*vocab)
+	return c.run(stdout, stderr)
+}
+
+func (c *synthConfig) run(stdout, stderr io.Writer) error {
+	o := c.opts
+	if c.vocab != "" {
+		vf, err := gguf.Open(c.vocab)
 		if err != nil {
 			return err
 		}
@@ -58,10 +92,24 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		o.Vocab = vf
 	}
 	start := time.Now()
-	if err := synth.WriteFile(o, *out); err != nil {
+	var bar *progress
+	o.Progress = func(done, total int64) {
+		if bar == nil {
+			bar = newProgress(stderr, "generating", total)
+		}
+		bar.set(done)
+	}
+	w, err := synth.NewWriter(o)
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s (%s %s, %s) in %.1fs\n", *out, *arch, presetLabel(o), t, time.Since(start).Seconds())
+	if err := w.WriteFile(c.out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%s %s, %s) in %.1fs\n", c.out, o.Arch, presetLabel(o), o.Type, time.Since(start).Seconds())
 	return nil
 }
 

@@ -13,31 +13,55 @@ import (
 
 func init() {
 	register("tokenize", "tokenize text with a model's tokenizer", runTokenize)
+	helpTable["tokenize"] = cmdHelp{synopsis: "[MODEL.gguf] (--text TEXT | --file FILE) [flags]", modelArg: true,
+		examples: []string{
+			`oengine tokenize m.gguf --text "Hello world" --json`,
+			`oengine tokenize --model m.gguf --file prompt.txt --no-special`,
+		}}
+}
+
+// tokenizeConfig is the parsed command line of tokenize.
+type tokenizeConfig struct {
+	model, text, file               string
+	asJSON, noSpecial, parseSpecial bool
+}
+
+func parseTokenize(args []string) (*tokenizeConfig, error) {
+	c := &tokenizeConfig{}
+	fs := newFlags("tokenize", nil)
+	fs.StringVar(&c.model, "model", "", "GGUF `file` (default: the built-in synthetic model)")
+	fs.StringVar(&c.text, "text", "", "`text` to tokenize")
+	fs.StringVar(&c.file, "file", "", "read the text from this `file` (bytes kept exactly)")
+	fs.BoolVar(&c.asJSON, "json", false, "print a JSON array of token ids")
+	fs.BoolVar(&c.noSpecial, "no-special", false, "add no BOS/EOS (as llama.cpp's tokenizer vectors are written)")
+	fs.BoolVar(&c.parseSpecial, "parse-special", false, "recognise special-token texts in the input")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if (c.text == "") == (c.file == "") {
+		return nil, errors.New("tokenize: give exactly one of --text or --file")
+	}
+	return c, nil
 }
 
 func runTokenize(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("tokenize", stderr)
-	model := fs.String("model", "", "GGUF file (default: the built-in synthetic model)")
-	text := fs.String("text", "", "text to tokenize")
-	file := fs.String("file", "", "read the text from this file (bytes kept exactly)")
-	asJSON := fs.Bool("json", false, "print a JSON array of token ids")
-	noSpecial := fs.Bool("no-special", false, "add no BOS/EOS (as llama.cpp's tokenizer vectors are written)")
-	parseSpecial := fs.Bool("parse-special", false, "recognise special-token texts in the input")
-	if err := fs.Parse(args); err != nil {
+	c, err := parseTokenize(args)
+	if err != nil {
 		return err
 	}
-	if (*text == "") == (*file == "") {
-		return errors.New("tokenize: give exactly one of --text or --file")
-	}
-	input := *text
-	if *file != "" {
-		b, err := os.ReadFile(*file)
+	return c.run(stdout, stderr)
+}
+
+func (c *tokenizeConfig) run(stdout, stderr io.Writer) error {
+	input := c.text
+	if c.file != "" {
+		b, err := os.ReadFile(c.file)
 		if err != nil {
-			return err
+			return fmt.Errorf("tokenize: %w", err)
 		}
 		input = string(b)
 	}
-	lf, err := openModelFile(*model, true, stderr)
+	lf, err := openModelFile(c.model, true, stderr)
 	if err != nil {
 		return err
 	}
@@ -46,8 +70,8 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ids := tok.Encode(input, tokenizer.EncodeOptions{AddSpecial: !*noSpecial, ParseSpecial: *parseSpecial})
-	if *asJSON {
+	ids := tok.Encode(input, tokenizer.EncodeOptions{AddSpecial: !c.noSpecial, ParseSpecial: c.parseSpecial})
+	if c.asJSON {
 		if ids == nil {
 			ids = []int32{}
 		}

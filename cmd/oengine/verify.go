@@ -11,36 +11,62 @@ import (
 
 func init() {
 	register("verify", "check a model against a llama.cpp reference JSON (logprobs, tokens, greedy)", runVerify)
+	helpTable["verify"] = cmdHelp{synopsis: "MODEL.gguf --ref REF.json [flags]", modelArg: true,
+		notes: "Exit status 1 when a check fails.",
+		examples: []string{
+			"oengine verify qwen2.5-0.5b-instruct-q8_0.gguf --ref qwen2.5-0.5b-instruct-q8_0.ref.json",
+			"oengine verify --model m.gguf --ref m.ref.json --max-tokens 64 --kv f32",
+		}}
 }
 
-func runVerify(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", stderr)
-	model := fs.String("model", "", "GGUF model file")
-	ref := fs.String("ref", "", "reference JSON written from llama.cpp (see shared testdata README)")
-	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
+// verifyConfig is the parsed command line of verify.
+type verifyConfig struct {
+	model, ref string
+	opts       verify.Options
+}
+
+func parseVerify(args []string) (*verifyConfig, error) {
+	c := &verifyConfig{}
+	o := &c.opts
+	fs := newFlags("verify", nil)
+	fs.StringVar(&c.model, "model", "", "GGUF model `file`")
+	fs.StringVar(&c.ref, "ref", "", "reference JSON `file` written from llama.cpp (see shared testdata README)")
+	fs.IntVar(&o.Threads, "threads", 0, "worker threads (0: all cores)")
 	kv := fs.String("kv", "f16", "K/V store type: f16 or f32")
-	page := fs.Int("page-size", 16, "tokens per KV page")
-	maxTok := fs.Int("max-tokens", 0, "skip cases longer than this many teacher-forced tokens (0: none)")
-	greedyTie := fs.Float64("greedy-tie", 0.05, "free-running greedy must match up to the first step whose reference top-1/top-2 margin is below this")
-	ggml := fs.Bool("ggml", true, "run the free-running greedy check with llama.cpp's x86 CPU arithmetic (GGML mode: slower, batch-dependent attention) so that it follows the reference token for token; false uses oengine's own kernels")
-	ggml512 := fs.Bool("ggml-avx512", true, "in GGML mode, use the summation orders of an AVX-512 build of llama.cpp (the shared reference data was written by one); false: AVX2")
-	ggmlAll := fs.Bool("ggml-forced", false, "also teacher-force in GGML mode, feeding the prompt as llama.cpp did (default: oengine's own kernels, chunked)")
+	fs.IntVar(&o.PageSize, "page-size", 16, "tokens per KV page (1 to 65536)")
+	fs.IntVar(&o.MaxTokens, "max-tokens", 0, "skip cases longer than this many teacher-forced tokens (0: none)")
+	fs.Float64Var(&o.GreedyTie, "greedy-tie", 0.05, "free-running greedy must match up to the first step whose reference top-1/top-2 margin is below this")
+	fs.BoolVar(&o.GGML, "ggml", true, "run the free-running greedy check with llama.cpp's x86 CPU arithmetic (GGML mode: slower, batch-dependent attention) so that it follows the reference token for token; false uses oengine's own kernels")
+	fs.BoolVar(&o.GGMLAVX512, "ggml-avx512", true, "in GGML mode, use the summation orders of an AVX-512 build of llama.cpp (the shared reference data was written by one); false: AVX2")
+	fs.BoolVar(&o.GGMLForced, "ggml-forced", false, "also teacher-force in GGML mode, feeding the prompt as llama.cpp did (default: oengine's own kernels, chunked)")
+	fs.limit("page-size", 1, 1<<16)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
-	if *model == "" || *ref == "" {
-		return errors.New("verify: --model and --ref are required")
+	if c.model == "" || c.ref == "" {
+		return nil, errors.New("verify: a model (argument or --model) and --ref are required")
 	}
-	opts := verify.Options{Threads: *threads, PageSize: *page, MaxTokens: *maxTok, GreedyTie: *greedyTie, GGML: *ggml, GGMLForced: *ggmlAll, GGMLAVX512: *ggml512}
 	switch *kv {
 	case "f16":
-		opts.KV = llama.KVF16
+		o.KV = llama.KVF16
 	case "f32":
-		opts.KV = llama.KVF32
+		o.KV = llama.KVF32
 	default:
-		return fmt.Errorf("verify: --kv must be f16 or f32, got %q", *kv)
+		return nil, fmt.Errorf("verify: --kv must be f16 or f32, got %q", *kv)
 	}
-	rep, err := verify.Run(*model, *ref, opts)
+	return c, nil
+}
+
+func runVerify(args []string, stdout, _ io.Writer) error {
+	c, err := parseVerify(args)
+	if err != nil {
+		return err
+	}
+	return c.run(stdout)
+}
+
+func (c *verifyConfig) run(stdout io.Writer) error {
+	rep, err := verify.Run(c.model, c.ref, c.opts)
 	if err != nil {
 		return err
 	}

@@ -39,14 +39,18 @@ func vocabDir(t *testing.T) string {
 
 var (
 	vocabMu sync.Mutex
-	vocabs  = map[string]*tokenizer.Tokenizer{}
+	vocabs  = map[vocabName]*tokenizer.Tokenizer{}
 )
+
+// vocabName names a test vocabulary of shared/testdata/tokenizer (the
+// cache key).
+type vocabName string
 
 func loadVocab(t *testing.T, name string) *tokenizer.Tokenizer {
 	t.Helper()
 	vocabMu.Lock()
 	defer vocabMu.Unlock()
-	if tok, ok := vocabs[name]; ok {
+	if tok, ok := vocabs[vocabName(name)]; ok {
 		return tok
 	}
 	f, err := gguf.Open(filepath.Join(vocabDir(t), "ggml-vocab-"+name+".gguf"))
@@ -58,7 +62,7 @@ func loadVocab(t *testing.T, name string) *tokenizer.Tokenizer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vocabs[name] = tok
+	vocabs[vocabName(name)] = tok
 	return tok
 }
 

@@ -201,7 +201,9 @@ func (w *Writer) Bytes() ([]byte, error) {
 }
 
 // WriteFile writes the file to a temporary file in the same directory and
-// renames it over path, so readers never see a partial file.
+// renames it over path, so readers never see a partial file. The file gets
+// mode 0644 (a model file is data others may read), not the temporary
+// file's 0600.
 func (w *Writer) WriteFile(path string) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -213,6 +215,9 @@ func (w *Writer) WriteFile(path string) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
+	if err = tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("gguf: %w", err)
+	}
 	if _, err = w.WriteTo(tmp); err != nil {
 		return err
 	}

@@ -224,6 +224,9 @@ func TestWriteFile(t *testing.T) {
 	if !bytes.Equal(got, want) || f.Size() != int64(len(want)) {
 		t.Error("file differs from Bytes")
 	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("written file mode %v (err %v), want 0644", st.Mode().Perm(), err)
+	}
 	if err := w.WriteFile(filepath.Join(t.TempDir(), "no", "such", "dir", "m.gguf")); err == nil {
 		t.Error("WriteFile into a missing directory succeeded")
 	}

@@ -54,6 +54,10 @@ type Options struct {
 	// copied); the model's vocabulary size becomes its token count.
 	Vocab *gguf.File
 	Name  string // general.name; default "synthetic-<preset>"
+	// Progress, when set, is called (from one goroutine at a time) after
+	// each tensor is generated, with the bytes of tensor data generated so
+	// far and in all.
+	Progress func(done, total int64)
 }
 
 // ErrOptions reports unusable options.
@@ -159,6 +163,7 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	// result does not depend on scheduling.
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.NumCPU())
+	report := progressReporter(specs, o.Progress)
 	for i := range specs {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -166,6 +171,7 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			datas[i], errs[i] = specs[i].generate(o.Seed)
+			report(int64(len(datas[i])))
 		}(i)
 	}
 	wg.Wait()
@@ -178,6 +184,32 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		}
 	}
 	return w, nil
+}
+
+// progressReporter returns the function each generating goroutine calls
+// with its tensor's size; it forwards running totals to fn (nil: nothing).
+func progressReporter(specs []tensorSpec, fn func(done, total int64)) func(n int64) {
+	if fn == nil {
+		return func(int64) {}
+	}
+	var total int64
+	for _, s := range specs {
+		n := int64(1)
+		for _, d := range s.dims[1:] {
+			n *= int64(d)
+		}
+		if rb, err := s.typ.RowBytes(int(s.dims[0])); err == nil {
+			total += int64(rb) * n
+		}
+	}
+	var mu sync.Mutex // serialises fn and protects done
+	var done int64
+	return func(n int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		done += n
+		fn(done, total)
+	}
 }
 
 // fileType is general.file_type (llama_ftype) for a weight type.

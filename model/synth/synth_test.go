@@ -38,6 +38,39 @@ func TestBuildIsDeterministic(t *testing.T) {
 	}
 }
 
+// TestProgress checks that Progress counts every byte of tensor data once,
+// ending at the total, and never goes backwards.
+func TestProgress(t *testing.T) {
+	var calls int
+	var last, total int64
+	o := Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 7, Progress: func(done, tot int64) {
+		calls++
+		if done < last || (total != 0 && tot != total) {
+			t.Errorf("progress %d/%d after %d/%d", done, tot, last, total)
+		}
+		last, total = done, tot
+	}}
+	w, err := NewWriter(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := w.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for _, ti := range f.Tensors {
+		want += int64(len(ti.Data))
+	}
+	if calls != len(f.Tensors) || last != want || total != want {
+		t.Fatalf("%d calls ending at %d/%d; want %d calls ending at %d/%d", calls, last, total, len(f.Tensors), want, want)
+	}
+}
+
 // TestModelsLoadAndPredict builds each architecture and weight type, loads
 // it with the real loader and tokenizer, and checks the next-token
 // distribution is usable: neither uniform nor a single spike.

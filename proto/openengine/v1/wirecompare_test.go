@@ -1,7 +1,7 @@
 package openenginev1_test
 
 // Element-by-element comparison of the upstream OpenEngine v1 descriptors
-// with ours. The rule (decisions.md §3): every upstream file, service,
+// with ours. The rule (docs/design.md §3): every upstream file, service,
 // method, message, nested type, field, oneof, enum and enum value must exist
 // unchanged; the only allowed additions are whole new files and fields with
 // numbers >= 1000 on upstream messages.

@@ -1,4 +1,4 @@
-package server
+package sse
 
 import (
 	"bufio"
@@ -39,7 +39,7 @@ func TestSSEDisconnectFreesPages(t *testing.T) {
 	m := fillerModel(tok)
 	m.delay = time.Millisecond
 	e := newScriptEngine(t, m, sseEngineOpts{name: "main"})
-	h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{MaxTokens: 2000}}, FromEngine(e))
+	h := startSSE(t, sseHarnessOpts{cfg: Config{MaxTokens: 2000}}, e)
 	id := h.open("main", "some context for the session").Ref.SessionID
 	base := e.Cache().Stats()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -138,8 +138,8 @@ func TestSSEStalledReaderPauses(t *testing.T) {
 	m := fillerModel(tok)
 	const queue, maxTokens = 16, 1000
 	e := newScriptEngine(t, m, sseEngineOpts{name: "main", eventQueue: queue})
-	h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{MaxTokens: maxTokens, WriteTimeout: time.Minute}, writeBuffer: 4096},
-		FromEngine(e))
+	h := startSSE(t, sseHarnessOpts{cfg: Config{MaxTokens: maxTokens, WriteTimeout: time.Minute}, writeBuffer: 4096},
+		e)
 	id := h.open("main", "context").Ref.SessionID
 	leave := stall(t, h, e, id)
 	defer leave()
@@ -179,8 +179,8 @@ func TestSSEStalledReaderPauses(t *testing.T) {
 func TestSSEStalledReaderTimeout(t *testing.T) {
 	tok := sseVocab(t)
 	e := newScriptEngine(t, fillerModel(tok), sseEngineOpts{name: "main", eventQueue: 16})
-	h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{MaxTokens: 1000, WriteTimeout: 300 * time.Millisecond}, writeBuffer: 4096},
-		FromEngine(e))
+	h := startSSE(t, sseHarnessOpts{cfg: Config{MaxTokens: 1000, WriteTimeout: 300 * time.Millisecond}, writeBuffer: 4096},
+		e)
 	id := h.open("main", "context").Ref.SessionID
 	leave := stall(t, h, e, id)
 	defer leave()
@@ -204,8 +204,8 @@ func BenchmarkSSEInterTokenLatency(b *testing.B) {
 			tok := sseVocab(b)
 			m := fillerModel(tok)
 			e := newScriptEngine(b, m, sseEngineOpts{name: "main", eventQueue: 16})
-			h := startSSE(b, sseHarnessOpts{cfg: SSEConfig{MaxTokens: 2000, WriteTimeout: time.Minute}, writeBuffer: 4096},
-				FromEngine(e))
+			h := startSSE(b, sseHarnessOpts{cfg: Config{MaxTokens: 2000, WriteTimeout: time.Minute}, writeBuffer: 4096},
+				e)
 			id := h.open("main", "context").Ref.SessionID
 			if stalled {
 				ctx, cancel := context.WithCancel(context.Background())
@@ -262,7 +262,7 @@ func TestSSEShutdownCancels(t *testing.T) {
 	m := fillerModel(tok)
 	m.delay = 2 * time.Millisecond
 	e := newScriptEngine(t, m, sseEngineOpts{name: "main"})
-	h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{MaxTokens: 3000}}, FromEngine(e))
+	h := startSSE(t, sseHarnessOpts{cfg: Config{MaxTokens: 3000}}, e)
 	id := h.open("main", "context").Ref.SessionID
 	resp, err := h.post(context.Background(), nil, id, promptBody("long"))
 	if err != nil {

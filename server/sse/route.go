@@ -1,40 +1,40 @@
-package server
+package sse
 
 import (
 	"context"
-	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	"oengine/engine"
 	"oengine/model/chat"
 	"oengine/model/tokenizer"
 	"oengine/sampling"
+	"oengine/server"
 	"oengine/sessions"
 )
 
-// SSE route limits (decisions.md §5).
+// Route limits (docs/design.md §5).
 const (
-	// SSEMaxPromptBytes caps the prompt's UTF-8 bytes after JSON decoding.
-	SSEMaxPromptBytes = 32 << 10
-	// SSEMaxBodyBytes caps the request body read.
-	SSEMaxBodyBytes = 256 << 10
+	// MaxPromptBytes caps the prompt's UTF-8 bytes after JSON decoding.
+	MaxPromptBytes = 32 << 10
+	// MaxBodyBytes caps the request body read.
+	MaxBodyBytes = 256 << 10
 )
 
-// Defaults of SSEConfig.
+// Defaults of Config.
 const (
-	DefaultSSEMaxTokens    = 1024
-	DefaultSSEKeepAlive    = 15 * time.Second
-	DefaultSSEWriteTimeout = 30 * time.Second
+	DefaultMaxTokens    = 1024
+	DefaultKeepAlive    = 15 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
 )
 
-// SSEConfig configures POST /session/{id}/generate, a short side generation
+// Config configures POST /session/{id}/generate, a short side generation
 // in the context of a generation session that reads and changes nothing of
 // the session. Clients choose no setting: everything comes from here.
-type SSEConfig struct {
-	// FastModel is the served name of the --fast-model backend; empty: none.
+type Config struct {
+	// FastModel is the served name of the --fast-model model; empty: none.
 	// A configured fast model that is not served (it failed to load) or
 	// that refuses the request before acceptance falls back to the
 	// session's model.
@@ -55,35 +55,28 @@ type SSEConfig struct {
 	// CORSOrigins are the origins answered with CORS headers and preflight
 	// (--cors-origin, repeatable); "*" allows any origin.
 	CORSOrigins []string
-	// Tokenizer returns the tokenizer (and with it the chat template) of a
-	// served model name; nil or a nil result: the engine's tokenizer when
-	// its adapter has Unwrap() *tokenizer.Tokenizer, else the engine's
-	// Encode with plain text.
-	Tokenizer func(model string) *tokenizer.Tokenizer
-	// ChatTemplates override the GGUF chat template per served model name
-	// ("" entries: plain text).
-	ChatTemplates map[string]string
 }
 
-func (c SSEConfig) withDefaults() SSEConfig {
+func (c Config) withDefaults() Config {
 	if c.MaxTokens <= 0 {
-		c.MaxTokens = DefaultSSEMaxTokens
+		c.MaxTokens = DefaultMaxTokens
 	}
 	if c.KeepAlive <= 0 {
-		c.KeepAlive = DefaultSSEKeepAlive
+		c.KeepAlive = DefaultKeepAlive
 	}
 	if c.WriteTimeout <= 0 {
-		c.WriteTimeout = DefaultSSEWriteTimeout
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	return c
 }
 
 // sseRoute is the state of the SSE route of one server.
 type sseRoute struct {
-	s       *Server
-	cfg     SSEConfig
+	s       *server.Server
+	log     *slog.Logger
+	cfg     Config
 	metrics *sseMetrics
-	// encoders by served model name; built once at EnableSSE.
+	// encoders by served model name; built once at Enable.
 	encoders map[string]promptEncoder
 }
 
@@ -92,94 +85,63 @@ type promptEncoder interface {
 	Encode(user string) (chat.Prompt, error)
 }
 
-// engineEncoder is the fallback without a *tokenizer.Tokenizer: plain text
-// with the BOS rule and no special-token parsing.
+// engineEncoder is the fallback without a model tokenizer: plain text with
+// the BOS rule and no special-token parsing.
 type engineEncoder struct{ tok engine.Tokenizer }
 
 func (e engineEncoder) Encode(user string) (chat.Prompt, error) {
-	return chat.Prompt{Tokens: e.tok.Encode(user, true, false), Text: user}, nil
+	return chat.Prompt{Tokens: e.tok.Encode(user, tokenizer.EncodeOptions{AddSpecial: true}), Text: user}, nil
 }
 
-// SSEPattern is the route EnableSSE registers.
-const SSEPattern = "/session/{id}/generate"
+// Pattern is the route Enable registers.
+const Pattern = "/session/{id}/generate"
 
-var (
-	sseMu      sync.Mutex               // serializes EnableSSE and protects sseEnabled
-	sseEnabled = map[*Server]struct{}{} // servers whose route is registered
-)
-
-// EnableSSE registers POST /session/{id}/generate on the HTTP listener;
-// call it once, before Serve. It needs EnableSessions for the sessions it
-// names (without it every id is unknown).
-func (s *Server) EnableSSE(cfg SSEConfig) error {
-	sseMu.Lock()
-	defer sseMu.Unlock()
-	if _, dup := sseEnabled[s]; dup {
-		return errors.New("server: SSE already enabled")
-	}
+// Enable registers POST /session/{id}/generate on the server's HTTP
+// listener; call it once, before Serve. It needs the server's sessions
+// (EnableSessions) for the sessions it names (without them every id is
+// unknown).
+func Enable(s *server.Server, cfg Config) error {
 	cfg = cfg.withDefaults()
+	rt := &sseRoute{s: s, log: s.Logger(), cfg: cfg, encoders: map[string]promptEncoder{}}
 	if cfg.FastModel != "" {
-		if _, ok := s.byName[cfg.FastModel]; !ok {
-			s.log.Warn("server: SSE fast model is not served; the session's model answers", "fast_model", cfg.FastModel)
+		if _, ok := s.Lookup(cfg.FastModel); !ok {
+			rt.log.Warn("server: SSE fast model is not served; the session's model answers", "fast_model", cfg.FastModel)
 		}
 	}
-	rt := &sseRoute{s: s, cfg: cfg, encoders: map[string]promptEncoder{}}
-	m, err := newSSEMetrics(s.metrics.Registry())
+	m, err := newSSEMetrics(s.Metrics().Registry())
 	if err != nil {
 		return err
 	}
 	rt.metrics = m
-	for _, md := range s.models {
+	for _, md := range s.Models() {
 		enc, err := rt.buildEncoder(md)
 		if err != nil {
 			return err
 		}
 		if enc != nil {
-			rt.encoders[md.name] = enc
+			rt.encoders[md.Name] = enc
 		}
 	}
-	s.HandleHTTP(SSEPattern, rt)
-	sseEnabled[s] = struct{}{}
-	go func() {
-		<-s.shutdown
-		sseMu.Lock()
-		delete(sseEnabled, s)
-		sseMu.Unlock()
-	}()
-	return nil
+	return s.HandleHTTP(Pattern, rt)
 }
 
 // buildEncoder picks the prompt encoder of a model: the chat template when
 // there is one and it can render a single user message, else plain text.
-func (rt *sseRoute) buildEncoder(md *model) (promptEncoder, error) {
-	var tok *tokenizer.Tokenizer
-	if rt.cfg.Tokenizer != nil {
-		tok = rt.cfg.Tokenizer(md.name)
-	}
-	e, isEngine := engineOf(md.b)
-	if tok == nil && isEngine {
-		if u, ok := e.Tokenizer().(interface{ Unwrap() *tokenizer.Tokenizer }); ok {
-			tok = u.Unwrap()
+func (rt *sseRoute) buildEncoder(md *server.Model) (promptEncoder, error) {
+	if md.Tokenizer == nil {
+		if md.Engine != nil && md.Engine.Tokenizer() != nil {
+			rt.log.Info("server: SSE prompts of this model are plain text (no tokenizer with a chat template)", "model", md.Name)
+			return engineEncoder{tok: md.Engine.Tokenizer()}, nil
 		}
-	}
-	if tok == nil {
-		if isEngine && e.Tokenizer() != nil {
-			rt.s.log.Info("server: SSE prompts of this model are plain text (no tokenizer with a chat template)", "model", md.name)
-			return engineEncoder{tok: e.Tokenizer()}, nil
-		}
-		// Not an engine (a test fake): the model cannot serve the route; as a
+		// No engine (a test fake): the model cannot serve the route; as a
 		// fast model it falls back to the session's model.
-		rt.s.log.Warn("server: SSE: no tokenizer for this model (set SSEConfig.Tokenizer); it will not serve the route", "model", md.name)
+		rt.log.Warn("server: SSE: the model has no tokenizer; it will not serve the route", "model", md.Name)
 		return nil, nil
 	}
-	tmpl, override := rt.cfg.ChatTemplates[md.name]
-	if !override {
-		tmpl = tok.ChatTemplate()
-	}
-	enc, err := chat.NewEncoder(tok, tmpl)
+	enc, err := chat.NewEncoder(md.Tokenizer, md.ChatTemplate)
 	if err != nil {
-		rt.s.log.Warn("server: chat template unusable, SSE prompts are plain text", "model", md.name, "err", err)
-		return chat.NewEncoder(tok, "")
+		rt.log.Warn("server: chat template unusable, SSE prompts are plain text", "model", md.Name, "err", err)
+		return chat.NewEncoder(md.Tokenizer, "")
 	}
 	return enc, nil
 }
@@ -203,8 +165,14 @@ func (rt *sseRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	if rt.s.draining.Load() {
-		rt.reject(w, sseFrom(draining()))
+	p, err := rt.s.Authenticate(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="oengine"`)
+		rt.reject(w, sseFrom(server.Classify(err)))
+		return
+	}
+	if rt.s.Draining() {
+		rt.reject(w, sseFrom(server.DrainingFailure()))
 		return
 	}
 	prompt, serr := readPrompt(w, r)
@@ -212,13 +180,12 @@ func (rt *sseRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.reject(w, serr)
 		return
 	}
-	sessionModel, serr := rt.checkSession(r.PathValue("id"))
+	sessionModel, serr := rt.checkSession(p, r.PathValue("id"))
 	if serr != nil {
 		rt.reject(w, serr)
 		return
 	}
-	rt.s.inflight.add()
-	defer rt.s.inflight.done()
+	defer rt.s.Track()()
 	sel, serr := rt.selectAndSubmit(r.Context(), sessionModel, prompt)
 	if serr != nil {
 		rt.reject(w, serr)
@@ -229,12 +196,12 @@ func (rt *sseRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // checkSession requires a live session of this instance and returns its
 // model. It only reads the session (no renewal, no lease activity).
-func (rt *sseRoute) checkSession(id string) (string, *sseError) {
+func (rt *sseRoute) checkSession(p server.Principal, id string) (string, *sseError) {
 	mgr := rt.s.Sessions()
 	if mgr == nil {
 		return "", sseErrorf(http.StatusNotFound, "session_not_found", "session %q not found (sessions are not enabled)", id)
 	}
-	in, err := mgr.Get(sessions.Ref{SessionID: id, Owner: rt.s.instanceID}, false)
+	in, err := mgr.Get(sessions.Ref{SessionID: p.Scope(id), Owner: rt.s.InstanceID()}, false)
 	if err != nil {
 		switch sessions.CodeOf(err) {
 		case sessions.CodeNotFound, sessions.CodeInvalid, sessions.CodeOwnerMismatch:
@@ -254,15 +221,15 @@ func (rt *sseRoute) checkSession(id string) (string, *sseError) {
 // selection is the accepted generation: the model chosen once and its
 // engine stream.
 type selection struct {
-	m      *model
-	st     Stream
+	m      *server.Model
+	st     server.Stream
 	prompt chat.Prompt
 }
 
 // selectAndSubmit chooses the model once, before generation: the fast
 // model when configured, served and accepting, else the session's model.
 func (rt *sseRoute) selectAndSubmit(ctx context.Context, sessionModel, prompt string) (*selection, *sseError) {
-	if f, ok := rt.s.byName[rt.cfg.FastModel]; ok && rt.cfg.FastModel != "" {
+	if f, ok := rt.s.Lookup(rt.cfg.FastModel); ok && rt.cfg.FastModel != "" {
 		sel, serr := rt.submit(ctx, f, prompt)
 		if serr == nil {
 			return sel, nil
@@ -270,27 +237,27 @@ func (rt *sseRoute) selectAndSubmit(ctx context.Context, sessionModel, prompt st
 		if ctx.Err() != nil {
 			return nil, serr
 		}
-		rt.s.log.Warn("server: SSE fast model refused the request, using the session's model",
-			"fast_model", f.name, "code", serr.code, "err", serr.msg)
+		rt.log.Warn("server: SSE fast model refused the request, using the session's model",
+			"fast_model", f.Name, "code", serr.code, "err", serr.msg)
 	}
-	m, ok := rt.s.byName[sessionModel]
-	if !ok {
+	m, ok := rt.s.Lookup(sessionModel)
+	if !ok || sessionModel == "" {
 		return nil, sseErrorf(http.StatusNotFound, "model_not_found", "the session's model %q is not served", sessionModel)
 	}
 	return rt.submit(ctx, m, prompt)
 }
 
 // submit encodes the prompt for m and submits it.
-func (rt *sseRoute) submit(ctx context.Context, m *model, prompt string) (*selection, *sseError) {
-	enc := rt.encoders[m.name]
+func (rt *sseRoute) submit(ctx context.Context, m *server.Model, prompt string) (*selection, *sseError) {
+	enc := rt.encoders[m.Name]
 	if enc == nil {
-		return nil, sseErrorf(http.StatusInternalServerError, "internal", "no prompt encoder for model %q", m.name)
+		return nil, sseErrorf(http.StatusInternalServerError, "internal", "no prompt encoder for model %q", m.Name)
 	}
 	p, err := enc.Encode(prompt)
 	if err != nil {
 		return nil, sseErrorf(http.StatusInternalServerError, "internal", "encoding the prompt: %v", err)
 	}
-	lim := m.b.Limits()
+	lim := m.Limits()
 	budget := rt.cfg.MaxTokens
 	if lim.MaxOutputTokens > 0 {
 		budget = min(budget, lim.MaxOutputTokens)
@@ -299,13 +266,13 @@ func (rt *sseRoute) submit(ctx context.Context, m *model, prompt string) (*selec
 		return nil, sseErrorf(http.StatusBadRequest, "context_length_exceeded",
 			"prompt of %d tokens + %d output tokens exceeds the context of %d tokens", len(p.Tokens), budget, lim.ContextLen)
 	}
-	st, err := m.b.Submit(ctx, engine.Request{
+	st, err := m.Backend.Submit(ctx, engine.Request{
 		TokenIDs:  p.Tokens,
 		MaxTokens: budget,
 		Sampling:  cloneSampling(rt.cfg.Sampling),
 	})
 	if err != nil {
-		return nil, sseFrom(fromEngine(err))
+		return nil, sseFrom(server.Classify(err))
 	}
 	return &selection{m: m, st: st, prompt: p}, nil
 }
@@ -357,7 +324,7 @@ func (rt *sseRoute) preflight(w http.ResponseWriter, r *http.Request, origin str
 	}
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", "POST")
-	h.Set("Access-Control-Allow-Headers", "Content-Type")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	rt.metrics.outcome("preflight")

@@ -1,4 +1,4 @@
-package server
+package sse
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	"oengine/engine"
 	"oengine/model/gguf"
 	"oengine/model/tokenizer"
+	"oengine/server"
 	"oengine/sessions"
 )
 
@@ -251,7 +252,7 @@ func (c *clockT) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c
 // sseHarness is a server with sessions and the SSE route on 127.0.0.1:0.
 type sseHarness struct {
 	t     testing.TB
-	s     *Server
+	s     *server.Server
 	mgr   *sessions.Manager
 	clock *clockT
 	base  string // http://host:port
@@ -259,39 +260,46 @@ type sseHarness struct {
 }
 
 type sseHarnessOpts struct {
-	cfg         SSEConfig
-	writeBuffer int // server socket send buffer (0: system default)
+	cfg           Config
+	chatTemplates map[string]string // per served name: the model's chat template ("": plain text)
+	writeBuffer   int               // server socket send buffer (0: system default)
 }
 
-func startSSE(t testing.TB, o sseHarnessOpts, backends ...Backend) *sseHarness {
+// startSSE serves the engines (with the Llama SPM vocabulary) with
+// sessions and the SSE route.
+func startSSE(t testing.TB, o sseHarnessOpts, engines ...*engine.Engine) *sseHarness {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.DrainGrace = 2 * time.Second
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := New(cfg, backends...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := &clockT{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	mgr, err := s.EnableSessions(ExtensionConfig{Sessions: sessions.Config{Clock: clock, ReapInterval: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.cfg.Tokenizer == nil {
-		tok := sseVocab(t)
-		o.cfg.Tokenizer = func(string) *tokenizer.Tokenizer { return tok }
-	}
-	if err := s.EnableSSE(o.cfg); err != nil {
-		t.Fatal(err)
-	}
 	if o.writeBuffer > 0 {
-		s.http.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		cfg.HTTPMaxConns = 0 // the connection cap's listener hides *net.TCPConn
+		cfg.HTTPConnContext = func(ctx context.Context, c net.Conn) context.Context {
 			if tc, ok := c.(*net.TCPConn); ok {
 				_ = tc.SetWriteBuffer(o.writeBuffer)
 			}
 			return ctx
 		}
+	}
+	models := make([]server.Model, len(engines))
+	for i, e := range engines {
+		models[i] = server.NewModel(e, sseVocab(t))
+		if tmpl, ok := o.chatTemplates[e.ModelName()]; ok {
+			models[i].ChatTemplate = tmpl
+		}
+	}
+	s, err := server.New(cfg, models...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &clockT{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	mgr, err := s.EnableSessions(server.ExtensionConfig{Sessions: sessions.Config{Clock: clock, ReapInterval: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Enable(s, o.cfg); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.Listen(); err != nil {
 		t.Fatal(err)
@@ -479,7 +487,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 
 // counter reads a counter of the SSE metrics.
 func (h *sseHarness) outcomeCount(outcome string) float64 {
-	mfs, err := h.s.metrics.Registry().Gather()
+	mfs, err := h.s.Metrics().Registry().Gather()
 	if err != nil {
 		h.t.Fatal(err)
 	}

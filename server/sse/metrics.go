@@ -1,7 +1,8 @@
-package server
+package sse
 
 import (
 	"errors"
+	"oengine/server"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,7 +32,7 @@ func newSSEMetrics(reg *prometheus.Registry) (*sseMetrics, error) {
 			[]string{"outcome"}),
 		ttfd: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "oengine:sse_time_to_first_delta_seconds", Help: "Time from receiving an SSE request to writing its first delta.",
-			Buckets: latencyBuckets}, []string{"model_name"}),
+			Buckets: server.LatencyBuckets}, []string{"model_name"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oengine:sse_bytes_streamed_total", Help: "Bytes of event stream written to SSE clients."},
 			[]string{"model_name"}),

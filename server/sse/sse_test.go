@@ -1,4 +1,4 @@
-package server
+package sse
 
 import (
 	"bufio"
@@ -87,7 +87,7 @@ func TestSSEStreamOrderAndUsage(t *testing.T) {
 	tok := sseVocab(t)
 	var usage usageLog
 	e := newScriptEngine(t, scriptFor(tok, sseScript), sseEngineOpts{name: "main", hooks: usage.hooks()})
-	h := startSSE(t, sseHarnessOpts{}, FromEngine(e))
+	h := startSSE(t, sseHarnessOpts{}, e)
 	sess := h.open("main", "You are a translator.")
 	wantText, wantBlocks := chat.StripReasoning(sseScript, false)
 	prompt := "Translate: good morning"
@@ -164,7 +164,7 @@ func TestSSELengthAndKeepAlive(t *testing.T) {
 	m := fillerModel(tok)
 	m.delay = 25 * time.Millisecond
 	e := newScriptEngine(t, m, sseEngineOpts{name: "main"})
-	h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{MaxTokens: 6, KeepAlive: 10 * time.Millisecond}}, FromEngine(e))
+	h := startSSE(t, sseHarnessOpts{cfg: Config{MaxTokens: 6, KeepAlive: 10 * time.Millisecond}}, e)
 	sess := h.open("main", "hello")
 	r := h.generate(context.Background(), sess.Ref.SessionID, "count")
 	checkSSEStream(t, r)
@@ -189,7 +189,7 @@ func TestSSEChatTemplateReasoningPrompt(t *testing.T) {
 {% endfor %}{% if add_generation_prompt %}[assistant] <think>
 {% endif %}`
 	e := newScriptEngine(t, scriptFor(tok, "secret reasoning</think>Visible answer."), sseEngineOpts{name: "main"})
-	h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{ChatTemplates: map[string]string{"main": tmpl}}}, FromEngine(e))
+	h := startSSE(t, sseHarnessOpts{cfg: Config{}, chatTemplates: map[string]string{"main": tmpl}}, e)
 	sess := h.open("main", "sys")
 	r := h.generate(context.Background(), sess.Ref.SessionID, "question </s> here")
 	checkSSEStream(t, r)
@@ -221,7 +221,7 @@ func TestSSEChatTemplateReasoningPrompt(t *testing.T) {
 func TestSSEIsolation(t *testing.T) {
 	tok := sseVocab(t)
 	e := newScriptEngine(t, scriptFor(tok, sseScript), sseEngineOpts{name: "main"})
-	h := startSSE(t, sseHarnessOpts{}, FromEngine(e))
+	h := startSSE(t, sseHarnessOpts{}, e)
 	sess := h.open("main", "You are a helpful translator. Keep answers short and exact.")
 	ref := sess.Ref
 	before, err := h.mgr.Get(ref, true)
@@ -266,7 +266,7 @@ func TestSSEFallback(t *testing.T) {
 	}
 	t.Run("fast model configured and loaded", func(t *testing.T) {
 		main, fast, _ := newPair(t)
-		h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{FastModel: "fast", MaxTokens: 4}}, FromEngine(main), FromEngine(fast))
+		h := startSSE(t, sseHarnessOpts{cfg: Config{FastModel: "fast", MaxTokens: 4}}, main, fast)
 		sess := h.open("main", "ctx")
 		r := h.generate(context.Background(), sess.Ref.SessionID, "hi")
 		if m := startedModel(t, r); m != "fast" || r.text(t) != " a a a a" {
@@ -275,7 +275,7 @@ func TestSSEFallback(t *testing.T) {
 	})
 	t.Run("fast model absent (failed to load)", func(t *testing.T) {
 		main, _, _ := newPair(t)
-		h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{FastModel: "fast"}}, FromEngine(main))
+		h := startSSE(t, sseHarnessOpts{cfg: Config{FastModel: "fast"}}, main)
 		sess := h.open("main", "ctx")
 		r := h.generate(context.Background(), sess.Ref.SessionID, "hi")
 		if m := startedModel(t, r); m != "main" || r.text(t) != "from main" {
@@ -284,7 +284,7 @@ func TestSSEFallback(t *testing.T) {
 	})
 	t.Run("fast model broken", func(t *testing.T) {
 		main, fast, _ := newPair(t)
-		h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{FastModel: "fast"}}, FromEngine(main), FromEngine(fast))
+		h := startSSE(t, sseHarnessOpts{cfg: Config{FastModel: "fast"}}, main, fast)
 		sess := h.open("main", "ctx")
 		fast.Close() // refuses every request from now on
 		r := h.generate(context.Background(), sess.Ref.SessionID, "hi")
@@ -294,7 +294,7 @@ func TestSSEFallback(t *testing.T) {
 	})
 	t.Run("fault after deltas ends with error, no switch", func(t *testing.T) {
 		main, fast, fm := newPair(t)
-		h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{FastModel: "fast", MaxTokens: 500}}, FromEngine(main), FromEngine(fast))
+		h := startSSE(t, sseHarnessOpts{cfg: Config{FastModel: "fast", MaxTokens: 500}}, main, fast)
 		sess := h.open("main", "ctx")
 		resp, err := h.post(context.Background(), nil, sess.Ref.SessionID, promptBody("hi"))
 		if err != nil {
@@ -345,7 +345,7 @@ func newSSEBodyReader(r io.Reader) *sseReader { return &sseReader{br: bufio.NewR
 func TestSSEValidation(t *testing.T) {
 	tok := sseVocab(t)
 	e := newScriptEngine(t, scriptFor(tok, "ok"), sseEngineOpts{name: "main"})
-	h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{CORSOrigins: []string{"https://app.example"}}}, FromEngine(e))
+	h := startSSE(t, sseHarnessOpts{cfg: Config{CORSOrigins: []string{"https://app.example"}}}, e)
 	expired := h.open("main", "will expire")
 	h.clock.Advance(11 * time.Minute) // past the default 10 min lease
 	live := h.open("main", "live").Ref.SessionID
@@ -353,13 +353,14 @@ func TestSSEValidation(t *testing.T) {
 	if _, _, err := h.mgr.CloseSession(sessions.Ref{SessionID: closed, Owner: h.s.InstanceID()}); err != nil {
 		t.Fatal(err)
 	}
-	big := strings.Repeat("x", SSEMaxBodyBytes)
+	big := strings.Repeat("x", MaxBodyBytes)
 	type tc struct {
 		name    string
 		method  string
 		id      string
 		body    string
-		chunked bool // hide the length (no Content-Length)
+		chunked bool   // hide the length (no Content-Length)
+		ctype   string // Content-Type; "": application/json, "-": none
 		status  int
 		code    string
 	}
@@ -382,14 +383,19 @@ func TestSSEValidation(t *testing.T) {
 		{name: "invalid UTF-8", id: live, body: "{\"prompt\":\"a\xff\xfeb\"}", status: 400, code: "invalid_request"},
 		{name: "unpaired surrogate escape", id: live, body: `{"prompt":"a\ud800b"}`, status: 400, code: "invalid_request"},
 		{name: "lone low surrogate", id: live, body: `{"prompt":"\udc00"}`, status: 400, code: "invalid_request"},
-		{name: "prompt over 32 KiB", id: live, body: promptBody(strings.Repeat("a", SSEMaxPromptBytes+1)), status: 413, code: "payload_too_large"},
-		{name: "prompt over 32 KiB in UTF-8 bytes", id: live, body: promptBody(strings.Repeat("é", SSEMaxPromptBytes/2+1)), status: 413, code: "payload_too_large"},
+		{name: "prompt over 32 KiB", id: live, body: promptBody(strings.Repeat("a", MaxPromptBytes+1)), status: 413, code: "payload_too_large"},
+		{name: "prompt over 32 KiB in UTF-8 bytes", id: live, body: promptBody(strings.Repeat("é", MaxPromptBytes/2+1)), status: 413, code: "payload_too_large"},
 		{name: "body over 256 KiB", id: live, body: `{"prompt":"` + big + `"}`, status: 413, code: "payload_too_large"},
 		{name: "body over 256 KiB chunked", id: live, body: `{"prompt":"` + big + `"}`, chunked: true, status: 413, code: "payload_too_large"},
-		{name: "prompt at 32 KiB beyond the context", id: live, body: promptBody(strings.Repeat("a ", SSEMaxPromptBytes/2)), status: 400, code: "context_length_exceeded"},
+		{name: "prompt at 32 KiB beyond the context", id: live, body: promptBody(strings.Repeat("a ", MaxPromptBytes/2)), status: 400, code: "context_length_exceeded"},
 		{name: "unknown session", id: "gs-nope", body: `{"prompt":"x"}`, status: 404, code: "session_not_found"},
 		{name: "expired session", id: expired.Ref.SessionID, body: `{"prompt":"x"}`, status: 410, code: "session_expired"},
 		{name: "closed session", id: closed, body: `{"prompt":"x"}`, status: 410, code: "session_closed"},
+		// Issue 17 point 10: only JSON bodies (before the fix each of these streamed).
+		{name: "content type text/plain", id: live, body: `{"prompt":"x"}`, ctype: "text/plain", status: 415, code: "unsupported_media_type"},
+		{name: "content type form", id: live, body: `{"prompt":"x"}`, ctype: "application/x-www-form-urlencoded", status: 415, code: "unsupported_media_type"},
+		{name: "no content type", id: live, body: `{"prompt":"x"}`, ctype: "-", status: 415, code: "unsupported_media_type"},
+		{name: "json with charset", id: live, body: `{"prompt":"x"`, ctype: "application/json; charset=utf-8", status: 400, code: "invalid_request"},
 	}
 	run := func(t *testing.T, c tc) {
 		method := c.method
@@ -403,6 +409,13 @@ func TestSSEValidation(t *testing.T) {
 		req, err := http.NewRequest(method, h.url(c.id), body)
 		if err != nil {
 			t.Fatal(err)
+		}
+		switch c.ctype {
+		case "":
+			req.Header.Set("Content-Type", "application/json")
+		case "-":
+		default:
+			req.Header.Set("Content-Type", c.ctype)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -449,6 +462,7 @@ func TestSSEValidation(t *testing.T) {
 	t.Run("CORS POST from allowed origin streams with the header", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, h.url(live), strings.NewReader(`{"prompt":"x"}`))
 		req.Header.Set("Origin", "https://app.example")
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -460,7 +474,7 @@ func TestSSEValidation(t *testing.T) {
 		}
 	})
 	t.Run("draining", func(t *testing.T) {
-		h.s.startDrain()
+		h.s.Drain()
 		resp, err := h.post(context.Background(), nil, live, `{"prompt":"x"}`)
 		if err != nil {
 			t.Fatal(err)
@@ -506,7 +520,7 @@ func TestSSEOverloaded(t *testing.T) {
 	tok := sseVocab(t)
 	m := fillerModel(tok)
 	e := newScriptEngine(t, m, sseEngineOpts{name: "main", maxRunning: 1, maxWaiting: 1})
-	h := startSSE(t, sseHarnessOpts{cfg: SSEConfig{MaxTokens: 8}}, FromEngine(e))
+	h := startSSE(t, sseHarnessOpts{cfg: Config{MaxTokens: 8}}, e)
 	id := h.open("main", "ctx").Ref.SessionID
 	m.gated.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,4 +1,4 @@
-package server
+package sse
 
 import (
 	"context"
@@ -14,9 +14,10 @@ import (
 
 	"oengine/engine"
 	"oengine/model/chat"
+	"oengine/server"
 )
 
-// Event payloads (decisions.md §5).
+// Event payloads (docs/design.md §5).
 type (
 	sseStarted struct {
 		RequestID string `json:"request_id"`
@@ -76,15 +77,15 @@ func (rt *sseRoute) stream(w http.ResponseWriter, r *http.Request, sel *selectio
 		_ = ss.rc.SetWriteDeadline(time.Time{})
 	}
 	rt.metrics.outcome(outcome)
-	rt.metrics.streamed(sel.m.name, ss.written)
-	rt.s.log.Debug("server: SSE generation ended", "request_id", sel.st.ID(), "model", sel.m.name,
+	rt.metrics.streamed(sel.m.Name, ss.written)
+	rt.log.Debug("server: SSE generation ended", "request_id", sel.st.ID(), "model", sel.m.Name,
 		"outcome", outcome, "events", ss.id, "bytes", ss.written, "elapsed", time.Since(start))
 }
 
 // run relays engine events until the terminal one and returns the outcome.
 func (ss *sseStream) run(ctx context.Context) string {
 	st := ss.sel.st
-	if err := ss.event("started", sseStarted{RequestID: st.ID(), Model: ss.sel.m.name}); err != nil {
+	if err := ss.event("started", sseStarted{RequestID: st.ID(), Model: ss.sel.m.Name}); err != nil {
 		return ss.writeFailed(err)
 	}
 	for {
@@ -163,11 +164,11 @@ func (ss *sseStream) handle(ev engine.Event) (string, error) {
 	case engine.EventDone:
 		return "done", ss.doneEvent(ev.Usage, ss.finish)
 	case engine.EventError:
-		ae := fromEngine(ev.Err)
+		ae := server.Classify(ev.Err)
 		if ev.Err == nil {
-			ae = fromEngine(errors.New("engine: error event without an error"))
+			ae = server.Classify(errors.New("engine: error event without an error"))
 		}
-		if ae.reason == "CANCELLED" {
+		if ae.Reason == "CANCELLED" {
 			// Cancelled by the server (drain, consumer timeout): a normal end.
 			return "done", ss.doneEvent(ev.Usage, "cancelled")
 		}
@@ -183,7 +184,7 @@ func (ss *sseStream) deltaEvent(text string) error {
 	}
 	if !ss.delta {
 		ss.delta = true
-		ss.rt.metrics.firstDelta(ss.sel.m.name, time.Since(ss.start))
+		ss.rt.metrics.firstDelta(ss.sel.m.Name, time.Since(ss.start))
 	}
 	return ss.event("delta", sseDelta{Text: text})
 }
@@ -238,7 +239,7 @@ func (ss *sseStream) write(b []byte) error {
 // context, so the error decides). Either way the generation is cancelled.
 func (ss *sseStream) writeFailed(err error) string {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		ss.rt.s.log.Info("server: SSE reader stalled beyond the write timeout; generation cancelled",
+		ss.rt.log.Info("server: SSE reader stalled beyond the write timeout; generation cancelled",
 			"request_id", ss.sel.st.ID(), "timeout", ss.rt.cfg.WriteTimeout)
 		return "write_timeout"
 	}

@@ -1,4 +1,4 @@
-package server
+package sse
 
 import (
 	"bytes"
@@ -6,13 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"oengine/server"
 	"strconv"
 	"unicode/utf8"
 )
 
 // sseError is an SSE route error: the HTTP status before the stream starts
-// and the code of decisions.md §1's HTTP column (also the `error` event's
+// and the code of docs/design.md §1's HTTP column (also the `error` event's
 // code after it started).
 type sseError struct {
 	status    int
@@ -26,33 +28,9 @@ func sseErrorf(status int, code, format string, args ...any) *sseError {
 		retryable: status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable}
 }
 
-// sseCodes maps ErrorInfo reasons to the HTTP column of decisions.md §1.
-var sseCodes = map[string]struct {
-	status int
-	code   string
-}{
-	reasonInvalidArgument:     {http.StatusBadRequest, "invalid_request"},
-	"CONTEXT_LENGTH_EXCEEDED": {http.StatusBadRequest, "context_length_exceeded"},
-	"PAYLOAD_TOO_LARGE":       {http.StatusRequestEntityTooLarge, "payload_too_large"},
-	reasonModelNotFound:       {http.StatusNotFound, "model_not_found"},
-	"SESSION_NOT_FOUND":       {http.StatusNotFound, "session_not_found"},
-	"SESSION_EXPIRED":         {http.StatusGone, "session_expired"},
-	"SESSION_CLOSED":          {http.StatusGone, "session_closed"},
-	reasonUnsupportedFeature:  {http.StatusBadRequest, "unsupported_feature"},
-	"OVERLOADED":              {http.StatusTooManyRequests, "overloaded"},
-	"SESSION_BUDGET":          {http.StatusTooManyRequests, "overloaded"},
-	reasonDraining:            {http.StatusServiceUnavailable, "draining"},
-	"CANCELLED":               {http.StatusRequestTimeout, "cancelled"},
-}
-
 // sseFrom converts a classified error.
-func sseFrom(ae *apiError) *sseError {
-	c, ok := sseCodes[ae.reason]
-	if !ok {
-		c.status, c.code = http.StatusInternalServerError, "internal"
-	}
-	return &sseError{status: c.status, code: c.code, msg: ae.msg,
-		retryable: ae.retryable || c.status == http.StatusTooManyRequests || c.status == http.StatusServiceUnavailable}
+func sseFrom(f server.Failure) *sseError {
+	return &sseError{status: f.Status, code: f.Code, msg: f.Message, retryable: f.Retryable}
 }
 
 // errorBody is the JSON body of every error response.
@@ -75,19 +53,23 @@ func (rt *sseRoute) reject(w http.ResponseWriter, e *sseError) {
 	rt.metrics.outcome(e.code)
 }
 
-// readPrompt reads the body (at most SSEMaxBodyBytes; never past the cap)
+// readPrompt reads the body (at most MaxBodyBytes; never past the cap)
 // and returns the prompt of {"prompt": string}.
 func readPrompt(w http.ResponseWriter, r *http.Request) (string, *sseError) {
-	if r.ContentLength > SSEMaxBodyBytes {
-		return "", sseErrorf(http.StatusRequestEntityTooLarge, "payload_too_large",
-			"request body of %d bytes exceeds %d bytes", r.ContentLength, SSEMaxBodyBytes)
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		return "", sseErrorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"Content-Type %q: the body must be application/json", ct)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, SSEMaxBodyBytes))
+	if r.ContentLength > MaxBodyBytes {
+		return "", sseErrorf(http.StatusRequestEntityTooLarge, "payload_too_large",
+			"request body of %d bytes exceeds %d bytes", r.ContentLength, MaxBodyBytes)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return "", sseErrorf(http.StatusRequestEntityTooLarge, "payload_too_large",
-				"request body exceeds %d bytes", SSEMaxBodyBytes)
+				"request body exceeds %d bytes", MaxBodyBytes)
 		}
 		return "", sseErrorf(http.StatusBadRequest, "invalid_request", "reading the body: %v", err)
 	}
@@ -98,9 +80,9 @@ func readPrompt(w http.ResponseWriter, r *http.Request) (string, *sseError) {
 	switch {
 	case prompt == "":
 		return "", sseErrorf(http.StatusBadRequest, "invalid_request", "prompt is empty")
-	case len(prompt) > SSEMaxPromptBytes:
+	case len(prompt) > MaxPromptBytes:
 		return "", sseErrorf(http.StatusRequestEntityTooLarge, "payload_too_large",
-			"prompt is %d bytes, the limit is %d", len(prompt), SSEMaxPromptBytes)
+			"prompt is %d bytes, the limit is %d", len(prompt), MaxPromptBytes)
 	}
 	return prompt, nil
 }
@@ -198,4 +180,17 @@ func checkSurrogates(b []byte) error {
 		}
 	}
 	return nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// isJSON reports a Content-Type of application/json (parameters such as
+// charset=utf-8 allowed).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
