@@ -52,12 +52,15 @@ type Config struct {
 	Logger         *slog.Logger
 }
 
+// DefaultKVMemory is the KV budget when Config.KVMemory is 0.
+const DefaultKVMemory = 1 << 30
+
 func (c *Config) fill() {
 	if c.PageSize == 0 {
 		c.PageSize = kvcache.DefaultPageSize
 	}
 	if c.KVMemory == 0 {
-		c.KVMemory = 1 << 30
+		c.KVMemory = DefaultKVMemory
 	}
 	if c.MaxWaiting == 0 {
 		c.MaxWaiting = 1024

@@ -181,8 +181,8 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 			security += " with client certificates"
 		}
 	}
-	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE)\n  auth  %s\n",
-		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr(), security)
+	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  device %s\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE)\n  auth  %s\n",
+		version, primary.Name, label, rt.Device, srv.GRPCAddr(), srv.HTTPAddr(), security)
 	start := time.Now()
 	err = serveSignals(srv, sf, reloadCert, logger)
 	logger.Info("server stopped", "uptime", time.Since(start).Round(time.Second))
