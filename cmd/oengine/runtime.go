@@ -122,10 +122,10 @@ func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.H
 	}
 	lm, err := loader.Load(lf.File, loader.Options{Name: name, Threads: *ef.threads, KVType: kvt,
 		Device: *ef.device, KVMemoryAuto: mem == 0, Logger: logger, Engine: engine.Config{
-		PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
-		MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
-		DefaultTemperature: *ef.defaultTemp, GreedyDefault: *ef.defaultTemp == 0, Hooks: h, Logger: logger,
-	}})
+			PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
+			MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
+			DefaultTemperature: *ef.defaultTemp, GreedyDefault: *ef.defaultTemp == 0, Hooks: h, Logger: logger,
+		}})
 	if err != nil {
 		lf.File.Close()
 		return nil, err
