@@ -21,7 +21,7 @@ test:
 # (TestEmulatedReferenceModels) are left out of race runs (too slow under
 # the detector): run them without.
 ifneq ($(RACE),)
-	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestReferenceModelsFull' ./model/verify
+	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestReferenceModelsFull|TestReferenceModelsEmulatedCUDA' ./model/verify
 	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestEmulatedReferenceModels' ./model/gpu
 endif
 

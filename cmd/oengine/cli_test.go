@@ -208,10 +208,13 @@ func TestParseVerify(t *testing.T) {
 		want verifyConfig
 	}{
 		{name: "positional", args: []string{"m.gguf", "--ref", "r.json"},
-			want: verifyConfig{model: "m.gguf", ref: "r.json", opts: verifyOpts(func(o *verify.Options) {})}},
+			want: verifyConfig{model: "m.gguf", ref: "r.json", device: "auto", opts: verifyOpts(func(o *verify.Options) {})}},
+		{name: "cuda", args: []string{"m.gguf", "--ref", "r.json", "--device", "cuda:1", "--cuda-exact"},
+			want: verifyConfig{model: "m.gguf", ref: "r.json", device: "cuda:1", opts: verifyOpts(func(o *verify.Options) { o.CUDAExact = true })}},
+		{name: "bad device", args: []string{"m.gguf", "--ref", "r.json", "--device", "tpu"}, err: `verify: --device: cuda: bad device "tpu"`},
 		{name: "flags", args: []string{"--ref", "r.json", "--model", "m.gguf", "--kv", "f32", "--threads", "2", "--page-size", "32",
-			"--max-tokens", "64", "--greedy-tie", "0.1", "--ggml=false", "--ggml-forced"},
-			want: verifyConfig{model: "m.gguf", ref: "r.json", opts: verifyOpts(func(o *verify.Options) {
+			"--max-tokens", "64", "--greedy-tie", "0.1", "--ggml=false", "--ggml-forced", "--device", "cpu"},
+			want: verifyConfig{model: "m.gguf", ref: "r.json", device: "cpu", opts: verifyOpts(func(o *verify.Options) {
 				o.KV, o.Threads, o.PageSize, o.MaxTokens, o.GreedyTie = llama.KVF32, 2, 32, 64, 0.1
 				o.GGML, o.GGMLForced = false, true
 			})}},
