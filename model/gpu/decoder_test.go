@@ -183,3 +183,41 @@ func TestForwardSplitsLongBatches(t *testing.T) {
 		t.Fatal("every row has the same logits: the test cannot tell rows apart")
 	}
 }
+
+// CopyPage copies a page's K and V rows of every layer on the device: a
+// sequence whose table names the copy gives the logits the original gives.
+// A copy outside the pool is kept as an error for the next Forward.
+func TestKVCopyPage(t *testing.T) {
+	m, kv := tinyDecoder(t)
+	prompt := &DecoderBatch{Tokens: []int32{1, 5, 9, 3}, Pos: []int32{0, 1, 2, 3}, Seq: []int32{0, 0, 0, 0}, Seqs: [][]int32{{2}}}
+	if err := m.Forward(kv, prompt, nil); err != nil {
+		t.Fatal(err)
+	}
+	step := func(page int32) []float32 {
+		out := make([]float32, 16)
+		b := &DecoderBatch{Tokens: []int32{7}, Pos: []int32{4}, Seq: []int32{0}, Seqs: [][]int32{{page}}, Logits: []int32{0}}
+		if err := m.Forward(kv, b, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := step(2)
+	kv.CopyPage(0, 2)
+	got := step(0)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("logit %d: %v on the copy, %v on the original", i, got[i], want[i])
+		}
+	}
+	kv.CopyPage(1, 3) // page 3 was never written: the copy differs
+	if other := step(1); other[0] == want[0] && other[1] == want[1] {
+		t.Fatal("a page of other keys gives the same logits: the test cannot fail")
+	}
+	kv.CopyPage(9, 0)
+	if err := m.Forward(kv, prompt, nil); err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Fatalf("Forward after a bad copy: %v", err)
+	}
+	if err := m.Forward(kv, prompt, nil); err != nil {
+		t.Fatalf("the copy error is reported once: %v", err)
+	}
+}
