@@ -182,7 +182,10 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		ContextLen: info.ContextLen, Vocab: info.Vocab, PageSize: cfg.PageSize, TotalPages: pages,
 		MaxOutputTokens:  min(info.ContextLen, pages*cfg.PageSize) - 1,
 		MaxBatchedTokens: sc.MaxBatchedTokens, MaxRunning: sc.MaxRunning,
-		MaxWaiting: cfg.MaxWaiting, MaxLogprobs: cfg.MaxLogprobs,
+		MaxWaiting: cfg.MaxWaiting, MaxLogprobs: cfg.MaxLogprobs, Device: "cpu",
+	}
+	if d, ok := m.(interface{ Device() string }); ok {
+		e.limits.Device = d.Device()
 	}
 	for id := 0; id < info.Vocab; id++ {
 		if tok.IsEOG(int32(id)) {

@@ -20,6 +20,9 @@ type gpuModel struct {
 // caller's to close.
 func FromGPU(m *gpu.Decoder) Model { return &gpuModel{m: m} }
 
+// Device names the CUDA device (Limits.Device).
+func (g *gpuModel) Device() string { return g.m.Device().Info().String() }
+
 func (g *gpuModel) Info() ModelInfo {
 	c := g.m.Config()
 	return ModelInfo{Vocab: c.Vocab, ContextLen: c.Context}

@@ -3,6 +3,7 @@ package engine
 import (
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -129,6 +130,9 @@ func TestGPUCancelStorm(t *testing.T) {
 	e, err := New(Config{KVPages: 24, PageSize: 16, MaxBatchedTokens: 48, MaxRunning: 8, EventQueue: 8}, FromGPU(m), tok)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if d := e.Limits().Device; !strings.HasPrefix(d, "cuda:0 Fake H200") {
+		t.Fatalf("engine device %q", d)
 	}
 	kvAllocs := 2 * m.Config().Layers // K and V per layer
 	if got := d.Live() - live; got != kvAllocs {

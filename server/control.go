@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"oengine/engine"
 	pb "oengine/proto/openengine/v1"
@@ -45,7 +46,18 @@ func (c *controlService) GetServerInfo(ctx context.Context, _ *pb.GetServerInfoR
 			MaxBatchedTokens:   ptr(uint64(max(lim.MaxBatchedTokens, 0))),
 			MaxLoras:           ptr[uint32](0),
 		},
+		Extra: deviceExtra(lim),
 	}, nil
+}
+
+// deviceExtra is the extra struct naming where a model runs ("device":
+// "cpu" or the CUDA device), or nil when the backend does not say.
+func deviceExtra(lim engine.Limits) *structpb.Struct {
+	if lim.Device == "" {
+		return nil
+	}
+	st, _ := structpb.NewStruct(map[string]any{"device": lim.Device})
+	return st
 }
 
 // GetModelInfo reports one model's limits and capabilities; the name is
@@ -93,6 +105,7 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		SupportsMultimodal: ptr(false),
 		Sessions:           c.s.sessionCaps(m),
 		StreamingInput:     c.s.streamingCaps(m),
+		Extra:              deviceExtra(lim),
 	}, nil
 }
 

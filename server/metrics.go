@@ -122,11 +122,13 @@ var (
 		"Tokens generated.", []string{"model_name"}, nil)
 	descPreemptions = prometheus.NewDesc("oengine:num_preemptions_total",
 		"Sequences preempted (requeued for recomputation).", []string{"model_name"}, nil)
+	descModelInfo = prometheus.NewDesc("oengine:model_info",
+		"Always 1; the device label names where the model runs (cpu, or the CUDA device).", []string{"model_name", "device"}, nil)
 )
 
 func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descPages,
-		descPrefixQueries, descPrefixHits, descPromptTokens, descGenTokens, descPreemptions} {
+		descPrefixQueries, descPrefixHits, descPromptTokens, descGenTokens, descPreemptions, descModelInfo} {
 		ch <- d
 	}
 }
@@ -156,5 +158,8 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		ctr(descPromptTokens, st.PromptTokens)
 		ctr(descGenTokens, st.GenerationTokens)
 		ctr(descPreemptions, st.Preemptions)
+		if dev := m.Backend.Limits().Device; dev != "" {
+			g(descModelInfo, 1, dev)
+		}
 	}
 }
