@@ -94,14 +94,16 @@ type Decoder struct {
 	ints             cuda.DevPtr // the packed step buffer holding the int32 arrays above
 	width            int         // page-table row length of ints
 	host             []int32
-	graphs           map[int]*cuda.Graph // by batch size
-	graphKV          *KV                 // the KV the graphs were captured with
+	graphs           map[graphKey]*cuda.Graph
+	graphKV          *KV // the KV the graphs were captured with
 
 	// ExactMatMul keeps every matmul on the float32 GEMV kernels; otherwise
 	// batches of cuda.GemmMinTokens or more use cuBLAS on F16 operands.
 	ExactMatMul bool
-	// UseGraphs makes Greedy replay CUDA graphs for decode batches; the
-	// attention split count inside the graph is fixed by cfg.Context.
+	// UseGraphs makes Forward and Greedy replay CUDA graphs for decode
+	// steps (one token per sequence): one graph per batch size, page-table
+	// stride and attention split count (powers of two for Forward; Greedy
+	// uses the context's), captured at the first step of each.
 	UseGraphs bool
 }
 

@@ -23,14 +23,7 @@ func (m *Decoder) Greedy(kv *KV, b *DecoderBatch, out []int32) error {
 			return err
 		}
 	}
-	decode := len(b.Logits) == len(b.Tokens)
-	for i, l := range b.Logits {
-		decode = decode && int(l) == i
-	}
-	for i := 1; i < len(b.Seq) && decode; i++ {
-		decode = b.Seq[i] != b.Seq[i-1] // one token per sequence
-	}
-	graphs := m.UseGraphs && decode
+	graphs := m.UseGraphs && isDecode(b)
 	hb, err := m.resolve(kv, b, nil, graphs)
 	if err != nil {
 		return err
@@ -50,41 +43,74 @@ func (m *Decoder) Greedy(kv *KV, b *DecoderBatch, out []int32) error {
 			}
 			return s.Argmax(m.lidx, m.logits, nlog, m.cfg.Vocab) // token ids overwrite lidx (read before)
 		}
-		// A graph is keyed by batch size and bakes in the KV's cache
-		// addresses: it is dropped when another KV is used.
-		if graphs && m.graphKV != kv {
-			m.dropGraphs()
-			m.graphKV = kv
-		}
 		if graphs {
-			if g, ok := m.graphs[hb.T]; ok && g.Stale() {
-				g.Destroy()
-				delete(m.graphs, hb.T)
-			}
-			if g, ok := m.graphs[hb.T]; ok {
-				if err := g.Launch(); err != nil {
-					return err
-				}
-			} else {
-				// First step of this size: run it directly (which also sizes
-				// the scratch buffers), then capture it for the next ones.
-				if err := queue(); err != nil {
-					return err
-				}
-				g, err := s.Capture(queue)
-				if err != nil {
-					return err
-				}
-				if m.graphs == nil {
-					m.graphs = map[int]*cuda.Graph{}
-				}
-				m.graphs[hb.T] = g
+			if err := m.replay(s, kv, graphKey{greedy: true, t: hb.T, width: hb.width, maxNPos: hb.maxNPos}, queue); err != nil {
+				return err
 			}
 		} else if err := queue(); err != nil {
 			return err
 		}
 		return s.DownloadI32(out[:nlog], m.lidx)
 	})
+}
+
+// isDecode reports whether b is a decode step: one token per sequence,
+// every token's logits wanted in order.
+func isDecode(b *DecoderBatch) bool {
+	if len(b.Logits) != len(b.Tokens) {
+		return false
+	}
+	for i, l := range b.Logits {
+		if int(l) != i {
+			return false
+		}
+	}
+	seen := make(map[int32]bool, len(b.Seq))
+	for _, sq := range b.Seq {
+		if seen[sq] {
+			return false
+		}
+		seen[sq] = true
+	}
+	return true
+}
+
+// graphKey identifies a captured decode step: what it computes (greedy
+// ids or logits), the batch size, the page-table stride and the attention
+// split count, which the graph bakes in with the buffer and KV addresses.
+type graphKey struct {
+	greedy            bool
+	t, width, maxNPos int
+}
+
+// replay queues the graph of key, capturing it first: the first step of a
+// key runs directly (which also sizes the scratch buffers) and is then
+// captured for the next ones. Graphs of another KV or stale ones (scratch
+// moved) are dropped.
+func (m *Decoder) replay(s *cuda.Stream, kv *KV, key graphKey, queue func() error) error {
+	if m.graphKV != kv {
+		m.dropGraphs()
+		m.graphKV = kv
+	}
+	if g, ok := m.graphs[key]; ok && g.Stale() {
+		g.Destroy()
+		delete(m.graphs, key)
+	}
+	if g, ok := m.graphs[key]; ok {
+		return g.Launch()
+	}
+	if err := queue(); err != nil {
+		return err
+	}
+	g, err := s.Capture(queue)
+	if err != nil {
+		return err
+	}
+	if m.graphs == nil {
+		m.graphs = map[graphKey]*cuda.Graph{}
+	}
+	m.graphs[key] = g
+	return nil
 }
 
 // SampleParams selects how one row's token is drawn (see SampleRef).

@@ -221,3 +221,53 @@ func TestKVCopyPage(t *testing.T) {
 		t.Fatalf("the copy error is reported once: %v", err)
 	}
 }
+
+// Decode steps replayed from CUDA graphs give the logits of steps launched
+// one kernel at a time: three sequences, positions crossing a page, the
+// batch shrinking and growing again (graphs per batch size, captured once
+// and replayed with new positions, tokens and page tables).
+func TestForwardGraphsMatchDirect(t *testing.T) {
+	direct, kvD := tinyDecoderN(t, 8)
+	graphed, kvG := tinyDecoderN(t, 8)
+	graphed.UseGraphs = true
+	tables := [][]int32{{0, 1}, {2, 3}, {1, 2}}
+	prompt := &DecoderBatch{Seqs: tables[:2]}
+	for s := int32(0); s < 2; s++ {
+		for p := int32(0); p < 3; p++ {
+			prompt.Tokens, prompt.Pos, prompt.Seq = append(prompt.Tokens, (s*5+p)%16), append(prompt.Pos, p), append(prompt.Seq, s)
+		}
+	}
+	for _, m := range []struct {
+		d  *Decoder
+		kv *KV
+	}{{direct, kvD}, {graphed, kvG}} {
+		if err := m.d.Forward(m.kv, prompt, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pos := int32(3); pos < 20; pos++ {
+		n := 2
+		if pos%5 == 4 {
+			n = 1
+		}
+		b := &DecoderBatch{Seqs: tables[:n]}
+		for s := 0; s < n; s++ {
+			b.Tokens, b.Pos, b.Seq, b.Logits = append(b.Tokens, (pos*3+int32(s))%16), append(b.Pos, pos), append(b.Seq, int32(s)), append(b.Logits, int32(s))
+		}
+		want, got := make([]float32, n*16), make([]float32, n*16)
+		if err := direct.Forward(kvD, b, want); err != nil {
+			t.Fatal(err)
+		}
+		if err := graphed.Forward(kvG, b, got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("pos %d logit %d: %v replayed, %v direct", pos, i, got[i], want[i])
+			}
+		}
+	}
+	if len(graphed.graphs) < 2 || len(direct.graphs) != 0 {
+		t.Fatalf("graphs: %d replayed model, %d direct", len(graphed.graphs), len(direct.graphs))
+	}
+}

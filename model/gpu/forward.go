@@ -169,11 +169,24 @@ func (m *Decoder) forward(kv *KV, b *DecoderBatch, logits []float32) error {
 	if logits == nil && len(b.Logits) > 0 {
 		return fmt.Errorf("gpu: %d logits rows wanted, no buffer", len(b.Logits))
 	}
+	graphs := m.UseGraphs && len(hb.tstart) == hb.T && isDecode(b)
+	if graphs {
+		// The split count is baked into the graph: round it up to a power
+		// of two so that one graph serves growing sequences for a while.
+		splits := (hb.maxNPos + cuda.DecodeSplit - 1) / cuda.DecodeSplit
+		hb.maxNPos = min(m.cfg.Context, cuda.DecodeSplit<<bits.Len(uint(splits-1)))
+	}
 	return m.dev.Do(func(s *cuda.Stream) error {
 		if err := m.uploadBatch(s, kv, b, hb); err != nil {
 			return err
 		}
-		if err := m.step(s, kv, hb, len(b.Logits)); err != nil {
+		queue := func() error { return m.step(s, kv, hb, len(b.Logits)) }
+		if graphs {
+			err = m.replay(s, kv, graphKey{t: hb.T, width: hb.width, maxNPos: hb.maxNPos}, queue)
+		} else {
+			err = queue()
+		}
+		if err != nil {
 			return err
 		}
 		if len(b.Logits) == 0 {

@@ -27,6 +27,9 @@ type Options struct {
 	// ExactMatMul keeps every matmul on the float32 GEMV kernels (no F16
 	// cuBLAS path for large batches).
 	ExactMatMul bool
+	// NoGraphs runs every step's kernels one launch at a time; by default
+	// decode steps replay CUDA graphs (Decoder.UseGraphs).
+	NoGraphs bool
 }
 
 // DefaultContext is the context used when the GGUF file states none.
@@ -139,6 +142,6 @@ func Load(dev *cuda.Device, f *gguf.File, o Options) (*Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.ExactMatMul = o.ExactMatMul
+	m.ExactMatMul, m.UseGraphs = o.ExactMatMul, !o.NoGraphs
 	return m, nil
 }
