@@ -83,6 +83,10 @@ type graphKey struct {
 	t, width, maxNPos int
 }
 
+// maxGraphs bounds the captured graphs of a decoder (each holds a few
+// hundred kernel nodes).
+const maxGraphs = 256
+
 // replay queues the graph of key, capturing it first: the first step of a
 // key runs directly (which also sizes the scratch buffers) and is then
 // captured for the next ones. Graphs of another KV or stale ones (scratch
@@ -98,6 +102,9 @@ func (m *Decoder) replay(s *cuda.Stream, kv *KV, key graphKey, queue func() erro
 	}
 	if g, ok := m.graphs[key]; ok {
 		return g.Launch()
+	}
+	if len(m.graphs) >= maxGraphs {
+		m.dropGraphs() // bounded: the working set is recaptured as it comes
 	}
 	if err := queue(); err != nil {
 		return err
