@@ -6,7 +6,7 @@ RACE      := $(shell CC=$${CC:-gcc}; command -v $$CC >/dev/null 2>&1 && [ "$$($(
 TESTFLAGS ?=
 ARGS      ?=
 
-.PHONY: build run test bench vet proto fuzz clean
+.PHONY: build run test check-layers bench vet proto fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/oengine
@@ -14,7 +14,7 @@ build:
 run: build
 	./$(BIN) serve $(ARGS)
 
-test:
+test: check-layers
 	$(GO) test $(RACE) -timeout 30m $(TESTFLAGS) ./...
 # The strict greedy check on every reference prompt (TestReferenceModelsFull)
 # and every reference case through the CUDA model on the emulated device
@@ -24,6 +24,12 @@ ifneq ($(RACE),)
 	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestReferenceModelsFull|TestReferenceModelsEmulatedCUDA' ./model/verify
 	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestEmulatedReferenceModels' ./model/gpu
 endif
+
+# The kernels sit below the model: nothing under kernels/ may depend on a
+# package under model/ (tensor types come from the leaf package ggml/).
+check-layers:
+	@bad=$$($(GO) list -deps ./kernels/... | grep '^oengine/model' || true); \
+	if [ -n "$$bad" ]; then echo "check-layers: kernels depend on $$bad" >&2; exit 1; fi
 
 vet:
 	$(GO) vet ./...

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"oengine/engine"
+	"oengine/ggml"
 	"oengine/loader"
 	"oengine/model/gguf"
 	"oengine/model/synth"
@@ -26,7 +27,7 @@ import (
 // tinyEngine builds the built-in synthetic tiny model and an engine on it.
 func tinyEngine(t testing.TB, hooks engine.Hooks) *engine.Engine {
 	t.Helper()
-	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 42})
+	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +36,28 @@ func tinyEngine(t testing.TB, hooks engine.Hooks) *engine.Engine {
 		t.Fatal(err)
 	}
 	return engineOn(t, f, hooks)
+}
+
+// tinyVocab is the vocabulary pool of the built-in synthetic tiny model.
+func tinyVocab(t testing.TB) *Vocab {
+	t.Helper()
+	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := VocabFromTokenizer(tok, "synth tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // refEngine serves the tiny llama reference model of shared/testdata (a
@@ -160,17 +183,21 @@ func openAIShim(t testing.TB, e *engine.Engine) string {
 			return
 		}
 		var body struct {
-			Prompt    string  `json:"prompt"`
-			MaxTokens int     `json:"max_tokens"`
-			Temp      float64 `json:"temperature"`
-			Stream    bool    `json:"stream"`
-			IgnoreEOS bool    `json:"ignore_eos"`
+			Prompt    json.RawMessage `json:"prompt"` // text or token ids
+			MaxTokens int             `json:"max_tokens"`
+			Temp      float64         `json:"temperature"`
+			Stream    bool            `json:"stream"`
+			IgnoreEOS bool            `json:"ignore_eos"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || !body.Stream {
 			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 			return
 		}
-		req := engine.Request{Prompt: body.Prompt, MaxTokens: body.MaxTokens, Stop: engine.StopParams{IgnoreEOS: body.IgnoreEOS}}
+		req := engine.Request{MaxTokens: body.MaxTokens, Stop: engine.StopParams{IgnoreEOS: body.IgnoreEOS}}
+		if json.Unmarshal(body.Prompt, &req.Prompt) != nil && json.Unmarshal(body.Prompt, &req.TokenIDs) != nil {
+			http.Error(w, `{"error":{"message":"bad prompt"}}`, http.StatusBadRequest)
+			return
+		}
 		req.Sampling.Temperature = &body.Temp
 		st, err := e.Submit(r.Context(), req)
 		if err != nil {

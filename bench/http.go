@@ -75,27 +75,48 @@ func newHTTPClient(conns int) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-// OpenAI drives an OpenAI-compatible server's /v1/completions with
-// stream=true (llama.cpp's llama-server, vLLM, ...). ignore_eos is sent as
-// the extension both of those accept.
+// OpenAI drives an OpenAI-compatible server with stream=true (llama.cpp's
+// llama-server, vLLM, oengine's /v1): /v1/completions, or with Chat
+// /v1/chat/completions. ignore_eos is sent as the extension those servers
+// accept. Completions take a prompt as a list of token ids, so their input
+// length is exact; chat takes text only (docs/bench.md: input methods).
 type OpenAI struct {
 	Base   string // e.g. http://127.0.0.1:8080
 	Model  string
+	Chat   bool // /v1/chat/completions with one user message per turn
 	client *http.Client
 }
 
-// NewOpenAI returns a target for the server at base.
+// NewOpenAI returns a /v1/completions target for the server at base.
 func NewOpenAI(base, model string) *OpenAI {
 	return &OpenAI{Base: strings.TrimRight(base, "/"), Model: model, client: newHTTPClient(256)}
 }
 
-func (o *OpenAI) Name() string { return "openai" }
+// NewOpenAIChat returns a /v1/chat/completions target.
+func NewOpenAIChat(base, model string) *OpenAI {
+	o := NewOpenAI(base, model)
+	o.Chat = true
+	return o
+}
+
+func (o *OpenAI) Name() string {
+	if o.Chat {
+		return "openai-chat"
+	}
+	return "openai"
+}
+
+// AcceptsTokenIDs: completions take token ids, chat does not.
+func (o *OpenAI) AcceptsTokenIDs() bool { return !o.Chat }
 
 func (o *OpenAI) Close() error { o.client.CloseIdleConnections(); return nil }
 
 type completionChunk struct {
 	Choices []struct {
-		Text         string  `json:"text"`
+		Text  string `json:"text"`
+		Delta *struct {
+			Content string `json:"content"`
+		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *struct {
@@ -112,21 +133,39 @@ type completionChunk struct {
 }
 
 // Generate posts one streamed completion. Each chunk with text counts as
-// one token; the final usage, when the server sends it, sets the counts.
+// one token for the timings; the final usage sets the counts.
 func (o *OpenAI) Generate(ctx context.Context, req Request) Result {
-	return o.generateText(ctx, req, nil)
+	return o.generate(ctx, req, nil)
 }
 
-// generateText is Generate that also collects the output text when text
-// is not nil.
-func (o *OpenAI) generateText(ctx context.Context, req Request, text *strings.Builder) Result {
-	body, _ := json.Marshal(map[string]any{
-		"model": o.Model, "prompt": req.Prompt, "max_tokens": req.MaxTokens,
+// body is the JSON request of req.
+func (o *OpenAI) body(req Request) []byte {
+	b := map[string]any{
+		"model": o.Model, "max_tokens": req.MaxTokens,
 		"temperature": req.Temp, "stream": true, "ignore_eos": req.IgnoreEOS,
 		"stream_options": map[string]any{"include_usage": true},
-	})
+	}
+	switch {
+	case o.Chat:
+		b["messages"] = []map[string]string{{"role": "user", "content": req.Prompt}}
+	case req.TokenIDs != nil:
+		b["prompt"] = req.TokenIDs
+	default:
+		b["prompt"] = req.Prompt
+	}
+	body, _ := json.Marshal(b)
+	return body
+}
+
+// generate is Generate that also collects the output text when out is
+// not nil (the API returns no output token ids).
+func (o *OpenAI) generate(ctx context.Context, req Request, out *output) Result {
+	path := "/v1/completions"
+	if o.Chat {
+		path = "/v1/chat/completions"
+	}
 	ctx, m := startMeter(ctx, req)
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Base+"/v1/completions", bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Base+path, bytes.NewReader(o.body(req)))
 	if err != nil {
 		m.fail(err)
 		return m.done()
@@ -142,7 +181,6 @@ func (o *OpenAI) generateText(ctx context.Context, req Request, text *strings.Bu
 		m.fail(httpStatusError(resp))
 		return m.done()
 	}
-	var usageOut int
 	var evErr error
 	err = readSSE(resp.Body, func(ev sseEvent) bool {
 		if ev.Data == "[DONE]" {
@@ -158,19 +196,23 @@ func (o *OpenAI) generateText(ctx context.Context, req Request, text *strings.Bu
 			return false
 		}
 		for _, ch := range c.Choices {
-			if ch.Text != "" {
+			text := ch.Text
+			if ch.Delta != nil {
+				text = ch.Delta.Content
+			}
+			if text != "" {
 				m.tokens(1)
-				if text != nil {
-					text.WriteString(ch.Text)
+				if out != nil {
+					out.text.WriteString(text)
 				}
 			}
 		}
-		if c.Usage != nil {
-			m.res.PromptTokens = c.Usage.PromptTokens
-			usageOut = c.Usage.CompletionTokens
-			if c.Usage.Details != nil {
-				m.res.CachedTokens = c.Usage.Details.Cached
+		if u := c.Usage; u != nil {
+			cached := 0
+			if u.Details != nil {
+				cached = u.Details.Cached
 			}
+			m.usage(u.PromptTokens, u.CompletionTokens, cached)
 		}
 		return true
 	})
@@ -178,9 +220,6 @@ func (o *OpenAI) generateText(ctx context.Context, req Request, text *strings.Bu
 		err = evErr
 	}
 	m.fail(err)
-	if usageOut > m.res.OutputTokens {
-		m.res.OutputTokens = usageOut
-	}
 	return m.done()
 }
 
@@ -211,6 +250,9 @@ func NewSSE(ctx context.Context, base string, g *GRPC) (*SSE, error) {
 
 func (s *SSE) Name() string { return "sse" }
 
+// AcceptsTokenIDs: the route takes text only.
+func (s *SSE) AcceptsTokenIDs() bool { return false }
+
 // Close closes the session (the gRPC connection belongs to the caller).
 func (s *SSE) Close() error {
 	s.client.CloseIdleConnections()
@@ -223,6 +265,7 @@ func (s *SSE) Close() error {
 // one token for the timings; done's output_tokens sets the count.
 func (s *SSE) Generate(ctx context.Context, req Request) Result {
 	body, _ := json.Marshal(map[string]string{"prompt": req.Prompt})
+	req.MaxTokens = 0 // the route has no max_tokens: the server's --sse-max-tokens sets the output
 	ctx, m := startMeter(ctx, req)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Base+"/session/"+s.session+"/generate", bytes.NewReader(body))
 	if err != nil {
@@ -255,10 +298,7 @@ func (s *SSE) Generate(ctx context.Context, req Request) Result {
 			if err := json.Unmarshal([]byte(ev.Data), &d); err != nil {
 				evErr = &KindError{Kind: "bad_response", Msg: "bench: sse done: " + err.Error()}
 			}
-			m.res.PromptTokens = d.In
-			if d.Out > m.res.OutputTokens {
-				m.res.OutputTokens = d.Out
-			}
+			m.usage(d.In, d.Out, 0)
 			terminal = true
 			return false
 		case "error":
@@ -286,26 +326,79 @@ func (s *SSE) Generate(ctx context.Context, req Request) Result {
 // Models asks an OpenAI-compatible server for its model ids (GET
 // /v1/models); nil when it does not answer.
 func (o *OpenAI) Models(ctx context.Context) []string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.Base+"/v1/models", nil)
+	ms, err := o.models(ctx)
 	if err != nil {
-		return nil
-	}
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body) != nil {
 		return nil
 	}
 	var ids []string
-	for _, d := range body.Data {
-		ids = append(ids, d.ID)
+	for _, m := range ms {
+		ids = append(ids, m.ID)
 	}
 	return ids
+}
+
+// modelEntry is one entry of /v1/models with the context-length fields
+// that servers add to OpenAI's shape: max_model_len (vLLM),
+// context_length, context_window, and meta.n_ctx_train (llama.cpp).
+type modelEntry struct {
+	ID            string `json:"id"`
+	MaxModelLen   int    `json:"max_model_len"`
+	ContextLength int    `json:"context_length"`
+	ContextWindow int    `json:"context_window"`
+	Meta          *struct {
+		NCtx      int `json:"n_ctx"`
+		NCtxTrain int `json:"n_ctx_train"`
+	} `json:"meta"`
+}
+
+func (m modelEntry) contextLength() int {
+	for _, n := range []int{m.MaxModelLen, m.ContextLength, m.ContextWindow} {
+		if n > 0 {
+			return n
+		}
+	}
+	if m.Meta != nil {
+		if m.Meta.NCtx > 0 {
+			return m.Meta.NCtx
+		}
+		return m.Meta.NCtxTrain
+	}
+	return 0
+}
+
+func (o *OpenAI) models(ctx context.Context) ([]modelEntry, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.Base+"/v1/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := o.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, httpStatusError(resp)
+	}
+	var body struct {
+		Data []modelEntry `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+		return nil, fmt.Errorf("bench: /v1/models: %w", err)
+	}
+	return body.Data, nil
+}
+
+// ContextLength is the model's context length as /v1/models reports it (0
+// when the server lists none of the known fields).
+func (o *OpenAI) ContextLength(ctx context.Context) (int, error) {
+	ms, err := o.models(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range ms {
+		if m.ID == o.Model || o.Model == "" {
+			return m.contextLength(), nil
+		}
+	}
+	return 0, nil
 }

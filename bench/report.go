@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -36,13 +37,54 @@ type Report struct {
 	ITLms       Summary            `json:"itl_ms"`
 	E2Ems       Summary            `json:"e2e_ms"`
 	Server      map[string]float64 `json:"server_metrics_delta,omitempty"`
+
+	// Lengths: what was asked next to what the server counted per request
+	// (input: prompt_tokens less the conversation history; output:
+	// completion_tokens), and how many requests missed the asked length.
+	InputMethod      string       `json:"input_method,omitempty"`
+	Calibration      *Calibration `json:"calibration,omitempty"`
+	InputAsked       string       `json:"input_tokens_asked,omitempty"`
+	InputMeasured    Summary      `json:"input_tokens_measured"`
+	InputMismatches  int          `json:"input_length_mismatches"`
+	OutputAsked      string       `json:"output_tokens_asked,omitempty"`
+	OutputMeasured   Summary      `json:"output_tokens_measured"`
+	OutputMismatches int          `json:"output_length_mismatches"`
+	LengthExamples   []string     `json:"length_mismatch_examples,omitempty"` // the first few
+	// ErrorRate is the fraction of requests that failed (cancelled on
+	// purpose is not a failure).
+	ErrorRate float64 `json:"error_rate"`
+	// ContextStops counts conversations stopped before a turn that would
+	// not fit MaxContext (not errors, not requests).
+	ContextStops int `json:"context_stops"`
+	MaxContext   int `json:"max_context_length,omitempty"`
 }
+
+// maxLengthExamples bounds Report.LengthExamples.
+const maxLengthExamples = 5
 
 // Aggregate turns per-request results into a report.
 func Aggregate(rs []Result, elapsed time.Duration, slo SLO) Report {
 	rep := Report{Errors: map[string]int{}, SLO: slo, Elapsed: elapsed.Seconds(), Requests: len(rs)}
 	var ttft, itl, e2e []time.Duration
+	var in, out []float64
 	for _, r := range rs {
+		if r.ContextStop {
+			rep.ContextStops++
+			rep.Requests--
+			continue
+		}
+		if n, ok := r.MeasuredInput(); ok && r.Err == "" && !r.Cancelled {
+			in = append(in, float64(n))
+		}
+		if r.InputOff() {
+			rep.InputMismatches++
+			rep.lengthExample(fmt.Sprintf("input: asked %d, server counted %d (prompt_tokens %d, history %d)",
+				r.AskedInput, r.PromptTokens-r.History, r.PromptTokens, r.History))
+		}
+		if r.OutputOff() {
+			rep.OutputMismatches++
+			rep.lengthExample(fmt.Sprintf("output: asked %d (ignore_eos %v), got %d", r.AskedOutput, r.ExactOutput, r.OutputTokens))
+		}
 		switch {
 		case r.Cancelled:
 			rep.Cancelled++
@@ -60,6 +102,7 @@ func Aggregate(rs []Result, elapsed time.Duration, slo SLO) Report {
 			}
 		default:
 			rep.Succeeded++
+			out = append(out, float64(r.OutputTokens))
 			if r.OutputTokens > 0 {
 				ttft = append(ttft, r.TTFT)
 			}
@@ -75,14 +118,56 @@ func Aggregate(rs []Result, elapsed time.Duration, slo SLO) Report {
 		rep.OutTokPerS = float64(rep.OutTokens) / elapsed.Seconds()
 	}
 	rep.Goodput = Goodput(rs, slo, elapsed)
+	rep.InputMeasured, rep.OutputMeasured = Summarize(in), Summarize(out)
+	if rep.Requests > 0 {
+		rep.ErrorRate = float64(rep.Requests-rep.Succeeded-rep.Cancelled) / float64(rep.Requests)
+	}
 	rep.TTFTms = Summarize(ms(ttft))
 	rep.ITLms = Summarize(ms(itl))
 	rep.E2Ems = Summarize(ms(e2e))
 	return rep
 }
 
-// WriteTable prints reports as a readable table, then per run the error
-// kinds and a digest of the server's figures (all of them are in the JSON).
+func (rep *Report) lengthExample(s string) {
+	if len(rep.LengthExamples) < maxLengthExamples {
+		rep.LengthExamples = append(rep.LengthExamples, s)
+	}
+}
+
+// Errors returns the number of failed requests.
+func (rep Report) errorCount() int {
+	n := 0
+	for _, c := range rep.Errors {
+		n += c
+	}
+	return n
+}
+
+// ErrTooManyErrors is wrapped by CheckErrorRate's error.
+var ErrTooManyErrors = errors.New("bench: too many failed requests")
+
+// CheckErrorRate fails when any report's error fraction exceeds limit, or
+// a report had no request at all; the error names each such run.
+func CheckErrorRate(reps []Report, limit float64) error {
+	var bad []string
+	for _, r := range reps {
+		switch {
+		case r.Requests == 0 && r.ContextStops == 0:
+			bad = append(bad, fmt.Sprintf("%s conc %d: no request ran", r.Scenario, r.Concurrency))
+		case r.ErrorRate > limit:
+			bad = append(bad, fmt.Sprintf("%s conc %d: %d of %d failed (%.3g > %g)", r.Scenario, r.Concurrency,
+				r.errorCount(), r.Requests, r.ErrorRate, limit))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (--max-error-rate %g): %s", ErrTooManyErrors, limit, strings.Join(bad, "; "))
+}
+
+// WriteTable prints reports as a readable table, the asked and measured
+// token lengths, then per run the length mismatches, error kinds and a
+// digest of the server's figures (all of them are in the JSON).
 func WriteTable(w io.Writer, reps []Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\tscenario\tconc\treqs\tok\tcxl\terr\treq/s\tout tok/s\tgoodput\tTTFT p50\tTTFT p99\tITL p50\tITL p99\tE2E p50\tE2E p99\t")
@@ -98,7 +183,18 @@ func WriteTable(w io.Writer, reps []Report) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "(latencies in ms; cxl: cancelled on purpose by the workload)")
+	writeLengths(w, reps)
 	for _, r := range reps {
+		if r.InputMismatches > 0 || r.OutputMismatches > 0 {
+			fmt.Fprintf(w, "length mismatches (%s, conc %d): input %d, output %d\n", r.Scenario, r.Concurrency, r.InputMismatches, r.OutputMismatches)
+			for _, e := range r.LengthExamples {
+				fmt.Fprintf(w, "  e.g. %s\n", e)
+			}
+		}
+		if r.ContextStops > 0 {
+			fmt.Fprintf(w, "context (%s, conc %d): %d conversations stopped before a turn that would exceed %d tokens\n",
+				r.Scenario, r.Concurrency, r.ContextStops, r.MaxContext)
+		}
 		if len(r.Errors) > 0 {
 			kinds := make([]string, 0, len(r.Errors))
 			for k, n := range r.Errors {
@@ -117,6 +213,26 @@ func WriteTable(w io.Writer, reps []Report) {
 		if d := ServerDigest(r.Server); d != "" {
 			fmt.Fprintf(w, "server (%s, conc %d): %s\n", r.Scenario, r.Concurrency, d)
 		}
+	}
+}
+
+// writeLengths prints the asked and measured token lengths of each run,
+// then the input method of the first (RunServe uses one for all runs).
+func writeLengths(w io.Writer, reps []Report) {
+	if len(reps) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\tscenario\tconc\tin asked\tin mean\tin p50\tin p99\tin off\tout asked\tout mean\tout p50\tout p99\tout off\t")
+	for _, r := range reps {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.1f\t%g\t%g\t%d\t%s\t%.1f\t%g\t%g\t%d\t\n", r.Target, r.Scenario, r.Concurrency,
+			r.InputAsked, r.InputMeasured.Mean, r.InputMeasured.P50, r.InputMeasured.P99, r.InputMismatches,
+			r.OutputAsked, r.OutputMeasured.Mean, r.OutputMeasured.P50, r.OutputMeasured.P99, r.OutputMismatches)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "(tokens per request as the server counts them; input excludes conversation history; off: requests not of the asked length)")
+	if m := reps[0].InputMethod; m != "" {
+		fmt.Fprintf(w, "input: %s\n", m)
 	}
 }
 

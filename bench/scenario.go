@@ -12,10 +12,18 @@ import (
 	pb "oengine/proto/openengine/v1"
 )
 
-// Conversation is the plan of one multi-turn conversation: the user text
+// Conversation is the plan of one multi-turn conversation: the new input
 // of each turn and its output length.
 type Conversation struct {
 	Turns []Request
+	// StandIns holds, per turn, ids that stand in for the turn's answer
+	// when the history is resent as token ids through a target that does
+	// not return output ids (OpenAI): the lengths stay exact, only the
+	// answer's content differs from what the server generated.
+	StandIns [][]uint32
+	// MaxContext is the server's context length; a turn that would not
+	// fit is not sent and the conversation stops (0: unknown, no check).
+	MaxContext int
 }
 
 // NewConversation draws a conversation of n turns from g.
@@ -24,40 +32,86 @@ func NewConversation(g *Generator, n int) Conversation {
 	for i := range c.Turns {
 		c.Turns[i] = g.Next()
 	}
+	if g.w.Vocab != nil {
+		c.StandIns = make([][]uint32, n)
+		for i, t := range c.Turns {
+			c.StandIns[i] = g.w.Vocab.Draw(g.rng, t.MaxTokens)
+		}
+	}
 	return c
+}
+
+// fits reports whether a turn with hist tokens of history fits the
+// context; when it does not, stop is the result that records the stop.
+func (c Conversation) fits(turn Request, hist int) (stop Result, ok bool) {
+	if c.MaxContext <= 0 || hist+turn.InputTokens+turn.MaxTokens <= c.MaxContext {
+		return Result{}, true
+	}
+	return Result{Start: time.Now(), AskedInput: turn.InputTokens, History: hist, AskedOutput: turn.MaxTokens, ContextStop: true}, false
 }
 
 // Conversational is a target that can run multi-turn conversations.
 type Conversational interface {
 	Target
 	// Converse runs the turns in order and returns one result per turn
-	// attempted (it stops at the first failure). append selects session
-	// continuation (the server keeps the history); otherwise each turn
-	// resends the whole history as its prompt.
+	// attempted (it stops at the first failure, and before a turn that
+	// would not fit the context, which it returns as a ContextStop
+	// result). append selects session continuation (the server keeps the
+	// history); otherwise each turn resends the whole history as its
+	// prompt.
 	Converse(ctx context.Context, c Conversation, append bool) []Result
 }
 
+// sendFunc sends one request and collects its output.
+type sendFunc func(ctx context.Context, r Request, out *output) Result
+
 // resend runs a conversation by resending the history each turn, through
-// any target whose text output gen can collect.
-func resend(ctx context.Context, c Conversation, gen func(context.Context, Request, *strings.Builder) Result) []Result {
-	var hist strings.Builder
-	var out []Result
-	for _, turn := range c.Turns {
+// any target. Token-id turns resend ids: earlier inputs, then each answer
+// as the ids the server returned (or the conversation's stand-ins), so
+// every turn's new input is exactly its asked length. Text turns resend
+// text joined by newlines, and count the history with the server's usage.
+func resend(ctx context.Context, c Conversation, send sendFunc) []Result {
+	var (
+		histText strings.Builder
+		histIDs  []uint32
+		hist     int // tokens of history, as the server counts them
+		out      []Result
+	)
+	for i, turn := range c.Turns {
 		if ctx.Err() != nil {
 			break
 		}
-		if hist.Len() > 0 {
-			hist.WriteString("\n")
+		if stop, ok := c.fits(turn, hist); !ok {
+			out = append(out, stop)
+			break
 		}
-		hist.WriteString(turn.Prompt)
-		turn.Prompt = hist.String()
-		var text strings.Builder
-		r := gen(ctx, turn, &text)
+		turn.History = hist
+		if turn.TokenIDs != nil {
+			turn.TokenIDs = append(append([]uint32(nil), histIDs...), turn.TokenIDs...)
+		} else {
+			if histText.Len() > 0 {
+				histText.WriteString("\n")
+			}
+			histText.WriteString(turn.Prompt)
+			turn.Prompt = histText.String()
+		}
+		var o output
+		r := send(ctx, turn, &o)
 		out = append(out, r)
 		if r.Err != "" || r.Cancelled {
 			break
 		}
-		hist.WriteString(text.String())
+		if turn.TokenIDs != nil {
+			ans := o.ids
+			if len(ans) != r.OutputTokens && c.StandIns != nil {
+				ans = c.StandIns[i][:min(r.OutputTokens, len(c.StandIns[i]))]
+			}
+			histIDs = append(turn.TokenIDs, ans...)
+			hist = len(histIDs)
+		} else {
+			histText.WriteString(o.text.String())
+			hist = r.PromptTokens + r.OutputTokens
+		}
 	}
 	return out
 }
@@ -66,8 +120,8 @@ func resend(ctx context.Context, c Conversation, gen func(context.Context, Reque
 // of one generation session, or history resent with plain Generate.
 func (g *GRPC) Converse(ctx context.Context, c Conversation, appendMode bool) []Result {
 	if !appendMode {
-		return resend(ctx, c, func(ctx context.Context, r Request, text *strings.Builder) Result {
-			return g.generate(ctx, r, g.request(r), text)
+		return resend(ctx, c, func(ctx context.Context, r Request, out *output) Result {
+			return g.generate(ctx, r, g.request(r), out)
 		})
 	}
 	info, err := g.ServerInfo(ctx)
@@ -84,13 +138,21 @@ func (g *GRPC) Converse(ctx context.Context, c Conversation, appendMode bool) []
 		defer cancel()
 		_ = g.closeSession(cctx, id, owner)
 	}()
+	// The session retains every input and output token of its turns
+	// (docs/api.md), so a turn's history is the sum of the turns before.
 	var out []Result
+	hist := 0
 	for i, turn := range c.Turns {
 		if ctx.Err() != nil {
 			break
 		}
+		if stop, ok := c.fits(turn, hist); !ok {
+			out = append(out, stop)
+			break
+		}
+		turn.History = hist
 		gr := g.request(turn)
-		if i > 0 {
+		if i > 0 && turn.TokenIDs == nil {
 			gr.Input = &pb.GenerateRequest_Prompt{Prompt: "\n" + turn.Prompt}
 		}
 		gr.Session = &pb.GenerationSessionContinuation{
@@ -102,6 +164,11 @@ func (g *GRPC) Converse(ctx context.Context, c Conversation, appendMode bool) []
 		if r.Err != "" || r.Cancelled {
 			break
 		}
+		if turn.TokenIDs != nil {
+			hist += len(turn.TokenIDs) + r.OutputTokens
+		} else {
+			hist = r.PromptTokens + r.OutputTokens
+		}
 	}
 	return out
 }
@@ -111,9 +178,7 @@ func (o *OpenAI) Converse(ctx context.Context, c Conversation, appendMode bool) 
 	if appendMode {
 		return []Result{{Err: "bench: openai targets have no sessions (use resend)", ErrKind: "unsupported"}}
 	}
-	return resend(ctx, c, func(ctx context.Context, r Request, text *strings.Builder) Result {
-		return o.generateText(ctx, r, text)
-	})
+	return resend(ctx, c, o.generate)
 }
 
 // failed is the result of a request that could not be sent.
@@ -169,8 +234,18 @@ func (g *GRPC) GenerateStream(ctx context.Context, req Request, si StreamInput) 
 		return m.done()
 	}
 	sendErr := make(chan error, 1)
+	var chunks []*pb.InputChunk
+	if req.TokenIDs != nil {
+		for _, ids := range splitIDs(req.TokenIDs, si.Chunks) {
+			chunks = append(chunks, &pb.InputChunk{Data: &pb.InputChunk_TokenIds{TokenIds: &pb.TokenIds{Ids: ids}}})
+		}
+	} else {
+		for _, t := range splitWords(req.Prompt, si.Chunks) {
+			chunks = append(chunks, &pb.InputChunk{Data: &pb.InputChunk_Text{Text: t}})
+		}
+	}
 	go func() {
-		sendErr <- sendChunks(ctx, st, m, splitWords(req.Prompt, si.Chunks), si.Interval)
+		sendErr <- sendChunks(ctx, st, m, chunks, si.Interval)
 	}()
 	err = readEvents(m, st.Recv, nil)
 	if serr := <-sendErr; err == nil && serr != nil {
@@ -188,7 +263,7 @@ type streamSender interface {
 
 // sendChunks sends the chunks at the pace, then end of input (restarting
 // the meter's clock), then half-closes.
-func sendChunks(ctx context.Context, st streamSender, m *meter, chunks []string, every time.Duration) error {
+func sendChunks(ctx context.Context, st streamSender, m *meter, chunks []*pb.InputChunk, every time.Duration) error {
 	for i, c := range chunks {
 		if i > 0 && every > 0 {
 			select {
@@ -197,8 +272,8 @@ func sendChunks(ctx context.Context, st streamSender, m *meter, chunks []string,
 			case <-time.After(every):
 			}
 		}
-		err := st.Send(&pb.GenerateStreamRequest{Frame: &pb.GenerateStreamRequest_Chunk{Chunk: &pb.InputChunk{
-			Seq: uint64(i + 1), Data: &pb.InputChunk_Text{Text: c}}}})
+		c.Seq = uint64(i + 1)
+		err := st.Send(&pb.GenerateStreamRequest{Frame: &pb.GenerateStreamRequest_Chunk{Chunk: c}})
 		if err != nil {
 			return nil // the receive side reports the stream's error
 		}
@@ -239,6 +314,19 @@ func splitWords(text string, n int) []string {
 		prev = c
 	}
 	return append(out, text[prev:])
+}
+
+// splitIDs cuts ids into at most n pieces of nearly equal length.
+func splitIDs(ids []uint32, n int) [][]uint32 {
+	n = max(1, min(n, len(ids)))
+	out := make([][]uint32, 0, n)
+	for k := range n {
+		a, b := k*len(ids)/n, (k+1)*len(ids)/n
+		if b > a {
+			out = append(out, ids[a:b])
+		}
+	}
+	return out
 }
 
 // cancelPlan marks a fraction of requests to be cancelled at a random

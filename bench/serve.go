@@ -45,6 +45,110 @@ type ServeConfig struct {
 	RequestTimeout time.Duration `json:"request_timeout_ns,omitempty"`
 	// MetricsURL is the server's /metrics, scraped around each run ("": none).
 	MetricsURL string `json:"metrics_url,omitempty"`
+	// InputMode chooses how prompts get their length: InputAuto (default),
+	// InputTokens or InputText (docs/bench.md: input methods).
+	InputMode string `json:"input_mode,omitempty"`
+}
+
+// Input modes.
+const (
+	// InputAuto sends token ids where the target takes them and a
+	// vocabulary is known (Workload.Vocab, or fetched from an OpenEngine
+	// server), and calibrated text otherwise.
+	InputAuto = "auto"
+	// InputTokens requires token ids (the run fails when it cannot).
+	InputTokens = "tokens"
+	// InputText always sends calibrated text.
+	InputText = "text"
+)
+
+// Optional target abilities that RunServe looks for.
+type (
+	// tokenTarget says whether a target sends Request.TokenIDs.
+	tokenTarget interface{ AcceptsTokenIDs() bool }
+	// vocabFetcher reads the model's vocabulary from the server.
+	vocabFetcher interface {
+		FetchVocab(ctx context.Context) (*Vocab, error)
+	}
+	// contextReporter reads the model's context length from the server.
+	contextReporter interface {
+		ContextLength(ctx context.Context) (int, error)
+	}
+)
+
+// prepared is what RunServe learns before the first run.
+type prepared struct {
+	method     string       // the input method, for the report
+	calib      *Calibration // text calibration, when used
+	maxContext int          // the server's context length (0: unknown)
+}
+
+// prepare settles the input method of cfg's workload against t (fetching
+// a vocabulary or calibrating text, once for all runs) and reads the
+// server's context length.
+func prepare(ctx context.Context, t Target, cfg *ServeConfig) (prepared, error) {
+	var p prepared
+	if cr, ok := t.(contextReporter); ok {
+		p.maxContext, _ = cr.ContextLength(ctx) // unknown: conversations are not stopped
+	}
+	w := &cfg.Workload
+	if len(w.Prompts) > 0 {
+		w.Vocab, w.Text = nil, nil
+		p.method = "prompts file (lengths as the file gives them)"
+		return p, nil
+	}
+	mode := cfg.InputMode
+	if mode == "" {
+		mode = InputAuto
+	}
+	if mode != InputAuto && mode != InputTokens && mode != InputText {
+		return p, fmt.Errorf("bench: input mode %q (want auto, tokens or text)", mode)
+	}
+	tt, ok := t.(tokenTarget)
+	takesIDs := ok && tt.AcceptsTokenIDs()
+	why := ""
+	if mode != InputText && takesIDs {
+		if w.Vocab == nil {
+			if vf, ok := t.(vocabFetcher); ok {
+				v, err := vf.FetchVocab(ctx)
+				if err != nil {
+					why = err.Error()
+				}
+				w.Vocab = v
+			} else {
+				why = "no vocabulary: the target cannot list one (give --vocab)"
+			}
+		}
+		if w.Vocab != nil {
+			p.method = fmt.Sprintf("token ids (vocabulary: %s, %d ordinary of %d tokens)", w.Vocab.Source, len(w.Vocab.IDs), w.Vocab.Size)
+			return p, nil
+		}
+	}
+	if mode == InputTokens {
+		if !takesIDs {
+			return p, fmt.Errorf("bench: input mode tokens: the %s target takes text only", t.Name())
+		}
+		return p, fmt.Errorf("bench: input mode tokens: %s", why)
+	}
+	w.Vocab = nil
+	probe := func(ctx context.Context, text string) (int, error) {
+		r := t.Generate(ctx, Request{Prompt: text, MaxTokens: 1, IgnoreEOS: true})
+		if r.Err != "" {
+			return 0, &KindError{Kind: r.ErrKind, Msg: r.ErrKind + ": " + r.Err}
+		}
+		return r.PromptTokens, nil
+	}
+	plan, err := Calibrate(ctx, probe, w.Input.Center(), w.Seed)
+	if err != nil {
+		return p, err
+	}
+	w.Text = plan
+	p.calib = &plan.Calibration
+	p.method = fmt.Sprintf("calibrated text (%d words = %d tokens, %d probes)", plan.Words, plan.Tokens, plan.Probes)
+	if why != "" {
+		p.method += "; token ids not used: " + why
+	}
+	return p, nil
 }
 
 // Hooks lets the caller draw progress: Level is called when a run starts
@@ -61,6 +165,10 @@ func RunServe(ctx context.Context, t Target, cfg ServeConfig, h Hooks) ([]Report
 	if len(levels) == 0 {
 		levels = []int{cfg.Load.Concurrency}
 	}
+	p, err := prepare(ctx, t, &cfg)
+	if err != nil {
+		return nil, err
+	}
 	var reps []Report
 	for li, c := range levels {
 		l := cfg.Load
@@ -72,7 +180,7 @@ func RunServe(ctx context.Context, t Target, cfg ServeConfig, h Hooks) ([]Report
 		// prefix cache filled by the one before); same seed, same prompts.
 		lc := cfg
 		lc.Workload.Seed = cfg.Workload.Seed + uint64(li)*1_000_003
-		runs, err := scenarioRuns(t, cfg)
+		runs, err := scenarioRuns(t, cfg, p.maxContext)
 		if err != nil {
 			return reps, err
 		}
@@ -81,6 +189,7 @@ func RunServe(ctx context.Context, t Target, cfg ServeConfig, h Hooks) ([]Report
 				h.Level(r.name, c)
 			}
 			rep, err := runOne(ctx, t, lc, l, r, h.Progress)
+			rep.InputMethod, rep.Calibration, rep.MaxContext = p.method, p.calib, p.maxContext
 			if err != nil {
 				return reps, err
 			}
@@ -114,13 +223,15 @@ func (s *safeGen) next(cancelFraction float64) Request {
 	return r
 }
 
-func (s *safeGen) conversation(turns int) Conversation {
+func (s *safeGen) conversation(turns, maxContext int) Conversation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return NewConversation(s.g, turns)
+	c := NewConversation(s.g, turns)
+	c.MaxContext = maxContext
+	return c
 }
 
-func scenarioRuns(t Target, cfg ServeConfig) ([]run, error) {
+func scenarioRuns(t Target, cfg ServeConfig, maxContext int) ([]run, error) {
 	timeout := func(ctx context.Context) (context.Context, context.CancelFunc) {
 		if cfg.RequestTimeout > 0 {
 			return context.WithTimeout(ctx, cfg.RequestTimeout)
@@ -183,7 +294,7 @@ func scenarioRuns(t Target, cfg ServeConfig) ([]run, error) {
 				return func(ctx context.Context, i int) []Result {
 					ctx, cancel := timeout(ctx)
 					defer cancel()
-					return ct.Converse(ctx, sg.conversation(turns), app)
+					return ct.Converse(ctx, sg.conversation(turns, maxContext), app)
 				}
 			}})
 		}
@@ -206,6 +317,13 @@ func runOne(ctx context.Context, t Target, cfg ServeConfig, l Load, r run, progr
 	results, elapsed, err := Run(ctx, l, r.job(sg), progress)
 	rep := Aggregate(results, elapsed, cfg.SLO)
 	rep.Scenario, rep.Target, rep.Concurrency, rep.Rate = r.name, t.Name(), l.Concurrency, l.Rate
+	rep.InputAsked, rep.OutputAsked = cfg.Workload.Input.String(), cfg.Workload.Output.String()
+	if t.Name() == "sse" {
+		rep.OutputAsked = "server" // the SSE route has no max_tokens
+	}
+	if len(cfg.Workload.Prompts) > 0 {
+		rep.InputAsked = "file"
+	}
 	rep.Config = map[string]any{
 		"input_tokens": cfg.Workload.Input.String(), "output_tokens": cfg.Workload.Output.String(),
 		"requests": l.Requests, "duration_s": l.Duration.Seconds(), "poisson": l.Poisson,

@@ -60,8 +60,20 @@ func TestServeGenerateGRPC(t *testing.T) {
 	if r.TTFTms.Count != 12 || r.ITLms.Count != 12*5 {
 		t.Errorf("TTFT samples %d, ITL samples %d; want 12 and 60", r.TTFTms.Count, r.ITLms.Count)
 	}
-	if r.InTokens < 12*8 {
-		t.Errorf("input tokens %d, want >= %d (usage from the server)", r.InTokens, 12*8)
+	// Token-id prompts: every prompt is exactly 8 tokens in the server's
+	// count, and the report's totals are the server's.
+	if r.InTokens != 12*8 || r.InputMeasured.Min != 8 || r.InputMeasured.Max != 8 || r.InputMismatches != 0 {
+		t.Errorf("input tokens %d, measured %+v, mismatches %d; want 96, exactly 8 each", r.InTokens, r.InputMeasured, r.InputMismatches)
+	}
+	if !strings.HasPrefix(r.InputMethod, "token ids (vocabulary: server") {
+		t.Errorf("input method %q, want token ids from the server's vocabulary", r.InputMethod)
+	}
+	// (every prompt token is looked up in the prefix cache once)
+	if d, ok := serverDelta(r, "oengine:prefix_cache_queries_total"); !ok || int(d) != r.InTokens {
+		t.Errorf("scraped prefix_cache_queries delta = %v (found %v), report says %d input tokens", d, ok, r.InTokens)
+	}
+	if r.OutputMeasured.Min != 6 || r.OutputMeasured.Max != 6 || r.OutputMismatches != 0 || r.ErrorRate != 0 {
+		t.Errorf("output measured %+v mismatches %d error rate %v", r.OutputMeasured, r.OutputMismatches, r.ErrorRate)
 	}
 	if r.Goodput != r.ReqPerS {
 		t.Errorf("goodput %v != request throughput %v under a 1-minute TTFT SLO", r.Goodput, r.ReqPerS)
@@ -149,23 +161,112 @@ func TestServeOpenAITarget(t *testing.T) {
 	e := tinyEngine(t, engine.Hooks{})
 	o := NewOpenAI(openAIShim(t, e), "tiny")
 	defer o.Close()
-	cfg := ServeConfig{Workload: fixedWorkload(6, 5), Load: Load{Concurrency: 3, Requests: 6}}
+	w := fixedWorkload(6, 5)
+	w.Vocab = tinyVocab(t)
+	cfg := ServeConfig{Workload: w, Load: Load{Concurrency: 3, Requests: 6}}
 	reps, err := RunServe(testCtx(t), o, cfg, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := reps[0]
-	if r.Succeeded != 6 || r.OutTokens != 30 || r.ITLms.Count != 6*4 || r.InTokens == 0 {
-		t.Errorf("ok %d out %d itl %d in %d; want 6, 30, 24, >0", r.Succeeded, r.OutTokens, r.ITLms.Count, r.InTokens)
+	if r.Succeeded != 6 || r.OutTokens != 30 || r.ITLms.Count != 6*4 || r.InTokens != 36 || r.InputMismatches != 0 {
+		t.Errorf("ok %d out %d itl %d in %d (mismatches %d); want 6, 30, 24, 36, 0", r.Succeeded, r.OutTokens, r.ITLms.Count, r.InTokens, r.InputMismatches)
 	}
 	// resend multi-turn works over any OpenAI server
-	cfg = ServeConfig{Scenario: ScenarioMultiTurn, Turns: 3, Workload: fixedWorkload(4, 3), Load: Load{Concurrency: 2, Requests: 2}}
+	w = fixedWorkload(4, 3)
+	w.Vocab = tinyVocab(t)
+	cfg = ServeConfig{Scenario: ScenarioMultiTurn, Turns: 3, Workload: w, Load: Load{Concurrency: 2, Requests: 2}}
 	reps, err = RunServe(testCtx(t), o, cfg, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(reps) != 1 || reps[0].Scenario != "multiturn-resend" || reps[0].Succeeded != 6 {
 		t.Fatalf("multiturn over openai: %+v", reps)
+	}
+}
+
+// TestGRPCPromptsExact checks on the server side that token-id prompts
+// have exactly the asked length (the engine's hook sees each admitted
+// prompt) and come from ordinary tokens of the vocabulary.
+func TestGRPCPromptsExact(t *testing.T) {
+	ts := startServer(t)
+	g := dial(t, ts)
+	v, err := g.FetchVocab(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tinyVocab(t)
+	if v.Size != want.Size || len(v.IDs) == 0 || len(v.IDs) > len(want.IDs)+256 {
+		t.Fatalf("server vocabulary: size %d, %d ordinary; the GGUF says %d, %d", v.Size, len(v.IDs), want.Size, len(want.IDs))
+	}
+	inPool := map[uint32]bool{}
+	for _, id := range want.IDs {
+		inPool[id] = true
+	}
+	for _, id := range v.IDs {
+		if id < 3 { // the synthetic SentencePiece vocabulary's <unk>, <s>, </s>
+			t.Fatalf("control token %d in the server-derived pool", id)
+		}
+	}
+	w := fixedWorkload(23, 2)
+	w.Vocab = want
+	gen := NewGenerator(w)
+	for range 20 {
+		r := gen.Next()
+		if len(r.TokenIDs) != 23 || r.InputTokens != 23 {
+			t.Fatalf("request with %d ids (asked %d), want 23", len(r.TokenIDs), r.InputTokens)
+		}
+		for _, id := range r.TokenIDs {
+			if !inPool[id] {
+				t.Fatalf("id %d is not an ordinary token", id)
+			}
+		}
+		res := g.Generate(testCtx(t), r)
+		if res.Err != "" || res.PromptTokens != 23 || res.OutputTokens != 2 {
+			t.Fatalf("server counted prompt %d output %d (err %q), want 23 and 2", res.PromptTokens, res.OutputTokens, res.Err)
+		}
+	}
+}
+
+// TestGRPCFailingTargetFailsRun: a model the server does not serve fails
+// the run before it starts (no vocabulary, no calibration).
+func TestGRPCFailingTargetFailsRun(t *testing.T) {
+	ts := startServer(t)
+	g, err := DialGRPC(ts.grpcAddr, "no-such-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	_, err = RunServe(testCtx(t), g, ServeConfig{Workload: fixedWorkload(8, 2), Load: Load{Requests: 2}}, Hooks{})
+	if err == nil || !strings.Contains(err.Error(), "MODEL_NOT_FOUND") {
+		t.Fatalf("run against an unknown model: err %v, want a MODEL_NOT_FOUND failure", err)
+	}
+}
+
+// TestGRPCMultiTurnContextStop: conversations stop (reported, not failed)
+// before a turn that would exceed the server's max_context_length.
+func TestGRPCMultiTurnContextStop(t *testing.T) {
+	ts := startServer(t)
+	g := dial(t, ts)
+	maxCtx, err := g.ContextLength(testCtx(t))
+	if err != nil || maxCtx <= 0 {
+		t.Fatalf("context length %d, %v", maxCtx, err)
+	}
+	in, out := maxCtx/5, 4 // the fifth turn would need 5*(in+out) > maxCtx
+	wantTurns := maxCtx / (in + out)
+	cfg := ServeConfig{Scenario: ScenarioMultiTurn, Modes: []string{"resend"}, Turns: 8,
+		Workload: fixedWorkload(in, out), Load: Load{Concurrency: 2, Requests: 2}}
+	reps, err := RunServe(testCtx(t), g, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reps[0]
+	if r.ContextStops != 2 || r.Succeeded != 2*wantTurns || len(r.Errors) != 0 || r.MaxContext != maxCtx {
+		t.Fatalf("stops %d ok %d errors %v max %d; want 2 stops after %d turns each (context %d)",
+			r.ContextStops, r.Succeeded, r.Errors, r.MaxContext, wantTurns, maxCtx)
+	}
+	if r.InputMeasured.Min != float64(in) || r.InputMeasured.Max != float64(in) || r.InputMismatches != 0 {
+		t.Errorf("per-turn input %+v, want exactly %d", r.InputMeasured, in)
 	}
 }
 
@@ -210,6 +311,11 @@ func TestServeMultiTurn(t *testing.T) {
 			if mode == "append" && r.Cached == 0 {
 				t.Errorf("append turns reused no cached prompt tokens")
 			}
+			// every turn's new input is exactly 6 tokens in the server's count
+			if r.InputMeasured.Min != 6 || r.InputMeasured.Max != 6 || r.InputMismatches != 0 || r.OutputMismatches != 0 {
+				t.Errorf("per-turn input %+v, mismatches in %d out %d; want exactly 6 (%v)",
+					r.InputMeasured, r.InputMismatches, r.OutputMismatches, r.LengthExamples)
+			}
 		})
 	}
 }
@@ -232,6 +338,9 @@ func TestServeStreamInput(t *testing.T) {
 	if r.Succeeded != 4 || r.OutTokens != 16 {
 		t.Fatalf("ok %d out %d, errors %v", r.Succeeded, r.OutTokens, r.Errors)
 	}
+	if r.InputMeasured.Min != 12 || r.InputMeasured.Max != 12 {
+		t.Errorf("streamed token-id input measured %+v, want exactly 12", r.InputMeasured)
+	}
 	// TTFT counts from end of input: it must be shorter than the pacing
 	// of the whole input (3 gaps of 5 ms) plus generation would suggest.
 	if r.TTFTms.Min <= 0 {
@@ -252,12 +361,21 @@ func TestServeSSE(t *testing.T) {
 	if probe.ErrKind == "http_404" || probe.ErrKind == "http_405" {
 		t.Skipf("the SSE route is not served yet: %s", probe.Err)
 	}
-	cfg := ServeConfig{Workload: fixedWorkload(6, 4), Load: Load{Concurrency: 2, Requests: 4}}
+	cfg := ServeConfig{Workload: fixedWorkload(60, 4), Load: Load{Concurrency: 2, Requests: 4}}
 	reps, err := RunServe(testCtx(t), s, cfg, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := reps[0]; r.Succeeded != 4 || r.OutTokens == 0 {
+	r := reps[0]
+	if r.Succeeded != 4 || r.OutTokens == 0 {
 		t.Fatalf("sse: ok %d out %d errors %v", r.Succeeded, r.OutTokens, r.Errors)
+	}
+	// The route takes text: calibrated to 60 tokens ±2% (±2) in the
+	// server's count, template included.
+	if r.Calibration == nil || !strings.HasPrefix(r.InputMethod, "calibrated text") {
+		t.Fatalf("input method %q, want calibrated text", r.InputMethod)
+	}
+	if r.InputMeasured.Min < 58 || r.InputMeasured.Max > 62 || r.InputMismatches != 0 || r.OutputAsked != "server" {
+		t.Errorf("measured input %+v mismatches %d output asked %q", r.InputMeasured, r.InputMismatches, r.OutputAsked)
 	}
 }

@@ -91,7 +91,7 @@ type SLO struct {
 // Good reports whether r meets the SLO (a request cancelled on purpose
 // never does).
 func (s SLO) Good(r Result) bool {
-	if r.Err != "" || r.Cancelled {
+	if r.Err != "" || r.Cancelled || r.ContextStop {
 		return false
 	}
 	if s.TTFT > 0 && r.TTFT > s.TTFT {

@@ -47,6 +47,8 @@ func startMeter(ctx context.Context, req Request) (context.Context, *meter) {
 		m.cancelAt = max(req.CancelAfter, 0)
 	}
 	m.res.Start = m.start
+	m.res.AskedInput, m.res.History, m.res.InputTolerance = req.InputTokens, req.History, req.InputTolerance
+	m.res.AskedOutput, m.res.ExactOutput = req.MaxTokens, req.IgnoreEOS
 	m.last = m.start
 	ctx, m.cancel = context.WithCancel(ctx)
 	if m.cancelAt == 0 {
@@ -92,6 +94,14 @@ func (m *meter) tokens(n int) {
 	if m.cancelAt > 0 && m.res.OutputTokens >= m.cancelAt && !m.cancelled.Load() {
 		m.fire()
 	}
+}
+
+// usage records the server's counts from a request's final usage; they
+// replace the counts made from the stream.
+func (m *meter) usage(prompt, completion, cached int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.res.PromptTokens, m.res.OutputTokens, m.res.CachedTokens = prompt, completion, cached
 }
 
 // fail records err (ignored when the request was cancelled on purpose).

@@ -3,17 +3,21 @@ package bench
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"oengine/ggml"
 	"oengine/model/gguf"
 	"oengine/model/synth"
+	pb "oengine/proto/openengine/v1"
 )
 
 func TestParseDist(t *testing.T) {
@@ -65,7 +69,7 @@ func TestGeneratorDeterministic(t *testing.T) {
 	a, b := NewGenerator(w), NewGenerator(w)
 	for i := range 5 {
 		ra, rb := a.Next(), b.Next()
-		if ra != rb {
+		if !reflect.DeepEqual(ra, rb) {
 			t.Fatalf("request %d differs: %+v vs %+v", i, ra, rb)
 		}
 		if n := len(strings.Fields(ra.Prompt)); n < 2 || n > 9 {
@@ -305,7 +309,7 @@ func TestErrorKind(t *testing.T) {
 }
 
 func TestBenchModelTiny(t *testing.T) {
-	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 42})
+	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,5 +370,39 @@ func TestTick(t *testing.T) {
 		if got := tick(in); got != want {
 			t.Errorf("tick(%v) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestReadEventsUsageWithLastTokens: a final event that carries both the
+// last tokens and the usage must not count those tokens twice; the
+// server's usage is what the result reports.
+func TestReadEventsUsageWithLastTokens(t *testing.T) {
+	tok := func(ids ...uint32) *pb.GenerateResponse_Token {
+		out := &pb.TokenOutput{}
+		for _, id := range ids {
+			out.Tokens = append(out.Tokens, &pb.TokenInfo{TokenId: id})
+		}
+		return &pb.GenerateResponse_Token{Token: out}
+	}
+	evs := []*pb.GenerateResponse{
+		{Event: tok(5, 6)},
+		{Event: tok(7), Usage: &pb.Usage{PromptTokens: 11, CompletionTokens: 3}},
+	}
+	i := 0
+	recv := func() (*pb.GenerateResponse, error) {
+		if i == len(evs) {
+			return nil, io.EOF
+		}
+		i++
+		return evs[i-1], nil
+	}
+	_, m := startMeter(context.Background(), Request{InputTokens: 11, MaxTokens: 3, IgnoreEOS: true})
+	var out output
+	if err := readEvents(m, recv, &out); err != nil {
+		t.Fatal(err)
+	}
+	r := m.done()
+	if r.OutputTokens != 3 || r.PromptTokens != 11 || len(out.ids) != 3 || r.OutputOff() || r.InputOff() {
+		t.Fatalf("result %+v ids %v", r, out.ids)
 	}
 }

@@ -61,6 +61,18 @@ func (d Dist) Sample(r *rand.Rand) int {
 	return d.Min
 }
 
+// Center is the length a distribution is centred on: its value, the
+// middle of its range, or its mean.
+func (d Dist) Center() int {
+	switch d.Kind {
+	case "uniform":
+		return (d.Min + d.Max) / 2
+	case "normal":
+		return max(1, int(math.Round(d.Mean)))
+	}
+	return d.Min
+}
+
 func (d Dist) String() string {
 	switch d.Kind {
 	case "uniform":
@@ -71,15 +83,19 @@ func (d Dist) String() string {
 	return fmt.Sprint(d.Min)
 }
 
-// Workload describes the requests of a run. Prompts are synthetic text of
-// about the sampled number of tokens (common English words, one token
-// each in most vocabularies), or come from Prompts (a JSONL file's
-// "prompt" fields) in order, cycling.
+// Workload describes the requests of a run. A prompt is, in order of
+// preference: the next of Prompts (a JSONL file's "prompt" fields, in
+// order, cycling); token ids drawn from Vocab, exactly the sampled length
+// (docs/bench.md: input methods); text from Text, calibrated against the
+// server to the sampled length; or, with neither, uncalibrated synthetic
+// words (one word per asked token).
 type Workload struct {
-	Input   Dist     `json:"input_tokens"`
-	Output  Dist     `json:"output_tokens"`
-	Prompts []string `json:"-"`
-	Seed    uint64   `json:"seed"`
+	Input   Dist      `json:"input_tokens"`
+	Output  Dist      `json:"output_tokens"`
+	Prompts []string  `json:"-"`
+	Vocab   *Vocab    `json:"-"`
+	Text    *TextPlan `json:"-"`
+	Seed    uint64    `json:"seed"`
 	// IgnoreEOS makes every request generate exactly its output length.
 	IgnoreEOS bool `json:"ignore_eos"`
 	// Temperature of every request (0: greedy).
@@ -88,11 +104,25 @@ type Workload struct {
 
 // Request is one generation the load generator sends.
 type Request struct {
-	Index     int
-	Prompt    string
-	MaxTokens int
-	IgnoreEOS bool
-	Temp      float64
+	Index  int
+	Prompt string
+	// TokenIDs is the prompt as vocabulary ids; when set it is sent
+	// instead of Prompt.
+	TokenIDs []uint32
+	// InputTokens is the asked length of the new input (0: not set by the
+	// workload, as for a file's prompts).
+	InputTokens int
+	// History counts the tokens ahead of the new input that the server
+	// attends to (earlier turns of a conversation), as the client counts
+	// them; the server's prompt_tokens minus History is the measured input.
+	History int
+	// InputTolerance is how far, in tokens, the server's count of the new
+	// input may be from InputTokens before the report flags it: 0 for
+	// token ids, 2% for calibrated text.
+	InputTolerance int
+	MaxTokens      int
+	IgnoreEOS      bool
+	Temp           float64
 	// Cancel asks the target to cancel the request on purpose after
 	// CancelAfter output tokens (0: after a short random delay).
 	Cancel      bool
@@ -115,14 +145,28 @@ func NewGenerator(w Workload) *Generator {
 // Next returns the next request (not safe for concurrent use).
 func (g *Generator) Next() Request {
 	r := Request{Index: g.n, MaxTokens: g.w.Output.Sample(g.rng), IgnoreEOS: g.w.IgnoreEOS, Temp: g.w.Temperature}
-	if len(g.w.Prompts) > 0 {
+	switch {
+	case len(g.w.Prompts) > 0:
 		r.Prompt = g.w.Prompts[g.n%len(g.w.Prompts)]
-	} else {
-		r.Prompt = SyntheticText(g.rng, g.w.Input.Sample(g.rng))
+	case g.w.Vocab != nil:
+		r.InputTokens = g.w.Input.Sample(g.rng)
+		r.TokenIDs = g.w.Vocab.Draw(g.rng, r.InputTokens)
+	case g.w.Text != nil:
+		r.InputTokens = g.w.Input.Sample(g.rng)
+		r.Prompt = g.w.Text.Text(g.rng, r.InputTokens)
+		r.InputTolerance = textTolerance(r.InputTokens)
+	default:
+		r.InputTokens = g.w.Input.Sample(g.rng)
+		r.Prompt = SyntheticText(g.rng, r.InputTokens)
+		r.InputTolerance = textTolerance(r.InputTokens)
 	}
 	g.n++
 	return r
 }
+
+// textTolerance is the accepted distance of a text prompt's length from n
+// tokens: 2%, at least one token.
+func textTolerance(n int) int { return max(1, int(math.Ceil(0.02*float64(n)))) }
 
 // words are short common words; SentencePiece and BPE vocabularies of
 // English models hold each (with its leading space) as one token.

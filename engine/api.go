@@ -35,6 +35,16 @@ type Request struct {
 	// disables prefix-cache reuse for the request (every logit is needed).
 	PromptLogprobs *sampling.Candidates
 
+	// Prefix, when set, holds the K/V of the first Prefix.Len() tokens of
+	// TokenIDs, computed earlier in this engine's cache (a session's
+	// retained pages: kvcache.Cache.PinnedTable). They are reused instead
+	// of recomputed, a partly filled last page included (copied before it
+	// is written), up to all known tokens but the last at admission (its
+	// logits are needed). The engine owns Prefix from Submit on, whatever
+	// the outcome, and releases it. BypassPrefixCache and PromptLogprobs
+	// disable the reuse.
+	Prefix *kvcache.Table
+
 	Priority          int32 // higher is admitted and kept first
 	CacheSalt         string
 	BypassPrefixCache bool // do not reuse cached pages (they are still stored)
@@ -199,6 +209,10 @@ type Limits struct {
 	MaxRunning       int
 	MaxWaiting       int
 	MaxLogprobs      int
+	// MaxPromptLogprobEntries and MaxTokenCandidates bound logprobs
+	// (Config); 0: unknown.
+	MaxPromptLogprobEntries int
+	MaxTokenCandidates      int
 	// Device names where the model runs: "cpu", or the CUDA device
 	// ("cuda:0 NVIDIA H200 (sm_90, ...)") for a model on one.
 	Device string

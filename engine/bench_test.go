@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"oengine/ggml"
 	"oengine/model/gguf"
 	"oengine/model/llama"
 	"oengine/model/synth"
@@ -23,7 +24,7 @@ var benchModel struct {
 // synthTinyLlama builds the synthetic tinyllama-1.1b preset (Q8_0) once.
 func synthTinyLlama(b *testing.B) (Model, Tokenizer) {
 	benchModel.once.Do(func() {
-		data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tinyllama-1.1b", Type: gguf.TypeQ8_0, Seed: 1})
+		data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tinyllama-1.1b", Type: ggml.TypeQ8_0, Seed: 1})
 		if err != nil {
 			benchModel.err = err
 			return

@@ -28,9 +28,11 @@ type Config struct {
 	// MaxBatchedTokens and MaxRunning bound one step (scheduler defaults).
 	MaxBatchedTokens int
 	MaxRunning       int
-	MaxWaiting       int           // queued requests before OVERLOADED; 1024
-	EventQueue       int           // per-request event bound before pausing; 64
-	ConsumerTimeout  time.Duration // a paused consumer longer than this is cancelled; 30 s
+	MaxWaiting       int            // queued requests before OVERLOADED; 1024
+	EventQueue       int            // per-request event bound before pausing; 64
+	KVMedium         kvcache.Medium // where the KV pages live, reported in KV events: unspecified for host memory, GPU for device pages
+	EventQueueBytes  int            // per-request bound of queued event bytes (eventBytes) before pausing; 4 MiB
+	ConsumerTimeout  time.Duration  // a paused consumer longer than this is cancelled; 30 s
 	// FinishedRetention: finished ids answer Abort with ALREADY_FINISHED
 	// this long; 10 min.
 	FinishedRetention time.Duration
@@ -39,6 +41,12 @@ type Config struct {
 	DefaultTemperature float64
 	GreedyDefault      bool
 	MaxLogprobs        int // top-n cap for logprob candidates; 20
+	// MaxPromptLogprobEntries bounds prompt logprobs before acceptance:
+	// prompt positions × (1 + candidates per position); 1 << 20.
+	MaxPromptLogprobEntries int
+	// MaxTokenCandidates bounds the logprob candidates of one output token
+	// (one response message each); 1 << 17.
+	MaxTokenCandidates int
 
 	// Pinned-page budgets passed to the KV cache (sessions).
 	MaxPinnedPages         int
@@ -68,6 +76,9 @@ func (c *Config) fill() {
 	if c.EventQueue == 0 {
 		c.EventQueue = 64
 	}
+	if c.EventQueueBytes == 0 {
+		c.EventQueueBytes = 4 << 20
+	}
 	if c.ConsumerTimeout == 0 {
 		c.ConsumerTimeout = 30 * time.Second
 	}
@@ -79,6 +90,12 @@ func (c *Config) fill() {
 	}
 	if c.MaxLogprobs == 0 {
 		c.MaxLogprobs = 20
+	}
+	if c.MaxPromptLogprobEntries == 0 {
+		c.MaxPromptLogprobEntries = 1 << 20
+	}
+	if c.MaxTokenCandidates == 0 {
+		c.MaxTokenCandidates = 1 << 17
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -154,7 +171,7 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 	}
 	cache, err := kvcache.New(kvcache.Config{PageSize: cfg.PageSize, NumPages: pages,
 		MaxPinnedPages: cfg.MaxPinnedPages, MaxPinnedPagesPerOwner: cfg.MaxPinnedPagesPerOwner,
-		EventWindow: cfg.KVEventWindow})
+		EventWindow: cfg.KVEventWindow, Medium: cfg.KVMedium})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -183,6 +200,7 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		MaxOutputTokens:  min(info.ContextLen, pages*cfg.PageSize) - 1,
 		MaxBatchedTokens: sc.MaxBatchedTokens, MaxRunning: sc.MaxRunning,
 		MaxWaiting: cfg.MaxWaiting, MaxLogprobs: cfg.MaxLogprobs, Device: "cpu",
+		MaxPromptLogprobEntries: cfg.MaxPromptLogprobEntries, MaxTokenCandidates: cfg.MaxTokenCandidates,
 	}
 	if d, ok := m.(interface{ Device() string }); ok {
 		e.limits.Device = d.Device()

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"oengine/kvcache"
 	"oengine/model/tokenizer"
 	"oengine/sampling"
 )
@@ -486,6 +488,31 @@ func TestBackpressureAndConsumerTimeout(t *testing.T) {
 	}
 }
 
+// TestBackpressureBytes is issue 17 point 5: a consumer that stops reading
+// holds at most about EventQueueBytes of events, however large each is
+// (before the fix only events were counted: 64 events of all-candidate
+// logprobs were queued).
+func TestBackpressureBytes(t *testing.T) {
+	e := newFakeEngine(t, Config{EventQueue: 64, EventQueueBytes: 3000}, &fakeModel{vocab: 300, ctx: 512})
+	s, err := e.Submit(context.Background(), Request{Prompt: "abc", MaxTokens: 40, Sampling: greedy(),
+		Stop: StopParams{IgnoreEOS: true}, Logprobs: &sampling.Candidates{Mode: sampling.CandidatesAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); e.Stats().Pauses == 0; runtimeGosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never paused; %d events queued", s.backlog())
+		}
+	}
+	if n := s.backlog(); n > 2 {
+		t.Fatalf("backlog %d events of ~7 KiB each with a 3000-byte bound", n)
+	}
+	r := collect(t, s, 1)
+	if r.err != nil || len(r.tokens[0]) != 40 {
+		t.Fatalf("after resume: %v, %d tokens", r.err, len(r.tokens[0]))
+	}
+}
+
 func TestOpenInput(t *testing.T) {
 	e := newFakeEngine(t, Config{}, nil)
 	want := run(t, e, Request{Prompt: "streamed input text", MaxTokens: 8, Sampling: greedy(), BypassPrefixCache: true})
@@ -629,4 +656,170 @@ func TestModelPanicEndsRequestNotProcess(t *testing.T) {
 		t.Fatalf("terminal %+v", r.err)
 	}
 	checkLedger(t, e)
+}
+
+// TestRequestPrefix: a request that brings a K/V prefix (a session's
+// pinned pages, a partly filled last page included) reuses all of it and
+// computes only the rest, with the output of a run from scratch; a cut
+// inside the partial page copies it, so the owner's K/V stays intact; the
+// engine releases the prefix on every path (refused, cancelled, done).
+func TestRequestPrefix(t *testing.T) {
+	m := &fakeModel{vocab: 64, ctx: 512}
+	e := newFakeEngine(t, Config{}, m) // page size 4
+	c := e.Cache()
+	prompt := fakeTok{}.Encode("abcdefghi", tokenizer.EncodeOptions{}) // 9 tokens
+	var kept []int32
+	var resident int
+	run(t, e, Request{TokenIDs: prompt, MaxTokens: 3, Sampling: greedy(), OnRetain: func(rt Retained) {
+		f, err := c.ForkPrefix(rt.Table, rt.Computed)
+		if err == nil {
+			err = c.Repin("sess", f)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		c.Release(f)
+		kept, resident = rt.Tokens, rt.Computed
+	}})
+	if len(kept) != 12 || resident != 11 {
+		t.Fatalf("retained %d tokens, %d resident", len(kept), resident)
+	}
+	pinned := func(n int) *kvcache.Table {
+		t.Helper()
+		pt, err := c.PinnedTable("sess", kvcache.Namespace{}, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pt
+	}
+	// ownerIntact reads the session's pinned pages in the fake K/V: its
+	// resident tokens, nothing written after them.
+	ownerIntact := func() {
+		t.Helper()
+		pt := pinned(resident)
+		defer c.Release(pt)
+		kv := e.kv.(*fakeKV)
+		kv.mu.Lock()
+		defer kv.mu.Unlock()
+		for p := 0; p < len(pt.Pages())*4; p++ {
+			want := int64(-1)
+			if p < resident {
+				want = int64(kept[p])<<32 | int64(p)
+			}
+			if got := kv.slots[pt.Pages()[p/4]][p%4]; got != want {
+				t.Fatalf("the session's position %d holds %x, want %x", p, got, want)
+			}
+		}
+	}
+	cases := []struct {
+		name   string
+		tokens []int32
+		reuse  int
+	}{
+		{"append", append(slices.Clone(kept), 5, 6, 7), 11},
+		{"branch inside the partial page", append(slices.Clone(kept[:10]), 20, 21), 10},
+		{"nothing new: the last token is computed", slices.Clone(kept[:11]), 10},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := run(t, e, Request{TokenIDs: tc.tokens, MaxTokens: 4, Sampling: greedy(), BypassPrefixCache: true, CacheSalt: "scratch"})
+			before := m.forwarded.Load()
+			got := run(t, e, Request{TokenIDs: tc.tokens, MaxTokens: 4, Sampling: greedy(), Prefix: pinned(tc.reuse)})
+			if got.err != nil || got.usage.CachedPromptTokens != min(tc.reuse, len(tc.tokens)-1) {
+				t.Fatalf("cached %d of %d (%v), want %d", got.usage.CachedPromptTokens, len(tc.tokens), got.err, tc.reuse)
+			}
+			if n := m.forwarded.Load() - before; int(n) != len(tc.tokens)-got.usage.CachedPromptTokens+3 {
+				t.Fatalf("computed %d tokens, want %d prompt + 3 decode", n, len(tc.tokens)-got.usage.CachedPromptTokens)
+			}
+			if !equalTokens(got.tokens[0], want.tokens[0]) {
+				t.Fatalf("output %v, from scratch %v", got.tokens[0], want.tokens[0])
+			}
+			if err := c.CheckIntegrity(); err != nil {
+				t.Fatal(err)
+			}
+			ownerIntact()
+		})
+	}
+
+	t.Run("released on every path", func(t *testing.T) {
+		refused := []Request{
+			{TokenIDs: kept, MaxTokens: -1},    // invalid
+			{Prompt: "abc", MaxTokens: 1},      // a prefix needs token ids
+			{TokenIDs: kept[:5], MaxTokens: 1}, // prefix longer than the prompt
+		}
+		for i, r := range refused {
+			r.Prefix = pinned(11)
+			if _, err := e.Submit(context.Background(), r); err == nil {
+				t.Fatalf("request %d accepted", i)
+			}
+			if !r.Prefix.Released() {
+				t.Fatalf("refused request %d kept its prefix", i)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r := Request{TokenIDs: kept, MaxTokens: 1, Prefix: pinned(11)}
+		if _, err := e.Submit(ctx, r); err == nil || !r.Prefix.Released() {
+			t.Fatalf("cancelled before admission: %v, released %v", err, r.Prefix.Released())
+		}
+		st, err := e.Submit(context.Background(), Request{TokenIDs: kept, MaxTokens: 50, Prefix: pinned(11)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Cancel()
+		if res := collect(t, st, 1); res.err == nil || res.err.Code != CodeCancelled {
+			t.Fatalf("cancelled request ended with %v", res.err)
+		}
+	})
+	checkLedger(t, e)
+	if st := c.Stats(); st.Tables != 0 || st.Pinned != 3 {
+		t.Fatalf("after the requests: %+v", st)
+	}
+	c.Unpin("sess")
+}
+
+// TestRequestPrefixPreempted: requests that reuse a session's pinned
+// pages (partial last page included) under a pool so small that they are
+// preempted: each readmission starts from the prefix again, outputs match
+// runs alone, and the ledger holds only the session's pins afterwards.
+func TestRequestPrefixPreempted(t *testing.T) {
+	m := &fakeModel{vocab: 64, ctx: 512}
+	e := newFakeEngine(t, Config{KVPages: 24, MaxBatchedTokens: 8}, m) // page size 4
+	c := e.Cache()
+	hist := fakeTok{}.Encode("abcdefghij", tokenizer.EncodeOptions{}) // 10 tokens: 2 pages and a half
+	run(t, e, Request{TokenIDs: hist, MaxTokens: 1, Sampling: greedy(), OnRetain: func(rt Retained) {
+		f, _ := c.ForkPrefix(rt.Table, len(hist))
+		if err := c.Repin("sess", f); err != nil {
+			t.Error(err)
+		}
+		c.Release(f)
+	}})
+	var reqs, alone []Request
+	for i := range 6 {
+		toks := append(slices.Clone(hist[:10-i%3]), int32(30+i), int32(31+i))
+		alone = append(alone, Request{TokenIDs: toks, MaxTokens: 30, Sampling: greedy(), CacheSalt: "alone", BypassPrefixCache: true})
+		pt, err := c.PinnedTable("sess", kvcache.Namespace{}, 10-i%3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, Request{TokenIDs: toks, MaxTokens: 30, Sampling: greedy(), Prefix: pt})
+	}
+	var want []result
+	for _, r := range alone {
+		want = append(want, run(t, e, r))
+	}
+	got := concurrent(t, e, reqs)
+	for i := range reqs {
+		if got[i].err != nil || !equalTokens(got[i].tokens[0], want[i].tokens[0]) {
+			t.Fatalf("request %d: %v %v, alone %v", i, got[i].err, got[i].tokens[0], want[i].tokens[0])
+		}
+	}
+	if e.Stats().Preemptions == 0 {
+		t.Fatal("no preemption happened")
+	}
+	checkLedger(t, e)
+	if st := c.Stats(); st.Tables != 0 || st.Pinned != 3 {
+		t.Fatalf("after the requests: %+v", st)
+	}
+	c.Unpin("sess")
 }

@@ -89,10 +89,16 @@ func (e *Engine) start(req *request) {
 		return
 	}
 	o := &output{req: req, index: 0}
-	seq, err := e.sched.Add(scheduler.SeqOptions{
+	opts := scheduler.SeqOptions{
 		Tokens: req.prompt, Priority: req.r.Priority, Open: req.r.OpenInput, Width: req.n,
 		Salt: req.r.CacheSalt, Bypass: req.r.BypassPrefixCache, PromptLogits: req.r.PromptLogprobs != nil, Data: o,
-	})
+	}
+	if req.prefix != nil {
+		// The sequence owns it from here (Finish releases it, or Add on failure).
+		opts.Prefix, opts.PrefixLen = &kvTable{t: req.prefix}, req.prefix.Len()
+		req.prefix = nil
+	}
+	seq, err := e.sched.Add(opts)
 	if err != nil {
 		code := CodeInternal
 		if errors.Is(err, scheduler.ErrNeverFits) {
@@ -148,7 +154,7 @@ func (e *Engine) checkPaused(now time.Time) time.Time {
 		if !req.paused {
 			continue
 		}
-		if req.stream.backlog() <= e.cfg.EventQueue/2 {
+		if req.stream.drained() {
 			e.setPaused(req, false)
 			continue
 		}
@@ -253,6 +259,10 @@ func (e *Engine) endRequest(req *request, err *Error) {
 		return
 	}
 	delete(e.lp.active, req)
+	if req.prefix != nil { // never reached the scheduler
+		e.cache.Release(req.prefix)
+		req.prefix = nil
+	}
 	reason := FinishCancelled
 	if err != nil && err.Code != CodeCancelled {
 		reason = FinishError

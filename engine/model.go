@@ -97,6 +97,33 @@ func (a *kvAlloc) Match(tokens []int32, salt string, maxTokens int) (scheduler.T
 	return &kvTable{t: t}, n
 }
 
+// MatchPrefix forks the pages of prefix's first n tokens (at most
+// maxTokens); when the prefix cache may cover more (prefix ends before the
+// last whole page within maxTokens), Match's result wins if it is longer.
+// A prefix from another namespace, or one that cannot be forked, falls
+// back to Match.
+func (a *kvAlloc) MatchPrefix(prefix scheduler.Table, n int, tokens []int32, salt string, maxTokens int) (scheduler.Table, int) {
+	pt := prefix.(*kvTable).t
+	ns := kvcache.Namespace{Salt: salt}
+	n = max(min(n, maxTokens, pt.Len()), 0)
+	if pt.Namespace() != ns || n == 0 {
+		return a.Match(tokens, salt, maxTokens)
+	}
+	if ps := a.c.PageSize(); maxTokens/ps*ps > n {
+		m, mn := a.c.Match(tokens, ns, maxTokens)
+		if mn > n {
+			return &kvTable{t: m}, mn
+		}
+		a.c.Release(m)
+	}
+	f, err := a.c.ForkPrefix(pt, n)
+	if err != nil {
+		a.log.Error("engine: reusing a K/V prefix", "err", err)
+		return a.Match(tokens, salt, maxTokens)
+	}
+	return &kvTable{t: f}, n
+}
+
 func (a *kvAlloc) NewTable(salt string) scheduler.Table {
 	return &kvTable{t: a.c.NewTable(kvcache.Namespace{Salt: salt})}
 }

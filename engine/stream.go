@@ -7,9 +7,10 @@ import (
 )
 
 // Stream is an accepted request's event queue. The step loop pushes
-// without ever blocking; when the queue holds Config.EventQueue events the
+// without ever blocking; when the queue holds Config.EventQueue events or
+// Config.EventQueueBytes bytes (logprob candidates make events large) the
 // request's sequences are paused (not scheduled) until the consumer drains
-// it, so memory stays bounded. Exactly one terminal event (EventDone or
+// it to half of both, so memory stays bounded. Exactly one terminal event (EventDone or
 // EventError) ends every stream; Next returns io.EOF after it.
 type Stream struct {
 	id  string
@@ -19,6 +20,7 @@ type Stream struct {
 	mu       sync.Mutex // protects the fields below
 	q        []Event    // pending events, oldest first
 	head     int        // index of the next event in q
+	bytes    int        // eventBytes of the pending events
 	terminal bool       // the terminal event was pushed
 	taken    bool       // the terminal event was taken by Next
 	full     bool       // the loop saw the queue full and paused the request
@@ -42,13 +44,14 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 			ev := s.q[s.head]
 			s.q[s.head] = Event{}
 			s.head++
+			s.bytes -= eventBytes(ev)
 			if s.head == len(s.q) {
 				s.q, s.head = s.q[:0], 0
 			}
 			if ev.Terminal() {
 				s.taken = true
 			}
-			wake := s.full && len(s.q)-s.head <= s.e.cfg.EventQueue/2
+			wake := s.full && s.drainedLocked()
 			if wake {
 				s.full = false
 			}
@@ -99,10 +102,11 @@ func (s *Stream) push(ev Event) (full bool) {
 		return false
 	}
 	s.q = append(s.q, ev)
+	s.bytes += eventBytes(ev)
 	if ev.Terminal() {
 		s.terminal = true
 	}
-	full = len(s.q)-s.head >= s.e.cfg.EventQueue
+	full = len(s.q)-s.head >= s.e.cfg.EventQueue || s.bytes >= s.e.cfg.EventQueueBytes
 	if full {
 		s.full = true
 	}
@@ -114,10 +118,40 @@ func (s *Stream) push(ev Event) (full bool) {
 	return full
 }
 
-// backlog returns the number of queued events and whether the consumer has
-// drained enough to resume.
+// backlog returns the number of queued events.
 func (s *Stream) backlog() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.q) - s.head
+}
+
+// drained reports whether the consumer has taken enough for a paused
+// request to resume: at most half the event and byte bounds are queued.
+func (s *Stream) drained() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.drainedLocked()
+}
+
+func (s *Stream) drainedLocked() bool {
+	return len(s.q)-s.head <= s.e.cfg.EventQueue/2 && s.bytes <= s.e.cfg.EventQueueBytes/2
+}
+
+// eventBytes estimates the memory (and wire size) of an event: a fixed
+// part, its text, and 24 bytes per token and per logprob entry.
+func eventBytes(ev Event) int {
+	n := 64 + len(ev.Text)
+	for _, t := range ev.Tokens {
+		n += 24
+		if t.Logprobs != nil {
+			n += 24 * len(t.Logprobs.Candidates)
+		}
+	}
+	if ev.Prompt != nil {
+		n += 4 * len(ev.Prompt.Tokens)
+		for _, lp := range ev.Prompt.Logprobs {
+			n += 24 * (1 + len(lp.Candidates))
+		}
+	}
+	return n
 }

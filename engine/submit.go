@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"oengine/kvcache"
 	"oengine/model/tokenizer"
 	"oengine/sampling"
 	"oengine/scheduler"
@@ -22,7 +23,8 @@ type request struct {
 	n      int
 	limit  int // most known tokens a sequence may reach (context and pool)
 	stream *Stream
-	stop   func() bool // stops the context.AfterFunc
+	stop   func() bool    // stops the context.AfterFunc
+	prefix *kvcache.Table // Request.Prefix until the scheduler owns it (start)
 
 	cancelErr   *Error // (mu) first cancellation reason
 	ended       bool   // (mu) terminal event pushed
@@ -61,6 +63,14 @@ type output struct {
 // after acceptance every outcome arrives on the stream, which ends with
 // exactly one terminal event. ctx being done cancels the request.
 func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
+	st, err := e.submit(ctx, r)
+	if err != nil && r.Prefix != nil {
+		e.cache.Release(r.Prefix) // accepted requests release it when they end
+	}
+	return st, err
+}
+
+func (e *Engine) submit(ctx context.Context, r Request) (*Stream, error) {
 	req, err := e.prepare(r)
 	if err != nil {
 		return nil, err
@@ -165,6 +175,18 @@ func (e *Engine) prepare(r Request) (*request, error) {
 	if len(req.prompt) == 0 && !r.OpenInput {
 		return nil, invalid("empty prompt")
 	}
+	if err := e.checkLogprobSize(r, len(req.prompt)); err != nil {
+		return nil, err
+	}
+	if r.Prefix != nil {
+		switch {
+		case r.TokenIDs == nil:
+			return nil, invalid("a K/V prefix needs token ids")
+		case r.Prefix.Len() > len(req.prompt):
+			return nil, invalid("a K/V prefix of %d tokens for a prompt of %d", r.Prefix.Len(), len(req.prompt))
+		}
+		req.prefix = r.Prefix
+	}
 	req.limit = e.limits.MaxOutputTokens + 1
 	if err := e.checkLength(req); err != nil {
 		return nil, err
@@ -193,4 +215,24 @@ func (req *request) maxTokens() int {
 		return req.r.MaxTokens
 	}
 	return req.limit - len(req.prompt)
+}
+
+// checkLogprobSize bounds what logprobs may cost before acceptance
+// (docs/api.md, "Limits"): prompt positions × (1 + candidates) at most
+// MaxPromptLogprobEntries, and at most MaxTokenCandidates candidates per
+// output token.
+func (e *Engine) checkLogprobSize(r Request, promptLen int) error {
+	if c := r.PromptLogprobs; c != nil {
+		per := 1 + c.Count(e.info.Vocab)
+		if n := int64(max(promptLen-1, 0)) * int64(per); n > int64(e.cfg.MaxPromptLogprobEntries) {
+			return newError(CodeInvalidArgument, "prompt logprobs over %d positions × %d entries = %d exceed the limit of %d entries: ask for fewer candidates or a shorter prompt",
+				max(promptLen-1, 0), per, n, e.cfg.MaxPromptLogprobEntries)
+		}
+	}
+	if c := r.Logprobs; c != nil {
+		if n := c.Count(e.info.Vocab); n > e.cfg.MaxTokenCandidates {
+			return newError(CodeInvalidArgument, "%d logprob candidates per output token exceed the limit of %d", n, e.cfg.MaxTokenCandidates)
+		}
+	}
+	return nil
 }

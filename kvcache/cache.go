@@ -42,13 +42,16 @@ const DefaultPageSize = 16
 type Medium uint8
 
 const (
-	MediumGPU Medium = 1 // STORAGE_MEDIUM_GPU
-	MediumCPU Medium = 2 // STORAGE_MEDIUM_CPU_PINNED (host memory)
+	MediumUnspecified Medium = 0 // STORAGE_MEDIUM_UNSPECIFIED: the CPU engine's primary tier
+	MediumGPU         Medium = 1 // STORAGE_MEDIUM_GPU: pages in device memory
+	MediumCPU         Medium = 2 // STORAGE_MEDIUM_CPU_PINNED (host memory offload tier)
 )
 
-// String returns "GPU" or "CPU".
+// String returns "unspecified", "GPU" or "CPU".
 func (m Medium) String() string {
 	switch m {
+	case MediumUnspecified:
+		return "unspecified"
 	case MediumGPU:
 		return "GPU"
 	case MediumCPU:
@@ -79,7 +82,7 @@ type Config struct {
 	MaxPinnedPages         int // all owners together
 	MaxPinnedPagesPerOwner int // one owner
 
-	Medium Medium // reported in events; 0 = MediumGPU
+	Medium Medium // reported in events (docs/design.md §9); 0 = MediumUnspecified
 
 	EventWindow      int // batches retained for resume; 0 = 1024, < 0 = none
 	SubscriberBuffer int // batches buffered per subscriber; 0 = 1024
@@ -187,9 +190,6 @@ func New(cfg Config) (*Cache, error) {
 	}
 	if cfg.MaxPinnedPages < 0 || cfg.MaxPinnedPagesPerOwner < 0 {
 		return nil, fmt.Errorf("%w: negative pin budget", ErrBadArgument)
-	}
-	if cfg.Medium == 0 {
-		cfg.Medium = MediumGPU
 	}
 	if cfg.EventWindow == 0 {
 		cfg.EventWindow = 1024

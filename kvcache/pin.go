@@ -78,6 +78,34 @@ func (c *Cache) Unpin(owner string) int {
 	return n
 }
 
+// PinnedTable returns a new table in namespace ns over the first n token
+// slots of owner's pinned pages, in the order they were pinned: for a set
+// made by Repin(owner, t), the pages holding t's first n tokens. It lets an
+// owner (a session) hand its K/V to a new sequence, a partly filled last
+// page included; that page stays the owner's: the first append copies it
+// (PrepareAppend copies pinned pages). The table knows no block hashes
+// (Commit computes them). ErrBadArgument when n < 0 or n exceeds the
+// pinned pages; n == 0 gives an empty table.
+func (c *Cache) PinnedTable(owner string, ns Namespace, n int) (*Table, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var order []PageID
+	if s := c.owners[owner]; s != nil {
+		order = s.order
+	}
+	if n < 0 || ceilDiv(n, c.pageSize) > len(order) {
+		return nil, fmt.Errorf("%w: %d tokens from the %d pages owner %q pins", ErrBadArgument, n, len(order), owner)
+	}
+	t := &Table{c: c, ns: ns, seed: ns.seed(), n: n,
+		pages: append(make([]PageID, 0, ceilDiv(n, c.pageSize)+1), order[:ceilDiv(n, c.pageSize)]...)}
+	for _, id := range t.pages {
+		c.pages[id].refs++
+		c.settleLocked(id) // pinned stays pinned
+	}
+	c.tables[t] = struct{}{}
+	return t, nil
+}
+
 // PinnedPages returns the number of distinct pages owner has pinned.
 func (c *Cache) PinnedPages(owner string) int {
 	c.mu.Lock()

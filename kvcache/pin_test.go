@@ -1,6 +1,7 @@
 package kvcache
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -218,5 +219,108 @@ func TestRepinTurnByTurn(t *testing.T) {
 	if st := s.c.Stats(); st.Pinned != 0 || st.InUse != 0 {
 		t.Fatalf("after close: %+v", st)
 	}
+	s.check()
+}
+
+// TestPinnedTable: an owner hands its pinned pages to a new table, the
+// partly filled last page included (issue 17 point 12). Appending copies
+// the pinned page first, so a branch cut inside it, or an append past the
+// owner's tokens, never changes the owner's K/V; dropping the pins while a
+// table holds the pages keeps them in use until it is released.
+func TestPinnedTable(t *testing.T) {
+	s := newSim(t, Config{NumPages: 8, PageSize: 4})
+	hist := seq(1, 6) // one full page and 2 slots of the next
+	a := s.c.NewTable(Namespace{})
+	if err := s.extend(a, hist); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Commit(a, hist); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Repin("sess", a); err != nil {
+		t.Fatal(err)
+	}
+	pinned := a.Pages()
+	s.c.Release(a)
+	wantLedger(t, s.c, 6, 0, 0, 2)
+	s.check()
+	owner := func() {
+		t.Helper()
+		v, err := s.c.PinnedTable("sess", Namespace{}, len(hist))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.verify(v, hist)
+		if got := s.mem[pinned[1]][2:]; got[0] != -1 || got[1] != -1 {
+			t.Fatalf("slots past the owner's tokens were written in its page: %v", got)
+		}
+		s.c.Release(v)
+	}
+
+	// Append: all 6 tokens reused, the partial page copied before writing.
+	ap, err := s.c.PinnedTable("sess", Namespace{}, 6)
+	if err != nil || ap.Len() != 6 || !slices.Equal(ap.Pages(), pinned) {
+		t.Fatalf("pinned table %v len %d pages %v, want %v: %v", ap, ap.Len(), ap.Pages(), pinned, err)
+	}
+	wantLedger(t, s.c, 6, 0, 0, 2) // pinned wins over in use
+	if n, _ := s.c.PagesNeeded(ap, 1); n != 1 {
+		t.Fatalf("appending into a pinned partial page needs %d pages, want 1 (its copy)", n)
+	}
+	before := s.c.Stats().COWCopies
+	if err := s.extend(ap, seq(50, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if s.c.Stats().COWCopies != before+1 || ap.Pages()[1] == pinned[1] {
+		t.Fatal("the pinned partial page was written in place")
+	}
+	s.verify(ap, append(slices.Clone(hist), 50, 51, 52))
+	owner()
+	s.check()
+
+	// Branch cut inside the partial page: position 5 is rewritten in the
+	// copy only.
+	br, err := s.c.PinnedTable("sess", Namespace{}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.extend(br, seq(90, 4)); err != nil {
+		t.Fatal(err)
+	}
+	s.verify(br, append(slices.Clone(hist[:5]), 90, 91, 92, 93))
+	owner()
+	s.check()
+
+	// A whole-page cut shares no partial page: nothing to copy.
+	wp, _ := s.c.PinnedTable("sess", Namespace{}, 4)
+	if n, _ := s.c.PagesNeeded(wp, 1); n != 1 || len(wp.Pages()) != 1 {
+		t.Fatalf("whole-page cut: %d pages, needs %d", len(wp.Pages()), n)
+	}
+	s.c.Release(wp)
+
+	// The owner's pins dropped (session evicted or closed) while tables
+	// hold its pages: they stay in use, then become cached or free.
+	s.c.Unpin("sess")
+	s.check()
+	if st := s.c.Stats(); st.Pinned != 0 || st.InUse == 0 {
+		t.Fatalf("after unpin with live tables: %+v", st)
+	}
+	s.c.Release(ap)
+	s.c.Release(br)
+	s.c.Release(br) // twice is safe
+	s.check()
+	if st := s.c.Stats(); st.InUse != 0 || st.Free+st.Cached != st.Total {
+		t.Fatalf("pages held after release: %+v", st)
+	}
+
+	// Bad arguments.
+	_, err = s.c.PinnedTable("sess", Namespace{}, 1)
+	mustErr(t, err, ErrBadArgument)
+	_, err = s.c.PinnedTable("nobody", Namespace{}, -1)
+	mustErr(t, err, ErrBadArgument)
+	e, err := s.c.PinnedTable("nobody", Namespace{}, 0)
+	if err != nil || e.Len() != 0 {
+		t.Fatalf("empty pinned table: %v", err)
+	}
+	s.c.Release(e)
 	s.check()
 }

@@ -150,15 +150,16 @@ func (c *Cache) PagesNeeded(t *Table, n int) (int, error) {
 }
 
 // needLocked reports whether appending n tokens must first copy the last
-// page (shared with another table, or in the prefix index: its contents
-// must not change) and how many new pages the growth takes.
+// page (shared with another table, in the prefix index, or pinned: its
+// contents must not change; a pin owner may hold more of the page than t
+// covers) and how many new pages the growth takes.
 func (c *Cache) needLocked(t *Table, n int) (cow bool, fresh int) {
 	if n == 0 {
 		return false, 0
 	}
 	if t.n%c.pageSize != 0 {
 		pg := &c.pages[t.pages[len(t.pages)-1]]
-		cow = pg.refs > 1 || pg.indexed
+		cow = pg.refs > 1 || pg.indexed || pg.pins > 0
 	}
 	return cow, ceilDiv(t.n+n, c.pageSize) - len(t.pages)
 }

@@ -143,6 +143,7 @@ func (m *Model) loadModel(f *gguf.File, o Options, cfg *engine.Config) (engine.M
 	if err != nil {
 		return nil, fmt.Errorf("loader: %w", err)
 	}
+	cfg.KVMedium = kvcache.MediumGPU // KV events report device pages (docs/design.md §9)
 	return engine.FromGPU(m.GPU), nil
 }
 

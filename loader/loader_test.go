@@ -12,6 +12,7 @@ import (
 	"oengine/engine"
 	"oengine/kernels/cuda"
 	"oengine/kernels/cuda/cudaemu"
+	"oengine/kvcache"
 	"oengine/model/gguf"
 	"oengine/sampling"
 )
@@ -126,6 +127,9 @@ func TestLoadOnEmulatedCUDA(t *testing.T) {
 	}
 	if m.GPU == nil || m.Weights != nil || !strings.Contains(m.Device.String(), "Fake H200") {
 		t.Fatalf("not on the CUDA model: %s", m.Device)
+	}
+	if md := m.Engine.Cache().Medium(); md != kvcache.MediumGPU {
+		t.Fatalf("KV events report medium %v, want GPU", md)
 	}
 	// --kv-memory auto on a device with 100 GiB free: the pool is capped by
 	// 1024 running sequences at full context (4 GiB), not by the 1 GiB CPU

@@ -31,6 +31,20 @@ type Candidates struct {
 	TokenIDs []int32 // CandidatesTokenIDs
 }
 
+// Count is how many candidates the selection yields per position in a
+// vocabulary of vocabSize tokens.
+func (c Candidates) Count(vocabSize int) int {
+	switch c.Mode {
+	case CandidatesAll:
+		return vocabSize
+	case CandidatesTopN:
+		return min(max(c.TopN, 0), vocabSize)
+	case CandidatesTokenIDs:
+		return len(c.TokenIDs)
+	}
+	return 0
+}
+
 // Validate checks the selection against a vocabulary size. maxTopN <= 0
 // means no limit on TopN. Errors wrap ErrInvalidParams.
 func (c Candidates) Validate(vocabSize, maxTopN int) error {

@@ -37,6 +37,14 @@ type Allocator interface {
 	// the number of tokens it covers (0 with an empty table when nothing
 	// matches).
 	Match(tokens []int32, salt string, maxTokens int) (Table, int)
+	// MatchPrefix is Match for a sequence that brings its own K/V for its
+	// first n tokens in prefix (a session's retained pages, see
+	// SeqOptions.Prefix): it returns a new table sharing the pages that
+	// hold prefix's first min(n, maxTokens) positions, and that count; a
+	// page only partly covered is shared and copied by Grow before it is
+	// written. When Match over tokens would cover more, it may return that
+	// instead. prefix itself is unchanged.
+	MatchPrefix(prefix Table, n int, tokens []int32, salt string, maxTokens int) (Table, int)
 	// NewTable returns an empty table whose pages are stored under salt.
 	NewTable(salt string) Table
 	// Fork returns a new table sharing every page of t (reference counted).

@@ -72,6 +72,17 @@ func (a *fakeAlloc) Match(tokens []int32, salt string, maxTokens int) (Table, in
 	return t, len(t.pages) * a.ps
 }
 
+func (a *fakeAlloc) MatchPrefix(prefix Table, n int, tokens []int32, salt string, maxTokens int) (Table, int) {
+	n = min(n, maxTokens)
+	ft := prefix.(*fakeTable)
+	c := a.NewTable(ft.salt).(*fakeTable)
+	for _, p := range ft.pages[:(n+a.ps-1)/a.ps] {
+		a.take(p)
+		c.pages = append(c.pages, p)
+	}
+	return c, n
+}
+
 func (a *fakeAlloc) Fork(t Table) (Table, error) {
 	ft := t.(*fakeTable)
 	c := a.NewTable(ft.salt).(*fakeTable)

@@ -157,7 +157,10 @@ func (p *planner) admit() {
 			p.match(s)
 		}
 		n := min(s.todo(), p.budget)
-		if !p.tryAdd(s, n) {
+		// n == 0: an open sequence whose known tokens are all reused but
+		// the held-back last one; it is admitted without an item and
+		// computes when more input arrives.
+		if n > 0 && !p.tryAdd(s, n) {
 			fit := p.fit(s)
 			if fit <= 0 || !p.tryAdd(s, min(fit, n)) {
 				sc.releaseTable(s)
@@ -175,15 +178,19 @@ func (p *planner) admit() {
 	}
 }
 
-// match gives a waiting sequence a table, reusing the longest cached
-// prefix unless it bypasses the cache or wants per-position logits. At least
-// one token is left to compute so the step yields logits.
+// match gives a waiting sequence a table, reusing its own Prefix or else
+// the longest cached prefix, unless it bypasses the cache or wants
+// per-position logits. At least one token is left to compute so the step
+// yields logits.
 func (p *planner) match(s *Seq) {
 	a := p.sc.alloc
 	limit := len(s.tokens) - 1
-	if s.bypass || s.LogitsFrom < limit {
+	switch {
+	case s.bypass || s.LogitsFrom < limit:
 		s.table, s.cached = a.NewTable(s.salt), 0
-	} else {
+	case s.prefix != nil:
+		s.table, s.cached = a.MatchPrefix(s.prefix, s.prefixLen, s.tokens, s.salt, limit)
+	default:
 		s.table, s.cached = a.Match(s.tokens, s.salt, limit)
 	}
 	s.computed = s.cached

@@ -98,15 +98,21 @@ func (sc *Scheduler) Fits(total int) bool {
 
 // Add queues a new sequence.
 func (sc *Scheduler) Add(o SeqOptions) (*Seq, error) {
-	if !sc.Fits(len(o.Tokens)) {
-		return nil, ErrNeverFits
+	w := max(o.Width, 1)
+	var err error
+	switch {
+	case !sc.Fits(len(o.Tokens)):
+		err = ErrNeverFits
+	case w > sc.cfg.MaxRunning:
+		err = fmt.Errorf("scheduler: %d outputs exceed max running %d", w, sc.cfg.MaxRunning)
+	case o.Prefix != nil && (o.PrefixLen < 0 || o.PrefixLen > len(o.Tokens)):
+		err = fmt.Errorf("scheduler: prefix of %d tokens for a sequence of %d", o.PrefixLen, len(o.Tokens))
 	}
-	w := o.Width
-	if w < 1 {
-		w = 1
-	}
-	if w > sc.cfg.MaxRunning {
-		return nil, fmt.Errorf("scheduler: %d outputs exceed max running %d", w, sc.cfg.MaxRunning)
+	if err != nil {
+		if o.Prefix != nil {
+			sc.alloc.Release(o.Prefix)
+		}
+		return nil, err
 	}
 	sc.nextID++
 	sc.nextArrival++
@@ -120,6 +126,8 @@ func (sc *Scheduler) Add(o SeqOptions) (*Seq, error) {
 		width:      w,
 		salt:       o.Salt,
 		bypass:     o.Bypass,
+		prefix:     o.Prefix,
+		prefixLen:  o.PrefixLen,
 		LogitsFrom: NoLogits,
 		Data:       o.Data,
 	}
@@ -147,8 +155,8 @@ func (sc *Scheduler) CloseInput(s *Seq) { s.open = false }
 // A paused sequence keeps its pages.
 func (sc *Scheduler) SetPaused(s *Seq, paused bool) { s.paused = paused }
 
-// Finish removes a sequence in any state and releases its pages. It is the
-// one release path and is safe to call twice.
+// Finish removes a sequence in any state and releases its pages (its table
+// and its Prefix). It is the one release path and is safe to call twice.
 func (sc *Scheduler) Finish(s *Seq) {
 	switch s.state {
 	case Finished:
@@ -159,6 +167,10 @@ func (sc *Scheduler) Finish(s *Seq) {
 		sc.waiting = remove(sc.waiting, s)
 	}
 	sc.releaseTable(s)
+	if s.prefix != nil {
+		sc.alloc.Release(s.prefix)
+		s.prefix = nil
+	}
 	s.state = Finished
 }
 

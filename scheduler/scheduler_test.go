@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -384,5 +385,96 @@ func TestPreemptionPrefersLowPriority(t *testing.T) {
 	}
 	if hi1.State() != Running || hi2.State() != Running {
 		t.Fatal("high-priority sequences not running")
+	}
+}
+
+// TestSeqPrefix: a sequence that brings its own prefix (a session's pages)
+// reuses all of it, a partly filled last page included, capped so one
+// token is computed; the shared page is copied before it is written, so
+// the prefix's holder keeps its K/V; reuse survives preemption; an open
+// sequence with nothing left to compute is admitted without an item;
+// Finish releases the prefix, and a failed Add too.
+func TestSeqPrefix(t *testing.T) {
+	a := newFakeAlloc(32, 4)
+	sc := mustNew(t, Config{}, a)
+	hist := seqTokens(6, 1)
+	s0 := mustAdd(t, sc, SeqOptions{Tokens: hist, Bypass: true})
+	step(t, sc, a)
+	keeper, _ := a.Fork(s0.Table()) // stands for the session's pins
+	sc.Finish(s0)
+	kept := func() [][]int32 {
+		var m [][]int32
+		for _, p := range keeper.Pages() {
+			m = append(m, slices.Clone(a.mem[p]))
+		}
+		return m
+	}
+	before := kept()
+	prefix := func() Table { f, _ := a.Fork(keeper); return f }
+
+	tests := []struct {
+		name      string
+		tokens    []int32
+		prefixLen int
+		cached    int
+	}{
+		{"append reuses the partial page", append(slices.Clone(hist), 50, 51, 52), 6, 6},
+		{"nothing new: the last token is recomputed", slices.Clone(hist), 6, 5},
+		{"branch inside the partial page", append(slices.Clone(hist[:5]), 60, 61), 5, 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustAdd(t, sc, SeqOptions{Tokens: tc.tokens, Prefix: prefix(), PrefixLen: tc.prefixLen})
+			defer sc.Finish(s)
+			for round := 0; round < 2; round++ { // the second after a preemption
+				want := min(tc.prefixLen, s.Known()-1)
+				p := step(t, sc, a)
+				if s.Cached() != want || p.Items[0].Start != want || len(p.Copies) != 1 {
+					t.Fatalf("round %d: cached %d start %d copies %v, want %d and one copy", round, s.Cached(), p.Items[0].Start, p.Copies, want)
+				}
+				if round == 0 && want != tc.cached {
+					t.Fatalf("first admission reused %d, want %d", want, tc.cached)
+				}
+				if got := kept(); !slices.EqualFunc(got, before, slices.Equal) {
+					t.Fatalf("round %d: the prefix's pages changed: %v, were %v", round, got, before)
+				}
+				if round == 0 {
+					sc.preempt(s)
+				}
+			}
+			sc.Finish(s)
+			if err := a.check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+
+	t.Run("open, all reused", func(t *testing.T) {
+		s := mustAdd(t, sc, SeqOptions{Tokens: slices.Clone(hist), Open: true, Prefix: prefix(), PrefixLen: 6})
+		defer sc.Finish(s)
+		if p := step(t, sc, a); len(p.Items) != 0 || s.State() != Running || s.Cached() != 5 {
+			t.Fatalf("plan %+v state %v cached %d: want admitted with 5 reused and nothing to compute", p.Items, s.State(), s.Cached())
+		}
+		sc.Append(s, 70)
+		sc.CloseInput(s)
+		if p := step(t, sc, a); len(p.Items) != 1 || p.Items[0].Start != 5 || !p.Items[0].Sample {
+			t.Fatalf("after input: %+v", p.Items)
+		}
+		sc.Finish(s)
+	})
+	t.Run("failed add releases the prefix", func(t *testing.T) {
+		if _, err := sc.Add(SeqOptions{Tokens: hist, Prefix: prefix(), PrefixLen: 7}); err == nil {
+			t.Fatal("a prefix longer than the tokens was accepted")
+		}
+	})
+	if len(a.tables) != 1 {
+		t.Fatalf("%d tables live, want only the keeper", len(a.tables))
+	}
+	a.Release(keeper)
+	if err := a.check(); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.free)+len(a.lru) != 32 {
+		t.Fatalf("pages leaked: %d free %d cached", len(a.free), len(a.lru))
 	}
 }

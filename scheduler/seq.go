@@ -49,6 +49,9 @@ type Seq struct {
 	table    Table
 	width    int // running slots this sequence will occupy (n > 1 before the fork)
 
+	prefix    Table // K/V of the first prefixLen tokens brought by the caller; released by Finish
+	prefixLen int
+
 	salt      string
 	bypass    bool // skip prefix-cache reuse (still stores)
 	cached    int  // tokens reused from the prefix cache at the last admission
@@ -73,7 +76,15 @@ type SeqOptions struct {
 	// PromptLogits asks for logits at every position from 0 (prompt
 	// logprobs); see Seq.LogitsFrom.
 	PromptLogits bool
-	Data         any
+	// Prefix, when set, holds the K/V of the first PrefixLen tokens (a
+	// session's retained pages): every admission, the first and those after
+	// a preemption, starts from a table sharing them (Allocator.MatchPrefix)
+	// instead of the prefix cache, so a partly filled last page is reused
+	// too. The sequence owns Prefix from Add on (also when Add fails, it
+	// is released): Finish releases it.
+	Prefix    Table
+	PrefixLen int
+	Data      any
 }
 
 // ID returns the sequence's id.
@@ -91,8 +102,8 @@ func (s *Seq) Known() int { return len(s.tokens) }
 // Computed is the number of tokens whose K/V is in the table.
 func (s *Seq) Computed() int { return s.computed }
 
-// Cached is the number of tokens reused from the prefix cache at the most
-// recent admission.
+// Cached is the number of tokens reused at the most recent admission (from
+// the prefix cache or the sequence's own Prefix).
 func (s *Seq) Cached() int { return s.cached }
 
 // Preemptions counts how often the sequence was preempted.

@@ -11,6 +11,7 @@ import (
 
 	"oengine/engine"
 	pb "oengine/proto/openengine/v1"
+	"oengine/stopstr"
 )
 
 // controlService implements openengine.v1.Control.
@@ -105,8 +106,37 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		SupportsMultimodal: ptr(false),
 		Sessions:           c.s.sessionCaps(m),
 		StreamingInput:     c.s.streamingCaps(m),
-		Extra:              deviceExtra(lim),
+		Extra:              limitsExtra(lim),
 	}, nil
+}
+
+// limitsExtra advertises oengine's request limits in ModelInfo.extra under
+// "oengine_limits" (docs/api.md, "Limits"); figures the model does not
+// know are left out.
+func limitsExtra(lim engine.Limits) *structpb.Struct {
+	f := map[string]any{
+		"max_request_id_bytes":    MaxClientIDBytes,
+		"max_session_id_bytes":    MaxClientIDBytes,
+		"max_stop_strings":        stopstr.MaxStops,
+		"max_stop_string_bytes":   stopstr.MaxStopBytes,
+		"max_grpc_message_bytes":  MaxRecvMsgBytes,
+		"max_prompt_output_bytes": MaxPromptOutputBytes,
+	}
+	if lim.MaxPromptLogprobEntries > 0 {
+		f["max_prompt_logprob_entries"] = lim.MaxPromptLogprobEntries
+	}
+	if lim.MaxTokenCandidates > 0 {
+		f["max_token_candidates"] = lim.MaxTokenCandidates
+	}
+	top := map[string]any{"oengine_limits": f}
+	if lim.Device != "" {
+		top["device"] = lim.Device
+	}
+	st, err := structpb.NewStruct(top)
+	if err != nil {
+		return nil
+	}
+	return st
 }
 
 // GetLoad sums the live figures of every engine (one data-parallel rank).

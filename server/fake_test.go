@@ -24,6 +24,7 @@ import (
 //	"fail-early"   an INTERNAL error after acceptance, before any token
 //	"too-long"     refused: CONTEXT_LENGTH_EXCEEDED
 //	"overload"     refused: OVERLOADED
+//	"big"          every token's text is 64 KiB (fills flow-control windows)
 type fakeBackend struct {
 	name  string
 	lim   engine.Limits
@@ -298,7 +299,11 @@ func (s *fakeStream) produce(ctx context.Context) {
 			}
 			produced[o]++
 			usage.CompletionTokens++
-			s.ch <- engine.Event{Kind: engine.EventTokens, Output: o, Tokens: []engine.Token{t}, Text: s.f.TokenText(tok)}
+			text := s.f.TokenText(tok)
+			if r.Prompt == "big" {
+				text = strings.Repeat("x", 64<<10)
+			}
+			s.ch <- engine.Event{Kind: engine.EventTokens, Output: o, Tokens: []engine.Token{t}, Text: text}
 			var fin *engine.Finish
 			switch {
 			case tok == fakeEOS && !r.Stop.IgnoreEOS:
@@ -327,4 +332,18 @@ func (s *fakeStream) produce(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// blockedStreams counts live streams whose event queue is full: their
+// consumer (the server's handler) stopped taking events.
+func (f *fakeBackend) blockedStreams() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, s := range f.live {
+		if len(s.ch) == cap(s.ch) {
+			n++
+		}
+	}
+	return n
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"oengine/engine"
 	pb "oengine/proto/openengine/v1"
@@ -110,8 +111,12 @@ func (p *pump) handle(ev engine.Event) (done bool, err error) {
 		if !p.opt.promptLogprobs || ev.Prompt == nil {
 			return false, nil
 		}
-		return false, p.emit(&pb.GenerateResponse{RequestId: p.id,
-			Event: &pb.GenerateResponse_Prompt{Prompt: p.promptOutput(ev.Prompt)}})
+		for _, part := range p.promptOutputs(ev.Prompt) {
+			if err := p.emit(&pb.GenerateResponse{RequestId: p.id, Event: &pb.GenerateResponse_Prompt{Prompt: part}}); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
 	case engine.EventTokens:
 		if len(ev.Tokens) == 0 && ev.Text == "" {
 			return false, nil
@@ -213,16 +218,32 @@ func (p *pump) end(u *engine.Usage) error {
 	return p.flush()
 }
 
-func (p *pump) promptOutput(pi *engine.PromptInfo) *pb.PromptOutput {
-	out := &pb.PromptOutput{}
+// MaxPromptOutputBytes bounds one PromptOutput message: prompt logprobs
+// larger than this arrive as several consecutive PromptOutput responses
+// (positions in order, all before any token; docs/api.md), so no message
+// exceeds a client's default 4 MiB receive limit.
+const MaxPromptOutputBytes = 2 << 20
+
+// promptOutputs describes the prompt positions from promptStart, split so
+// that each part stays under MaxPromptOutputBytes.
+func (p *pump) promptOutputs(pi *engine.PromptInfo) []*pb.PromptOutput {
+	var parts []*pb.PromptOutput
+	out, size := &pb.PromptOutput{}, 0
 	for i := p.opt.promptStart; i < len(pi.Tokens); i++ {
 		var lp *sampling.Logprobs
 		if i > 0 && i < len(pi.Logprobs) {
 			lp = &pi.Logprobs[i]
 		}
-		out.Tokens = append(out.Tokens, p.tokenInfo(pi.Tokens[i], lp, i > 0))
+		ti := p.tokenInfo(pi.Tokens[i], lp, i > 0)
+		n := proto.Size(ti) + 4
+		if size+n > MaxPromptOutputBytes && len(out.Tokens) > 0 {
+			parts = append(parts, out)
+			out, size = &pb.PromptOutput{}, 0
+		}
+		out.Tokens = append(out.Tokens, ti)
+		size += n
 	}
-	return out
+	return append(parts, out)
 }
 
 // tokenInfo describes one token; with logprobs, its logprob, rank and

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"net"
 	"os"
@@ -17,9 +16,10 @@ import (
 	pb "oengine/proto/openengine/v1"
 )
 
-// hashEncoding names how KvBlockHash.value is written: the cache's uint64
-// block hash, 8 bytes big-endian.
-const hashEncoding = "u64be"
+// hashEncoding names how KvBlockHash.value is written: the canonical ASCII
+// decimal of the cache's uint64 block hash read as a signed 64-bit integer
+// (docs/design.md §9; what Dynamo's OpenEngine sidecar accepts).
+const hashEncoding = "decimal_int64"
 
 // kvTopic is the method that serves the KV event feed.
 const kvTopic = "/openengine.v1.Control/SubscribeKvEvents"
@@ -174,5 +174,5 @@ func hashes(hs []uint64) []*pb.KvBlockHash {
 }
 
 func blockHash(h uint64) *pb.KvBlockHash {
-	return &pb.KvBlockHash{Value: binary.BigEndian.AppendUint64(nil, h), Encoding: hashEncoding}
+	return &pb.KvBlockHash{Value: strconv.AppendInt(nil, int64(h), 10), Encoding: hashEncoding}
 }

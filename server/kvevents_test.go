@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -88,8 +87,15 @@ func TestKvEvents(t *testing.T) {
 					t.Fatalf("first BlockStored %v", bs)
 				}
 				want := kvcache.BlockHash(kvcache.Namespace{}, 0, false, []int32{1, 2, 3, 4})
-				if got := bs.GetBlockHashes()[0]; len(got.GetValue()) != 8 || binary.BigEndian.Uint64(got.GetValue()) != want || got.GetEncoding() != hashEncoding {
-					t.Fatalf("hash %x, want %x", got.GetValue(), want)
+				// docs/design.md §9: the canonical decimal of the hash as an int64
+				// (before the fix: 8 raw bytes "u64be", fatal to Dynamo's sidecar).
+				got := bs.GetBlockHashes()[0]
+				v, err := strconv.ParseInt(string(got.GetValue()), 10, 64)
+				if err != nil || uint64(v) != want || strconv.FormatInt(v, 10) != string(got.GetValue()) || got.GetEncoding() != "decimal_int64" {
+					t.Fatalf("hash %q (%s), want the decimal of %d", got.GetValue(), got.GetEncoding(), int64(want))
+				}
+				if bs.GetMedium() != pb.StorageMedium_STORAGE_MEDIUM_UNSPECIFIED {
+					t.Fatalf("medium %v on a host-memory cache, want UNSPECIFIED", bs.GetMedium())
 				}
 			}
 		}
@@ -185,4 +191,13 @@ func TestKvEvents(t *testing.T) {
 			t.Fatalf("sources %v, %v", r, err)
 		}
 	})
+}
+
+func TestBlockHashDecimal(t *testing.T) {
+	for h, want := range map[uint64]string{0: "0", 42: "42", 1<<63 - 1: "9223372036854775807",
+		1 << 63: "-9223372036854775808", 1<<64 - 1: "-1", 1<<63 + 5: "-9223372036854775803"} {
+		if got := blockHash(h); string(got.GetValue()) != want || got.GetEncoding() != "decimal_int64" {
+			t.Errorf("blockHash(%d) = %q %s, want %q", h, got.GetValue(), got.GetEncoding(), want)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"oengine/engine"
 	pb "oengine/proto/openengine/v1"
 	"oengine/sampling"
+	"oengine/stopstr"
 )
 
 // genOptions are the parts of a GenerateRequest the server itself applies
@@ -154,6 +155,12 @@ func applyStopping(er *engine.Request, st *pb.StoppingOptions, lim engine.Limits
 		case *pb.StopCondition_StopText:
 			if c.StopText == "" {
 				return invalidf("stopping.conditions[%d].stop_text is empty", i)
+			}
+			if len(c.StopText) > stopstr.MaxStopBytes {
+				return invalidf("stopping.conditions[%d].stop_text is %d bytes, at most %d", i, len(c.StopText), stopstr.MaxStopBytes)
+			}
+			if len(er.Stop.Strings) == stopstr.MaxStops {
+				return invalidf("more than %d stop strings", stopstr.MaxStops)
 			}
 			er.Stop.Strings = append(er.Stop.Strings, c.StopText)
 		case *pb.StopCondition_StopTokenId:

@@ -184,7 +184,10 @@ func (ss *streamingService) GenerateStream(stream grpc.BidiStreamingServer[pb.Ge
 // inputStream relays an open-input request's events; when the request
 // ends because the input side failed (a protocol violation, a limit, the
 // idle timeout), the terminal error is that failure instead of the
-// cancellation it caused.
+// cancellation it caused. When that failure is not itself a cancellation
+// (the idle timeout is), the GenerationFinished CANCELLED events the
+// cancellation produced are dropped: the stream ends with exactly one
+// terminal EngineError and nothing terminal before it (docs/design.md §1).
 type inputStream struct {
 	openInput
 	pumpErr  func() error
@@ -192,19 +195,30 @@ type inputStream struct {
 }
 
 func (w *inputStream) Next(ctx context.Context) (engine.Event, error) {
-	ev, err := w.openInput.Next(ctx)
-	if err != nil {
-		return ev, err
-	}
-	if ev.Kind == engine.EventError {
-		if ee := asEngineError(w.pumpErr()); ee != nil {
-			ev.Err = ee
+	for {
+		ev, err := w.openInput.Next(ctx)
+		if err != nil {
+			return ev, err
 		}
+		switch ev.Kind {
+		case engine.EventFinished:
+			// The pump records its error before it cancels the request,
+			// so a cancellation it caused always sees it here.
+			if ev.Finish != nil && ev.Finish.Reason == engine.FinishCancelled {
+				if ee := asEngineError(w.pumpErr()); ee != nil && ee.Code != engine.CodeCancelled {
+					continue
+				}
+			}
+		case engine.EventError:
+			if ee := asEngineError(w.pumpErr()); ee != nil {
+				ev.Err = ee
+			}
+		}
+		if ev.Terminal() {
+			w.terminal = &ev
+		}
+		return ev, nil
 	}
-	if ev.Terminal() {
-		w.terminal = &ev
-	}
-	return ev, nil
 }
 
 // cancelled reports whether the request ended cancelled (client cancel,

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -321,4 +324,138 @@ func TestStreamCancelAndSession(t *testing.T) {
 		t.Fatalf("abort changed the session:\n%v\n%v", before, after)
 	}
 	eventually(t, "engine idle", func() bool { return h.eng.Load().Running == 0 && h.eng.Cache().Stats().InUse == 0 })
+}
+
+// TestStreamInputAfterEndOneTerminal (issue 17, point 13): a
+// chunk after end_of_input, sent once output has begun, ends the stream
+// with exactly one terminal EngineError INVALID_ARGUMENT: no
+// GenerationFinished (CANCELLED or other) before it, nothing after it.
+func TestStreamInputAfterEndOneTerminal(t *testing.T) {
+	h := startExt(t, nil)
+	ctx := ctxT(t)
+	st, err := h.strm.GenerateStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Long enough that the output is still running when chunk 2 arrives.
+	for _, f := range []*pb.GenerateStreamRequest{startFrame(plainReq(1500)), textFrame(1, "The cat sat"), endFrame(1)} {
+		if err := st.Send(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rs []*pb.GenerateResponse
+	for {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatalf("stream ended before output began: %v", err)
+		}
+		rs = append(rs, r)
+		if r.GetToken() != nil {
+			break
+		}
+	}
+	if err := st.Send(textFrame(2, " on the mat")); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.CloseSend()
+	for {
+		r, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("status %v, want OK", err)
+		}
+		rs = append(rs, r)
+	}
+	terminals := 0
+	for i, r := range rs {
+		if f := r.GetFinished(); f != nil {
+			t.Errorf("response %d: finished %v (reason %v) before the error", i, f, f.GetReason())
+		}
+		if r.GetError() != nil {
+			terminals++
+			if i != len(rs)-1 {
+				t.Errorf("response %d is the error, %d responses follow it", i, len(rs)-1-i)
+			}
+		}
+	}
+	if e := terminalError(rs); terminals != 1 || e.GetCode() != pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENT {
+		t.Fatalf("%d errors, last response %v: want exactly one terminal INVALID_ARGUMENT", terminals, rs[len(rs)-1])
+	}
+}
+
+// TestSessionContinuationReusesPartialPage (issue 17 point 12): over gRPC,
+// a continuation reuses all the retained K/V the session holds, the partly
+// filled last page included (page size 16): a session holding 13 tokens
+// continues with cached_prompt_tokens 13 (was 0), one holding 29 with 29
+// (was 16); after a turn that sampled, retained - 1 (the last sampled
+// token has no K/V yet); a streamed continuation reuses it too. Outputs
+// equal runs from scratch, also after a BRANCH cut inside the partial page
+// (copy-on-write), and the harness checks the page ledger at the end.
+func TestSessionContinuationReusesPartialPage(t *testing.T) {
+	h := startExt(t, nil)
+	ctx := ctxT(t)
+	words := h.encode(strings.Repeat(sysPrompt+" ", 8), true)
+	ids := func(v []uint32) *pb.GenerateRequest_TokenIds {
+		return &pb.GenerateRequest_TokenIds{TokenIds: &pb.TokenIds{Ids: v}}
+	}
+	scratch := func(prompt []uint32, n uint32) []uint32 {
+		t.Helper()
+		req := plainReq(n)
+		req.Input = ids(prompt)
+		req.Kv = &pb.KvOptions{BypassPrefixCache: ptr(true), CacheSalt: ptr("scratch")}
+		rs, err := h.generate(ctx, req)
+		if err != nil || terminalError(rs) != nil {
+			t.Fatalf("from scratch: %v %v", err, terminalError(rs))
+		}
+		return outputIDs(rs)
+	}
+	turn := func(id string, mode pb.ContinuationMode, from *uint32, in []uint32, wantCached uint32) {
+		t.Helper()
+		base := h.get(ctx, id).GetTokenIds()
+		if from != nil {
+			base = base[:*from]
+		}
+		req := h.cont(id, mode, "", 4)
+		req.Session.FromToken = from
+		req.Input = ids(in)
+		rs, err := h.generate(ctx, req)
+		if err != nil || terminalError(rs) != nil {
+			t.Fatalf("%v turn: %v %v", mode, err, terminalError(rs))
+		}
+		prompt := append(slices.Clone(base), in...)
+		if u := finalUsage(t, rs); u.GetPromptTokens() != uint32(len(prompt)) || u.GetCachedPromptTokens() != wantCached {
+			t.Fatalf("%v turn on %d retained tokens: usage %v, want %d cached", mode, len(base), u, wantCached)
+		}
+		if want := scratch(prompt, 4); !slices.Equal(outputIDs(rs), want) {
+			t.Fatalf("%v output %v, from scratch %v", mode, outputIDs(rs), want)
+		}
+	}
+	for _, n := range []int{13, 29} {
+		id := fmt.Sprintf("held-%d", n)
+		if _, err := h.sess.OpenGenerationSession(ctx, &pb.OpenGenerationSessionRequest{SessionId: id, Model: extModel,
+			InitialInput: &pb.OpenGenerationSessionRequest_TokenIds{TokenIds: &pb.TokenIds{Ids: words[:n]}}}); err != nil {
+			t.Fatal(err)
+		}
+		append0 := pb.ContinuationMode_CONTINUATION_MODE_APPEND
+		turn(id, append0, nil, words[40:43], uint32(n))
+		// n + 3 + 4 retained, the last sampled token not yet computed.
+		turn(id, append0, nil, words[43:45], uint32(n+3+4-1))
+		// A branch cut inside the partial last page, then the session is
+		// continued: its page was copied, not written.
+		cut := uint32(n + 2)
+		turn(id, pb.ContinuationMode_CONTINUATION_MODE_BRANCH, &cut, words[50:52], cut)
+		gs := h.get(ctx, id)
+		turn(id, append0, nil, words[45:46], gs.GetRetainedTokens()-1)
+	}
+
+	// A streamed continuation: all of the resident tokens, or all but the
+	// last when it is admitted before its first chunk arrives.
+	gs := h.get(ctx, "held-13")
+	rs, err := h.stream(ctx, []*pb.GenerateStreamRequest{startFrame(h.cont("held-13", 0, "", 4)), idsFrame(1, words[46:49]...), endFrame(1)}, 0, true)
+	wantStreamOK(t, rs, err)
+	if u := finalUsage(t, rs); u.GetCachedPromptTokens() < gs.GetRetainedTokens()-1 || u.GetCachedPromptTokens() > gs.GetRetainedTokens() {
+		t.Fatalf("streamed turn on %d retained: usage %v", gs.GetRetainedTokens(), u)
+	}
 }

@@ -209,7 +209,8 @@ func (m *Manager) beginLocked(ctx context.Context, s *session, mode Mode, from *
 	if mode.mutating() {
 		r.OnRetain = t.onRetain
 	}
-	st, err := s.eng.Submit(ctx, r)
+	r.Prefix = m.prefixLocked(s, len(base), r)
+	st, err := s.eng.Submit(ctx, r) // owns r.Prefix, whatever the outcome
 	if err != nil {
 		if mode.mutating() {
 			s.reserve = 0
@@ -222,6 +223,24 @@ func (m *Manager) beginLocked(ctx context.Context, s *session, mode Mode, from *
 		s.mutating = t
 	}
 	return t, nil
+}
+
+// prefixLocked returns a table over the session's pinned pages holding the
+// K/V of the first min(resident, n) retained tokens, for the engine to
+// reuse, the partly filled last page included (docs/api.md, sessions:
+// cached_prompt_tokens). nil when nothing is resident (no pins, evicted)
+// or the request computes every position anyway.
+func (m *Manager) prefixLocked(s *session, n int, r engine.Request) *kvcache.Table {
+	n = min(n, s.resident)
+	if n <= 0 || s.evicted || r.BypassPrefixCache || r.PromptLogprobs != nil {
+		return nil
+	}
+	t, err := s.eng.Cache().PinnedTable(s.owner, kvcache.Namespace{Salt: r.CacheSalt}, n)
+	if err != nil {
+		m.log.Warn("sessions: retained K/V not reusable", "session", s.id, "err", err)
+		return nil
+	}
+	return t
 }
 
 // Turn is one running continuation. Next, AppendInput, CloseInput, Wait

@@ -53,8 +53,8 @@ func TestModes(t *testing.T) {
 	if want := f.unary(full, 3); !slices.Equal(r.out, want) {
 		t.Fatalf("append output %v, from scratch %v", r.out, want)
 	}
-	if r.usage.PromptTokens != 15 || r.usage.CachedPromptTokens != 8 {
-		t.Fatalf("usage %+v, want 15 prompt tokens with 8 (two full pages) cached", r.usage)
+	if r.usage.PromptTokens != 15 || r.usage.CachedPromptTokens != 10 {
+		t.Fatalf("usage %+v, want 15 prompt tokens with the 10 retained cached", r.usage)
 	}
 	hist := append(full, r.out...)
 	s := f.get("s")

@@ -39,14 +39,27 @@ type Matcher struct {
 	done    bool // matched or flushed: nothing more is emitted
 }
 
+// Bounds of a request's stop strings (docs/api.md, "Limits"): every Push
+// scans the held-back text against each of them.
+const (
+	MaxStops     = 32
+	MaxStopBytes = 256
+)
+
 // New returns a Matcher for stops. With includeStop the emitted text ends
 // after the matched stop string, otherwise right before it. A Matcher with
 // no stops passes every piece straight through.
 func New(stops []string, includeStop bool) (*Matcher, error) {
+	if len(stops) > MaxStops {
+		return nil, fmt.Errorf("%w: %d stop strings, at most %d", ErrInvalidStop, len(stops), MaxStops)
+	}
 	m := &Matcher{stops: make([]string, len(stops)), include: includeStop}
 	for i, s := range stops {
 		if s == "" {
 			return nil, fmt.Errorf("%w: stop string %d is empty", ErrInvalidStop, i)
+		}
+		if len(s) > MaxStopBytes {
+			return nil, fmt.Errorf("%w: stop string %d is %d bytes, at most %d", ErrInvalidStop, i, len(s), MaxStopBytes)
 		}
 		if !utf8.ValidString(s) {
 			return nil, fmt.Errorf("%w: stop string %d is not valid UTF-8", ErrInvalidStop, i)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"oengine/engine"
+	"oengine/ggml"
 	"oengine/model/gguf"
 	"oengine/model/llama"
 	"oengine/model/synth"
@@ -32,7 +33,7 @@ func benchModel(b *testing.B) (engine.Model, engine.Tokenizer) {
 		if preset == "" {
 			preset = "tinyllama-1.1b"
 		}
-		data, err := synth.Build(synth.Options{Arch: "llama", Preset: preset, Type: gguf.TypeQ8_0, Seed: 1, CtxLen: 4096})
+		data, err := synth.Build(synth.Options{Arch: "llama", Preset: preset, Type: ggml.TypeQ8_0, Seed: 1, CtxLen: 4096})
 		if err != nil {
 			benchLlama.err = err
 			return

@@ -1,6 +1,10 @@
 package streaming
 
-import "testing"
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
 
 func text(seq uint64, s string) Frame {
 	return Frame{Kind: FrameChunk, Chunk: Chunk{Seq: seq, Kind: ChunkText, Text: s}}
@@ -101,4 +105,84 @@ func TestFramer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzFramer drives the frame-order state machine with arbitrary frame
+// sequences and compares every answer with a plain model of the rules
+// (start once and first; chunks 1, 2, 3, ... with identical repeats
+// ignored; end_of_input once with a matching final_seq; half-close only
+// after it). Each input byte pair is one frame.
+func FuzzFramer(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 0x11, 1, 0x21, 2, 0})
+	f.Add([]byte{1, 0x11, 0, 0, 2, 1, 3, 0})
+	f.Add([]byte{0, 0, 1, 0x11, 1, 0x12, 1, 0x11, 2, 0x3, 1, 0x21, 3, 0})
+	f.Add([]byte{0, 0, 0, 0, 1, 0x00, 1, 0x51, 2, 0x05})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		fr := NewFramer(Limits{})
+		var (
+			started, ended bool
+			payloads       []Chunk // accepted chunks; payloads[i] is seq i+1
+		)
+		for i := 0; i+1 < len(ops); i += 2 {
+			op, arg := ops[i]%4, ops[i+1]
+			switch op {
+			case 0:
+				err := fr.Start()
+				if (err != nil) != started {
+					t.Fatalf("frame %d start: %v with started=%v", i/2, err, started)
+				}
+				started = true
+			case 1:
+				c := Chunk{Seq: uint64(arg >> 4 % 6), Kind: ChunkKind(arg % 3)}
+				switch c.Kind {
+				case ChunkText:
+					c.Text = fmt.Sprint("p", arg>>2%4)
+				case ChunkTokens:
+					c.Tokens = []int32{int32(arg >> 2 % 4)}
+				}
+				fresh, err := fr.Chunk(c)
+				n := uint64(len(payloads))
+				var wantErr, wantFresh bool
+				switch {
+				case !started || ended || c.Kind == ChunkNone || c.Seq == 0:
+					wantErr = true
+				case c.Seq <= n:
+					p := payloads[c.Seq-1]
+					wantErr = p.Kind != c.Kind || p.Text != c.Text || !slices.Equal(p.Tokens, c.Tokens)
+				case c.Seq != n+1:
+					wantErr = true
+				default:
+					wantFresh = true
+					payloads = append(payloads, c)
+				}
+				if (err != nil) != wantErr || fresh != wantFresh {
+					t.Fatalf("frame %d chunk %+v: fresh=%v err=%v, want fresh=%v err=%v", i/2, c, fresh, err, wantFresh, wantErr)
+				}
+				if err != nil && CodeOf(err) != CodeInvalid {
+					t.Fatalf("chunk error %v has code %v", err, CodeOf(err))
+				}
+			case 2:
+				var final *uint64
+				if arg&1 == 1 {
+					v := uint64(arg >> 1 % 6)
+					final = &v
+				}
+				err := fr.End(final)
+				wantErr := !started || ended || (final != nil && *final != uint64(len(payloads)))
+				if (err != nil) != wantErr {
+					t.Fatalf("frame %d end(%v): %v", i/2, final, err)
+				}
+				if !wantErr {
+					ended = true
+				}
+			case 3:
+				if err := fr.HalfClose(); (err != nil) != !ended {
+					t.Fatalf("frame %d half-close: %v with ended=%v", i/2, err, ended)
+				}
+			}
+			if fr.Received() != uint64(len(payloads)) || fr.Ended() != ended {
+				t.Fatalf("frame %d: framer at %d/%v, model at %d/%v", i/2, fr.Received(), fr.Ended(), len(payloads), ended)
+			}
+		}
+	})
 }

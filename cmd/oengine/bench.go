@@ -19,7 +19,8 @@ func init() {
 }
 
 const benchUsage = `usage:
-  oengine bench serve   [flags]          drive a running server (grpc, sse or openai target)
+  oengine bench serve   [flags]          drive a running server (grpc, sse, openai or openai-chat target);
+                                         exact input lengths, exit 1 beyond --max-error-rate (docs/bench.md)
   oengine bench model   [flags]          prefill / decode throughput of a GGUF file in this process
   oengine bench compare A.json B.json    B/A ratios of two runs (also: oengine bench --compare A B)
   oengine bench chart -o out.svg A.json [B.json ...]   one sweep chart of several runs
@@ -122,14 +123,17 @@ func intList(s string) ([]int, error) {
 
 func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench serve", stderr)
-	target := fs.String("target", "grpc", "grpc (OpenEngine Inference.Generate), sse (POST /session/{id}/generate) or openai (/v1/completions)")
+	target := fs.String("target", "grpc", "grpc (OpenEngine Inference.Generate), sse (POST /session/{id}/generate), openai (/v1/completions) or openai-chat (/v1/chat/completions)")
 	addr := fs.String("addr", "127.0.0.1:50051", "gRPC address of the server (grpc and sse targets)")
 	url := fs.String("url", "http://127.0.0.1:8080", "HTTP base URL (openai and sse targets; /metrics for all)")
 	metricsURL := fs.String("metrics-url", "", "Prometheus endpoint scraped around each run (default: URL/metrics; \"none\": off)")
 	model := fs.String("model", "", "model name sent with requests (default: the server's default)")
 	label := fs.String("label", "", "name of this target in reports and charts (default: the target kind)")
 	scenario := fs.String("scenario", "generate", "generate, multiturn, stream-input or cancel-storm")
-	inLen := fs.String("input-len", "128", "prompt length in tokens: N, MIN:MAX (uniform) or MEAN~STD (normal)")
+	inLen := fs.String("input-len", "128", "prompt length in tokens: N, MIN:MAX (uniform) or MEAN~STD (normal); exact with token ids, ±2% with calibrated text")
+	vocab := fs.String("vocab", "", "GGUF file whose vocabulary token-id prompts are drawn from (default: ask an OpenEngine server; openai needs it for token ids)")
+	inputMode := fs.String("input-mode", "auto", "auto (token ids where the target takes them and a vocabulary is known, else calibrated text), tokens or text")
+	maxErrRate := fs.Float64("max-error-rate", 0, "fail (exit status 1) when any run has a larger fraction of failed requests")
 	outLen := fs.String("output-len", "64", "output length in tokens: N, MIN:MAX or MEAN~STD")
 	prompts := fs.String("prompts", "", "JSONL file of prompts ({\"prompt\": ...} per line) instead of synthetic text")
 	requests := fs.Int("requests", 64, "requests per run (per sweep level); conversations for multiturn")
@@ -178,10 +182,11 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg := bench.ServeConfig{
-		Scenario: *scenario,
-		Workload: bench.Workload{Input: in, Output: out, Seed: *seed, IgnoreEOS: *ignoreEOS, Temperature: *temp},
-		Load:     bench.Load{Concurrency: *conc, Rate: *rate, Poisson: *rate > 0 && !*constant, Requests: *requests, Duration: *duration, Seed: *seed},
-		Sweep:    levels, PerConcurrency: *perConc, Turns: *turns, Stream: bench.StreamInput{Chunks: *chunks, Interval: *chunkEvery},
+		InputMode: *inputMode,
+		Scenario:  *scenario,
+		Workload:  bench.Workload{Input: in, Output: out, Seed: *seed, IgnoreEOS: *ignoreEOS, Temperature: *temp},
+		Load:      bench.Load{Concurrency: *conc, Rate: *rate, Poisson: *rate > 0 && !*constant, Requests: *requests, Duration: *duration, Seed: *seed},
+		Sweep:     levels, PerConcurrency: *perConc, Turns: *turns, Stream: bench.StreamInput{Chunks: *chunks, Interval: *chunkEvery},
 		CancelFraction: *cancelFrac, SLO: bench.SLO{TTFT: *sloTTFT, ITL: *sloITL, E2E: *sloE2E},
 		RequestTimeout: *timeout,
 	}
@@ -190,6 +195,11 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *prompts != "" {
 		if cfg.Workload.Prompts, err = bench.ReadPromptsJSONL(*prompts); err != nil {
+			return err
+		}
+	}
+	if *vocab != "" {
+		if cfg.Workload.Vocab, err = bench.VocabFromGGUF(*vocab); err != nil {
 			return err
 		}
 	}
@@ -240,11 +250,16 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 		}
 		wrote = append(wrote, *svgOut)
 	}
-	bench.WriteTable(stdout, reps)
+	if len(reps) > 0 {
+		bench.WriteTable(stdout, reps)
+	}
 	for _, w := range wrote {
 		fmt.Fprintf(stdout, "wrote %s\n", w)
 	}
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	return bench.CheckErrorRate(reps, *maxErrRate)
 }
 
 func targetAddress(target, addr, url string) string {
@@ -281,8 +296,11 @@ func openTarget(ctx context.Context, kind, addr, url, model string) (bench.Targe
 			return nil, nil, nil, err
 		}
 		return s, desc, func() { s.Close(); g.Close() }, nil
-	case "openai":
+	case "openai", "openai-chat":
 		o := bench.NewOpenAI(url, model)
+		if kind == "openai-chat" {
+			o = bench.NewOpenAIChat(url, model)
+		}
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		ids := o.Models(dctx)
 		cancel()
@@ -292,5 +310,5 @@ func openTarget(ctx context.Context, kind, addr, url, model string) (bench.Targe
 		}
 		return o, desc, func() { o.Close() }, nil
 	}
-	return nil, nil, nil, fmt.Errorf("bench: unknown target %q (grpc, sse or openai)", kind)
+	return nil, nil, nil, fmt.Errorf("bench: unknown target %q (grpc, sse, openai or openai-chat)", kind)
 }

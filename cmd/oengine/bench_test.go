@@ -3,11 +3,19 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"oengine/bench"
+	"oengine/ggml"
+	"oengine/model/synth"
 )
 
 func TestIntList(t *testing.T) {
@@ -86,4 +94,114 @@ func TestBenchCompareAndChart(t *testing.T) {
 	if err := dispatch([]string{"bench", "nope"}, &out, &errb); err == nil {
 		t.Fatal("unknown subcommand accepted")
 	}
+}
+
+// fakeCompletions answers /v1/models and streamed /v1/completions in the
+// OpenAI shape; every failEvery-th completion (0: none) answers 500, and
+// notFound answers 404 to everything. It records each prompt's length.
+type fakeCompletions struct {
+	notFound  bool
+	failEvery int
+
+	mu   sync.Mutex // protects n and lens
+	n    int
+	lens []int
+}
+
+func (f *fakeCompletions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.notFound {
+		http.NotFound(w, r)
+		return
+	}
+	if r.URL.Path == "/v1/models" {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake","object":"model","max_model_len":4096}]}`)
+		return
+	}
+	var body struct {
+		Prompt    []int `json:"prompt"` // this fake takes token ids only
+		MaxTokens int   `json:"max_tokens"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, `{"error":{"message":"token ids only"}}`, http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	f.n++
+	fail := f.failEvery > 0 && f.n%f.failEvery == 0
+	if !fail {
+		f.lens = append(f.lens, len(body.Prompt))
+	}
+	f.mu.Unlock()
+	if fail {
+		http.Error(w, `{"error":{"message":"injected"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	for range body.MaxTokens {
+		fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"x\"}]}\n\n")
+	}
+	fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n",
+		len(body.Prompt), body.MaxTokens)
+}
+
+// synthVocabFile writes the built-in tiny model to a GGUF file for --vocab.
+func synthVocabFile(t *testing.T) string {
+	t.Helper()
+	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestBenchServeOpenAIExitStatus(t *testing.T) {
+	vocab := synthVocabFile(t)
+	serve := func(f *fakeCompletions, extra ...string) (string, error) {
+		srv := httptest.NewServer(f)
+		defer srv.Close()
+		args := append([]string{"bench", "serve", "--target", "openai", "--url", srv.URL, "--metrics-url", "none",
+			"--input-len", "33", "--output-len", "3", "--requests", "8", "--concurrency", "2"}, extra...)
+		var out, errb bytes.Buffer
+		err := dispatch(args, &out, &errb)
+		return out.String(), err
+	}
+	t.Run("404 target fails", func(t *testing.T) {
+		if _, err := serve(&fakeCompletions{notFound: true}); err == nil {
+			t.Fatal("bench serve against a 404 server returned no error")
+		}
+		out, err := serve(&fakeCompletions{notFound: true}, "--vocab", vocab)
+		if !errors.Is(err, bench.ErrTooManyErrors) || !strings.Contains(out, "http_404=8") {
+			t.Fatalf("with token ids: err %v, want the error-rate failure and the error summary kept:\n%s", err, out)
+		}
+	})
+	t.Run("exact token ids", func(t *testing.T) {
+		f := &fakeCompletions{}
+		out, err := serve(f, "--vocab", vocab)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if len(f.lens) != 8 {
+			t.Fatalf("%d prompts received, want 8", len(f.lens))
+		}
+		for _, n := range f.lens {
+			if n != 33 {
+				t.Fatalf("prompt lengths %v, want 33 token ids each", f.lens)
+			}
+		}
+		if !strings.Contains(out, "input: token ids (vocabulary: file ") {
+			t.Errorf("the report does not say which input method was used:\n%s", out)
+		}
+	})
+	t.Run("max error rate", func(t *testing.T) {
+		if _, err := serve(&fakeCompletions{failEvery: 4}, "--vocab", vocab); !errors.Is(err, bench.ErrTooManyErrors) {
+			t.Errorf("2 of 8 failed under the default --max-error-rate 0: err %v", err)
+		}
+		if out, err := serve(&fakeCompletions{failEvery: 4}, "--vocab", vocab, "--max-error-rate", "0.3"); err != nil {
+			t.Errorf("2 of 8 failed under --max-error-rate 0.3: %v\n%s", err, out)
+		}
+	})
 }

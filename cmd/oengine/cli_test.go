@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 	"oengine/model/llama"
 	"oengine/model/verify"
 )
@@ -283,7 +283,7 @@ func TestParseSynth(t *testing.T) {
 		{name: "preset", args: []string{"--preset", "tiny", "--type", "q4_0", "-o", "x.gguf", "--seed", "3", "--ctx", "512", "--arch", "Qwen3"},
 			check: func(t *testing.T, c *synthConfig) {
 				o := c.opts
-				if o.Preset != "tiny" || o.Type != gguf.TypeQ4_0 || c.out != "x.gguf" || o.Seed != 3 || o.CtxLen != 512 || o.Arch != "qwen3" {
+				if o.Preset != "tiny" || o.Type != ggml.TypeQ4_0 || c.out != "x.gguf" || o.Seed != 3 || o.CtxLen != 512 || o.Arch != "qwen3" {
 					t.Errorf("parsed %+v", c)
 				}
 			}},

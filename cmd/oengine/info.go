@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 func init() {
@@ -72,8 +72,8 @@ func describe(w io.Writer, lf *loadedFile) {
 	if _, ok := f.String("tokenizer.chat_template"); ok {
 		fmt.Fprintf(w, "chat template: yes\n")
 	}
-	counts := map[gguf.Type]int{}
-	bytes := map[gguf.Type]int64{}
+	counts := map[ggml.Type]int{}
+	bytes := map[ggml.Type]int64{}
 	var params uint64
 	var total int64
 	for _, t := range f.Tensors {
@@ -84,7 +84,7 @@ func describe(w io.Writer, lf *loadedFile) {
 	}
 	fmt.Fprintf(w, "parameters:    %.3fB\n", float64(params)/1e9)
 	fmt.Fprintf(w, "size:          %s (tensor data %s)\n", humanBytes(f.Size()), humanBytes(total))
-	types := make([]gguf.Type, 0, len(counts))
+	types := make([]ggml.Type, 0, len(counts))
 	for t := range counts {
 		types = append(types, t)
 	}

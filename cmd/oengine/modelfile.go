@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"oengine/ggml"
 	"oengine/model/gguf"
 	"oengine/model/synth"
 )
@@ -16,7 +17,7 @@ const DefaultSeed = 42
 // defaultModelOptions describes the built-in default model: the tiny preset
 // with a byte-level vocabulary, generated in memory.
 func defaultModelOptions() synth.Options {
-	return synth.Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: DefaultSeed, Name: "synthetic-tiny"}
+	return synth.Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: DefaultSeed, Name: "synthetic-tiny"}
 }
 
 // mmapUsage is the help of --mmap.

@@ -35,14 +35,14 @@ type securityFlags struct {
 
 func addSecurityFlags(fs *flag.FlagSet, def server.Config) *securityFlags {
 	sf := &securityFlags{}
-	fs.Var(&sf.apiKeys, "api-key", "an API key clients send as `Authorization: Bearer KEY` (repeatable; named key-<sha256 prefix>)")
-	fs.Var(&sf.adminKeys, "admin-key", "an API key that may also use the admin operations (repeatable)")
-	sf.apiKeyFile = fs.String("api-key-file", "", "file of `name:key` lines (re-read on SIGHUP)")
-	sf.adminKeyFile = fs.String("admin-key-file", "", "file of `name:key` admin lines (re-read on SIGHUP)")
+	fs.Var(&sf.apiKeys, "api-key", "an API `KEY` clients send as Authorization: Bearer KEY (repeatable; its principal is named key-<sha256 prefix>)")
+	fs.Var(&sf.adminKeys, "admin-key", "an API `KEY` that may also use the admin operations (repeatable)")
+	sf.apiKeyFile = fs.String("api-key-file", "", "`FILE` of name:key lines, one API key each (re-read on SIGHUP)")
+	sf.adminKeyFile = fs.String("admin-key-file", "", "`FILE` of name:key lines, one admin key each (re-read on SIGHUP)")
 	sf.allowUnauthenticated = fs.Bool("allow-unauthenticated", false, "serve without API keys on a non-loopback address")
-	sf.tlsCert = fs.String("tls-cert", "", "PEM certificate (chain) for both listeners (re-read on SIGHUP)")
-	sf.tlsKey = fs.String("tls-key", "", "PEM private key of --tls-cert")
-	sf.tlsClient = fs.String("tls-client-ca", "", "PEM CA bundle: require client certificates signed by it (mutual TLS)")
+	sf.tlsCert = fs.String("tls-cert", "", "PEM certificate chain `FILE` for both listeners (re-read on SIGHUP)")
+	sf.tlsKey = fs.String("tls-key", "", "PEM private key `FILE` of --tls-cert")
+	sf.tlsClient = fs.String("tls-client-ca", "", "PEM CA bundle `FILE`: require client certificates signed by it (mutual TLS)")
 	sf.maxSessionsPerKey = fs.Int("max-sessions-per-key", 0, "live generation sessions per API key (0: a quarter of --max-sessions; -1: no cap)")
 	sf.httpReadTimeout = fs.Duration("http-read-timeout", def.HTTPReadTimeout, "a whole HTTP request (headers and body) must arrive within this")
 	sf.httpWriteTimeout = fs.Duration("http-write-timeout", def.HTTPWriteTimeout, "a non-streaming HTTP response must be written within this")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"oengine/ggml"
 	"oengine/model/gguf"
 	"oengine/model/synth"
 )
@@ -51,7 +52,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 		return nil, err
 	}
 	o.Arch = strings.ToLower(o.Arch)
-	t, err := gguf.ParseType(*typ)
+	t, err := ggml.ParseType(*typ)
 	if err != nil {
 		return nil, fmt.Errorf("synth: --type: %w", err)
 	}

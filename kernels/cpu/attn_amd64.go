@@ -3,8 +3,6 @@ package cpu
 import (
 	"math"
 	"unsafe"
-
-	"golang.org/x/sys/cpu"
 )
 
 // AVX2 helpers of Attend's float32 path (attn_amd64.s; the blocked ones in
@@ -32,9 +30,6 @@ func attnDotsBlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
 
 //go:noescape
 func attnCvtRowsAVX2(src *uint16, sstride int, dst *float32, nrows, dim int)
-
-// attnAVX2 reports whether the AVX2/FMA/F16C helpers can run.
-var attnAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
 // attnCvt widens n F16 values to float32 (n a multiple of 8 for AVX2).
 func attnCvt(dst []float32, src []uint16) {

@@ -28,7 +28,7 @@ func AttendF16(out, q []float32, g int, k, v KVRows, table []int32, n, off int, 
 		Attend(out, q, g, k, v, table, n, off, scale, scratch)
 		return
 	}
-	if attendF16SIMD(out, q, g, k, v, table, n, off, scale, scratch) { // AVX2, bitwise the same (ops_attn1_amd64.go)
+	if attendF16SIMD(out, q, g, k, v, table, n, off, scale, scratch) { // AVX2, bitwise the same (attn_f16_amd64.go)
 		return
 	}
 	d := len(q) / g

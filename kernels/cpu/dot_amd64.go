@@ -1,12 +1,8 @@
 package cpu
 
-import (
-	"golang.org/x/sys/cpu"
+import "oengine/ggml"
 
-	"oengine/model/gguf"
-)
-
-// AVX2 kernels (dot_amd64.s, dot_k_amd64.s). nb is the number of blocks;
+// AVX2 kernels (dot_amd64.s, dot_kquant_amd64.s). nb is the number of blocks;
 // the float kernels take n, a multiple of 8.
 
 //go:noescape
@@ -48,98 +44,66 @@ func dotQ5_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 //go:noescape
 func dotQ6_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 
-// hasAVX2 reports whether the CPU (and OS) support the AVX2 kernels.
-var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
-
-func simdName() string {
-	if !hasAVX2 {
-		return "generic"
-	}
-	name := "avx2+fma+f16c"
-	if hasBlkZ || hasAVX512KZ || hasAVX512F16 {
-		name += "+avx512"
-		if hasBlkZ || hasAVX512KZ {
-			name += "-vnni"
-		}
-	}
-	return name
-}
-
-func init() {
-	if !hasAVX2 {
-		return
-	}
-	for t, f := range simdKernels {
-		k := kernels[t]
-		k.dot = f
-		k.dot4 = simdKernels4[t] // nil where there is none
-		k.dot22 = simdKernels22[t]
-		kernels[t] = k
-	}
-	installBlk()
-	installKZ()
-}
-
 // simdKernels are the AVX2 replacements for the portable dot kernels.
-var simdKernels = map[gguf.Type]func(row []byte, a actView) float32{
-	gguf.TypeQ4_0: func(row []byte, a actView) float32 {
+var simdKernels = map[ggml.Type]func(row []byte, a actView) float32{
+	ggml.TypeQ4_0: func(row []byte, a actView) float32 {
 		_ = row[18*len(a.d)-1]
 		_ = a.qs[32*len(a.d)-1]
 		return dotQ4_0AVX2(&row[0], &a.qs[0], &a.d[0], len(a.d))
 	},
-	gguf.TypeQ8_0: func(row []byte, a actView) float32 {
+	ggml.TypeQ8_0: func(row []byte, a actView) float32 {
 		_ = row[34*len(a.d)-1]
 		_ = a.qs[32*len(a.d)-1]
 		return dotQ8_0AVX2(&row[0], &a.qs[0], &a.d[0], len(a.d))
 	},
-	gguf.TypeQ4_1: func(row []byte, a actView) float32 {
+	ggml.TypeQ4_1: func(row []byte, a actView) float32 {
 		_ = row[20*len(a.d)-1]
 		_ = a.qs[32*len(a.d)-1]
 		_ = a.s[len(a.d)-1]
 		return dotQ4_1AVX2(&row[0], &a.qs[0], &a.d[0], &a.s[0], len(a.d))
 	},
-	gguf.TypeQ5_0: func(row []byte, a actView) float32 {
+	ggml.TypeQ5_0: func(row []byte, a actView) float32 {
 		_ = row[22*len(a.d)-1]
 		_ = a.qs[32*len(a.d)-1]
 		return dotQ5_0AVX2(&row[0], &a.qs[0], &a.d[0], len(a.d))
 	},
-	gguf.TypeQ5_1: func(row []byte, a actView) float32 {
+	ggml.TypeQ5_1: func(row []byte, a actView) float32 {
 		_ = row[24*len(a.d)-1]
 		_ = a.qs[32*len(a.d)-1]
 		_ = a.s[len(a.d)-1]
 		return dotQ5_1AVX2(&row[0], &a.qs[0], &a.d[0], &a.s[0], len(a.d))
 	},
-	gguf.TypeQ2_K: func(row []byte, a actView) float32 {
+	ggml.TypeQ2_K: func(row []byte, a actView) float32 {
 		_ = row[84*len(a.d)-1]
 		_ = a.qs[256*len(a.d)-1]
 		_ = a.bsums[16*len(a.d)-1]
 		return dotQ2_KAVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], len(a.d))
 	},
-	gguf.TypeQ3_K: func(row []byte, a actView) float32 {
+	ggml.TypeQ3_K: func(row []byte, a actView) float32 {
 		_ = row[110*len(a.d)-1]
 		_ = a.qs[256*len(a.d)-1]
 		_ = a.bsums[16*len(a.d)-1]
 		return dotQ3_KAVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], len(a.d))
 	},
-	gguf.TypeQ4_K: func(row []byte, a actView) float32 {
+	ggml.TypeQ4_K: func(row []byte, a actView) float32 {
 		_ = row[144*len(a.d)-1]
 		_ = a.qs[256*len(a.d)-1]
 		_ = a.bsums[16*len(a.d)-1]
 		return dotQ4_KAVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], len(a.d))
 	},
-	gguf.TypeQ5_K: func(row []byte, a actView) float32 {
+	ggml.TypeQ5_K: func(row []byte, a actView) float32 {
 		_ = row[176*len(a.d)-1]
 		_ = a.qs[256*len(a.d)-1]
 		_ = a.bsums[16*len(a.d)-1]
 		return dotQ5_KAVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], len(a.d))
 	},
-	gguf.TypeQ6_K: func(row []byte, a actView) float32 {
+	ggml.TypeQ6_K: func(row []byte, a actView) float32 {
 		_ = row[210*len(a.d)-1]
 		_ = a.qs[256*len(a.d)-1]
 		_ = a.bsums[16*len(a.d)-1]
 		return dotQ6_KAVX2(&row[0], &a.qs[0], &a.d[0], &a.bsums[0], len(a.d))
 	},
-	gguf.TypeF16: func(row []byte, a actView) float32 {
+	ggml.TypeF16: func(row []byte, a actView) float32 {
 		x := a.x
 		n8 := len(x) &^ 7
 		_ = row[2*len(x)-1]
@@ -150,7 +114,7 @@ var simdKernels = map[gguf.Type]func(row []byte, a actView) float32{
 		}
 		return s
 	},
-	gguf.TypeBF16: func(row []byte, a actView) float32 {
+	ggml.TypeBF16: func(row []byte, a actView) float32 {
 		x := a.x
 		n8 := len(x) &^ 7
 		_ = row[2*len(x)-1]
@@ -160,7 +124,7 @@ var simdKernels = map[gguf.Type]func(row []byte, a actView) float32{
 		}
 		return s
 	},
-	gguf.TypeF32: func(row []byte, a actView) float32 {
+	ggml.TypeF32: func(row []byte, a actView) float32 {
 		x := a.x
 		n8 := len(x) &^ 7
 		_ = row[4*len(x)-1]
@@ -228,8 +192,8 @@ func kx4(f kx4Func, bs int) func(row []byte, a actView, cols int) [4]float32 {
 	}
 }
 
-var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float32{
-	gguf.TypeQ4_0: func(row []byte, a actView, cols int) (out [4]float32) {
+var simdKernels4 = map[ggml.Type]func(row []byte, a actView, cols int) [4]float32{
+	ggml.TypeQ4_0: func(row []byte, a actView, cols int) (out [4]float32) {
 		nb := cols / qk
 		_ = row[18*nb-1]
 		_ = a.qs[4*cols-1]
@@ -237,7 +201,7 @@ var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float3
 		dotQ4_0x4AVX2(&row[0], &a.qs[0], &a.d[0], nb, cols, 4*nb, &out[0])
 		return out
 	},
-	gguf.TypeQ8_0: func(row []byte, a actView, cols int) (out [4]float32) {
+	ggml.TypeQ8_0: func(row []byte, a actView, cols int) (out [4]float32) {
 		nb := cols / qk
 		_ = row[34*nb-1]
 		_ = a.qs[4*cols-1]
@@ -245,7 +209,7 @@ var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float3
 		dotQ8_0x4AVX2(&row[0], &a.qs[0], &a.d[0], nb, cols, 4*nb, &out[0])
 		return out
 	},
-	gguf.TypeQ5_0: func(row []byte, a actView, cols int) (out [4]float32) {
+	ggml.TypeQ5_0: func(row []byte, a actView, cols int) (out [4]float32) {
 		nb := cols / qk
 		_ = row[22*nb-1]
 		_ = a.qs[4*cols-1]
@@ -253,7 +217,7 @@ var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float3
 		dotQ5_0x4AVX2(&row[0], &a.qs[0], &a.d[0], nb, cols, 4*nb, &out[0])
 		return out
 	},
-	gguf.TypeQ4_1: func(row []byte, a actView, cols int) (out [4]float32) {
+	ggml.TypeQ4_1: func(row []byte, a actView, cols int) (out [4]float32) {
 		nb := cols / qk
 		_ = row[20*nb-1]
 		_ = a.qs[4*cols-1]
@@ -262,7 +226,7 @@ var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float3
 		dotQ4_1x4AVX2(&row[0], &a.qs[0], &a.d[0], &a.s[0], nb, cols, 4*nb, &out[0])
 		return out
 	},
-	gguf.TypeQ5_1: func(row []byte, a actView, cols int) (out [4]float32) {
+	ggml.TypeQ5_1: func(row []byte, a actView, cols int) (out [4]float32) {
 		nb := cols / qk
 		_ = row[24*nb-1]
 		_ = a.qs[4*cols-1]
@@ -271,12 +235,12 @@ var simdKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float3
 		dotQ5_1x4AVX2(&row[0], &a.qs[0], &a.d[0], &a.s[0], nb, cols, 4*nb, &out[0])
 		return out
 	},
-	gguf.TypeQ2_K: kx4(dotQ2_Kx4AVX2, 84),
-	gguf.TypeQ3_K: kx4(dotQ3_Kx4AVX2, 110),
-	gguf.TypeQ4_K: kx4(dotQ4_Kx4AVX2, 144),
-	gguf.TypeQ5_K: kx4(dotQ5_Kx4AVX2, 176),
-	gguf.TypeQ6_K: kx4(dotQ6_Kx4AVX2, 210),
-	gguf.TypeF16: func(row []byte, a actView, cols int) (out [4]float32) {
+	ggml.TypeQ2_K: kx4(dotQ2_Kx4AVX2, 84),
+	ggml.TypeQ3_K: kx4(dotQ3_Kx4AVX2, 110),
+	ggml.TypeQ4_K: kx4(dotQ4_Kx4AVX2, 144),
+	ggml.TypeQ5_K: kx4(dotQ5_Kx4AVX2, 176),
+	ggml.TypeQ6_K: kx4(dotQ6_Kx4AVX2, 210),
+	ggml.TypeF16: func(row []byte, a actView, cols int) (out [4]float32) {
 		x := a.x
 		n8 := cols &^ 7
 		_ = row[2*cols-1]
@@ -301,8 +265,8 @@ func dotF16x2x2AVX2(row *byte, rb int, x *float32, n, xstride int, out *float32)
 
 // simdKernels22 are the two-row × two-token tile kernels; each pair must
 // give bitwise the one-token kernel's result.
-var simdKernels22 = map[gguf.Type]func(rows []byte, rb int, a actView, cols int) [4]float32{
-	gguf.TypeF16: func(rows []byte, rb int, a actView, cols int) (out [4]float32) {
+var simdKernels22 = map[ggml.Type]func(rows []byte, rb int, a actView, cols int) [4]float32{
+	ggml.TypeF16: func(rows []byte, rb int, a actView, cols int) (out [4]float32) {
 		x := a.x
 		n8 := cols &^ 7
 		_ = rows[rb+2*cols-1]

@@ -1,5 +1,5 @@
 // AVX2 + FMA + F16C dot kernels: one encoded weight row against one token.
-// Twins: dot_go.go / dot_k_go.go (compared in dot_amd64_test.go).
+// Twins: dot_go.go / dot_kquant_go.go (compared in dot_amd64_test.go).
 //
 // Every kernel keeps 8 float32 lanes: per block, the exact int32 lane sums
 // are converted to float32 and multiply-added with the block scale; the

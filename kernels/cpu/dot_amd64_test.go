@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // TestSIMDSelected: on a CPU with AVX2, MatMul must use the SIMD kernels.
@@ -19,7 +19,7 @@ func TestSIMDSelected(t *testing.T) {
 		if fmt.Sprintf("%p", kernels[typ].dot) == fmt.Sprintf("%p", portable[typ].dot) {
 			t.Errorf("%s: MatMul uses the portable kernel", typ)
 		}
-		if kernels[typ].dot4 == nil && kernels[typ].blk == nil && typ != gguf.TypeF32 && typ != gguf.TypeBF16 {
+		if kernels[typ].dot4 == nil && kernels[typ].blk == nil && typ != ggml.TypeF32 && typ != ggml.TypeBF16 {
 			t.Errorf("%s: no multi-token kernel", typ)
 		}
 	}
@@ -30,7 +30,7 @@ func TestSIMDSelected(t *testing.T) {
 func BenchmarkDot4Legacy(b *testing.B) {
 	const cols = 2048
 	rng := rand.New(rand.NewPCG(47, 48))
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
 		row := randomRow(rng, typ, cols)
 		x := randNormal(rng, 4*cols, 1)
 		var a actBuf
@@ -56,7 +56,7 @@ func BenchmarkDot4Legacy(b *testing.B) {
 func BenchmarkDotLegacy(b *testing.B) {
 	const cols = 2048
 	rng := rand.New(rand.NewPCG(55, 56))
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
 		w := randomMatrix(b, rng, typ, 8, cols)
 		x := randNormal(rng, cols, 1)
 		var a actBuf
@@ -95,7 +95,7 @@ func BenchmarkDecodeDRAM(b *testing.B) {
 	if !hasAVX2 {
 		b.Skip("no AVX2")
 	}
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeF16} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0, ggml.TypeQ4_K, ggml.TypeQ6_K, ggml.TypeF16} {
 		db := newDecodeBench(b, typ, 2048)
 		var sink uint64
 		vs := []variant{

@@ -34,10 +34,6 @@ type blkKernel struct {
 	q4 bool // Q4_0 (reads s8 / s8T); else Q8_0
 }
 
-// blkActive is set by an architecture's init when blocked kernels are
-// installed; quantizeToken then fills the extra layouts.
-var blkActive bool
-
 // blkGroups returns the number of 8-token groups covering n tokens.
 func blkGroups(n int) int { return (n + 7) / 8 }
 
@@ -120,7 +116,7 @@ const packMin = 16
 // blocked kernels; worker indexes the per-worker panel scratch. t0 is a
 // multiple of 8 (token tiles are multiples of 8, or all n tokens).
 func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
-	if r0 < op.w.q4zRows() { // Q4_0 decode layout (q4z.go); tiles are whole groups
+	if r0 < op.w.q4zRows() { // Q4_0 decode layout (q4_0_decode.go); tiles are whole groups
 		p.tileQ4Z(worker, op, r0, r1, t0, t1)
 		return
 	}
@@ -133,7 +129,7 @@ func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	if blkPacked && t1-t0 >= packMin {
 		// 8-row panels against every token of the tile; rows left over
 		// (fewer than 8) take the gemm path below.
-		if blkZTile != nil { // 16-row AVX-512 panels first (dot_blkz.go)
+		if blkZTile != nil { // 16-row AVX-512 panels first (dot_blk16.go)
 			r0 = blkZTile(p, worker, op, r0, r1, t0, t1)
 		}
 		nb := w.Cols / qk

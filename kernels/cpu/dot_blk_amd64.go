@@ -1,6 +1,8 @@
 package cpu
 
-import "oengine/model/gguf"
+import (
+	"oengine/ggml"
+)
 
 // Blocked AVX2 kernels (dot_blk_amd64.s); see dot_blk.go.
 
@@ -61,9 +63,9 @@ func blkGemmPacked(bk *blkKernel, panel []byte, a *actBuf, i, cols int, out *[8]
 	gemmQ8_0pAVX2(&panel[0], &a.qs[i*cols], &a.d[i*nb], nb, &out[0])
 }
 
-var blkKernels = map[gguf.Type]*blkKernel{
-	gguf.TypeQ4_0: {q4: true},
-	gguf.TypeQ8_0: {q4: false},
+var blkKernels = map[ggml.Type]*blkKernel{
+	ggml.TypeQ4_0: {q4: true},
+	ggml.TypeQ8_0: {q4: false},
 }
 
 func blkGemm(bk *blkKernel, row []byte, a *actBuf, g, cols int, out *[8]float32) {
@@ -93,18 +95,6 @@ func blkGemv(bk *blkKernel, rows []byte, rb int, a *actBuf, i, cols int, out *[8
 	}
 	_ = rows[7*rb+34*nb-1]
 	gemvQ8_0x8AVX2(&rows[0], rb, &a.qs[i*cols], &a.d[i*nb], nb, &out[0])
-}
-
-// installBlk switches Q4_0 and Q8_0 to the blocked kernels (called by init
-// when the CPU has AVX2).
-func installBlk() {
-	blkActive = true
-	for t, bk := range blkKernels {
-		k := kernels[t]
-		k.blk, k.dot4 = bk, nil
-		k.dot = blkSingle(bk)
-		kernels[t] = k
-	}
 }
 
 //go:noescape

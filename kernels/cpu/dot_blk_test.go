@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // TestBlkKernels: the blocked gemm (1 row × 8 tokens), gemv (8 rows × 1
@@ -18,7 +18,7 @@ func TestBlkKernels(t *testing.T) {
 		t.Skip("no blocked kernels on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(41, 42))
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
 		bk := kernels[typ].blk
 		for _, sh := range []struct{ cols, n int }{{256, 8}, {96, 5}, {2048, 11}, {32, 1}} {
 			t.Run(fmt.Sprintf("%s/%dx%d", typ, sh.cols, sh.n), func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestBlkKernels(t *testing.T) {
 						if math.Float32bits(one) != math.Float32bits(gemv[i][r]) {
 							t.Fatalf("row %d token %d: one-pair %g, gemv %g", r, i, one, gemv[i][r])
 						}
-						ref := blkDotRef(typ == gguf.TypeQ4_0, w.Row(r), v.qs, v.d)
+						ref := blkDotRef(typ == ggml.TypeQ4_0, w.Row(r), v.qs, v.d)
 						xq, _ := quantActRef(actQ8_0, x[i*sh.cols:(i+1)*sh.cols])
 						_, mag := quantDotRef(t, typ, w.Row(r), xq, nil)
 						if d := math.Abs(float64(one) - float64(ref)); d > 1e-5*mag+1e-6 {
@@ -103,7 +103,7 @@ func BenchmarkBlk(b *testing.B) {
 	}
 	const cols = 2048
 	rng := rand.New(rand.NewPCG(43, 44))
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
 		bk := kernels[typ].blk
 		w := randomMatrix(b, rng, typ, 8, cols)
 		x := randNormal(rng, 8*cols, 1)
@@ -184,7 +184,7 @@ func BenchmarkBlkPacked(b *testing.B) {
 	}
 	const cols = 2048
 	rng := rand.New(rand.NewPCG(49, 50))
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
 		bk := kernels[typ].blk
 		w := randomMatrix(b, rng, typ, 8, cols)
 		x := randNormal(rng, cols, 1)

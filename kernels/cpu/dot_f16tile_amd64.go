@@ -1,6 +1,8 @@
 package cpu
 
-import "oengine/model/gguf"
+import (
+	"oengine/ggml"
+)
 
 // F16 prefill tiles (dot_f16tile_amd64.s): 12 (row, token) pairs per
 // register tile, several row groups per call, each pair bitwise the
@@ -42,10 +44,6 @@ func (sh f16Shape) tile(rows *byte, rb, ng int, x *float32, n, xstride int, acc 
 	}
 }
 
-// f16TileOn switches the tiled path (benchmarks compare it with the 2×2
-// tile it replaces; tests run both).
-var f16TileOn = true
-
 // tileF16 computes as much of rows [r0, r1) × tokens [t0, t1) of op as the
 // tile kernel covers, whole groups of f16TileShape.toks tokens from t0,
 // and returns the first token it did not compute (t0 when the tile does
@@ -62,11 +60,11 @@ func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int {
 	w, x := op.w, p.scratch.x
 	cols := w.Cols
 	sh := f16TileShape
-	if w.Type != gguf.TypeF16 || !hasAVX2 || !f16TileOn || cols%8 != 0 || r1-r0 < sh.rows || t1-t0 < sh.toks {
+	if w.Type != ggml.TypeF16 || !hasAVX2 || !f16TileOn || cols%8 != 0 || r1-r0 < sh.rows || t1-t0 < sh.toks {
 		return t0
 	}
 	if i, ok := p.tileF16Z(op, sh, r0, r1, t0, t1); ok {
-		return i // AVX-512 4×6 tile (dot_f16z_amd64.go)
+		return i // AVX-512 4×6 tile (dot_f16tile_avx512_amd64.go)
 	}
 	rb, dst := op.rb, op.dst
 	// Bounds for the assembly: rows < r1, tokens < t1, elements < cols.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // f16Shapes are the tile shapes under test, by name.
@@ -45,14 +45,14 @@ func TestTileF16BitwiseEqualsDot(t *testing.T) {
 		{"cols not multiple of 8", 8, 20, 12, 0, 8, 0},
 	}
 	rng := rand.New(rand.NewPCG(61, 62))
-	k := kernels[gguf.TypeF16]
+	k := kernels[ggml.TypeF16]
 	pool := NewPool(1)
 	defer pool.Close()
 	for _, s := range f16Shapes {
 		f16TileShape = s.sh
 		for _, c := range cases {
 			t.Run(s.name+"/"+c.name, func(t *testing.T) {
-				w := randomMatrix(t, rng, gguf.TypeF16, c.rows, c.cols)
+				w := randomMatrix(t, rng, ggml.TypeF16, c.rows, c.cols)
 				x := randNormal(rng, c.n*c.cols, 1)
 				for i := 0; i < len(x); i += 13 {
 					x[i] *= 300 // wider exponent range
@@ -115,7 +115,7 @@ func TestMatMulF16TileOnOff(t *testing.T) {
 	for _, threads := range []int{1, 2} {
 		pool := NewPool(threads)
 		for _, c := range cases {
-			w := randomMatrix(t, rng, gguf.TypeF16, c.rows, c.cols)
+			w := randomMatrix(t, rng, ggml.TypeF16, c.rows, c.cols)
 			x := randNormal(rng, c.n*c.cols, 1)
 			off := make([]float32, c.n*c.rows)
 			f16TileOn = false
@@ -147,8 +147,8 @@ func BenchmarkF16Tile(b *testing.B) {
 	}
 	const cols = 512
 	rng := rand.New(rand.NewPCG(65, 66))
-	k := kernels[gguf.TypeF16]
-	w := randomMatrix(b, rng, gguf.TypeF16, 3, cols)
+	k := kernels[ggml.TypeF16]
+	w := randomMatrix(b, rng, ggml.TypeF16, 3, cols)
 	x := randNormal(rng, 6*cols, 1)
 	v := actView{x: x}
 	rb := w.rowBytes()
@@ -194,9 +194,9 @@ func BenchmarkF16TileUnit(b *testing.B) {
 		b.Run(fmt.Sprintf("%dx%d/n%d", dims.rows, dims.cols, n), func(b *testing.B) {
 			pool := NewPool(1)
 			defer pool.Close()
-			w := benchMatrix(b, gguf.TypeF16, dims.rows, dims.cols)
+			w := benchMatrix(b, ggml.TypeF16, dims.rows, dims.cols)
 			x := randNormal(rand.New(rand.NewPCG(69, 70)), n*dims.cols, 1)
-			op := opPlan{w: w, k: kernels[gguf.TypeF16], dst: make([]float32, n*dims.rows), rb: w.rowBytes()}
+			op := opPlan{w: w, k: kernels[ggml.TypeF16], dst: make([]float32, n*dims.rows), rb: w.rowBytes()}
 			pool.scratch.x = x
 			nv := 1 + len(f16Shapes) // variant 0: old
 			best := make([]float64, nv)

@@ -1,6 +1,8 @@
 package cpu
 
-import "oengine/model/gguf"
+import (
+	"oengine/ggml"
+)
 
 // Decode kernels over groups of 8 rows (dot_gemv_amd64.s): per (row,
 // token) pair bitwise the one-row kernels gemv1Q4_0AVX2 / gemv1Q8_0AVX2.
@@ -10,11 +12,6 @@ func gemv8Q4_0AVX2(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb,
 
 //go:noescape
 func gemv16Q4_0Z(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
-
-// gemvZ reports whether Q4_0 decode uses the 16-row AVX-512 VNNI kernel
-// (dot_gemvz_amd64.s) for whole groups of 16 rows; a variable so tests and
-// benchmarks can compare it with the 8-row AVX2 kernel.
-var gemvZ = hasBlkZ
 
 //go:noescape
 func gemv8Q8_0AVX2(rows *byte, ngroups int, qs *int8, d *float32, nb, pf int, out *float32)
@@ -96,25 +93,21 @@ func gemvF16AVX2(rows *byte, n, rb int, x *float32, n8, pf int, out *float32)
 // 1-2 KiB beat none and 4 KiB).
 const decodePF = 2048
 
-// rowsKernel computes out[j] = dot(row j of rows, token v) for len(out)
-// rows of rb bytes, bitwise the type's one-row kernel (kernel.dot) per row.
-type rowsKernel func(rows []byte, rb int, v actView, out []float32, pf int)
-
 // rowsKernels are the decode kernels that read many rows in one call.
-var rowsKernels = map[gguf.Type]rowsKernel{
-	gguf.TypeQ4_K: func(rows []byte, rb int, v actView, out []float32, pf int) {
-		gemvK(rows, rb, 144, v, out, pf, gemvQ4_KAVX2, gguf.TypeQ4_K)
+var rowsKernels = map[ggml.Type]rowsKernel{
+	ggml.TypeQ4_K: func(rows []byte, rb int, v actView, out []float32, pf int) {
+		gemvK(rows, rb, 144, v, out, pf, gemvQ4_KAVX2, ggml.TypeQ4_K)
 	},
-	gguf.TypeQ6_K: func(rows []byte, rb int, v actView, out []float32, pf int) {
-		gemvK(rows, rb, 210, v, out, pf, gemvQ6_KAVX2, gguf.TypeQ6_K)
+	ggml.TypeQ6_K: func(rows []byte, rb int, v actView, out []float32, pf int) {
+		gemvK(rows, rb, 210, v, out, pf, gemvQ6_KAVX2, ggml.TypeQ6_K)
 	},
-	gguf.TypeF16: gemvF16,
+	ggml.TypeF16: gemvF16,
 }
 
 // gemvK runs a K-quant rows kernel (bb bytes per super-block) over
 // contiguous rows; other layouts go row by row through the one-row kernel.
 func gemvK(rows []byte, rb, bb int, v actView, out []float32, pf int,
-	f func(rows *byte, n int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32), t gguf.Type) {
+	f func(rows *byte, n int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32), t ggml.Type) {
 	n, nb := len(out), len(v.d)
 	if n == 0 {
 		return
@@ -141,7 +134,7 @@ func gemvF16(rows []byte, rb int, v actView, out []float32, pf int) {
 	}
 	n8 := len(x) &^ 7
 	if n8 == 0 || rb < 2*len(x) {
-		dot := simdKernels[gguf.TypeF16]
+		dot := simdKernels[ggml.TypeF16]
 		for r := range out {
 			out[r] = dot(rows[r*rb:(r+1)*rb], v)
 		}
@@ -164,9 +157,9 @@ func gemvF16(rows []byte, rb int, v actView, out []float32, pf int) {
 
 // decodeRows computes out[j] = dot(row j of rows, v) with t's many-row
 // kernel and reports whether t has one (else it does nothing).
-func decodeRows(t gguf.Type, rows []byte, rb int, v actView, out []float32) bool {
-	rk, ok := rowsKernels[t]
-	if !ok || !hasAVX2 {
+func decodeRows(t ggml.Type, rows []byte, rb int, v actView, out []float32) bool {
+	rk, ok := active.rows[t]
+	if !ok {
 		return false
 	}
 	rk(rows, rb, v, out, decodePF)

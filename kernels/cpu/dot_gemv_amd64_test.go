@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // TestGemv8: the 8-row decode kernels give, for every row, exactly the bits of
@@ -19,7 +19,7 @@ func TestGemv8(t *testing.T) {
 		t.Skip("no blocked kernels on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(61, 62))
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
 		bk := kernels[typ].blk
 		for _, sh := range []struct{ rows, cols, pf int }{
 			{8, 256, 0}, {7, 96, 512}, {16, 2048, 1024}, {1, 32, 64}, {17, 544, 4096}, {24, 288, 100}, {40, 64, 9999}, {8, 32, 0},
@@ -61,7 +61,7 @@ func TestGemv8Extremes(t *testing.T) {
 		t.Skip("no blocked kernels on this CPU")
 	}
 	const rows, cols = 16, 256
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
 		for _, sign := range []float32{1, -1} {
 			bk := kernels[typ].blk
 			bb := 34
@@ -121,7 +121,7 @@ func TestRowsKernels(t *testing.T) {
 	for typ, rk := range rowsKernels {
 		k := kernels[typ]
 		colsList := []int{256, 512, 2048}
-		if typ == gguf.TypeF16 {
+		if typ == ggml.TypeF16 {
 			colsList = []int{8, 100, 256, 2056, 40}
 		}
 		for _, cols := range colsList {
@@ -163,7 +163,7 @@ type decodeBench struct {
 	out []float32
 }
 
-func newDecodeBench(b *testing.B, typ gguf.Type, cols int) *decodeBench {
+func newDecodeBench(b *testing.B, typ ggml.Type, cols int) *decodeBench {
 	rb, _ := typ.RowBytes(cols)
 	rows := (160 << 20) / rb &^ 63 // a multiple of 16 (tiles)
 	db := &decodeBench{w: benchMatrix(b, typ, rows, cols), rb: rb}
@@ -272,7 +272,7 @@ func BenchmarkDecodePF(b *testing.B) {
 	if !hasAVX2 {
 		b.Skip("no AVX2")
 	}
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeF16} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0, ggml.TypeQ4_K, ggml.TypeQ6_K, ggml.TypeF16} {
 		for _, cols := range []int{2048, 5632} {
 			db := newDecodeBench(b, typ, cols)
 			var sink uint64

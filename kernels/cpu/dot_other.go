@@ -2,7 +2,9 @@
 
 package cpu
 
-import "oengine/model/gguf"
+import (
+	"oengine/ggml"
+)
 
 // Stubs where there are no SIMD kernels (the portable ones are used).
 
@@ -11,8 +13,6 @@ func quantQ8SIMD(x []float32, qs []int8, d []float32) bool { return false }
 
 // quantQ8KSIMD: no SIMD activation quantizer on this architecture.
 func quantQ8KSIMD(x []float32, qs []int8, d []float32, bsums []int16) bool { return false }
-
-func simdName() string { return "generic" }
 
 func blkGemm(bk *blkKernel, row []byte, a *actBuf, g, cols int, out *[8]float32) {
 	panic("cpu: no blocked kernels on this architecture")
@@ -41,4 +41,4 @@ func blkDotRows(bk *blkKernel, rows []byte, rb int, qs []int8, d []float32, s8 [
 }
 
 // decodeRows: no many-row decode kernels on this architecture.
-func decodeRows(t gguf.Type, rows []byte, rb int, v actView, out []float32) bool { return false }
+func decodeRows(t ggml.Type, rows []byte, rb int, v actView, out []float32) bool { return false }

@@ -6,32 +6,32 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // f16Fields lists the byte offsets of F16 scale fields inside one block.
-var f16Fields = map[gguf.Type][]int{
-	gguf.TypeQ4_0: {0}, gguf.TypeQ4_1: {0, 2}, gguf.TypeQ5_0: {0}, gguf.TypeQ5_1: {0, 2},
-	gguf.TypeQ8_0: {0}, gguf.TypeQ2_K: {80, 82}, gguf.TypeQ3_K: {108},
-	gguf.TypeQ4_K: {0, 2}, gguf.TypeQ5_K: {0, 2}, gguf.TypeQ6_K: {208},
+var f16Fields = map[ggml.Type][]int{
+	ggml.TypeQ4_0: {0}, ggml.TypeQ4_1: {0, 2}, ggml.TypeQ5_0: {0}, ggml.TypeQ5_1: {0, 2},
+	ggml.TypeQ8_0: {0}, ggml.TypeQ2_K: {80, 82}, ggml.TypeQ3_K: {108},
+	ggml.TypeQ4_K: {0, 2}, ggml.TypeQ5_K: {0, 2}, ggml.TypeQ6_K: {208},
 }
 
 // randomRow returns one row of cols elements whose quant bits are random
 // bytes (every bit pattern, unlike the output of an encoder) and whose
 // scales are random finite F16 values; float types get random values.
-func randomRow(rng *rand.Rand, typ gguf.Type, cols int) []byte {
+func randomRow(rng *rand.Rand, typ ggml.Type, cols int) []byte {
 	rb, _ := typ.RowBytes(cols)
 	row := make([]byte, rb)
 	switch typ {
-	case gguf.TypeF32:
+	case ggml.TypeF32:
 		for i := 0; i < cols; i++ {
 			quantF32([]float32{float32(rng.NormFloat64())}, row[4*i:])
 		}
 		return row
-	case gguf.TypeF16, gguf.TypeBF16:
+	case ggml.TypeF16, ggml.TypeBF16:
 		for i := 0; i < cols; i++ {
 			v := float32(rng.NormFloat64())
-			if typ == gguf.TypeF16 {
+			if typ == ggml.TypeF16 {
 				put16(row[2*i:], F32ToF16(v))
 			} else {
 				put16(row[2*i:], F32ToBF16(v))

@@ -4,7 +4,7 @@
 // of the one-token kernel (same lanes, same order, same final reduction), so
 // results are bitwise identical to it: batch invariance. Integer sums are
 // exact, so their order is free. Token t's activations are at base + t*stride.
-// K-quants: dot_x4k_amd64.s.
+// K-quants: dot_kquant_x4_amd64.s.
 
 #include "textflag.h"
 

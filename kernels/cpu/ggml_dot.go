@@ -3,7 +3,7 @@ package cpu
 import (
 	"math"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // llama.cpp-exact matrix products ("GGML arithmetic").
@@ -52,9 +52,9 @@ import (
 
 // GGMLSupported reports whether GGMLMat.MatMul emulates ggml for type t (others
 // run MatMul's arithmetic).
-func GGMLSupported(t gguf.Type) bool {
+func GGMLSupported(t ggml.Type) bool {
 	switch t {
-	case gguf.TypeQ8_0, gguf.TypeQ6_K, gguf.TypeQ4_K, gguf.TypeF16:
+	case ggml.TypeQ8_0, ggml.TypeQ6_K, ggml.TypeQ4_K, ggml.TypeF16:
 		return true
 	}
 	return false

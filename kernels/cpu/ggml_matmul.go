@@ -1,6 +1,8 @@
 package cpu
 
-import "oengine/model/gguf"
+import (
+	"oengine/ggml"
+)
 
 // GGMLMat holds the activation buffers of GGMLMat.MatMul, reused across calls.
 // The zero value is ready; one GGMLMat must not be used by two calls at once.
@@ -30,12 +32,12 @@ func (g *GGMLMat) MatMul(p *Pool, dst []float32, w Matrix, x []float32, n int) {
 	if cols%w.Type.BlockElems() != 0 || len(x) < n*cols || len(dst) < n*w.Rows || len(w.Data) < w.Rows*w.rowBytes() {
 		panic("cpu: GGMLMat.MatMul shapes")
 	}
-	if w.Type == gguf.TypeF16 {
+	if w.Type == ggml.TypeF16 {
 		g.matMulF16(p, dst, w, x, n)
 		return
 	}
 	g.qs = growI8(g.qs, n*cols)
-	kq := w.Type != gguf.TypeQ8_0
+	kq := w.Type != ggml.TypeQ8_0
 	if kq {
 		nb := cols / qkK
 		g.d = growF32(g.d, n*nb)
@@ -64,11 +66,11 @@ func (g *GGMLMat) MatMul(p *Pool, dst []float32, w Matrix, x []float32, n int) {
 				qs := g.qs[i*cols : (i+1)*cols]
 				var v float32
 				switch w.Type {
-				case gguf.TypeQ8_0:
+				case ggml.TypeQ8_0:
 					v = ggmlDotQ8_0(row, qs, g.d[i*cols/qk:(i+1)*cols/qk])
-				case gguf.TypeQ6_K:
+				case ggml.TypeQ6_K:
 					v = ggmlDotQ6_K(row, qs, g.d[i*cols/qkK:(i+1)*cols/qkK], g.bsums[i*cols/16:(i+1)*cols/16])
-				case gguf.TypeQ4_K:
+				case ggml.TypeQ4_K:
 					v = ggmlDotQ4_K(row, qs, g.d[i*cols/qkK:(i+1)*cols/qkK], g.bsums[i*cols/16:(i+1)*cols/16], i < gemmRows)
 				}
 				dst[i*w.Rows+r] = v
@@ -92,7 +94,7 @@ func (g *GGMLMat) matMulF16(p *Pool, dst []float32, w Matrix, x []float32, n int
 	p.For(w.Rows, func(lo, hi int) {
 		wr := make([]float32, cols)
 		for r := lo; r < hi; r++ {
-			if err := Dequantize(gguf.TypeF16, w.Row(r), wr); err != nil {
+			if err := Dequantize(ggml.TypeF16, w.Row(r), wr); err != nil {
 				panic(err) // unreachable: NewMatrix validated the row size
 			}
 			for i := 0; i < n; i++ {

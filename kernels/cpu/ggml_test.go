@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // fmaExact is a·b+c rounded once to float32 with exact arithmetic
@@ -102,7 +102,7 @@ func TestGGMLMatMulVsRef(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	p := NewPool(2)
 	defer p.Close()
-	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ6_K, gguf.TypeQ4_K, gguf.TypeF16} {
+	for _, typ := range []ggml.Type{ggml.TypeQ8_0, ggml.TypeQ6_K, ggml.TypeQ4_K, ggml.TypeF16} {
 		for _, n := range []int{1, 3, 4, 7} { // Q4_K: gemv only, gemv only, gemm only, gemm + 3 gemv; F16: gemv, then tinyBLAS
 			t.Run(fmt.Sprintf("%s/n%d", typ, n), func(t *testing.T) {
 				rows, cols := 24, 512
@@ -119,7 +119,7 @@ func TestGGMLMatMulVsRef(t *testing.T) {
 					xq, sCorr := quantActRef(k, xi)
 					for rr := 0; rr < rows; rr++ {
 						v := got[i*rows+rr]
-						if typ == gguf.TypeF16 { // activations rounded to F16: compare with that
+						if typ == ggml.TypeF16 { // activations rounded to F16: compare with that
 							xq = make([]float32, cols)
 							for j := range xq {
 								xq[j] = roundF16(xi[j])
@@ -142,7 +142,7 @@ func TestGGMLMatMulVsRef(t *testing.T) {
 // GGMLMat.MatMul must pick per token.
 func TestGGMLQ4KGemmDiffersFromGemv(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	w := randMatrix(t, r, gguf.TypeQ4_K, 64, 1024)
+	w := randMatrix(t, r, ggml.TypeQ4_K, 64, 1024)
 	differ := 0
 	for i := 0; i < 8; i++ {
 		x := randNormal(r, 1024, 1)

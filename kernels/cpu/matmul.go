@@ -3,7 +3,7 @@ package cpu
 import (
 	"fmt"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // Matrix is a weight matrix [Rows][Cols] stored row-major in GGML type
@@ -11,18 +11,18 @@ import (
 // Type.RowBytes(Cols). In GGUF terms Dims = [Cols, Rows]; rows are output
 // features.
 type Matrix struct {
-	Type       gguf.Type
+	Type       ggml.Type
 	Rows, Cols int
 	Data       []byte
 	// q4z: the whole groups of 16 rows, rows [0, q4zRows()), are stored
-	// in the Q4_0 decode layout (PackQ4_0Decode, q4z.go) instead of
+	// in the Q4_0 decode layout (PackQ4_0Decode, q4_0_decode.go) instead of
 	// row-major.
 	q4z bool
 }
 
 // NewMatrix validates that data holds rows×cols elements of type t (whole
 // blocks per row) and that MatMul supports t.
-func NewMatrix(t gguf.Type, rows, cols int, data []byte) (Matrix, error) {
+func NewMatrix(t ggml.Type, rows, cols int, data []byte) (Matrix, error) {
 	if rows <= 0 || cols <= 0 {
 		return Matrix{}, fmt.Errorf("cpu: bad matrix shape %dx%d", rows, cols)
 	}
@@ -84,29 +84,29 @@ type kernel struct {
 	dot22 func(rows []byte, rb int, a actView, cols int) [4]float32
 }
 
+// rowsKernel computes out[j] = dot(row j of rows, token v) for len(out)
+// rows of rb bytes, bitwise the type's one-row kernel (kernel.dot) per row.
+type rowsKernel func(rows []byte, rb int, v actView, out []float32, pf int)
+
 // portable holds the plain Go kernels (the twins of the SIMD ones).
-var portable = map[gguf.Type]kernel{
-	gguf.TypeF32:  {act: actF32, dot: dotF32RowGo},
-	gguf.TypeF16:  {act: actF32, dot: dotF16RowGo},
-	gguf.TypeBF16: {act: actF32, dot: dotBF16RowGo},
-	gguf.TypeQ4_0: {act: actQ8_0, dot: dotQ4_0Go},
-	gguf.TypeQ4_1: {act: actQ8_1, dot: dotQ4_1Go},
-	gguf.TypeQ5_0: {act: actQ8_0, dot: dotQ5_0Go},
-	gguf.TypeQ5_1: {act: actQ8_1, dot: dotQ5_1Go},
-	gguf.TypeQ8_0: {act: actQ8_0, dot: dotQ8_0Go},
-	gguf.TypeQ2_K: {act: actQ8K, dot: dotQ2_KGo},
-	gguf.TypeQ3_K: {act: actQ8K, dot: dotQ3_KGo},
-	gguf.TypeQ4_K: {act: actQ8K, dot: dotQ4_KGo},
-	gguf.TypeQ5_K: {act: actQ8K, dot: dotQ5_KGo},
-	gguf.TypeQ6_K: {act: actQ8K, dot: dotQ6_KGo},
+var portable = map[ggml.Type]kernel{
+	ggml.TypeF32:  {act: actF32, dot: dotF32RowGo},
+	ggml.TypeF16:  {act: actF32, dot: dotF16RowGo},
+	ggml.TypeBF16: {act: actF32, dot: dotBF16RowGo},
+	ggml.TypeQ4_0: {act: actQ8_0, dot: dotQ4_0Go},
+	ggml.TypeQ4_1: {act: actQ8_1, dot: dotQ4_1Go},
+	ggml.TypeQ5_0: {act: actQ8_0, dot: dotQ5_0Go},
+	ggml.TypeQ5_1: {act: actQ8_1, dot: dotQ5_1Go},
+	ggml.TypeQ8_0: {act: actQ8_0, dot: dotQ8_0Go},
+	ggml.TypeQ2_K: {act: actQ8K, dot: dotQ2_KGo},
+	ggml.TypeQ3_K: {act: actQ8K, dot: dotQ3_KGo},
+	ggml.TypeQ4_K: {act: actQ8K, dot: dotQ4_KGo},
+	ggml.TypeQ5_K: {act: actQ8K, dot: dotQ5_KGo},
+	ggml.TypeQ6_K: {act: actQ8K, dot: dotQ6_KGo},
 }
 
-// kernels is what MatMul uses: portable, with SIMD kernels substituted by
-// an architecture file's init when the CPU has the features.
-var kernels = clonedKernels(portable)
-
-func clonedKernels(m map[gguf.Type]kernel) map[gguf.Type]kernel {
-	c := make(map[gguf.Type]kernel, len(m))
+func clonedKernels(m map[ggml.Type]kernel) map[ggml.Type]kernel {
+	c := make(map[ggml.Type]kernel, len(m))
 	for t, k := range m {
 		c[t] = k
 	}
@@ -128,7 +128,3 @@ func MatMulRef(dst []float32, w Matrix, x []float32, n int) {
 // smallMatMul is the multiply-add count below which MatMul runs on the
 // caller alone (about 10 µs of work; a worker wake-up costs several µs).
 const smallMatMul = 1 << 17
-
-// Features names the instruction set the MatMul kernels use on this CPU
-// ("avx2+fma+f16c" or "generic"), for logs and benchmark reports.
-func Features() string { return simdName() }

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // Benchmarks report MB/s of encoded weights read (b.SetBytes = weight
@@ -15,7 +15,7 @@ var benchMatrices = map[string]Matrix{}
 
 // benchMatrix returns a rows×cols matrix of typ made of 64 quantized random
 // rows repeated (quantizing millions of values would dominate setup).
-func benchMatrix(b *testing.B, typ gguf.Type, rows, cols int) Matrix {
+func benchMatrix(b *testing.B, typ ggml.Type, rows, cols int) Matrix {
 	key := fmt.Sprint(typ, rows, cols)
 	if m, ok := benchMatrices[key]; ok {
 		return m
@@ -114,7 +114,7 @@ func BenchmarkQuantize(b *testing.B) {
 // weight bytes read.
 func BenchmarkDecodeLayers(b *testing.B) {
 	const layers, dim, kvDim, ffn = 5, 2048, 256, 5632
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeF16} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0, ggml.TypeQ4_K, ggml.TypeF16} {
 		b.Run(typ.String(), func(b *testing.B) {
 			pool := NewPool(2)
 			defer pool.Close()

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // TestMatMulsEqualsMatMul: a fused call gives each product bitwise what a
@@ -15,16 +15,16 @@ import (
 func TestMatMulsEqualsMatMul(t *testing.T) {
 	cases := []struct {
 		name  string
-		types []gguf.Type
+		types []ggml.Type
 		rows  []int
 		cols  int
 		n     int
 	}{
-		{"qkv q4_0 decode", []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ4_0, gguf.TypeQ4_0}, []int{256, 64, 64}, 256, 1},
-		{"qkv q4_k+q6_k prefill", []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ4_K, gguf.TypeQ6_K}, []int{96, 32, 32}, 512, 13},
-		{"mixed kinds", []gguf.Type{gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ5_1, gguf.TypeQ3_K}, []int{40, 17, 33, 9}, 256, 6},
-		{"gate up f16", []gguf.Type{gguf.TypeF16, gguf.TypeF16}, []int{300, 300}, 128, 9},
-		{"single", []gguf.Type{gguf.TypeBF16}, []int{5}, 64, 2},
+		{"qkv q4_0 decode", []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ4_0, ggml.TypeQ4_0}, []int{256, 64, 64}, 256, 1},
+		{"qkv q4_k+q6_k prefill", []ggml.Type{ggml.TypeQ4_K, ggml.TypeQ4_K, ggml.TypeQ6_K}, []int{96, 32, 32}, 512, 13},
+		{"mixed kinds", []ggml.Type{ggml.TypeQ8_0, ggml.TypeF16, ggml.TypeQ5_1, ggml.TypeQ3_K}, []int{40, 17, 33, 9}, 256, 6},
+		{"gate up f16", []ggml.Type{ggml.TypeF16, ggml.TypeF16}, []int{300, 300}, 128, 9},
+		{"single", []ggml.Type{ggml.TypeBF16}, []int{5}, 64, 2},
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, threads := range []int{1, 2, 3} {
@@ -59,8 +59,8 @@ func TestMatMulsBadShapes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 34))
 	pool := NewPool(2)
 	defer pool.Close()
-	a := randomMatrix(t, rng, gguf.TypeQ8_0, 4, 64)
-	b := randomMatrix(t, rng, gguf.TypeQ8_0, 4, 96)
+	a := randomMatrix(t, rng, ggml.TypeQ8_0, 4, 64)
+	b := randomMatrix(t, rng, ggml.TypeQ8_0, 4, 96)
 	x := make([]float32, 96)
 	cases := []struct {
 		name string

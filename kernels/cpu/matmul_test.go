@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // TestMatMulVsRef: MatMul on random weights (random quant bits) against
@@ -51,7 +51,7 @@ func TestMatMulVsRef(t *testing.T) {
 }
 
 // randomMatrix builds a matrix from randomRow rows (random quant bits).
-func randomMatrix(t testing.TB, rng *rand.Rand, typ gguf.Type, rows, cols int) Matrix {
+func randomMatrix(t testing.TB, rng *rand.Rand, typ ggml.Type, rows, cols int) Matrix {
 	t.Helper()
 	var data []byte
 	for r := 0; r < rows; r++ {
@@ -119,21 +119,21 @@ func TestMatMulAllocs(t *testing.T) {
 func TestNewMatrix(t *testing.T) {
 	cases := []struct {
 		name       string
-		typ        gguf.Type
+		typ        ggml.Type
 		rows, cols int
 		bytes      int
 		ok         bool
 	}{
-		{"q4_0 ok", gguf.TypeQ4_0, 2, 64, 2 * 36, true},
-		{"q4_k ok", gguf.TypeQ4_K, 3, 256, 3 * 144, true},
-		{"f16 ok", gguf.TypeF16, 2, 3, 12, true},
-		{"short data", gguf.TypeQ4_0, 2, 64, 71, false},
-		{"long data", gguf.TypeQ4_0, 2, 64, 73, false},
-		{"partial block", gguf.TypeQ4_K, 1, 128, 72, false},
-		{"zero rows", gguf.TypeF32, 0, 4, 0, false},
-		{"negative cols", gguf.TypeF32, 1, -4, 0, false},
-		{"unsupported type", gguf.TypeIQ2_XXS, 1, 256, 66, false},
-		{"q8_k is not a weight type", gguf.TypeQ8_K, 1, 256, 292, false},
+		{"q4_0 ok", ggml.TypeQ4_0, 2, 64, 2 * 36, true},
+		{"q4_k ok", ggml.TypeQ4_K, 3, 256, 3 * 144, true},
+		{"f16 ok", ggml.TypeF16, 2, 3, 12, true},
+		{"short data", ggml.TypeQ4_0, 2, 64, 71, false},
+		{"long data", ggml.TypeQ4_0, 2, 64, 73, false},
+		{"partial block", ggml.TypeQ4_K, 1, 128, 72, false},
+		{"zero rows", ggml.TypeF32, 0, 4, 0, false},
+		{"negative cols", ggml.TypeF32, 1, -4, 0, false},
+		{"unsupported type", ggml.TypeIQ2_XXS, 1, 256, 66, false},
+		{"q8_k is not a weight type", ggml.TypeQ8_K, 1, 256, 292, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"math"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // ErrType is wrapped by errors about tensor types this package cannot
@@ -24,21 +24,21 @@ type blockCodec struct {
 	quant        func(x []float32, b []byte) // nil: no encoder
 }
 
-var codecs = map[gguf.Type]blockCodec{
-	gguf.TypeF32:  {1, 4, dequantF32, quantF32},
-	gguf.TypeF16:  {1, 2, func(b []byte, y []float32) { y[0] = F16ToF32(le16(b)) }, func(x []float32, b []byte) { put16(b, F32ToF16(x[0])) }},
-	gguf.TypeBF16: {1, 2, func(b []byte, y []float32) { y[0] = BF16ToF32(le16(b)) }, func(x []float32, b []byte) { put16(b, F32ToBF16(x[0])) }},
-	gguf.TypeQ4_0: {qk, 18, dequantQ4_0, quantQ4_0},
-	gguf.TypeQ4_1: {qk, 20, dequantQ4_1, quantQ4_1},
-	gguf.TypeQ5_0: {qk, 22, dequantQ5_0, quantQ5_0},
-	gguf.TypeQ5_1: {qk, 24, dequantQ5_1, quantQ5_1},
-	gguf.TypeQ8_0: {qk, 34, dequantQ8_0, quantQ8_0},
-	gguf.TypeQ2_K: {qkK, 84, dequantQ2_K, quantQ2_K},
-	gguf.TypeQ3_K: {qkK, 110, dequantQ3_K, quantQ3_K},
-	gguf.TypeQ4_K: {qkK, 144, dequantQ4_K, quantQ4_K},
-	gguf.TypeQ5_K: {qkK, 176, dequantQ5_K, quantQ5_K},
-	gguf.TypeQ6_K: {qkK, 210, dequantQ6_K, quantQ6_K},
-	gguf.TypeQ8_K: {qkK, 292, dequantQ8_K, quantQ8_K},
+var codecs = map[ggml.Type]blockCodec{
+	ggml.TypeF32:  {1, 4, dequantF32, quantF32},
+	ggml.TypeF16:  {1, 2, func(b []byte, y []float32) { y[0] = F16ToF32(le16(b)) }, func(x []float32, b []byte) { put16(b, F32ToF16(x[0])) }},
+	ggml.TypeBF16: {1, 2, func(b []byte, y []float32) { y[0] = BF16ToF32(le16(b)) }, func(x []float32, b []byte) { put16(b, F32ToBF16(x[0])) }},
+	ggml.TypeQ4_0: {qk, 18, dequantQ4_0, quantQ4_0},
+	ggml.TypeQ4_1: {qk, 20, dequantQ4_1, quantQ4_1},
+	ggml.TypeQ5_0: {qk, 22, dequantQ5_0, quantQ5_0},
+	ggml.TypeQ5_1: {qk, 24, dequantQ5_1, quantQ5_1},
+	ggml.TypeQ8_0: {qk, 34, dequantQ8_0, quantQ8_0},
+	ggml.TypeQ2_K: {qkK, 84, dequantQ2_K, quantQ2_K},
+	ggml.TypeQ3_K: {qkK, 110, dequantQ3_K, quantQ3_K},
+	ggml.TypeQ4_K: {qkK, 144, dequantQ4_K, quantQ4_K},
+	ggml.TypeQ5_K: {qkK, 176, dequantQ5_K, quantQ5_K},
+	ggml.TypeQ6_K: {qkK, 210, dequantQ6_K, quantQ6_K},
+	ggml.TypeQ8_K: {qkK, 292, dequantQ8_K, quantQ8_K},
 }
 
 func dequantF32(b []byte, y []float32) {
@@ -52,7 +52,7 @@ func quantF32(x []float32, b []byte) {
 
 // codecFor returns the codec of t and checks that n elements are whole blocks
 // that fit in have bytes.
-func codecFor(t gguf.Type, n, have int) (blockCodec, error) {
+func codecFor(t ggml.Type, n, have int) (blockCodec, error) {
 	c, ok := codecs[t]
 	if !ok {
 		return c, fmt.Errorf("%w %s", ErrType, t)
@@ -68,19 +68,19 @@ func codecFor(t gguf.Type, n, have int) (blockCodec, error) {
 
 // Dequantize decodes len(dst) elements of type t from src, which must hold
 // at least that many whole blocks. It is the plain reference decoder.
-func Dequantize(t gguf.Type, src []byte, dst []float32) error {
+func Dequantize(t ggml.Type, src []byte, dst []float32) error {
 	c, err := codecFor(t, len(dst), len(src))
 	if err != nil {
 		return err
 	}
 	switch t {
-	case gguf.TypeF16:
+	case ggml.TypeF16:
 		tab := f16Table()
 		for i := range dst {
 			dst[i] = tab[le16(src[2*i:])]
 		}
 		return nil
-	case gguf.TypeBF16:
+	case ggml.TypeBF16:
 		for i := range dst {
 			dst[i] = BF16ToF32(le16(src[2*i:]))
 		}
@@ -93,14 +93,14 @@ func Dequantize(t gguf.Type, src []byte, dst []float32) error {
 }
 
 // CanQuantize reports whether Quantize can encode type t.
-func CanQuantize(t gguf.Type) bool {
+func CanQuantize(t ggml.Type) bool {
 	c, ok := codecs[t]
 	return ok && c.quant != nil
 }
 
 // Quantize encodes all of src as type t into dst, which must have room for
 // len(src)/BlockElems whole blocks.
-func Quantize(t gguf.Type, src []float32, dst []byte) error {
+func Quantize(t ggml.Type, src []float32, dst []byte) error {
 	c, err := codecFor(t, len(src), len(dst))
 	if err != nil {
 		return err
@@ -118,7 +118,7 @@ func Quantize(t gguf.Type, src []float32, dst []byte) error {
 // accumulated in float64 over the exactly decoded weights (no activation
 // quantization). It is the reference twin of every dot kernel; it returns
 // NaN when the type is unsupported or row is too short for len(x) elements.
-func DotRef(t gguf.Type, row []byte, x []float32) float64 {
+func DotRef(t ggml.Type, row []byte, x []float32) float64 {
 	c, err := codecFor(t, len(x), len(row))
 	if err != nil {
 		return math.NaN()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"oengine/ggml"
 	"oengine/model/gguf"
 )
 
@@ -54,12 +55,12 @@ func loadGolden(t *testing.T, name string) golden {
 
 var goldenNames = []struct {
 	name string
-	typ  gguf.Type
+	typ  ggml.Type
 }{
-	{"f16", gguf.TypeF16}, {"bf16", gguf.TypeBF16}, {"q8_0", gguf.TypeQ8_0},
-	{"q4_0", gguf.TypeQ4_0}, {"q4_1", gguf.TypeQ4_1}, {"q5_0", gguf.TypeQ5_0},
-	{"q5_1", gguf.TypeQ5_1}, {"q2_k", gguf.TypeQ2_K}, {"q3_k", gguf.TypeQ3_K},
-	{"q4_k", gguf.TypeQ4_K}, {"q5_k", gguf.TypeQ5_K}, {"q6_k", gguf.TypeQ6_K},
+	{"f16", ggml.TypeF16}, {"bf16", ggml.TypeBF16}, {"q8_0", ggml.TypeQ8_0},
+	{"q4_0", ggml.TypeQ4_0}, {"q4_1", ggml.TypeQ4_1}, {"q5_0", ggml.TypeQ5_0},
+	{"q5_1", ggml.TypeQ5_1}, {"q2_k", ggml.TypeQ2_K}, {"q3_k", ggml.TypeQ3_K},
+	{"q4_k", ggml.TypeQ4_K}, {"q5_k", ggml.TypeQ5_K}, {"q6_k", ggml.TypeQ6_K},
 }
 
 // oneStep reports whether got is within one float32 rounding step of want.

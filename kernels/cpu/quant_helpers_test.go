@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // sharedTestdata returns ../shared/testdata relative to the repository root
@@ -36,10 +36,10 @@ func sharedTestdata(t testing.TB) string {
 }
 
 // allTypes are the weight types MatMul supports.
-var allTypes = []gguf.Type{
-	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16,
-	gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0,
-	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
+var allTypes = []ggml.Type{
+	ggml.TypeF32, ggml.TypeF16, ggml.TypeBF16,
+	ggml.TypeQ4_0, ggml.TypeQ4_1, ggml.TypeQ5_0, ggml.TypeQ5_1, ggml.TypeQ8_0,
+	ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K,
 }
 
 func randNormal(rng *rand.Rand, n int, scale float32) []float32 {
@@ -51,7 +51,7 @@ func randNormal(rng *rand.Rand, n int, scale float32) []float32 {
 }
 
 // randMatrix quantizes random normal weights into a rows×cols matrix.
-func randMatrix(t testing.TB, rng *rand.Rand, typ gguf.Type, rows, cols int) Matrix {
+func randMatrix(t testing.TB, rng *rand.Rand, typ ggml.Type, rows, cols int) Matrix {
 	t.Helper()
 	w := randNormal(rng, rows*cols, 0.5)
 	rb, err := typ.RowBytes(cols)
@@ -108,7 +108,7 @@ func quantActRef(k actKind, x []float32) (xq []float32, sCorr []float64) {
 // quantDotRef is the float64 value MatMul approximates for one row: the
 // dequantized weights against the quantized activations (plus the Q8_1
 // s-rounding term). mag is Σ|w·xq|, the scale of float32 rounding.
-func quantDotRef(t testing.TB, typ gguf.Type, row []byte, xq []float32, sCorr []float64) (exp, mag float64) {
+func quantDotRef(t testing.TB, typ ggml.Type, row []byte, xq []float32, sCorr []float64) (exp, mag float64) {
 	t.Helper()
 	w := make([]float32, len(xq))
 	if err := Dequantize(typ, row, w); err != nil {
@@ -133,7 +133,7 @@ func quantDotRef(t testing.TB, typ gguf.Type, row []byte, xq []float32, sCorr []
 // quantization error per element (0.57·d for Q8_0/Q8_1 with d = amax/127
 // rounded to F16, 0.5·d for Q8_K) times |w|, the Q8_1 s rounding (2^-11 of
 // |d·Σq| ≤ 32·amax per block, times |m|), plus float32 accumulation 2e-5·Σ|w·x|.
-func actErrBound(t testing.TB, typ gguf.Type, row []byte, x []float32) float64 {
+func actErrBound(t testing.TB, typ ggml.Type, row []byte, x []float32) float64 {
 	t.Helper()
 	k := kernels[typ]
 	w := make([]float32, len(x))

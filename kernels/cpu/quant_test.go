@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // TestQuantizeRoundTrip bounds the error of Quantize→Dequantize on random
@@ -15,25 +15,25 @@ import (
 // block's largest magnitude. RMS bounds are about 1.4x what was measured.
 func TestQuantizeRoundTrip(t *testing.T) {
 	cases := []struct {
-		typ          gguf.Type
+		typ          ggml.Type
 		rms, maxRel  float64 // RMS error / σ, max |err| / block amax
 		exactOnBlock bool
 	}{
-		{gguf.TypeF32, 0, 0, true},
-		{gguf.TypeF16, 4e-4, 5e-4, false},
-		{gguf.TypeBF16, 3e-3, 4e-3, false},
-		{gguf.TypeQ8_0, 0.006, 0.0045, false},
+		{ggml.TypeF32, 0, 0, true},
+		{ggml.TypeF16, 4e-4, 5e-4, false},
+		{ggml.TypeBF16, 3e-3, 4e-3, false},
+		{ggml.TypeQ8_0, 0.006, 0.0045, false},
 		// Legacy max errors are structural: Q4_0 clamps -vmax to 7·d (amax/8),
 		// Q4_1 half a step of (max-min)/15 ≤ amax/15, Q5_0 amax/16, Q5_1 amax/31.
-		{gguf.TypeQ4_0, 0.12, 0.126, false},
-		{gguf.TypeQ4_1, 0.10, 0.068, false},
-		{gguf.TypeQ5_0, 0.06, 0.063, false},
-		{gguf.TypeQ5_1, 0.05, 0.033, false},
-		{gguf.TypeQ2_K, 0.45, 0.5, false},
-		{gguf.TypeQ3_K, 0.25, 0.3, false},
-		{gguf.TypeQ4_K, 0.12, 0.12, false},
-		{gguf.TypeQ5_K, 0.06, 0.06, false},
-		{gguf.TypeQ6_K, 0.03, 0.03, false},
+		{ggml.TypeQ4_0, 0.12, 0.126, false},
+		{ggml.TypeQ4_1, 0.10, 0.068, false},
+		{ggml.TypeQ5_0, 0.06, 0.063, false},
+		{ggml.TypeQ5_1, 0.05, 0.033, false},
+		{ggml.TypeQ2_K, 0.45, 0.5, false},
+		{ggml.TypeQ3_K, 0.25, 0.3, false},
+		{ggml.TypeQ4_K, 0.12, 0.12, false},
+		{ggml.TypeQ5_K, 0.06, 0.06, false},
+		{ggml.TypeQ6_K, 0.03, 0.03, false},
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	const n = 64 * 256
@@ -102,14 +102,14 @@ func TestRequantizeGolden(t *testing.T) {
 func TestQuantizeErrors(t *testing.T) {
 	cases := []struct {
 		name    string
-		typ     gguf.Type
+		typ     ggml.Type
 		n, have int
 		err     error
 	}{
-		{"partial block", gguf.TypeQ4_0, 33, 1000, nil},
-		{"short dst", gguf.TypeQ4_0, 64, 35, nil},
-		{"unsupported", gguf.TypeIQ2_XXS, 256, 1000, ErrType},
-		{"no encoder for Q8_1", gguf.TypeQ8_1, 32, 100, ErrType},
+		{"partial block", ggml.TypeQ4_0, 33, 1000, nil},
+		{"short dst", ggml.TypeQ4_0, 64, 35, nil},
+		{"unsupported", ggml.TypeIQ2_XXS, 256, 1000, ErrType},
+		{"no encoder for Q8_1", ggml.TypeQ8_1, 32, 100, ErrType},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -128,7 +128,7 @@ func TestQuantizeErrors(t *testing.T) {
 			}
 		})
 	}
-	if CanQuantize(gguf.TypeIQ2_XXS) {
+	if CanQuantize(ggml.TypeIQ2_XXS) {
 		t.Error("CanQuantize(IQ2_XXS)")
 	}
 }

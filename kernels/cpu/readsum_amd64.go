@@ -1,8 +1,5 @@
 package cpu
 
-// readSIMD: the AVX2 read loop of dot_gemv_amd64.s is usable.
-var readSIMD = hasAVX2
-
 // readSum128 sums b (len a multiple of 128) with readAVX2, prefetching
 // 2 KiB ahead as the decode kernels do.
 func readSum128(b []byte) uint64 { return readAVX2(&b[0], len(b), 2048) }

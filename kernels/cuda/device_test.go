@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -386,13 +386,13 @@ func TestOpsValidateShapes(t *testing.T) {
 		op   func(s *Stream) error
 	}{
 		{"unsupported weight type", func(s *Stream) error {
-			return s.Gemv(0, Weight{Type: gguf.TypeQ5_1, Rows: 4, Cols: 32}, 0, 1)
+			return s.Gemv(0, Weight{Type: ggml.TypeQ5_1, Rows: 4, Cols: 32}, 0, 1)
 		}},
 		{"cols not a multiple of the block", func(s *Stream) error {
-			return s.Gemv(0, Weight{Type: gguf.TypeQ4_K, Rows: 4, Cols: 128}, 0, 1)
+			return s.Gemv(0, Weight{Type: ggml.TypeQ4_K, Rows: 4, Cols: 128}, 0, 1)
 		}},
 		{"weight bytes", func(s *Stream) error {
-			_, err := s.UploadWeight(gguf.TypeQ8_0, 2, 32, make([]byte, 33))
+			_, err := s.UploadWeight(ggml.TypeQ8_0, 2, 32, make([]byte, 33))
 			return err
 		}},
 		{"head dim", func(s *Stream) error {
@@ -417,7 +417,7 @@ func TestOpsValidateShapes(t *testing.T) {
 func TestGemvSplitsTokens(t *testing.T) {
 	f := newFakeDriver()
 	d := openFake(t, f)
-	w := Weight{Type: gguf.TypeQ8_0, Rows: 100, Cols: 64, Ptr: 0x9000}
+	w := Weight{Type: ggml.TypeQ8_0, Rows: 100, Cols: 64, Ptr: 0x9000}
 	err := d.Do(func(s *Stream) error { return s.Gemv(0x100000, w, 0x200000, 19) })
 	if err != nil {
 		t.Fatal(err)

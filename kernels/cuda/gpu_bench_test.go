@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // BenchmarkGPUGemv measures decode-time matmul bandwidth on Llama-3-8B
@@ -19,7 +19,7 @@ func BenchmarkGPUGemv(b *testing.B) {
 		name       string
 		rows, cols int
 	}{{"4096x4096", 4096, 4096}, {"28672x4096", 28672, 4096}, {"4096x14336", 4096, 14336}}
-	for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, typ := range []ggml.Type{ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeQ4_K, ggml.TypeQ6_K} {
 		for _, sh := range shapes {
 			for _, n := range []int{1, 8} {
 				b.Run(fmt.Sprintf("%s/%s/n=%d", typ, sh.name, n), func(b *testing.B) {
@@ -30,7 +30,7 @@ func BenchmarkGPUGemv(b *testing.B) {
 	}
 }
 
-func benchGemv(b *testing.B, d *Device, typ gguf.Type, rows, cols, n int) {
+func benchGemv(b *testing.B, d *Device, typ ggml.Type, rows, cols, n int) {
 	rb, _ := typ.RowBytes(cols)
 	bytes := rows * rb
 	data := make([]byte, bytes)
@@ -41,7 +41,7 @@ func benchGemv(b *testing.B, d *Device, typ gguf.Type, rows, cols, n int) {
 			data[i+j] = byte(v >> (8 * j))
 		}
 	}
-	if typ == gguf.TypeF16 {
+	if typ == ggml.TypeF16 {
 		for i := 1; i < len(data); i += 2 {
 			data[i] &= 0x3b // finite halves
 		}

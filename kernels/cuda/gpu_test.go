@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"oengine/ggml"
 	"oengine/kernels/cpu"
-	"oengine/model/gguf"
 )
 
 // GPU parity tests: every kernel against its CPU twin. They skip on a
@@ -82,7 +82,7 @@ func upI32(s *Stream, v []int32) (DevPtr, error) {
 }
 
 // encode returns the rows×cols matrix x in type t (row-major blocks).
-func encode(t testing.TB, typ gguf.Type, x []float32, rows, cols int) []byte {
+func encode(t testing.TB, typ ggml.Type, x []float32, rows, cols int) []byte {
 	t.Helper()
 	rb, err := typ.RowBytes(cols)
 	if err != nil {
@@ -90,14 +90,14 @@ func encode(t testing.TB, typ gguf.Type, x []float32, rows, cols int) []byte {
 	}
 	out := make([]byte, rows*rb)
 	switch typ {
-	case gguf.TypeF32:
+	case ggml.TypeF32:
 		copy(out, bytesOf(x))
-	case gguf.TypeF16:
+	case ggml.TypeF16:
 		for i, v := range x {
 			h := cpu.F32ToF16(v)
 			out[2*i], out[2*i+1] = byte(h), byte(h>>8)
 		}
-	case gguf.TypeBF16:
+	case ggml.TypeBF16:
 		for i, v := range x {
 			h := cpu.F32ToBF16(v)
 			out[2*i], out[2*i+1] = byte(h), byte(h>>8)
@@ -110,7 +110,7 @@ func encode(t testing.TB, typ gguf.Type, x []float32, rows, cols int) []byte {
 	return out
 }
 
-var gpuTypes = []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K}
+var gpuTypes = []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeBF16, ggml.TypeQ8_0, ggml.TypeQ4_0, ggml.TypeQ4_K, ggml.TypeQ6_K}
 
 func TestGPUInfo(t *testing.T) {
 	d := gpu(t)
@@ -178,7 +178,7 @@ func TestGPUGemvAndMatMul(t *testing.T) {
 				rel := 1e-5
 				cublas := false
 				d.Do(func(s *Stream) error { cublas = s.HasBLAS(); return nil })
-				if cublas && (n >= GemmDequantMinTokens || typ == gguf.TypeF16 && n >= GemmMinTokens) {
+				if cublas && (n >= GemmDequantMinTokens || typ == ggml.TypeF16 && n >= GemmMinTokens) {
 					rel = 2e-3 // F16 operands
 				}
 				for i := 0; i < n; i++ {

@@ -3,7 +3,7 @@ package cuda
 import (
 	"fmt"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // kernelName is the extern "C" name of a kernel in the embedded source.
@@ -46,18 +46,18 @@ func typeK(suffix string, unit int) typeKernels {
 }
 
 // weightKernels lists the weight types the device kernels decode.
-var weightKernels = map[gguf.Type]typeKernels{
-	gguf.TypeF32:  typeK("f32", 8),
-	gguf.TypeF16:  typeK("f16", 8),
-	gguf.TypeBF16: typeK("bf16", 8),
-	gguf.TypeQ8_0: typeK("q8_0", 32),
-	gguf.TypeQ4_0: typeK("q4_0", 32),
-	gguf.TypeQ4_K: typeK("q4_k", 32),
-	gguf.TypeQ6_K: typeK("q6_k", 16),
+var weightKernels = map[ggml.Type]typeKernels{
+	ggml.TypeF32:  typeK("f32", 8),
+	ggml.TypeF16:  typeK("f16", 8),
+	ggml.TypeBF16: typeK("bf16", 8),
+	ggml.TypeQ8_0: typeK("q8_0", 32),
+	ggml.TypeQ4_0: typeK("q4_0", 32),
+	ggml.TypeQ4_K: typeK("q4_k", 32),
+	ggml.TypeQ6_K: typeK("q6_k", 16),
 }
 
 // Supports reports whether the device kernels can use weights of type t.
-func Supports(t gguf.Type) bool {
+func Supports(t ggml.Type) bool {
 	_, ok := weightKernels[t]
 	return ok
 }
@@ -76,7 +76,7 @@ func allKernels() []kernelName {
 // GGML type Type: row r starts RowBytes()*r bytes after Ptr (rows are
 // output features, as cpu.Matrix).
 type Weight struct {
-	Type       gguf.Type
+	Type       ggml.Type
 	Rows, Cols int
 	Ptr        DevPtr
 }
@@ -85,7 +85,7 @@ type Weight struct {
 func (w Weight) RowBytes() int { return w.Cols / w.Type.BlockElems() * w.Type.BlockBytes() }
 
 // checkWeight validates that w's type and shape suit the device kernels.
-func checkWeight(t gguf.Type, rows, cols int) (typeKernels, error) {
+func checkWeight(t ggml.Type, rows, cols int) (typeKernels, error) {
 	tk, ok := weightKernels[t]
 	if !ok {
 		return tk, fmt.Errorf("cuda: weight type %s has no device kernel", t)

@@ -5,7 +5,7 @@ import (
 	"math"
 	"unsafe"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // Device operations. Each queues kernels on the stream and returns without
@@ -15,7 +15,7 @@ func blocks(n, per int) int { return (n + per - 1) / per }
 
 // UploadWeight allocates and fills a device copy of an encoded matrix
 // [rows][cols] of type t (row-major, as cpu.Matrix).
-func (s *Stream) UploadWeight(t gguf.Type, rows, cols int, data []byte) (Weight, error) {
+func (s *Stream) UploadWeight(t ggml.Type, rows, cols int, data []byte) (Weight, error) {
 	if _, err := checkWeight(t, rows, cols); err != nil {
 		return Weight{}, err
 	}
@@ -290,14 +290,14 @@ const (
 // scratch buffer unless W is F16) and x. The F16 path rounds activations
 // (and BF16/F32 weights) to F16: a reduced-precision path.
 func (s *Stream) MatMul(y DevPtr, w Weight, x DevPtr, n int) error {
-	if n < GemmMinTokens || s.blas == nil || (w.Type != gguf.TypeF16 && n < GemmDequantMinTokens) {
+	if n < GemmMinTokens || s.blas == nil || (w.Type != ggml.TypeF16 && n < GemmDequantMinTokens) {
 		return s.Gemv(y, w, x, n)
 	}
 	if _, err := checkWeight(w.Type, w.Rows, w.Cols); err != nil {
 		return err
 	}
 	w16 := w.Ptr
-	if w.Type != gguf.TypeF16 {
+	if w.Type != ggml.TypeF16 {
 		p, err := s.scratchBuf("gemm_w16", uint64(w.Rows*w.Cols*2))
 		if err != nil {
 			return err

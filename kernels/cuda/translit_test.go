@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"oengine/ggml"
 	"oengine/kernels/cpu"
 	"oengine/model/gguf"
 )
@@ -42,30 +43,30 @@ func sharedTestdata(t *testing.T) string {
 func le16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }
 
 // emulUnit mirrors Q*::unit in quant.cu.
-func emulUnit(t gguf.Type, row []byte, u int, o []float32) {
+func emulUnit(t ggml.Type, row []byte, u int, o []float32) {
 	switch t {
-	case gguf.TypeF16:
+	case ggml.TypeF16:
 		for i := 0; i < 8; i++ {
 			o[i] = cpu.F16ToF32(le16(row[u*16+2*i:]))
 		}
-	case gguf.TypeBF16:
+	case ggml.TypeBF16:
 		for i := 0; i < 8; i++ {
 			o[i] = cpu.BF16ToF32(le16(row[u*16+2*i:]))
 		}
-	case gguf.TypeQ8_0:
+	case ggml.TypeQ8_0:
 		b := row[u*34:]
 		d := cpu.F16ToF32(le16(b))
 		for j := 0; j < 32; j++ {
 			o[j] = float32(int8(b[2+j])) * d
 		}
-	case gguf.TypeQ4_0:
+	case ggml.TypeQ4_0:
 		b := row[u*18:]
 		d := cpu.F16ToF32(le16(b))
 		for j := 0; j < 16; j++ {
 			o[j] = float32(int(b[2+j]&15)-8) * d
 			o[j+16] = float32(int(b[2+j]>>4)-8) * d
 		}
-	case gguf.TypeQ4_K:
+	case ggml.TypeQ4_K:
 		b := row[(u>>3)*144:]
 		s := u & 7
 		d, dmin := cpu.F16ToF32(le16(b)), cpu.F16ToF32(le16(b[2:]))
@@ -76,7 +77,7 @@ func emulUnit(t gguf.Type, row []byte, u int, o []float32) {
 		for l := 0; l < 32; l++ {
 			o[l] = dl*float32((q[l]>>shift)&15) - ml
 		}
-	case gguf.TypeQ6_K:
+	case ggml.TypeQ6_K:
 		b := row[(u>>4)*210:]
 		g := u & 15
 		n, k, half := g>>3, (g&7)>>1, g&1

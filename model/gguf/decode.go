@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"oengine/ggml"
 )
 
 // Limits on hostile input. Every count read from a file is also checked
@@ -41,7 +43,7 @@ var ErrMalformed = errors.New("gguf: malformed file")
 type FormatError struct {
 	Offset int64
 	Msg    string
-	Err    error // an underlying sentinel such as ErrUnsupportedType, or nil
+	Err    error // an underlying sentinel such as ggml.ErrUnsupportedType, or nil
 }
 
 func (e *FormatError) Error() string {
@@ -52,9 +54,9 @@ func (e *FormatError) Error() string {
 func (e *FormatError) Unwrap() error { return e.Err }
 
 // Is makes every FormatError match ErrMalformed, except those that wrap
-// ErrUnsupportedType (a valid file with a tensor type oengine cannot use).
+// ggml.ErrUnsupportedType (a valid file with a tensor type oengine cannot use).
 func (e *FormatError) Is(target error) bool {
-	return target == ErrMalformed && !errors.Is(e.Err, ErrUnsupportedType)
+	return target == ErrMalformed && !errors.Is(e.Err, ggml.ErrUnsupportedType)
 }
 
 // decoder reads little-endian GGUF fields from b, tracking the offset.

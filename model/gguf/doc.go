@@ -16,7 +16,7 @@
 // Open maps the file read-only and Parse validates everything before
 // trusting it: counts and lengths are checked against the bytes that remain
 // before anything is allocated, so a hostile file yields an error (matching
-// ErrMalformed or ErrUnsupportedType), never a panic or a huge allocation.
+// ErrMalformed or ggml.ErrUnsupportedType), never a panic or a huge allocation.
 // Tensor Data are views into the mapping and stay valid until Close; the
 // metadata is copied and outlives it. A File is safe for concurrent reads;
 // Close must not race with users of tensor Data.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"sync"
+
+	"oengine/ggml"
 )
 
 // File is a parsed GGUF file. Tensor data are views into the mapped file (or
@@ -36,7 +38,7 @@ type TensorInfo struct {
 	// dimension, i.e. the columns of a row-major matrix; a [rows][cols]
 	// weight has Dims = [cols, rows].
 	Dims   []uint64
-	Type   Type
+	Type   ggml.Type
 	Offset uint64 // relative to the start of the data section
 	Data   []byte // zero-copy view of exactly the tensor's bytes
 }
@@ -289,15 +291,15 @@ func (f *File) tensorInfo(d *decoder, i int) (*TensorInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.Type = Type(ty)
+	t.Type = ggml.Type(ty)
 	if t.Offset, err = d.u64("offset of " + name); err != nil {
 		return nil, err
 	}
 	switch {
 	case !t.Type.Known():
-		return nil, &FormatError{Offset: int64(typeOff), Msg: fmt.Sprintf("tensor %q has unknown type id %d", name, ty), Err: ErrUnsupportedType}
+		return nil, &FormatError{Offset: int64(typeOff), Msg: fmt.Sprintf("tensor %q has unknown type id %d", name, ty), Err: ggml.ErrUnsupportedType}
 	case !t.Type.Supported():
-		return nil, &FormatError{Offset: int64(typeOff), Msg: fmt.Sprintf("tensor %q has unsupported type %s (id %d)", name, t.Type, ty), Err: ErrUnsupportedType}
+		return nil, &FormatError{Offset: int64(typeOff), Msg: fmt.Sprintf("tensor %q has unsupported type %s (id %d)", name, t.Type, ty), Err: ggml.ErrUnsupportedType}
 	}
 	if _, err := tensorBytes(t.Type, t.Dims); err != nil {
 		return nil, d.errf(start, "tensor %q: %v", name, err)
@@ -310,7 +312,7 @@ func (f *File) tensorInfo(d *decoder, i int) (*TensorInfo, error) {
 
 // tensorBytes returns the bytes a tensor of type t and dims occupies, with
 // overflow checks; dims[0] must be a multiple of the block size.
-func tensorBytes(t Type, dims []uint64) (uint64, error) {
+func tensorBytes(t ggml.Type, dims []uint64) (uint64, error) {
 	be := uint64(t.BlockElems())
 	if be == 0 {
 		return 0, fmt.Errorf("unknown type %s", t)

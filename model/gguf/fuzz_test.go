@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"oengine/ggml"
 )
 
 // fuzzSeeds returns the seed inputs: a valid file with every value type, a
@@ -42,7 +44,7 @@ func FuzzParse(f *testing.F) {
 			if !strings.HasPrefix(err.Error(), "gguf: ") {
 				t.Fatalf("error without prefix: %v", err)
 			}
-			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnsupportedType) {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ggml.ErrUnsupportedType) {
 				t.Fatalf("error %v matches neither sentinel", err)
 			}
 			return

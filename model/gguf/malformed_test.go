@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"oengine/ggml"
 )
 
 // raw hand-encodes GGUF fields, including ones the Writer refuses to write.
@@ -27,7 +29,7 @@ func header(tensors, kvs uint64) *raw {
 func (r *raw) kvU32(key string, v uint32) *raw { return r.str(key).u32(uint32(ValueUint32)).u32(v) }
 
 // tensor writes one tensor info.
-func (r *raw) tensor(name string, dims []uint64, t Type, off uint64) *raw {
+func (r *raw) tensor(name string, dims []uint64, t ggml.Type, off uint64) *raw {
 	r.str(name).u32(uint32(len(dims)))
 	for _, d := range dims {
 		r.u64(d)
@@ -58,13 +60,13 @@ type malformedCase struct {
 	name string
 	data []byte
 	want string // substring of the error
-	// unsupported marks errors that wrap ErrUnsupportedType instead of
+	// unsupported marks errors that wrap ggml.ErrUnsupportedType instead of
 	// matching ErrMalformed.
 	unsupported bool
 }
 
 func malformedCases() []malformedCase {
-	valid := func() *raw { return header(1, 1).kvU32("a", 1).tensor("t", []uint64{4}, TypeF32, 0) }
+	valid := func() *raw { return header(1, 1).kvU32("a", 1).tensor("t", []uint64{4}, ggml.TypeF32, 0) }
 	bigEndian := &raw{}
 	bigEndian.WriteString("GGUF")
 	binary.Write(bigEndian, binary.BigEndian, uint32(3))
@@ -98,22 +100,22 @@ func malformedCases() []malformedCase {
 		{name: "alignment zero", data: header(0, 1).kvU32(KeyAlignment, 0).bytes(), want: "general.alignment"},
 		{name: "alignment 48", data: header(0, 1).kvU32(KeyAlignment, 48).bytes(), want: "power of two"},
 		{name: "alignment string", data: header(0, 1).str(KeyAlignment).u32(uint32(ValueString)).str("32").bytes(), want: "UINT32"},
-		{name: "zero dims", data: header(1, 0).tensor("t", nil, TypeF32, 0).data(16).bytes(), want: `tensor "t" has 0 dimensions`},
-		{name: "five dims", data: header(1, 0).tensor("t", []uint64{1, 1, 1, 1, 1}, TypeF32, 0).data(16).bytes(), want: "5 dimensions"},
-		{name: "zero dim", data: header(1, 0).tensor("t", []uint64{4, 0}, TypeF32, 0).data(16).bytes(), want: "dimension 1 is zero"},
-		{name: "dim overflow", data: header(1, 0).tensor("t", []uint64{1 << 32, 1 << 32}, TypeF32, 0).data(16).bytes(), want: "overflow"},
-		{name: "elements overflow", data: header(1, 0).tensor("t", []uint64{1 << 40, 1 << 30}, TypeF32, 0).data(16).bytes(), want: "overflow"},
-		{name: "partial block", data: header(1, 0).tensor("t", []uint64{16}, TypeQ4_0, 0).data(64).bytes(), want: "not a multiple of the Q4_0 block size"},
-		{name: "unknown type", data: header(1, 0).tensor("t", []uint64{4}, Type(4), 0).data(16).bytes(), want: `tensor "t" has unknown type id 4`, unsupported: true},
-		{name: "huge type id", data: header(1, 0).tensor("t", []uint64{4}, Type(math.MaxUint32), 0).data(16).bytes(), want: "unknown type id 4294967295", unsupported: true},
-		{name: "unsupported type", data: header(1, 0).tensor("t", []uint64{256}, TypeIQ2_XS, 0).data(74).bytes(), want: `tensor "t" has unsupported type IQ2_XS (id 17)`, unsupported: true},
-		{name: "duplicate tensor", data: header(2, 0).tensor("t", []uint64{4}, TypeF32, 0).tensor("t", []uint64{4}, TypeF32, 32).data(64).bytes(), want: `duplicate tensor "t"`},
-		{name: "overlapping tensors", data: header(2, 0).tensor("a", []uint64{16}, TypeF32, 0).tensor("b", []uint64{4}, TypeF32, 32).data(64).bytes(), want: `tensor "b" at data offset 32 overlaps tensor "a"`},
-		{name: "same offset", data: header(2, 0).tensor("a", []uint64{4}, TypeF32, 32).tensor("b", []uint64{4}, TypeF32, 32).data(64).bytes(), want: "overlaps"},
-		{name: "misaligned offset", data: header(1, 0).tensor("t", []uint64{4}, TypeF32, 4).data(64).bytes(), want: "not a multiple of the alignment"},
-		{name: "offset out of bounds", data: header(1, 0).tensor("t", []uint64{4}, TypeF32, 64).data(64).bytes(), want: "ends past the data section"},
-		{name: "size out of bounds", data: header(1, 0).tensor("t", []uint64{32}, TypeF32, 0).data(64).bytes(), want: "ends past the data section"},
-		{name: "offset overflow", data: header(1, 0).tensor("t", []uint64{32}, TypeF32, math.MaxUint64-31).data(64).bytes(), want: "ends past the data section"},
+		{name: "zero dims", data: header(1, 0).tensor("t", nil, ggml.TypeF32, 0).data(16).bytes(), want: `tensor "t" has 0 dimensions`},
+		{name: "five dims", data: header(1, 0).tensor("t", []uint64{1, 1, 1, 1, 1}, ggml.TypeF32, 0).data(16).bytes(), want: "5 dimensions"},
+		{name: "zero dim", data: header(1, 0).tensor("t", []uint64{4, 0}, ggml.TypeF32, 0).data(16).bytes(), want: "dimension 1 is zero"},
+		{name: "dim overflow", data: header(1, 0).tensor("t", []uint64{1 << 32, 1 << 32}, ggml.TypeF32, 0).data(16).bytes(), want: "overflow"},
+		{name: "elements overflow", data: header(1, 0).tensor("t", []uint64{1 << 40, 1 << 30}, ggml.TypeF32, 0).data(16).bytes(), want: "overflow"},
+		{name: "partial block", data: header(1, 0).tensor("t", []uint64{16}, ggml.TypeQ4_0, 0).data(64).bytes(), want: "not a multiple of the Q4_0 block size"},
+		{name: "unknown type", data: header(1, 0).tensor("t", []uint64{4}, ggml.Type(4), 0).data(16).bytes(), want: `tensor "t" has unknown type id 4`, unsupported: true},
+		{name: "huge type id", data: header(1, 0).tensor("t", []uint64{4}, ggml.Type(math.MaxUint32), 0).data(16).bytes(), want: "unknown type id 4294967295", unsupported: true},
+		{name: "unsupported type", data: header(1, 0).tensor("t", []uint64{256}, ggml.TypeIQ2_XS, 0).data(74).bytes(), want: `tensor "t" has unsupported type IQ2_XS (id 17)`, unsupported: true},
+		{name: "duplicate tensor", data: header(2, 0).tensor("t", []uint64{4}, ggml.TypeF32, 0).tensor("t", []uint64{4}, ggml.TypeF32, 32).data(64).bytes(), want: `duplicate tensor "t"`},
+		{name: "overlapping tensors", data: header(2, 0).tensor("a", []uint64{16}, ggml.TypeF32, 0).tensor("b", []uint64{4}, ggml.TypeF32, 32).data(64).bytes(), want: `tensor "b" at data offset 32 overlaps tensor "a"`},
+		{name: "same offset", data: header(2, 0).tensor("a", []uint64{4}, ggml.TypeF32, 32).tensor("b", []uint64{4}, ggml.TypeF32, 32).data(64).bytes(), want: "overlaps"},
+		{name: "misaligned offset", data: header(1, 0).tensor("t", []uint64{4}, ggml.TypeF32, 4).data(64).bytes(), want: "not a multiple of the alignment"},
+		{name: "offset out of bounds", data: header(1, 0).tensor("t", []uint64{4}, ggml.TypeF32, 64).data(64).bytes(), want: "ends past the data section"},
+		{name: "size out of bounds", data: header(1, 0).tensor("t", []uint64{32}, ggml.TypeF32, 0).data(64).bytes(), want: "ends past the data section"},
+		{name: "offset overflow", data: header(1, 0).tensor("t", []uint64{32}, ggml.TypeF32, math.MaxUint64-31).data(64).bytes(), want: "ends past the data section"},
 		{name: "no data section", data: valid().bytes(), want: "truncated before the data section"},
 		{name: "data truncated", data: valid().data(15).bytes(), want: "ends past the data section"},
 		{name: "truncated tensor info", data: header(1, 0).str(strings.Repeat("x", 20)).u32(2).u64(4).bytes(), want: "truncated dimensions"},
@@ -131,8 +133,8 @@ func TestParseMalformed(t *testing.T) {
 				t.Errorf("error %q does not contain %q", err, c.want)
 			}
 			if c.unsupported {
-				if !errors.Is(err, ErrUnsupportedType) || errors.Is(err, ErrMalformed) {
-					t.Errorf("error %v: want ErrUnsupportedType only", err)
+				if !errors.Is(err, ggml.ErrUnsupportedType) || errors.Is(err, ErrMalformed) {
+					t.Errorf("error %v: want ggml.ErrUnsupportedType only", err)
 				}
 			} else if !errors.Is(err, ErrMalformed) {
 				t.Errorf("error %v does not match ErrMalformed", err)
@@ -148,10 +150,10 @@ func TestParseValidVariants(t *testing.T) {
 		data []byte
 	}{
 		{"no tensors no padding", header(0, 1).kvU32("a", 1).bytes()},
-		{"one tensor", header(1, 1).kvU32("a", 1).tensor("t", []uint64{4}, TypeF32, 0).data(16).bytes()},
+		{"one tensor", header(1, 1).kvU32("a", 1).tensor("t", []uint64{4}, ggml.TypeF32, 0).data(16).bytes()},
 		{"nested at the limit", nestedArrays(header(0, 1).str("k").u32(uint32(ValueArray)), maxArrayDepth-1).bytes()},
-		{"alignment 1", header(1, 1).kvU32(KeyAlignment, 1).tensor("t", []uint64{4}, TypeF32, 3).data(32).bytes()},
-		{"trailing bytes", header(1, 0).tensor("t", []uint64{4}, TypeF32, 32).data(100).bytes()},
+		{"alignment 1", header(1, 1).kvU32(KeyAlignment, 1).tensor("t", []uint64{4}, ggml.TypeF32, 3).data(32).bytes()},
+		{"trailing bytes", header(1, 0).tensor("t", []uint64{4}, ggml.TypeF32, 32).data(100).bytes()},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -160,7 +162,7 @@ func TestParseValidVariants(t *testing.T) {
 			}
 		})
 	}
-	v2 := header(1, 0).tensor("t", []uint64{4}, TypeF32, 0).data(16).bytes()
+	v2 := header(1, 0).tensor("t", []uint64{4}, ggml.TypeF32, 0).data(16).bytes()
 	binary.LittleEndian.PutUint32(v2[4:], 2)
 	f, err := Parse(v2)
 	if err != nil || f.Version != 2 {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"oengine/ggml"
 )
 
 // sharedTestdata returns ../shared/testdata relative to the repository root
@@ -87,15 +89,15 @@ func TestSharedModels(t *testing.T) {
 		file      string
 		arch      string
 		vocab     int
-		embdType  Type
+		embdType  ggml.Type
 		embdDims  []uint64
 		hasOutput bool
 	}{
-		{"tiny-llama-f16.gguf", "llama", 32000, TypeF16, []uint64{256, 32000}, false},
-		{"tiny-llama-q8_0.gguf", "llama", 32000, TypeQ8_0, []uint64{256, 32000}, false},
-		{"tiny-llama-q4_0.gguf", "llama", 32000, TypeQ6_K, []uint64{256, 32000}, false},
+		{"tiny-llama-f16.gguf", "llama", 32000, ggml.TypeF16, []uint64{256, 32000}, false},
+		{"tiny-llama-q8_0.gguf", "llama", 32000, ggml.TypeQ8_0, []uint64{256, 32000}, false},
+		{"tiny-llama-q4_0.gguf", "llama", 32000, ggml.TypeQ6_K, []uint64{256, 32000}, false},
 		{"tiny-llama-q4_k_m.gguf", "llama", 32000, 0, []uint64{256, 32000}, true},
-		{"tiny-qwen2-q8_0.gguf", "qwen2", 50257, TypeQ8_0, []uint64{256, 50257}, false},
+		{"tiny-qwen2-q8_0.gguf", "qwen2", 50257, ggml.TypeQ8_0, []uint64{256, 50257}, false},
 		{"tiny-qwen3-q4_k_m.gguf", "qwen3", 50257, 0, []uint64{256, 50257}, false},
 	}
 	for _, c := range cases {
@@ -137,7 +139,7 @@ func TestSharedModels(t *testing.T) {
 				t.Errorf("output.weight present = %v, want %v", ok, c.hasOutput)
 			}
 			norm, ok := f.Tensor("blk.0.attn_norm.weight")
-			if !ok || norm.Type != TypeF32 || !slices.Equal(norm.Dims, []uint64{256}) {
+			if !ok || norm.Type != ggml.TypeF32 || !slices.Equal(norm.Dims, []uint64{256}) {
 				t.Errorf("blk.0.attn_norm.weight = %+v", norm)
 			}
 		})
@@ -178,7 +180,7 @@ func TestSharedQuants(t *testing.T) {
 	for _, p := range paths {
 		name := filepath.Base(p)
 		t.Run(name, func(t *testing.T) {
-			want, err := ParseType(name[:len(name)-len(".gguf")])
+			want, err := ggml.ParseType(name[:len(name)-len(".gguf")])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"oengine/ggml"
 )
 
 // Writer builds a GGUF v3 file in memory order: header, metadata in the
@@ -109,12 +111,12 @@ func (w *Writer) SetInt32s(key string, v []int32) { w.setErr(w.Set(key, Int32sVa
 // AddTensor appends a tensor. dims are in ggml order (dims[0] innermost).
 // data must hold exactly the tensor's bytes; it is referenced, not copied,
 // until the file is written.
-func (w *Writer) AddTensor(name string, t Type, dims []uint64, data []byte) error {
+func (w *Writer) AddTensor(name string, t ggml.Type, dims []uint64, data []byte) error {
 	if w.names[name] {
 		return fmt.Errorf("gguf: duplicate tensor %q", name)
 	}
 	if !t.Supported() {
-		return fmt.Errorf("gguf: tensor %q: %w %s", name, ErrUnsupportedType, t)
+		return fmt.Errorf("gguf: tensor %q: %w %s", name, ggml.ErrUnsupportedType, t)
 	}
 	if len(dims) < 1 || len(dims) > maxDims {
 		return fmt.Errorf("gguf: tensor %q has %d dimensions, want 1..%d", name, len(dims), maxDims)

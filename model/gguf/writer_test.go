@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"oengine/ggml"
 )
 
 // sampleWriter builds a small file with every value type and a few tensors.
@@ -45,9 +47,9 @@ func sampleWriter(t testing.TB) *Writer {
 	for i := range f32 {
 		f32[i] = byte(i)
 	}
-	must(t, w.AddTensor("a", TypeF32, []uint64{8, 3}, f32))
-	must(t, w.AddTensor("b", TypeQ8_0, []uint64{32}, bytes.Repeat([]byte{7}, 34)))
-	must(t, w.AddTensor("c", TypeQ4_K, []uint64{256, 1, 1, 2}, bytes.Repeat([]byte{9}, 288)))
+	must(t, w.AddTensor("a", ggml.TypeF32, []uint64{8, 3}, f32))
+	must(t, w.AddTensor("b", ggml.TypeQ8_0, []uint64{32}, bytes.Repeat([]byte{7}, 34)))
+	must(t, w.AddTensor("c", ggml.TypeQ4_K, []uint64{256, 1, 1, 2}, bytes.Repeat([]byte{9}, 288)))
 	return w
 }
 
@@ -154,8 +156,8 @@ func TestWriterAlignment(t *testing.T) {
 	for _, a := range []uint64{1, 8, 64, 4096} {
 		w := NewWriter()
 		w.SetAlignment(a)
-		must(t, w.AddTensor("x", TypeF32, []uint64{3}, make([]byte, 12)))
-		must(t, w.AddTensor("y", TypeF16, []uint64{5}, make([]byte, 10)))
+		must(t, w.AddTensor("x", ggml.TypeF32, []uint64{3}, make([]byte, 12)))
+		must(t, w.AddTensor("y", ggml.TypeF16, []uint64{5}, make([]byte, 10)))
 		b, err := w.Bytes()
 		must(t, err)
 		f, err := Parse(b)
@@ -183,18 +185,18 @@ func TestWriterErrors(t *testing.T) {
 		add  func(w *Writer) error
 	}{
 		{"duplicate", func(w *Writer) error {
-			must(t, w.AddTensor("x", TypeF32, []uint64{1}, make([]byte, 4)))
-			return w.AddTensor("x", TypeF32, []uint64{1}, make([]byte, 4))
+			must(t, w.AddTensor("x", ggml.TypeF32, []uint64{1}, make([]byte, 4)))
+			return w.AddTensor("x", ggml.TypeF32, []uint64{1}, make([]byte, 4))
 		}},
-		{"short data", func(w *Writer) error { return w.AddTensor("x", TypeF32, []uint64{2}, make([]byte, 4)) }},
-		{"long data", func(w *Writer) error { return w.AddTensor("x", TypeQ8_0, []uint64{32}, make([]byte, 35)) }},
-		{"partial block", func(w *Writer) error { return w.AddTensor("x", TypeQ4_K, []uint64{128}, make([]byte, 72)) }},
-		{"unsupported", func(w *Writer) error { return w.AddTensor("x", TypeIQ2_XS, []uint64{256}, make([]byte, 74)) }},
-		{"no dims", func(w *Writer) error { return w.AddTensor("x", TypeF32, nil, nil) }},
-		{"five dims", func(w *Writer) error { return w.AddTensor("x", TypeF32, []uint64{1, 1, 1, 1, 1}, make([]byte, 4)) }},
-		{"zero dim", func(w *Writer) error { return w.AddTensor("x", TypeF32, []uint64{4, 0}, nil) }},
+		{"short data", func(w *Writer) error { return w.AddTensor("x", ggml.TypeF32, []uint64{2}, make([]byte, 4)) }},
+		{"long data", func(w *Writer) error { return w.AddTensor("x", ggml.TypeQ8_0, []uint64{32}, make([]byte, 35)) }},
+		{"partial block", func(w *Writer) error { return w.AddTensor("x", ggml.TypeQ4_K, []uint64{128}, make([]byte, 72)) }},
+		{"unsupported", func(w *Writer) error { return w.AddTensor("x", ggml.TypeIQ2_XS, []uint64{256}, make([]byte, 74)) }},
+		{"no dims", func(w *Writer) error { return w.AddTensor("x", ggml.TypeF32, nil, nil) }},
+		{"five dims", func(w *Writer) error { return w.AddTensor("x", ggml.TypeF32, []uint64{1, 1, 1, 1, 1}, make([]byte, 4)) }},
+		{"zero dim", func(w *Writer) error { return w.AddTensor("x", ggml.TypeF32, []uint64{4, 0}, nil) }},
 		{"overflow", func(w *Writer) error {
-			return w.AddTensor("x", TypeF32, []uint64{1 << 40, 1 << 40}, nil)
+			return w.AddTensor("x", ggml.TypeF32, []uint64{1 << 40, 1 << 40}, nil)
 		}},
 		{"bad value type", func(w *Writer) error { return w.Set("k", Value{typ: 13}) }},
 		{"mixed array", func(w *Writer) error {
@@ -209,8 +211,8 @@ func TestWriterErrors(t *testing.T) {
 			}
 		})
 	}
-	if err := NewWriter().AddTensor("x", TypeIQ2_XS, []uint64{256}, make([]byte, 74)); !errors.Is(err, ErrUnsupportedType) {
-		t.Errorf("unsupported type error %v does not wrap ErrUnsupportedType", err)
+	if err := NewWriter().AddTensor("x", ggml.TypeIQ2_XS, []uint64{256}, make([]byte, 74)); !errors.Is(err, ggml.ErrUnsupportedType) {
+		t.Errorf("unsupported type error %v does not wrap ggml.ErrUnsupportedType", err)
 	}
 }
 

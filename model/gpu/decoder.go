@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"oengine/ggml"
 	"oengine/kernels/cuda"
-	"oengine/model/gguf"
 )
 
 // A llama-family decoder (llama, qwen2, qwen3) running on a CUDA device
@@ -38,7 +38,7 @@ type DecoderConfig struct {
 // HostMatrix is an encoded matrix [Rows][Cols] in host memory (row-major
 // GGML blocks, as cpu.Matrix).
 type HostMatrix struct {
-	Type       gguf.Type
+	Type       ggml.Type
 	Rows, Cols int
 	Data       []byte
 }

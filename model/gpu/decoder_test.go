@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"oengine/ggml"
 	"oengine/kernels/cuda"
 	"oengine/kernels/cuda/cudaemu"
-	"oengine/model/gguf"
 )
 
 // emuDevice opens an emulated device closed at the end of the test.
@@ -39,7 +39,7 @@ func tinyDecoderN(t *testing.T, maxT int) (*Decoder, *KV) {
 			v := math.Float32bits((float32(x>>8)/(1<<24) - 0.5) / 4)
 			binary.LittleEndian.PutUint32(data[i:], v)
 		}
-		return HostMatrix{Type: gguf.TypeF32, Rows: rows, Cols: cols, Data: data}
+		return HostMatrix{Type: ggml.TypeF32, Rows: rows, Cols: cols, Data: data}
 	}
 	ones := func(n int) []float32 {
 		v := make([]float32, n)
@@ -115,7 +115,7 @@ func TestDecoderRejectsBadBatches(t *testing.T) {
 func TestNewDecoderChecksShapes(t *testing.T) {
 	d := emuDevice(t).Device
 	cfg := DecoderConfig{Dim: 64, Layers: 1, Heads: 2, KVHeads: 1, HeadDim: 32, FFN: 64, Vocab: 16, RopeDims: 32, RopeBase: 1e4, Context: 64}
-	bad := HostMatrix{Type: gguf.TypeF32, Rows: 3, Cols: 64, Data: make([]byte, 3*64*4)}
+	bad := HostMatrix{Type: ggml.TypeF32, Rows: 3, Cols: 64, Data: make([]byte, 3*64*4)}
 	_, err := NewDecoder(d, cfg, HostWeights{Embed: bad, Layers: make([]HostLayer, 1)}, 8)
 	if err == nil || !strings.Contains(err.Error(), "token_embd is 3x64, want 16x64") {
 		t.Fatalf("err %v", err)

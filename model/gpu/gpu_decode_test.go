@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"oengine/ggml"
 	"oengine/kernels/cuda"
 	"oengine/model/gguf"
 	"oengine/model/gpu"
@@ -120,16 +121,16 @@ func runGreedy(t *testing.T, d *cuda.Device, path string, graphs bool, n int) {
 // separated, default llama3-8b) and $OENGINE_BENCH_TYPES (default
 // F16,Q8_0,Q4_0) select the cases.
 
-func benchCases() (presets []string, types []gguf.Type) {
+func benchCases() (presets []string, types []ggml.Type) {
 	presets = []string{"llama3-8b"}
 	if v := os.Getenv("OENGINE_BENCH_PRESETS"); v != "" {
 		presets = strings.Split(v, ",")
 	}
-	types = []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0}
+	types = []ggml.Type{ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeQ4_0}
 	if v := os.Getenv("OENGINE_BENCH_TYPES"); v != "" {
 		types = nil
 		for _, name := range strings.Split(v, ",") {
-			for _, t := range []gguf.Type{gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+			for _, t := range []ggml.Type{ggml.TypeF16, ggml.TypeBF16, ggml.TypeQ8_0, ggml.TypeQ4_0, ggml.TypeQ4_K, ggml.TypeQ6_K} {
 				if strings.EqualFold(t.String(), name) {
 					types = append(types, t)
 				}
@@ -183,7 +184,7 @@ func BenchmarkGPUPrefill(b *testing.B) {
 func TestEmulatedBenchPaths(t *testing.T) {
 	d := emuDevice(t)
 	dims := synth.Dims{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 512, CtxLen: 512, RopeBase: 10000}
-	for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0} {
+	for _, typ := range []ggml.Type{ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeQ4_0} {
 		r := runDecode(t, d, dims, typ, []int{1, 4}, 8, 4)
 		if r.tps[0] <= 0 || r.tps[1] <= 0 || r.weightBytes <= 0 {
 			t.Fatalf("%s decode: %+v", typ, r)
@@ -197,7 +198,7 @@ func TestEmulatedBenchPaths(t *testing.T) {
 // seededMatrix returns a rows×cols matrix of type typ with weights from a
 // seeded generator: small finite F16/BF16 values, random quants with a
 // fixed small scale.
-func seededMatrix(typ gguf.Type, rows, cols int, seed uint64) gpu.HostMatrix {
+func seededMatrix(typ ggml.Type, rows, cols int, seed uint64) gpu.HostMatrix {
 	rb, _ := typ.RowBytes(cols)
 	data := make([]byte, rows*rb)
 	rng := rand.New(rand.NewPCG(seed, 17))
@@ -208,11 +209,11 @@ func seededMatrix(typ gguf.Type, rows, cols int, seed uint64) gpu.HostMatrix {
 		}
 	}
 	switch typ {
-	case gguf.TypeF16, gguf.TypeBF16:
+	case ggml.TypeF16, ggml.TypeBF16:
 		for i := 1; i < len(data); i += 2 {
 			data[i] &= 0x9f // |x| well below 1, finite
 		}
-	case gguf.TypeQ8_0, gguf.TypeQ4_0:
+	case ggml.TypeQ8_0, ggml.TypeQ4_0:
 		bb := typ.BlockBytes()
 		for i := 0; i < len(data); i += bb {
 			data[i], data[i+1] = 0x00, 0x14 // scale 2^-10
@@ -232,7 +233,7 @@ func ones(n int) []float32 {
 // benchModel uploads a model of shape p with every layer sharing one
 // seeded host copy per matrix shape (uploads copy it), and returns it with
 // the weight bytes a decode step reads and the matrix parameters.
-func benchModel(t testing.TB, d *cuda.Device, p synth.Dims, typ gguf.Type, ctx, maxT int) (*gpu.Decoder, float64, float64) {
+func benchModel(t testing.TB, d *cuda.Device, p synth.Dims, typ ggml.Type, ctx, maxT int) (*gpu.Decoder, float64, float64) {
 	hd := p.Dim / p.Heads
 	cfg := gpu.DecoderConfig{Dim: p.Dim, Layers: p.Layers, Heads: p.Heads, KVHeads: p.KVHeads, HeadDim: hd,
 		FFN: p.FFN, Vocab: p.Vocab, RopeDims: hd, RopeBase: p.RopeBase, RopeFreqScale: 1, NormEps: 1e-5, Context: ctx}
@@ -265,7 +266,7 @@ type decodeResult struct {
 
 // runDecode prefills max(batches) sequences of prompt tokens, then times
 // steps decode steps (CUDA graphs, on-device argmax) at each batch size.
-func runDecode(t testing.TB, d *cuda.Device, p synth.Dims, typ gguf.Type, batches []int, prompt, steps int) decodeResult {
+func runDecode(t testing.TB, d *cuda.Device, p synth.Dims, typ ggml.Type, batches []int, prompt, steps int) decodeResult {
 	const pageSize = 16
 	maxB := slices.Max(batches)
 	ctx := prompt + steps + 16
@@ -326,7 +327,7 @@ func runDecode(t testing.TB, d *cuda.Device, p synth.Dims, typ gguf.Type, batche
 
 // runPrefill times one prompt of n tokens in steps of step tokens (after
 // a warm-up run) and returns tokens/s and matmul flop/s.
-func runPrefill(t testing.TB, d *cuda.Device, p synth.Dims, typ gguf.Type, n, step int) (float64, float64) {
+func runPrefill(t testing.TB, d *cuda.Device, p synth.Dims, typ ggml.Type, n, step int) (float64, float64) {
 	const pageSize = 16
 	m, _, params := benchModel(t, d, p, typ, n, step)
 	defer m.Close()

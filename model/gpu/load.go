@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"oengine/ggml"
 	"oengine/kernels/cuda"
 	"oengine/model/gguf"
 	"oengine/model/llama"
@@ -114,7 +115,7 @@ func (r *reader) f32s(name string, optional bool) []float32 {
 	case !ok:
 		r.err = fmt.Errorf("gpu: missing tensor %s", name)
 		return nil
-	case ti.Type != gguf.TypeF32:
+	case ti.Type != ggml.TypeF32:
 		r.err = fmt.Errorf("gpu: tensor %s is %s, want F32", name, ti.Type)
 		return nil
 	}

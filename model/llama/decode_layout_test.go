@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"oengine/ggml"
 	"oengine/kernels/cpu"
 	"oengine/model/gguf"
 )
@@ -55,7 +56,7 @@ func TestDecodeLayoutBitwise(t *testing.T) {
 	}
 	defer m.Close()
 	c := m.Config()
-	if cpu.Q4_0DecodeLayout(gguf.TypeQ4_0) {
+	if cpu.Q4_0DecodeLayout(ggml.TypeQ4_0) {
 		if m.DecodeLayout() < 7*c.Layers {
 			t.Fatalf("%d matrices in the decode layout, want at least %d", m.DecodeLayout(), 7*c.Layers)
 		}

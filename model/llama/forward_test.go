@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // runChunks feeds tokens to one sequence in chunks of the given sizes (used
@@ -32,13 +32,13 @@ func runChunks(t *testing.T, m *Model, kv *KV, table []int32, tokens []int32, ch
 func TestBatchInvariance(t *testing.T) {
 	cases := []struct {
 		arch string
-		typ  gguf.Type
+		typ  ggml.Type
 		kv   KVType
 	}{
-		{"llama", gguf.TypeQ8_0, KVF16},
-		{"llama", gguf.TypeF32, KVF32},
-		{"qwen2", gguf.TypeQ4_0, KVF16},
-		{"qwen3", gguf.TypeQ4_K, KVF16},
+		{"llama", ggml.TypeQ8_0, KVF16},
+		{"llama", ggml.TypeF32, KVF32},
+		{"qwen2", ggml.TypeQ4_0, KVF16},
+		{"qwen3", ggml.TypeQ4_K, KVF16},
 	}
 	for _, c := range cases {
 		t.Run(c.arch+"_"+c.typ.String()+"_"+c.kv.String(), func(t *testing.T) {
@@ -106,7 +106,7 @@ func firstDiff(a, b []float32) int {
 // F16 rounding is the only difference) and that they are not identical (the
 // rounding really happens).
 func TestKVTypesAgree(t *testing.T) {
-	m := synthModel(t, "llama", gguf.TypeF32)
+	m := synthModel(t, "llama", ggml.TypeF32)
 	V := m.Config().Vocab
 	toks := testTokens(30, V, 3)
 	kv16, _ := m.NewKV(4, 16, KVF16)
@@ -125,7 +125,7 @@ func TestKVTypesAgree(t *testing.T) {
 // TestCopyPage forks a sequence: a copy of its partly filled last page lets
 // a second sequence continue from the same prefix with the same logits.
 func TestCopyPage(t *testing.T) {
-	m := synthModel(t, "qwen3", gguf.TypeQ8_0)
+	m := synthModel(t, "qwen3", ggml.TypeQ8_0)
 	V := m.Config().Vocab
 	toks := testTokens(20, V, 4)
 	kv, _ := m.NewKV(6, 8, KVF16)
@@ -156,10 +156,10 @@ func TestCopyPage(t *testing.T) {
 }
 
 func TestForwardRejectsBadBatches(t *testing.T) {
-	m := synthModel(t, "llama", gguf.TypeQ8_0)
+	m := synthModel(t, "llama", ggml.TypeQ8_0)
 	V := m.Config().Vocab
 	kv, _ := m.NewKV(4, 8, KVF16)
-	other := synthModel(t, "qwen3", gguf.TypeQ8_0)
+	other := synthModel(t, "qwen3", ggml.TypeQ8_0)
 	otherKV, _ := other.NewKV(4, 8, KVF16)
 	ok := func() *Batch { return seqBatch([]int32{1, 2, 3}, 0, []int32{0, 1}) }
 	logits := make([]float32, 3*V)
@@ -204,7 +204,7 @@ func TestForwardRejectsBadBatches(t *testing.T) {
 // scratch arena has grown, on both attention paths (positions below and
 // above f16AttnPositions).
 func TestForwardNoAllocs(t *testing.T) {
-	m := synthModel(t, "qwen2", gguf.TypeQ8_0)
+	m := synthModel(t, "qwen2", ggml.TypeQ8_0)
 	V := m.Config().Vocab
 	kv, _ := m.NewKV(10, 16, KVF16)
 	table := []int32{0, 1, 2, 3, 4, 5, 6, 7}
@@ -225,7 +225,7 @@ func TestForwardNoAllocs(t *testing.T) {
 // TestLogitsSubset checks that asking for a subset of logits returns the
 // same rows as asking for all.
 func TestLogitsSubset(t *testing.T) {
-	m := synthModel(t, "llama", gguf.TypeQ4_K)
+	m := synthModel(t, "llama", ggml.TypeQ4_K)
 	V := m.Config().Vocab
 	toks := testTokens(10, V, 6)
 	kv, _ := m.NewKV(2, 16, KVF16)
@@ -244,7 +244,7 @@ func TestLogitsSubset(t *testing.T) {
 // TestConcurrentForward runs two sequences from two goroutines on one model
 // (Forward serializes them) and checks each gets the logits of a solo run.
 func TestConcurrentForward(t *testing.T) {
-	m := synthModel(t, "qwen3", gguf.TypeQ8_0)
+	m := synthModel(t, "qwen3", ggml.TypeQ8_0)
 	V := m.Config().Vocab
 	toks := [2][]int32{testTokens(24, V, 11), testTokens(24, V, 12)}
 	var want [2][]float32

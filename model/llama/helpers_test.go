@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"oengine/ggml"
 	"oengine/model/gguf"
 	"oengine/model/synth"
 )
@@ -51,7 +52,7 @@ func openShared(t testing.TB, name string) (*gguf.File, *Model) {
 }
 
 // synthFile builds a small synthetic model in memory.
-func synthFile(t testing.TB, arch string, typ gguf.Type, seed uint64) *gguf.File {
+func synthFile(t testing.TB, arch string, typ ggml.Type, seed uint64) *gguf.File {
 	t.Helper()
 	b, err := synth.Build(synth.Options{Arch: arch, Preset: "tiny", Type: typ, Seed: seed})
 	if err != nil {
@@ -65,7 +66,7 @@ func synthFile(t testing.TB, arch string, typ gguf.Type, seed uint64) *gguf.File
 }
 
 // synthModel loads a small synthetic model.
-func synthModel(t testing.TB, arch string, typ gguf.Type) *Model {
+func synthModel(t testing.TB, arch string, typ ggml.Type) *Model {
 	t.Helper()
 	m, err := Load(synthFile(t, arch, typ, 7), Options{Threads: 2})
 	if err != nil {
@@ -77,7 +78,7 @@ func synthModel(t testing.TB, arch string, typ gguf.Type) *Model {
 
 // rewrite copies f into a new GGUF buffer, letting edit change metadata and
 // drop or replace tensors (return nil data to drop one).
-func rewrite(t testing.TB, f *gguf.File, meta map[string]gguf.Value, edit func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte)) *gguf.File {
+func rewrite(t testing.TB, f *gguf.File, meta map[string]gguf.Value, edit func(ti *gguf.TensorInfo) (ggml.Type, []uint64, []byte)) *gguf.File {
 	t.Helper()
 	return rewriteAdd(t, f, meta, edit, nil)
 }
@@ -85,13 +86,13 @@ func rewrite(t testing.TB, f *gguf.File, meta map[string]gguf.Value, edit func(t
 // extraTensor is a tensor rewriteAdd appends.
 type extraTensor struct {
 	name string
-	typ  gguf.Type
+	typ  ggml.Type
 	dims []uint64
 	data []byte
 }
 
 // rewriteAdd is rewrite that also appends tensors.
-func rewriteAdd(t testing.TB, f *gguf.File, meta map[string]gguf.Value, edit func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte), extra []extraTensor) *gguf.File {
+func rewriteAdd(t testing.TB, f *gguf.File, meta map[string]gguf.Value, edit func(ti *gguf.TensorInfo) (ggml.Type, []uint64, []byte), extra []extraTensor) *gguf.File {
 	t.Helper()
 	w := gguf.NewWriter()
 	for _, k := range f.Keys() {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"oengine/ggml"
 	"oengine/model/gguf"
 )
 
@@ -35,9 +36,9 @@ func TestConfigOfReferenceModels(t *testing.T) {
 }
 
 func TestLoadRejects(t *testing.T) {
-	base := synthFile(t, "qwen2", gguf.TypeQ8_0, 3)
-	drop := func(name string) func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte) {
-		return func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte) {
+	base := synthFile(t, "qwen2", ggml.TypeQ8_0, 3)
+	drop := func(name string) func(ti *gguf.TensorInfo) (ggml.Type, []uint64, []byte) {
+		return func(ti *gguf.TensorInfo) (ggml.Type, []uint64, []byte) {
 			if ti.Name == name {
 				return 0, nil, nil
 			}
@@ -47,7 +48,7 @@ func TestLoadRejects(t *testing.T) {
 	cases := []struct {
 		name     string
 		meta     map[string]gguf.Value
-		edit     func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte)
+		edit     func(ti *gguf.TensorInfo) (ggml.Type, []uint64, []byte)
 		wantErr  string
 		sentinel error
 	}{
@@ -63,7 +64,7 @@ func TestLoadRejects(t *testing.T) {
 			wantErr: "not a multiple"},
 		{name: "yarn_scaling", meta: map[string]gguf.Value{"qwen2.rope.scaling.type": gguf.StringValue("yarn")},
 			wantErr: `rope scaling type "yarn"`, sentinel: ErrUnsupported},
-		{name: "wrong_shape", edit: func(ti *gguf.TensorInfo) (gguf.Type, []uint64, []byte) {
+		{name: "wrong_shape", edit: func(ti *gguf.TensorInfo) (ggml.Type, []uint64, []byte) {
 			if ti.Name == "blk.0.ffn_gate.weight" { // half the rows
 				return ti.Type, []uint64{ti.Dims[0], ti.Dims[1] / 2}, ti.Data[:len(ti.Data)/2]
 			}
@@ -95,7 +96,7 @@ func TestLoadRejects(t *testing.T) {
 }
 
 func TestRopeScalingConfig(t *testing.T) {
-	base := synthFile(t, "llama", gguf.TypeF32, 5)
+	base := synthFile(t, "llama", ggml.TypeF32, 5)
 	f := rewrite(t, base, map[string]gguf.Value{
 		"llama.rope.scaling.type":   gguf.StringValue("linear"),
 		"llama.rope.scaling.factor": gguf.Float32Value(4),
@@ -121,7 +122,7 @@ func f32Bytes(v []float32) []byte {
 // TestRopeFreqs checks Llama-3 style scaling: a rope_freqs tensor of ones
 // changes nothing, other factors change the logits (beyond position 0).
 func TestRopeFreqs(t *testing.T) {
-	base := synthFile(t, "llama", gguf.TypeF32, 6)
+	base := synthFile(t, "llama", ggml.TypeF32, 6)
 	c, err := ConfigFromGGUF(base)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func TestRopeFreqs(t *testing.T) {
 		for i := range f {
 			f[i] = v
 		}
-		file := rewriteAdd(t, base, nil, nil, []extraTensor{{"rope_freqs.weight", gguf.TypeF32, []uint64{uint64(len(f))}, f32Bytes(f)}})
+		file := rewriteAdd(t, base, nil, nil, []extraTensor{{"rope_freqs.weight", ggml.TypeF32, []uint64{uint64(len(f))}, f32Bytes(f)}})
 		m, err := Load(file, Options{Threads: 1})
 		if err != nil {
 			t.Fatal(err)

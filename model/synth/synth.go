@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"oengine/ggml"
 	"oengine/kernels/cpu"
 	"oengine/model/gguf"
 	"oengine/model/tokenizer"
@@ -47,7 +48,7 @@ type Options struct {
 	Arch   string    // "llama", "qwen2" or "qwen3"
 	Preset string    // a key of Presets, or "" when Dims is set
 	Dims   Dims      // used when Preset is ""
-	Type   gguf.Type // weight type of the 2-D matrices (norms stay F32); the zero value is F32
+	Type   ggml.Type // weight type of the 2-D matrices (norms stay F32); the zero value is F32
 	Seed   uint64
 	CtxLen int // overrides the preset's context length when > 0
 	// Vocab, when set, supplies the tokenizer (its tokenizer.* metadata is
@@ -213,33 +214,33 @@ func progressReporter(specs []tensorSpec, fn func(done, total int64)) func(n int
 }
 
 // fileType is general.file_type (llama_ftype) for a weight type.
-func fileType(t gguf.Type) uint32 {
+func fileType(t ggml.Type) uint32 {
 	switch t {
-	case gguf.TypeF32:
+	case ggml.TypeF32:
 		return 0
-	case gguf.TypeF16:
+	case ggml.TypeF16:
 		return 1
-	case gguf.TypeQ4_0:
+	case ggml.TypeQ4_0:
 		return 2
-	case gguf.TypeQ4_1:
+	case ggml.TypeQ4_1:
 		return 3
-	case gguf.TypeQ8_0:
+	case ggml.TypeQ8_0:
 		return 7
-	case gguf.TypeQ5_0:
+	case ggml.TypeQ5_0:
 		return 8
-	case gguf.TypeQ5_1:
+	case ggml.TypeQ5_1:
 		return 9
-	case gguf.TypeQ2_K:
+	case ggml.TypeQ2_K:
 		return 10
-	case gguf.TypeQ3_K:
+	case ggml.TypeQ3_K:
 		return 12
-	case gguf.TypeQ4_K:
+	case ggml.TypeQ4_K:
 		return 15
-	case gguf.TypeQ5_K:
+	case ggml.TypeQ5_K:
 		return 17
-	case gguf.TypeQ6_K:
+	case ggml.TypeQ6_K:
 		return 18
-	case gguf.TypeBF16:
+	case ggml.TypeBF16:
 		return 32
 	}
 	return 0
@@ -247,26 +248,26 @@ func fileType(t gguf.Type) uint32 {
 
 type tensorSpec struct {
 	name  string
-	typ   gguf.Type
+	typ   ggml.Type
 	dims  []uint64 // ggml order: dims[0] = columns
 	std   float32  // weights ~ N(0, std); ignored when ones
 	ones  bool     // norm weights: 1 + small noise
 	noise float32
 }
 
-func tensorSpecs(arch string, d Dims, t gguf.Type) []tensorSpec {
+func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 	headDim := d.Dim / d.Heads
 	qDim, kvDim := d.Heads*headDim, d.KVHeads*headDim
 	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
 	mat := func(name string, cols, rows int, std float32) tensorSpec {
 		tt := t
 		if cols%tt.BlockElems() != 0 {
-			tt = gguf.TypeF16
+			tt = ggml.TypeF16
 		}
 		return tensorSpec{name: name, typ: tt, dims: []uint64{uint64(cols), uint64(rows)}, std: std}
 	}
 	vec := func(name string, n int, ones bool, std float32) tensorSpec {
-		return tensorSpec{name: name, typ: gguf.TypeF32, dims: []uint64{uint64(n)}, ones: ones, noise: 0.1, std: std}
+		return tensorSpec{name: name, typ: ggml.TypeF32, dims: []uint64{uint64(n)}, ones: ones, noise: 0.1, std: std}
 	}
 	specs := []tensorSpec{
 		mat("token_embd.weight", d.Dim, d.Vocab, 1),

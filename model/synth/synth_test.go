@@ -5,12 +5,13 @@ import (
 	"math"
 	"testing"
 
+	"oengine/ggml"
 	"oengine/model/gguf"
 	"oengine/model/llama"
 	"oengine/model/tokenizer"
 )
 
-func buildTiny(t *testing.T, arch string, typ gguf.Type, seed uint64) *gguf.File {
+func buildTiny(t *testing.T, arch string, typ ggml.Type, seed uint64) *gguf.File {
 	t.Helper()
 	data, err := Build(Options{Arch: arch, Preset: "tiny", Type: typ, Seed: seed})
 	if err != nil {
@@ -24,12 +25,12 @@ func buildTiny(t *testing.T, arch string, typ gguf.Type, seed uint64) *gguf.File
 }
 
 func TestBuildIsDeterministic(t *testing.T) {
-	a, err := Build(Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 7})
+	a, err := Build(Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Build(Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 7})
-	c, _ := Build(Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 8})
+	b, _ := Build(Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 7})
+	c, _ := Build(Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 8})
 	if !bytes.Equal(a, b) {
 		t.Fatal("same seed gave different files")
 	}
@@ -43,7 +44,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 func TestProgress(t *testing.T) {
 	var calls int
 	var last, total int64
-	o := Options{Arch: "llama", Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 7, Progress: func(done, tot int64) {
+	o := Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 7, Progress: func(done, tot int64) {
 		calls++
 		if done < last || (total != 0 && tot != total) {
 			t.Errorf("progress %d/%d after %d/%d", done, tot, last, total)
@@ -77,11 +78,11 @@ func TestProgress(t *testing.T) {
 func TestModelsLoadAndPredict(t *testing.T) {
 	cases := []struct {
 		arch string
-		typ  gguf.Type
+		typ  ggml.Type
 	}{
-		{"llama", gguf.TypeF16}, {"llama", gguf.TypeQ8_0}, {"llama", gguf.TypeQ4_0},
-		{"llama", gguf.TypeBF16}, {"qwen2", gguf.TypeQ8_0}, {"qwen3", gguf.TypeF32},
-		{"llama", gguf.TypeQ4_K},
+		{"llama", ggml.TypeF16}, {"llama", ggml.TypeQ8_0}, {"llama", ggml.TypeQ4_0},
+		{"llama", ggml.TypeBF16}, {"qwen2", ggml.TypeQ8_0}, {"qwen3", ggml.TypeF32},
+		{"llama", ggml.TypeQ4_K},
 	}
 	for _, c := range cases {
 		t.Run(c.arch+"-"+c.typ.String(), func(t *testing.T) {

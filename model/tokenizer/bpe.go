@@ -97,55 +97,15 @@ type bpeBigram struct {
 	res         int32
 }
 
-// bpeQueue is a binary min-heap ordered by (rank, left).
-type bpeQueue []bpeBigram
-
-func (q bpeQueue) less(i, j int) bool {
-	return q[i].rank < q[j].rank || (q[i].rank == q[j].rank && q[i].left < q[j].left)
-}
-
-func (q *bpeQueue) push(b bpeBigram) {
-	*q = append(*q, b)
-	h := *q
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h.less(i, p) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-func (q *bpeQueue) pop() bpeBigram {
-	h := *q
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= len(h) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(h) && h.less(r, l) {
-			m = r
-		}
-		if !h.less(m, i) {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*q = h
-	return top
+// before orders BPE candidates: lowest rank first, then leftmost.
+func (b bpeBigram) before(o bpeBigram) bool {
+	return b.rank < o.rank || (b.rank == o.rank && b.left < o.left)
 }
 
 // bpeScratch is per-call working memory.
 type bpeScratch struct {
 	syms  []bpeSymbol
-	queue bpeQueue
+	queue mergeQueue[bpeBigram]
 	enc   []byte
 	cp    cpText
 	segs  [2][]seg

@@ -23,54 +23,15 @@ type spmBigram struct {
 	size        int32
 }
 
-// spmQueue is a binary max-heap ordered by score, then smaller left first.
-type spmQueue []spmBigram
-
-func (q spmQueue) before(i, j int) bool {
-	return q[i].score > q[j].score || (q[i].score == q[j].score && q[i].left < q[j].left)
-}
-
-func (q *spmQueue) push(b spmBigram) {
-	*q = append(*q, b)
-	h := *q
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h.before(i, p) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-func (q *spmQueue) pop() spmBigram {
-	h := *q
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= len(h) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(h) && h.before(r, l) {
-			m = r
-		}
-		if !h.before(m, i) {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*q = h
-	return top
+// before orders SentencePiece candidates: highest score first, then
+// leftmost.
+func (b spmBigram) before(o spmBigram) bool {
+	return b.score > o.score || (b.score == o.score && b.left < o.left)
 }
 
 type spmScratch struct {
 	syms  []spmSymbol
-	queue spmQueue
+	queue mergeQueue[spmBigram]
 	cache wordCache
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"oengine/ggml"
 	"oengine/kernels/cuda"
 	"oengine/model/gguf"
 	"oengine/model/gpu"
@@ -46,8 +47,8 @@ func WeightClass(f *gguf.File) string {
 			continue
 		}
 		switch t.Type {
-		case gguf.TypeF32, gguf.TypeF16:
-		case gguf.TypeBF16:
+		case ggml.TypeF32, ggml.TypeF16:
+		case ggml.TypeBF16:
 			class = ClassBF16
 		default:
 			return ClassQuantized
@@ -181,7 +182,7 @@ func outputBatchDependent(f *gguf.File) bool {
 	if !ok {
 		t, ok = f.Tensor("token_embd.weight")
 	}
-	return ok && (t.Type == gguf.TypeF16 || t.Type == gguf.TypeQ4_K)
+	return ok && (t.Type == ggml.TypeF16 || t.Type == ggml.TypeQ4_K)
 }
 
 // check runs the selected cases of ref on m.

@@ -16,9 +16,9 @@ import (
 	"sync"
 	"unsafe"
 
+	"oengine/ggml"
 	"oengine/kernels/cpu"
 	"oengine/kernels/cuda"
-	"oengine/model/gguf"
 )
 
 // Device is an emulated CUDA device.
@@ -90,14 +90,14 @@ type emulator struct {
 
 // matrix returns the weights at p decoded to an F32 cpu.Matrix (cached):
 // the GEMV kernels' result within float32 rounding, at SIMD speed.
-func (e *emulator) matrix(typ gguf.Type, p cuda.DevPtr, rb, rows, cols int) (cpu.Matrix, error) {
+func (e *emulator) matrix(typ ggml.Type, p cuda.DevPtr, rb, rows, cols int) (cpu.Matrix, error) {
 	w := e.weights(typ, p, rb, rows, cols)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if m, ok := e.mats[p]; ok && m.Rows == rows && m.Cols == cols {
 		return m, nil
 	}
-	m, err := cpu.NewMatrix(gguf.TypeF32, rows, cols, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w)))
+	m, err := cpu.NewMatrix(ggml.TypeF32, rows, cols, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w)))
 	if err != nil {
 		return m, err
 	}
@@ -106,7 +106,7 @@ func (e *emulator) matrix(typ gguf.Type, p cuda.DevPtr, rb, rows, cols int) (cpu
 }
 
 // weights returns the rows×cols matrix at p decoded to float32, cached.
-func (e *emulator) weights(typ gguf.Type, p cuda.DevPtr, rb, rows, cols int) []float32 {
+func (e *emulator) weights(typ ggml.Type, p cuda.DevPtr, rb, rows, cols int) []float32 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if w, ok := e.dense[p]; ok && len(w) == rows*cols {
@@ -131,10 +131,10 @@ func view[T any](e *emulator, p cuda.DevPtr) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)
 }
 
-var suffixTypes = map[string]gguf.Type{"f32": gguf.TypeF32, "f16": gguf.TypeF16, "bf16": gguf.TypeBF16,
-	"q8_0": gguf.TypeQ8_0, "q4_0": gguf.TypeQ4_0, "q4_k": gguf.TypeQ4_K, "q6_k": gguf.TypeQ6_K}
+var suffixTypes = map[string]ggml.Type{"f32": ggml.TypeF32, "f16": ggml.TypeF16, "bf16": ggml.TypeBF16,
+	"q8_0": ggml.TypeQ8_0, "q4_0": ggml.TypeQ4_0, "q4_k": ggml.TypeQ4_K, "q6_k": ggml.TypeQ6_K}
 
-func typeOf(k, prefix string) gguf.Type {
+func typeOf(k, prefix string) ggml.Type {
 	return suffixTypes[strings.TrimPrefix(k, prefix)]
 }
 

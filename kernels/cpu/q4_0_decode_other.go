@@ -2,9 +2,6 @@
 
 package cpu
 
-// q4zActive: no Q4_0 decode-layout kernels on this architecture.
-func q4zActive() bool { return false }
-
 func q4zGemv(grp []byte, qs []int8, d []float32, s8 []int32, out []float32, pf int) {
 	panic("cpu: no Q4_0 decode-layout kernels on this architecture")
 }

@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// 16-row panels for the AVX-512 VNNI prefill kernels (dot_blkz_amd64.*).
+// 16-row panels for the AVX-512 VNNI prefill kernels (dot_blk16_vnni_amd64.*).
 // A block of a panel is 8 steps of 64 bytes (step s: elements 4s..4s+3 of
 // rows 0..15, stored unsigned: Q4_0 as w+8 in 0..15, Q8_0 as w+128) then
 // the 16 rows' scales as float32. Per (row, token) the kernels do the
@@ -14,11 +14,6 @@ import (
 
 // panelBlockZ is the size of one block of a 16-row panel.
 const panelBlockZ = 8*64 + 16*4
-
-// blkZTile, where set (amd64 with AVX-512 VNNI), computes the whole
-// 16-row groups of rows [r0, r1) for tokens [t0, t1) of a prefill tile and
-// returns the first row it left (tileBlk does the rest).
-var blkZTile func(p *Pool, worker int, op *opPlan, r0, r1, t0, t1 int) int
 
 // packPanelZ packs 16 rows of bk's type (rows[r*rb:], nb blocks each) into
 // panel ([nb][panelBlockZ]).

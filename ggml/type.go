@@ -1,4 +1,4 @@
-package gguf
+package ggml
 
 import (
 	"errors"
@@ -48,7 +48,7 @@ const (
 
 // ErrUnsupportedType is wrapped by errors about tensor types that are unknown
 // or that oengine cannot compute with.
-var ErrUnsupportedType = errors.New("gguf: unsupported tensor type")
+var ErrUnsupportedType = errors.New("ggml: unsupported tensor type")
 
 // typeInfo describes the block layout of one tensor type.
 type typeInfo struct {
@@ -139,14 +139,14 @@ func (t Type) RowBytes(n int) (int, error) {
 		return 0, fmt.Errorf("%w %s", ErrUnsupportedType, t)
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("gguf: negative element count %d", n)
+		return 0, fmt.Errorf("ggml: negative element count %d", n)
 	}
 	if n%ti.blockElem != 0 {
-		return 0, fmt.Errorf("gguf: %d elements is not a multiple of the %s block size %d", n, t, ti.blockElem)
+		return 0, fmt.Errorf("ggml: %d elements is not a multiple of the %s block size %d", n, t, ti.blockElem)
 	}
 	blocks := n / ti.blockElem
 	if blocks > maxInt/ti.blockSize {
-		return 0, fmt.Errorf("gguf: %d elements of %s overflow", n, t)
+		return 0, fmt.Errorf("ggml: %d elements of %s overflow", n, t)
 	}
 	return blocks * ti.blockSize, nil
 }
@@ -162,5 +162,5 @@ func ParseType(s string) (Type, error) {
 			return Type(t), nil
 		}
 	}
-	return 0, fmt.Errorf("gguf: unknown tensor type %q", s)
+	return 0, fmt.Errorf("ggml: unknown tensor type %q", s)
 }

@@ -6,14 +6,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // extremeRows sets some blocks of w to the extreme weights (Q4_0 nibbles 0
 // and 15, Q8_0 bytes -128 and 127) and large scales.
 func extremeRows(rng *rand.Rand, w Matrix) {
 	bb := 34
-	if w.Type == gguf.TypeQ4_0 {
+	if w.Type == ggml.TypeQ4_0 {
 		bb = 18
 	}
 	for b := 0; b+bb <= len(w.Data); b += bb {
@@ -28,14 +28,14 @@ func extremeRows(rng *rand.Rand, w Matrix) {
 			}
 		case 2:
 			for j := 2; j < bb; j++ {
-				if w.Type == gguf.TypeQ4_0 {
+				if w.Type == ggml.TypeQ4_0 {
 					w.Data[b+j] = 0xf0
 				} else {
 					w.Data[b+j] = byte(0x80 | (j&1)*0x7f) // -128 / -1
 				}
 			}
 		case 3:
-			if w.Type == gguf.TypeQ8_0 {
+			if w.Type == ggml.TypeQ8_0 {
 				for j := 2; j < bb; j++ {
 					w.Data[b+j] = 0x7f
 				}
@@ -45,7 +45,7 @@ func extremeRows(rng *rand.Rand, w Matrix) {
 	}
 }
 
-func blkzInputs(t testing.TB, rng *rand.Rand, typ gguf.Type, rows, cols, n int) (Matrix, []float32) {
+func blkzInputs(t testing.TB, rng *rand.Rand, typ ggml.Type, rows, cols, n int) (Matrix, []float32) {
 	w := randomMatrix(t, rng, typ, rows, cols)
 	extremeRows(rng, w)
 	x := randNormal(rng, n*cols, 1)
@@ -70,7 +70,7 @@ func TestBlkZKernels(t *testing.T) {
 		t.Skip("no AVX-512 VNNI")
 	}
 	rng := rand.New(rand.NewPCG(61, 62))
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
 		bk := kernels[typ].blk
 		for _, sh := range []struct{ cols, n int }{{32, 1}, {96, 8}, {256, 17}, {2048, 24}, {5632, 9}} {
 			t.Run(fmt.Sprintf("%s/%dx%d", typ, sh.cols, sh.n), func(t *testing.T) {
@@ -133,7 +133,7 @@ func TestBlkZMatMul(t *testing.T) {
 	p1, p2 := NewPool(1), NewPool(2)
 	defer p1.Close()
 	defer p2.Close()
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
 		for _, sh := range []struct{ rows, cols, n int }{{53, 256, 16}, {37, 96, 23}, {64, 512, 40}, {19, 64, 530}} {
 			t.Run(fmt.Sprintf("%s/%dx%dx%d", typ, sh.rows, sh.cols, sh.n), func(t *testing.T) {
 				w, x := blkzInputs(t, rng, typ, sh.rows, sh.cols, sh.n)
@@ -168,7 +168,7 @@ func BenchmarkBlkZ(b *testing.B) {
 	}
 	const cols, n = 2048, 8
 	rng := rand.New(rand.NewPCG(65, 66))
-	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
 		bk := kernels[typ].blk
 		w := randomMatrix(b, rng, typ, 16, cols)
 		x := randNormal(rng, n*cols, 1)

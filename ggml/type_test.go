@@ -1,4 +1,4 @@
-package gguf
+package ggml
 
 import (
 	"errors"

@@ -3,9 +3,6 @@ package cpu
 //go:noescape
 func gemv16Q4_0P(grp *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
 
-// q4zActive reports whether the Q4_0 decode layout's kernels run here.
-func q4zActive() bool { return hasBlkZ && blkActive }
-
 // q4zGemv: out[16g+r] = row r of group g of the decode-layout groups grp
 // (len(out)/16 whole groups) against one token, prefetching pf bytes ahead.
 func q4zGemv(grp []byte, qs []int8, d []float32, s8 []int32, out []float32, pf int) {

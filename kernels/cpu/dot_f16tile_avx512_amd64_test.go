@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // TestTileF16ZBitwiseEqualsDot: every (row, token) the AVX-512 4×6 tile
@@ -45,12 +45,12 @@ func TestTileF16ZBitwiseEqualsDot(t *testing.T) {
 		{"cols not multiple of 8", 8, 20, 12, 0, 8, 0},
 	}
 	rng := rand.New(rand.NewPCG(71, 72))
-	k := kernels[gguf.TypeF16]
+	k := kernels[ggml.TypeF16]
 	pool := NewPool(1)
 	defer pool.Close()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := randomMatrix(t, rng, gguf.TypeF16, c.rows, c.cols)
+			w := randomMatrix(t, rng, ggml.TypeF16, c.rows, c.cols)
 			x := randNormal(rng, c.n*c.cols, 1)
 			for i := 0; i < len(x); i += 13 {
 				x[i] *= 300 // wider exponent range
@@ -121,7 +121,7 @@ func TestMatMulF16ZOnOff(t *testing.T) {
 		pool := NewPool(threads)
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s/t%d", c.name, threads), func(t *testing.T) {
-				w := randomMatrix(t, rng, gguf.TypeF16, c.rows, c.cols)
+				w := randomMatrix(t, rng, ggml.TypeF16, c.rows, c.cols)
 				x := randNormal(rng, c.n*c.cols, 1)
 				out := func(on, z bool) []float32 {
 					f16TileOn, f16zOn = on, z
@@ -151,7 +151,7 @@ func BenchmarkF16ZTile(b *testing.B) {
 	}
 	const cols = 512
 	rng := rand.New(rand.NewPCG(75, 76))
-	w := randomMatrix(b, rng, gguf.TypeF16, 4, cols)
+	w := randomMatrix(b, rng, ggml.TypeF16, 4, cols)
 	x := randNormal(rng, 6*cols, 1)
 	rb := w.rowBytes()
 	var sink float32
@@ -194,9 +194,9 @@ func BenchmarkF16ZTileUnit(b *testing.B) {
 		b.Run(fmt.Sprintf("%dx%d/n%d", dims.rows, dims.cols, n), func(b *testing.B) {
 			pool := NewPool(1)
 			defer pool.Close()
-			w := benchMatrix(b, gguf.TypeF16, dims.rows, dims.cols)
+			w := benchMatrix(b, ggml.TypeF16, dims.rows, dims.cols)
 			x := randNormal(rand.New(rand.NewPCG(77, 78)), n*dims.cols, 1)
-			op := opPlan{w: w, k: kernels[gguf.TypeF16], dst: make([]float32, n*dims.rows), rb: w.rowBytes()}
+			op := opPlan{w: w, k: kernels[ggml.TypeF16], dst: make([]float32, n*dims.rows), rb: w.rowBytes()}
 			pool.scratch.x = x
 			best := []float64{math.Inf(1), math.Inf(1)}
 			var ratios []float64

@@ -1,6 +1,6 @@
 // AVX-512 (BW, VL, VNNI) four-token K-quant kernels. Same contract as the
-// AVX2 four-token kernels of dot_x4k_amd64.s: per token, bit for bit the
-// one-token kernel of dot_k_amd64.s. Only the exact integer work is
+// AVX2 four-token kernels of dot_kquant_x4_amd64.s: per token, bit for bit the
+// one-token kernel of dot_kquant_amd64.s. Only the exact integer work is
 // regrouped (two sub-blocks per zmm, VPDPWSSD for the scale products); the
 // float32 ops per (row, token) are the same ops in the same order, two or
 // four tokens side by side in one zmm (lane-wise ops do not mix lanes).
@@ -109,7 +109,7 @@ GLOBL kzdym<>(SB), RODATA|NOPTR, $64
 	VADDSS       T, X, X
 
 // KZSTORE: m = hsum8(main accumulator in Y0) - hsum8(min lanes in X7,
-// upper lanes zero), as KSTORE of dot_x4k_amd64.s.
+// upper lanes zero), as KSTORE of dot_kquant_x4_amd64.s.
 #define KZSTORE(m) \
 	HSUM8(Y0, X0, X1); \
 	HSUM8(Y7, X7, X1); \
@@ -235,7 +235,7 @@ q4kzrow:
 
 q4kzloop:
 	// scales 0..7 -> Y14 words 0..7, mins 0..7 -> words 8..15 (the
-	// decoding of K4SCALES, dot_x4k_amd64.s).
+	// decoding of K4SCALES, dot_kquant_x4_amd64.s).
 	MOVL       4(SI), AX
 	ANDL       $0x3f3f3f3f, AX
 	MOVL       4(SI), DX

@@ -1,5 +1,5 @@
-// Shared by the AVX-512 VNNI Q4_0 decode kernels (dot_gemvz_amd64.s,
-// q4z_amd64.s).
+// Shared by the AVX-512 VNNI Q4_0 decode kernels (dot_gemv16_vnni_amd64.s,
+// q4_0_decode_vnni_amd64.s).
 
 // Q4BLOCKSUM: the exact Q4_0 block sums I_b of 16 rows in Z10 (int32, lane
 // r = row r) from the nibble dwords Z0..Z3 (Zk lane r = bytes 4k..4k+3 of

@@ -1,5 +1,5 @@
 // AVX2 pieces of the one-row F16 attention (AttendF16, attn_f16.go), used by
-// attendF16SIMD (ops_attn1_amd64.go). Each performs exactly the float
+// attendF16SIMD (attn_f16_amd64.go). Each performs exactly the float
 // operations of the Go code it replaces, so results are bit for bit the same:
 //   attnF16DotsAVX2: dotF16Order(q16[h], k) * scale for g heads (d % 32 == 0)
 //   attnF16UpdAVX2:  acc[h] = f16(acc[h]*m_h) when m_h != 1, then

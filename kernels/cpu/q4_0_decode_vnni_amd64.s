@@ -1,4 +1,4 @@
-// Q4_0 decode kernel on the decode layout (q4z.go): groups of 16 rows, lane
+// Q4_0 decode kernel on the decode layout (q4_0_decode.go): groups of 16 rows, lane
 // r of a zmm = row r. Per block (288 contiguous bytes): one VCVTPH2PS of
 // the 16 F16 scales, four 64-byte loads of the nibble dwords; VPDPBUSD of
 // the masked nibbles (unsigned) with the broadcast activation dword gives
@@ -11,7 +11,7 @@
 // region; each block prefetches the 288 bytes pf bytes ahead.
 
 #include "textflag.h"
-#include "q4vnni_amd64.h"
+#include "q4_0_blocksum_vnni_amd64.h"
 
 // func gemv16Q4_0P(grp *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
 // ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.

@@ -12,7 +12,7 @@ func attnF16UpdAVX2(acc *float32, v *uint16, d, ng int, mw *float32)
 func roundF16AVX2(dst, src *float32, n int)
 
 // attendF16SIMD is AttendF16 with its vector work in AVX2
-// (ops_attn1_amd64.s): the query rounding, the g dot products of each key
+// (attn_f16_amd64.s): the query rounding, the g dot products of each key
 // and the F16 accumulator updates. The online softmax stays the same Go
 // code (keep it in step with AttendF16's), so the result is bit for bit
 // AttendF16's and its twin attendF16Ref's (TestAttendF16SIMD). It

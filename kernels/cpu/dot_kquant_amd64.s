@@ -1,4 +1,4 @@
-// AVX2 K-quant dot kernels against Q8_K activations. Twins: dot_k_go.go.
+// AVX2 K-quant dot kernels against Q8_K activations. Twins: dot_kquant_go.go.
 // Per super-block the sums are exact int32 lane sums; one float32
 // multiply-add per block and lane, lanes summed at the end.
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // TestGemvZ runs the decode-kernel tests with the 16-row AVX-512 VNNI Q4_0
@@ -46,7 +46,7 @@ func BenchmarkGemvZ(b *testing.B) {
 	}
 	defer func(v bool) { gemvZ = v }(gemvZ)
 	for _, cols := range []int{2048, 5632} {
-		db := newDecodeBench(b, gguf.TypeQ4_0, cols)
+		db := newDecodeBench(b, ggml.TypeQ4_0, cols)
 		with := func(on bool, fn func()) func() { return func() { gemvZ = on; fn() } }
 		var sink uint64
 		vs := []variant{
@@ -75,6 +75,6 @@ func BenchmarkGemvZ(b *testing.B) {
 		vs3 := []variant{{"avx2", with(false, small.newPath(-1))}, {"zmm", with(true, small.newPath(-1))}}
 		b.Run(fmt.Sprintf("cache/%d", cols), func(b *testing.B) { roundRobin(b, len(small.w.Data), 20, vs3) })
 		_ = sink
-		delete(benchMatrices, fmt.Sprint(gguf.TypeQ4_0, db.w.Rows, db.w.Cols))
+		delete(benchMatrices, fmt.Sprint(ggml.TypeQ4_0, db.w.Rows, db.w.Cols))
 	}
 }

@@ -1,18 +1,9 @@
 package cpu
 
-import (
-	"golang.org/x/sys/cpu"
+import "oengine/ggml"
 
-	"oengine/model/gguf"
-)
-
-// AVX-512 K-quant kernels (dot_kz_amd64.s): per (row, token), the same bits
+// AVX-512 K-quant kernels (dot_kquant_x4_vnni_amd64.s): per (row, token), the same bits
 // as the AVX2 four-token kernels (and so as the one-token kernels).
-
-// hasAVX512KZ reports whether the CPU (and OS) support the kernels of
-// dot_kz_amd64.s (AVX-512 F/BW/VL and VNNI for VPDPWSSD).
-var hasAVX512KZ = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
-	cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 
 // dotQ*_KRowsx4AVX512 compute nrows contiguous rows (each nb super-blocks)
 // against four tokens: out[t*ostride+r] for t < 4, r < nrows (ostride in
@@ -77,31 +68,15 @@ func kzDot4Rows(f kzRowsFunc, bs, maxNB int, dot4 func(row []byte, a actView, co
 	}
 }
 
-// kzKernels4 are the AVX-512 four-token kernels, installed over the AVX2 ones.
-var kzKernels4 = map[gguf.Type]func(row []byte, a actView, cols int) [4]float32{
-	gguf.TypeQ4_K: kx4(dotQ4_Kx4AVX512, 144),
-	gguf.TypeQ6_K: kx4(dotQ6_Kx4AVX512, 210),
+// kzKernels4 are the AVX-512 four-token kernels, installed over the AVX2
+// ones by kernelSetFor (dispatch_amd64.go).
+var kzKernels4 = map[ggml.Type]func(row []byte, a actView, cols int) [4]float32{
+	ggml.TypeQ4_K: kx4(dotQ4_Kx4AVX512, 144),
+	ggml.TypeQ6_K: kx4(dotQ6_Kx4AVX512, 210),
 }
 
 // kzKernels4r are the many-row forms (kernel.dot4r).
-var kzKernels4r = map[gguf.Type]func(rows []byte, rb int, a actView, cols int, dst []float32, dstride int){
-	gguf.TypeQ4_K: kzDot4Rows(dotQ4_KRowsx4AVX512, 144, kzMaxNB, kzKernels4[gguf.TypeQ4_K]),
-	gguf.TypeQ6_K: kzDot4Rows(dotQ6_KRowsx4AVX512, 210, kzMaxNB, kzKernels4[gguf.TypeQ6_K]),
-}
-
-// installKZ switches the kernels of kzKernels4 and kzKernels4r in (called
-// by init after the AVX2 kernels are in place).
-func installKZ() {
-	if !hasAVX512KZ {
-		return
-	}
-	for t, f := range kzKernels4 {
-		k := kernels[t]
-		if k.dot4 == nil {
-			continue
-		}
-		k.dot4 = f
-		k.dot4r = kzKernels4r[t]
-		kernels[t] = k
-	}
+var kzKernels4r = map[ggml.Type]func(rows []byte, rb int, a actView, cols int, dst []float32, dstride int){
+	ggml.TypeQ4_K: kzDot4Rows(dotQ4_KRowsx4AVX512, 144, kzMaxNB, kzKernels4[ggml.TypeQ4_K]),
+	ggml.TypeQ6_K: kzDot4Rows(dotQ6_KRowsx4AVX512, 210, kzMaxNB, kzKernels4[ggml.TypeQ6_K]),
 }

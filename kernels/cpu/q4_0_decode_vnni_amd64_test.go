@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 func skipNoQ4Z(t testing.TB) {
@@ -24,7 +24,7 @@ func TestQ4ZPackRoundTrip(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(91, 92))
 	for _, sh := range []struct{ rows, cols int }{{16, 32}, {37, 256}, {64, 2048}, {50, 96}} {
-		w := randomMatrix(t, rng, gguf.TypeQ4_0, sh.rows, sh.cols)
+		w := randomMatrix(t, rng, ggml.TypeQ4_0, sh.rows, sh.cols)
 		orig := append([]byte(nil), w.Data...)
 		p1, ok := PackQ4_0Decode(w, make([]byte, len(w.Data)))
 		if !ok || p1.q4zRows() != sh.rows/16*16 {
@@ -54,11 +54,11 @@ func TestQ4ZPackRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	f16 := randomMatrix(t, rng, gguf.TypeF16, 32, 64)
+	f16 := randomMatrix(t, rng, ggml.TypeF16, 32, 64)
 	if _, ok := PackQ4_0Decode(f16, make([]byte, len(f16.Data))); ok {
 		t.Fatal("F16 matrix packed")
 	}
-	short := randomMatrix(t, rng, gguf.TypeQ4_0, 15, 64)
+	short := randomMatrix(t, rng, ggml.TypeQ4_0, 15, 64)
 	if _, ok := PackQ4_0Decode(short, make([]byte, len(short.Data))); ok {
 		t.Fatal("15-row matrix packed")
 	}
@@ -69,11 +69,11 @@ func TestQ4ZPackRoundTrip(t *testing.T) {
 func TestQ4ZPanel(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(93, 94))
-	w := randomMatrix(t, rng, gguf.TypeQ4_0, 16, 512)
+	w := randomMatrix(t, rng, ggml.TypeQ4_0, 16, 512)
 	rb, nb := w.rowBytes(), 512/qk
 	pk, _ := PackQ4_0Decode(w, make([]byte, len(w.Data)))
 	want := make([]byte, nb*panelBlockZ)
-	packPanelZ(kernels[gguf.TypeQ4_0].blk, want, w.Data, rb, nb)
+	packPanelZ(kernels[ggml.TypeQ4_0].blk, want, w.Data, rb, nb)
 	got := make([]byte, nb*panelBlockZ)
 	packPanelFromQ4Z(got, pk.Data, nb)
 	if !bytes.Equal(got, want) {
@@ -87,10 +87,10 @@ func TestQ4ZPanel(t *testing.T) {
 func TestQ4ZGemv(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(95, 96))
-	bk := kernels[gguf.TypeQ4_0].blk
+	bk := kernels[ggml.TypeQ4_0].blk
 	for _, sh := range []struct{ rows, cols int }{{16, 32}, {32, 256}, {48, 2048}, {16, 5632}} {
 		for _, extreme := range []bool{false, true} {
-			w := randomMatrix(t, rng, gguf.TypeQ4_0, sh.rows, sh.cols)
+			w := randomMatrix(t, rng, ggml.TypeQ4_0, sh.rows, sh.cols)
 			if extreme {
 				for i := range w.Data {
 					if i%18 >= 2 {
@@ -133,7 +133,7 @@ func TestQ4ZMatMul(t *testing.T) {
 	for _, threads := range []int{1, 3} {
 		pool := NewPool(threads)
 		for _, sh := range []struct{ rows, cols int }{{16, 64}, {37, 256}, {200, 512}} {
-			w := randomMatrix(t, rng, gguf.TypeQ4_0, sh.rows, sh.cols)
+			w := randomMatrix(t, rng, ggml.TypeQ4_0, sh.rows, sh.cols)
 			pk, ok := PackQ4_0Decode(w, make([]byte, len(w.Data)))
 			if !ok {
 				t.Fatal("not packed")
@@ -166,7 +166,7 @@ func TestQ4ZMatMul(t *testing.T) {
 func BenchmarkQ4Z(b *testing.B) {
 	skipNoQ4Z(b)
 	for _, cols := range []int{2048, 5632} {
-		db := newDecodeBench(b, gguf.TypeQ4_0, cols)
+		db := newDecodeBench(b, ggml.TypeQ4_0, cols)
 		pk, _ := PackQ4_0Decode(db.w, make([]byte, len(db.w.Data)))
 		rb := db.rb
 		zpath := func(w Matrix, out []float32) func() {
@@ -209,6 +209,6 @@ func BenchmarkQ4Z(b *testing.B) {
 		vs3 := []variant{{"rowmajor", small.newPath(-1)}, {"q4z", zpath(spk, small.out)}}
 		b.Run(fmt.Sprintf("cache/%d", cols), func(b *testing.B) { roundRobin(b, len(small.w.Data), 20, vs3) })
 		_ = sink
-		delete(benchMatrices, fmt.Sprint(gguf.TypeQ4_0, db.w.Rows, db.w.Cols))
+		delete(benchMatrices, fmt.Sprint(ggml.TypeQ4_0, db.w.Rows, db.w.Cols))
 	}
 }

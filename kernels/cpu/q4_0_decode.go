@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // The Q4_0 decode layout ("q4z"). Decode reads every weight once per token,
@@ -30,7 +30,7 @@ const q4zBlock = 16 * 18
 
 // Q4_0DecodeLayout reports whether PackQ4_0Decode can pack matrices of
 // type t on this CPU (Q4_0, AVX-512 VNNI kernels active).
-func Q4_0DecodeLayout(t gguf.Type) bool { return t == gguf.TypeQ4_0 && q4zActive() }
+func Q4_0DecodeLayout(t ggml.Type) bool { return t == ggml.TypeQ4_0 && q4zActive() }
 
 // PackQ4_0Decode writes m in the Q4_0 decode layout into dst (len(dst) ==
 // len(m.Data); dst may be m.Data itself: each group is rewritten in place
@@ -111,7 +111,7 @@ func q4zRow(m Matrix, r int) []byte {
 	return out
 }
 
-// packPanelFromQ4Z is packPanelZ (dot_blkz.go) for the 16 rows of a
+// packPanelFromQ4Z is packPanelZ (dot_blk16.go) for the 16 rows of a
 // decode-layout group: the same panel bytes. In the decode layout step k's
 // nibble dwords of the 16 rows are already contiguous, as in the panel, so
 // a block is eight masked 64-byte copies and 16 scale conversions.

@@ -1,12 +1,8 @@
 package cpu
 
-import (
-	"unsafe"
+import "unsafe"
 
-	"golang.org/x/sys/cpu"
-)
-
-// AVX-512 F16 prefill tile (dot_f16z_amd64.s): four rows × six tokens =
+// AVX-512 F16 prefill tile (dot_f16tile_avx512_amd64.s): four rows × six tokens =
 // 24 (row, token) pairs per register tile, each pair bitwise the one-token
 // dotF16AVX2 (one zmm holds both of its accumulator chains).
 
@@ -21,14 +17,6 @@ const (
 	// prefill in one call.
 	f16zMaxGroups = 4
 )
-
-// hasAVX512F16 reports whether the CPU (and OS) run f16Tile4x6AVX512
-// (AVX-512 F; VL for the VEX-style Y16-Y31 loads of the tail).
-var hasAVX512F16 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
-
-// f16zOn switches the AVX-512 tile (tests and benchmarks compare it with
-// the AVX2 tiles).
-var f16zOn = hasAVX512F16
 
 // tileF16Z is tileF16 with the AVX-512 4×6 tile: it computes rows
 // [r0, r1) × whole groups of six tokens from t0 and returns the first

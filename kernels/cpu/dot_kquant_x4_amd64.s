@@ -1,5 +1,5 @@
 // Four-token AVX2 K-quant kernels (see dot_x4_amd64.s for the contract:
-// per token, bit for bit the one-token kernel of dot_k_amd64.s).
+// per token, bit for bit the one-token kernel of dot_kquant_amd64.s).
 //
 // Float accumulators live in the frame: token t's main accumulator at
 // 64t(SP), its min accumulator at 64t+32(SP) (Q4_K/Q5_K: low 4 lanes, Q2_K:

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"oengine/model/gguf"
+	"oengine/ggml"
 )
 
 // kzRandK fills a K-quant activation buffer for 4 tokens × nb super-blocks:
@@ -96,13 +96,13 @@ func TestKZMatchesAVX2(t *testing.T) {
 	type kfun func(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
 	type k1fun func(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 	cases := []struct {
-		typ      gguf.Type
+		typ      ggml.Type
 		bs       int
 		kz, avx2 kfun
 		one      k1fun
 	}{
-		{gguf.TypeQ4_K, 144, dotQ4_Kx4AVX512, dotQ4_Kx4AVX2, dotQ4_KAVX2},
-		{gguf.TypeQ6_K, 210, dotQ6_Kx4AVX512, dotQ6_Kx4AVX2, dotQ6_KAVX2},
+		{ggml.TypeQ4_K, 144, dotQ4_Kx4AVX512, dotQ4_Kx4AVX2, dotQ4_KAVX2},
+		{ggml.TypeQ6_K, 210, dotQ6_Kx4AVX512, dotQ6_Kx4AVX2, dotQ6_KAVX2},
 	}
 	rng := rand.New(rand.NewPCG(71, 72))
 	for _, c := range cases {
@@ -148,7 +148,7 @@ func BenchmarkKZ(b *testing.B) {
 	}
 	const cols = 2048
 	rng := rand.New(rand.NewPCG(73, 74))
-	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_K, ggml.TypeQ6_K} {
 		k := kernels[typ]
 		row := randomRow(rng, typ, cols)
 		x := randNormal(rng, 4*cols, 1)
@@ -197,12 +197,12 @@ func TestKZRows(t *testing.T) {
 	}
 	type k1fun func(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 	cases := []struct {
-		typ gguf.Type
+		typ ggml.Type
 		bs  int
 		one k1fun
 	}{
-		{gguf.TypeQ4_K, 144, dotQ4_KAVX2},
-		{gguf.TypeQ6_K, 210, dotQ6_KAVX2},
+		{ggml.TypeQ4_K, 144, dotQ4_KAVX2},
+		{ggml.TypeQ6_K, 210, dotQ6_KAVX2},
 	}
 	rng := rand.New(rand.NewPCG(75, 76))
 	for _, c := range cases {

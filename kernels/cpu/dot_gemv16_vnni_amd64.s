@@ -1,7 +1,7 @@
 // AVX-512 VNNI decode kernel for Q4_0 weights: groups of 16 contiguous rows
 // against one token, lane r of a zmm = row r. Per block the 16 rows' 16
 // bytes of nibbles are loaded four rows per zmm and transposed by dwords
-// (the 4x4 transposes of packQ4_0z in dot_blkz_amd64.s), so that dword k of
+// (the 4x4 transposes of packQ4_0z in dot_blk16_vnni_amd64.s), so that dword k of
 // every row sits in lane r; VPDPBUSD of the masked nibbles (unsigned) with
 // the broadcast activation dword gives the exact integer sum Σ u·q, and
 // subtracting s8 = 8·Σq leaves the block sum I_b. The F16 scales come from
@@ -17,7 +17,7 @@
 // (16·18) of the region pf bytes ahead of the group.
 
 #include "textflag.h"
-#include "q4vnni_amd64.h"
+#include "q4_0_blocksum_vnni_amd64.h"
 
 // func gemv16Q4_0Z(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
 // Groups of 16 contiguous Q4_0 rows (18·nb bytes each); out[16g+r] is row

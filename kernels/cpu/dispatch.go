@@ -1,0 +1,98 @@
+package cpu
+
+import "oengine/ggml"
+
+// Kernel dispatch. Which kernels run is decided here and in
+// dispatch_amd64.go, once, at package initialisation: detectISA reads the
+// CPU's features (golang.org/x/sys/cpu, so GODEBUG=cpu.avx2=off,
+// cpu.avx512f=off, ... take effect) and kernelSetFor builds the kernel set
+// of that level. No other file reads CPU features or installs kernels.
+// README.md in this directory maps each file to the kernels it holds.
+
+// isa is an instruction-set level of the kernels; each level includes
+// the ones below it.
+type isa int
+
+const (
+	isaGeneric    isa = iota // plain Go: the reference twins, on every architecture
+	isaAVX2                  // amd64 AVX2 + FMA + F16C
+	isaAVX512                // + AVX-512 F and VL (the VEX-style Y16-Y31 loads of its tail): the F16 prefill tile
+	isaAVX512VNNI            // + AVX-512 BW and VNNI (VPDPBUSD, VPDPWSSD): K-quant and 16-row Q4_0/Q8_0 kernels
+)
+
+// String is the level's name in Features.
+func (l isa) String() string {
+	switch l {
+	case isaAVX2:
+		return "avx2+fma+f16c"
+	case isaAVX512:
+		return "avx2+fma+f16c+avx512"
+	case isaAVX512VNNI:
+		return "avx2+fma+f16c+avx512-vnni"
+	}
+	return "generic"
+}
+
+// kernelSet is what one ISA level runs.
+type kernelSet struct {
+	isa isa
+	// matmul is MatMul's kernel per weight type: portable (matmul.go),
+	// with the level's kernels substituted.
+	matmul map[ggml.Type]kernel
+	// rows are the many-row decode kernels per weight type (dot_gemv*).
+	rows map[ggml.Type]rowsKernel
+	// simd: the AVX2 helpers of the other operations (activation
+	// quantization, SwiGLU, attention, ReadSum) run.
+	simd bool
+	// blk: Q4_0 and Q8_0 use the blocked kernels (dot_blk.go); the
+	// activation quantizer then fills their extra layouts.
+	blk bool
+	// f16Z: F16 prefill uses the AVX-512 4×6 tile (dot_f16tile_avx512*).
+	f16Z bool
+	// vnni: the AVX-512 VNNI 16-row Q4_0/Q8_0 kernels run: prefill
+	// panels (dot_blk16*), the 16-row decode kernel (dot_gemv16_vnni*) and the
+	// Q4_0 decode layout (q4_0_decode*).
+	vnni bool
+	// blkZTile is the 16-row prefill panel path (nil without vnni).
+	blkZTile func(p *Pool, worker int, op *opPlan, r0, r1, t0, t1 int) int
+}
+
+// active is the set this process runs.
+var active = kernelSetFor(detectISA())
+
+// The active set as the package variables the kernels read on every call
+// (and the tests read to skip what this CPU cannot run).
+var (
+	kernels      = active.matmul
+	hasAVX2      = active.isa >= isaAVX2
+	attnAVX2     = active.simd
+	readSIMD     = active.simd
+	blkActive    = active.blk
+	hasAVX512F16 = active.isa >= isaAVX512
+	hasAVX512KZ  = active.isa >= isaAVX512VNNI
+	hasBlkZ      = active.vnni
+)
+
+// Switches between two kernels of the same level: tests and benchmarks
+// flip them to compare the two; both give the same bits.
+var (
+	// blkZTile, where set, computes the whole 16-row groups of a
+	// prefill tile (dot_blk16.go); nil: 8-row panels only.
+	blkZTile = active.blkZTile
+	// gemvZ: Q4_0 decode uses the 16-row kernel for whole groups of 16
+	// rows (dot_gemv16_vnni_amd64.s) instead of the 8-row one.
+	gemvZ = active.vnni
+	// f16TileOn: F16 prefill uses the register tiles (dot_f16tile*)
+	// instead of the 2×2 kernel.
+	f16TileOn = true
+	// f16zOn: the F16 tile is the AVX-512 4×6 one.
+	f16zOn = active.f16Z
+)
+
+// q4zActive reports whether the Q4_0 decode layout's kernels run here.
+func q4zActive() bool { return active.vnni }
+
+// Features names the instruction set the MatMul kernels use on this CPU
+// ("generic", "avx2+fma+f16c", "avx2+fma+f16c+avx512",
+// "avx2+fma+f16c+avx512-vnni"), for logs and benchmark reports.
+func Features() string { return active.isa.String() }
