@@ -35,7 +35,7 @@ func (m *Decoder) Workspace(pageSize int, blas bool) int64 {
 		var w16, cols int64
 		for _, w := range m.weights {
 			cols = max(cols, int64(w.Cols))
-			if w.Type != ggml.TypeF16 {
+			if w.Type != ggml.TypeF16 && w.Type != ggml.TypeBF16 && w.Type != ggml.TypeF32 { // dequantized for cuBLAS
 				w16 = max(w16, int64(w.Rows)*int64(w.Cols)*2)
 			}
 		}
