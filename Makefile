@@ -16,6 +16,9 @@ run: build
 
 test: check-layers
 	$(GO) test $(RACE) -timeout 30m $(TESTFLAGS) ./...
+# The server's real-engine suites (conformance, sessions) again with the
+# model on the emulated CUDA device (kernels/cuda/cudaemu).
+	OENGINE_TEST_DEVICE=cuda-emu $(GO) test $(RACE) -timeout 30m $(TESTFLAGS) ./server
 # The strict greedy check on every reference prompt (TestReferenceModelsFull)
 # and every reference case through the CUDA model on the emulated device
 # (TestEmulatedReferenceModels) are left out of race runs (too slow under
