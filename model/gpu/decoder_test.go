@@ -271,3 +271,24 @@ func TestForwardGraphsMatchDirect(t *testing.T) {
 		t.Fatalf("graphs: %d replayed model, %d direct", len(graphed.graphs), len(direct.graphs))
 	}
 }
+
+// A batch naming more sequences than a step holds (some without tokens in
+// this step) runs with only the sequences its tokens use.
+func TestForwardManySequences(t *testing.T) {
+	m, kv := tinyDecoderN(t, 2)
+	b := &DecoderBatch{Tokens: []int32{3}, Pos: []int32{0}, Seq: []int32{4}, Seqs: [][]int32{{0}, {1}, {2}, {3}, {1}}, Logits: []int32{0}}
+	got := make([]float32, 16)
+	if err := m.Forward(kv, b, got); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, 16)
+	one := &DecoderBatch{Tokens: []int32{3}, Pos: []int32{0}, Seq: []int32{0}, Seqs: [][]int32{{1}}, Logits: []int32{0}}
+	if err := m.Forward(kv, one, want); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("logit %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+}

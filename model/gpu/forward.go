@@ -114,9 +114,11 @@ func (m *Decoder) Forward(kv *KV, b *DecoderBatch, logits []float32) error {
 			return err
 		}
 	}
-	if len(b.Tokens) <= m.maxT {
+	if len(b.Tokens) <= m.maxT && len(b.Seqs) <= m.maxT {
 		return m.forward(kv, b, logits)
 	}
+	// Split (and, when the batch names more sequences than a step's page
+	// tables hold, keep only the sequences each step uses).
 	V := m.cfg.Vocab
 	if len(logits) < len(b.Logits)*V {
 		return fmt.Errorf("gpu: %d logits rows into %d values", len(b.Logits), len(logits))
