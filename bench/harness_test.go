@@ -27,6 +27,13 @@ import (
 // tinyEngine builds the built-in synthetic tiny model and an engine on it.
 func tinyEngine(t testing.TB, hooks engine.Hooks) *engine.Engine {
 	t.Helper()
+	return tinyEngineCfg(t, hooks, nil)
+}
+
+// tinyEngineCfg is tinyEngine with mut applied to the engine's
+// configuration.
+func tinyEngineCfg(t testing.TB, hooks engine.Hooks, mut func(*engine.Config)) *engine.Engine {
+	t.Helper()
 	data, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 42})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +42,7 @@ func tinyEngine(t testing.TB, hooks engine.Hooks) *engine.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return engineOn(t, f, hooks)
+	return engineOnCfg(t, f, hooks, mut)
 }
 
 // tinyVocab is the vocabulary pool of the built-in synthetic tiny model.
@@ -96,9 +103,17 @@ func refEngine(t testing.TB, hooks engine.Hooks) (*engine.Engine, *tokenizer.Tok
 
 func engineOn(t testing.TB, f *gguf.File, hooks engine.Hooks) *engine.Engine {
 	t.Helper()
-	lm, err := loader.Load(f, loader.Options{Name: "tiny", Threads: 2, Engine: engine.Config{
-		PageSize: 16, KVPages: 256, MaxRunning: 16,
-		Hooks: hooks, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
+	return engineOnCfg(t, f, hooks, nil)
+}
+
+func engineOnCfg(t testing.TB, f *gguf.File, hooks engine.Hooks, mut func(*engine.Config)) *engine.Engine {
+	t.Helper()
+	cfg := engine.Config{PageSize: 16, KVPages: 256, MaxRunning: 16,
+		Hooks: hooks, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if mut != nil {
+		mut(&cfg)
+	}
+	lm, err := loader.Load(f, loader.Options{Name: "tiny", Threads: 2, Engine: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,13 +136,20 @@ func startServer(t testing.TB) *testServer {
 // real vocabulary and chat-free text tokenizer for streamed text).
 func startServerOpts(t testing.TB, ext bool) *testServer {
 	t.Helper()
+	return startServerCfg(t, ext, nil)
+}
+
+// startServerCfg is startServerOpts with mut applied to the engine's
+// configuration (tiny model only).
+func startServerCfg(t testing.TB, ext bool, mut func(*engine.Config)) *testServer {
+	t.Helper()
 	metrics := server.NewMetrics()
 	var e *engine.Engine
 	var tok *tokenizer.Tokenizer
 	if ext {
 		e, tok = refEngine(t, metrics.EngineHooks("tiny"))
 	} else {
-		e = tinyEngine(t, metrics.EngineHooks("tiny"))
+		e = tinyEngineCfg(t, metrics.EngineHooks("tiny"), mut)
 	}
 	cfg := server.DefaultConfig()
 	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"

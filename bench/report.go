@@ -301,6 +301,7 @@ type File struct {
 	Machine map[string]any `json:"machine"`
 	Server  map[string]any `json:"server,omitempty"` // engine name, version, model as the target reports them
 	Reports []Report       `json:"reports"`
+	Soak    *SoakReport    `json:"soak,omitempty"` // a soak run (docs/bench.md: soak)
 }
 
 // WriteJSON writes f to path.

@@ -76,7 +76,8 @@ func metricName(series string) string {
 // prefix-cache figures, token counters, running/waiting requests, for
 // oengine (oengine:...), vLLM (vllm:...) and llama.cpp (llamacpp:...).
 var ServerFigures = []string{"kv_cache_usage", "kv_pages", "preemption", "prefix_cache", "prompt_tokens",
-	"generation_tokens", "tokens_predicted", "num_requests", "requests_processing", "requests_deferred", "request_success", "request_failure", "request_rejected"}
+	"generation_tokens", "tokens_predicted", "num_requests", "requests_processing", "requests_deferred", "request_success", "request_failure", "request_rejected",
+	"request_pauses", "consumer_timeouts"}
 
 func wanted(name string) bool {
 	if strings.HasSuffix(name, "_bucket") || strings.HasSuffix(name, "_sum") || strings.HasSuffix(name, "_count") {

@@ -17,7 +17,7 @@ const (
 )
 
 // Scenarios lists the scenario names RunServe knows.
-var Scenarios = []string{ScenarioGenerate, ScenarioMultiTurn, ScenarioStreamInput, ScenarioCancel}
+var Scenarios = []string{ScenarioGenerate, ScenarioMultiTurn, ScenarioStreamInput, ScenarioCancel, ScenarioSoak}
 
 // ServeConfig is one `bench serve` invocation.
 type ServeConfig struct {
@@ -271,6 +271,8 @@ func scenarioRuns(t Target, cfg ServeConfig, maxContext int) ([]run, error) {
 				return []Result{g.GenerateStream(ctx, sg.next(0), si)}
 			}
 		}}}, nil
+	case ScenarioSoak:
+		return nil, fmt.Errorf("bench: the soak scenario runs through RunSoak, not RunServe")
 	case ScenarioMultiTurn:
 		ct, ok := t.(Conversational)
 		if !ok {

@@ -47,17 +47,35 @@ func (c *controlService) GetServerInfo(ctx context.Context, _ *pb.GetServerInfoR
 			MaxBatchedTokens:   ptr(uint64(max(lim.MaxBatchedTokens, 0))),
 			MaxLoras:           ptr[uint32](0),
 		},
-		Extra: deviceExtra(lim),
+		Extra: s.coverage(),
 	}, nil
 }
 
-// deviceExtra is the extra struct naming where a model runs ("device":
-// "cpu" or the CUDA device), or nil when the backend does not say.
-func deviceExtra(lim engine.Limits) *structpb.Struct {
-	if lim.Device == "" {
+// coverage says which models the router-facing figures describe
+// (docs/api.md, "KV events for external routers"): "models" are the
+// listed models (GetLoad's sums), "kv_events_model" the one whose cache
+// feeds GetKvEventSources and whose figures are the capacity, and
+// "auxiliary_models" the served but unlisted ones.
+func (s *Server) coverage() *structpb.Struct {
+	var listed, aux []any
+	for _, m := range s.models {
+		if m.Auxiliary {
+			aux = append(aux, m.Name)
+		} else {
+			listed = append(listed, m.Name)
+		}
+	}
+	f := map[string]any{"models": listed, "kv_events_model": s.models[0].Name}
+	if dev := s.models[0].Backend.Limits().Device; dev != "" {
+		f["device"] = dev // where the default model runs (cpu or the CUDA device)
+	}
+	if len(aux) > 0 {
+		f["auxiliary_models"] = aux
+	}
+	st, err := structpb.NewStruct(f)
+	if err != nil {
 		return nil
 	}
-	st, _ := structpb.NewStruct(map[string]any{"device": lim.Device})
 	return st
 }
 
@@ -85,7 +103,7 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		return lc
 	}
 	return &pb.ModelInfo{
-		ModelId:               m.Backend.ModelName(),
+		ModelId:               m.ID,
 		ServedModelName:       m.Name,
 		ServedModelAliases:    m.Aliases,
 		MaxContextLength:      ptr(clampU32(lim.ContextLen)),
@@ -139,10 +157,12 @@ func limitsExtra(lim engine.Limits) *structpb.Struct {
 	return st
 }
 
-// GetLoad sums the live figures of every engine (one data-parallel rank).
+// GetLoad sums the live figures of the listed models' engines (one
+// data-parallel rank); an auxiliary model (--fast-model) is not counted,
+// and attributes.models names the models covered.
 func (c *controlService) GetLoad(ctx context.Context, req *pb.GetLoadRequest) (*pb.LoadInfo, error) {
 	var running, waiting, runTok, waitTok, used, total int
-	for _, m := range c.s.models {
+	for _, m := range c.s.listed() {
 		l := m.Backend.Load()
 		running += l.Running
 		waiting += l.Waiting
@@ -161,6 +181,7 @@ func (c *controlService) GetLoad(ctx context.Context, req *pb.GetLoadRequest) (*
 		TotalKvBlocks:      ptr(uint64(max(total, 0))),
 		RunningTokens:      ptr(uint64(max(runTok, 0))),
 		WaitingTokens:      ptr(uint64(max(waitTok, 0))),
+		Attributes:         c.s.coverage(),
 	}
 	if req.GetIncludePerRank() {
 		li.Ranks = []*pb.RankLoadInfo{{

@@ -67,7 +67,7 @@ func newFake(t testing.TB, name string) *fakeBackend {
 func (f *fakeBackend) ModelName() string     { return f.name }
 func (f *fakeBackend) Limits() engine.Limits { return f.lim }
 func (f *fakeBackend) Stats() engine.Stats {
-	return engine.Stats{PromptTokens: 7, GenerationTokens: 5, PrefixQueries: 3, PrefixHits: 1, Preemptions: 2}
+	return engine.Stats{PromptTokens: 7, GenerationTokens: 5, PrefixQueries: 3, PrefixHits: 1, Preemptions: 2, Pauses: 4, ConsumerTimeouts: 3}
 }
 func (f *fakeBackend) TokenText(id int32) string { return fmt.Sprintf("t%d ", id) }
 func (f *fakeBackend) SubscribeKV(from uint64, snap bool) (*kvcache.Subscription, error) {

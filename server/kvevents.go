@@ -32,7 +32,7 @@ func (c *controlService) GetKvEventSources(ctx context.Context, req *pb.GetKvEve
 	}
 	host, port := c.s.advertised()
 	ep := &pb.KvEndpoint{Host: host, Port: port, Protocol: "grpc"}
-	return &pb.GetKvEventSourcesResponse{Sources: []*pb.KvEventSource{{
+	return &pb.GetKvEventSourcesResponse{Sources: append([]*pb.KvEventSource{{
 		Transport:        "grpc",
 		EndpointAddr:     ep,
 		Topic:            kvTopic,
@@ -40,7 +40,71 @@ func (c *controlService) GetKvEventSources(ctx context.Context, req *pb.GetKvEve
 		DataParallelRank: ptr[uint32](0),
 		Encoding:         "protobuf",
 		SchemaVersion:    ptr[uint32](pb.SchemaRevision),
-	}}}, nil
+	}}, c.s.extraKvSources(host)...)}, nil
+}
+
+// KvSource is another feed of the default model's KV events, advertised by
+// GetKvEventSources next to the gRPC one (the ZMQ publisher, docs/api.md
+// "KV events over ZMQ"). It covers data-parallel rank 0.
+type KvSource struct {
+	Transport string // "zmq"
+	Encoding  string // "msgpack"
+	Protocol  string // KvEndpoint.protocol, e.g. "tcp"
+	// Host to connect to; "" or a wildcard: the server's advertised host.
+	Host  string
+	Port  uint32
+	Topic string
+	HWM   uint32 // publisher's high-water mark; 0: not reported
+}
+
+// AddKvEventSource advertises another KV event feed.
+func (s *Server) AddKvEventSource(src KvSource) {
+	for {
+		old := s.kvSources.Load()
+		var next []KvSource
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, src)
+		if s.kvSources.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+// extraKvSources renders the added sources; advertised replaces a
+// wildcard or empty host.
+func (s *Server) extraKvSources(advertised string) []*pb.KvEventSource {
+	list := s.kvSources.Load()
+	if list == nil {
+		return nil
+	}
+	out := make([]*pb.KvEventSource, 0, len(*list))
+	for _, src := range *list {
+		host := src.Host
+		if ip := net.ParseIP(host); host == "" || host == "*" || (ip != nil && ip.IsUnspecified()) {
+			host = advertised
+		}
+		ks := &pb.KvEventSource{
+			Transport:        src.Transport,
+			EndpointAddr:     &pb.KvEndpoint{Host: host, Port: src.Port, Protocol: src.Protocol},
+			Topic:            src.Topic,
+			DataParallelRank: ptr[uint32](0),
+			Encoding:         src.Encoding,
+		}
+		if src.HWM > 0 {
+			ks.Hwm = ptr(src.HWM)
+		}
+		out = append(out, ks)
+	}
+	return out
+}
+
+// AdvertisedHost is the host GetKvEventSources announces (Config.AdvertiseHost,
+// else the gRPC listener's host unless a wildcard, else the hostname).
+func (s *Server) AdvertisedHost() string {
+	h, _ := s.advertised()
+	return h
 }
 
 // advertised is the host and port announced for this server: AdvertiseHost,

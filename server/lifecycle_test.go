@@ -54,6 +54,8 @@ func TestHTTPAndMetrics(t *testing.T) {
 			`oengine:generation_tokens_total{model_name="m"} 5`,
 			`oengine:num_preemptions_total{model_name="m"} 2`,
 			`oengine:model_info{device="cuda:0 Test GPU",model_name="m"} 1`,
+			`oengine:request_pauses_total{model_name="m"} 4`,
+			`oengine:consumer_timeouts_total{model_name="m"} 3`,
 			`oengine:time_to_first_token_seconds_count{model_name="m"} 1`,
 			`oengine:inter_token_latency_seconds_count{model_name="m"} 2`,
 			`oengine:e2e_request_latency_seconds_count{model_name="m"} 1`,

@@ -122,13 +122,17 @@ var (
 		"Tokens generated.", []string{"model_name"}, nil)
 	descPreemptions = prometheus.NewDesc("oengine:num_preemptions_total",
 		"Sequences preempted (requeued for recomputation).", []string{"model_name"}, nil)
+	descPauses = prometheus.NewDesc("oengine:request_pauses_total",
+		"Times a request was paused because its consumer stopped reading.", []string{"model_name"}, nil)
+	descConsumerTimeouts = prometheus.NewDesc("oengine:consumer_timeouts_total",
+		"Requests cancelled because their consumer stayed paused longer than the consumer timeout.", []string{"model_name"}, nil)
 	descModelInfo = prometheus.NewDesc("oengine:model_info",
 		"Always 1; the device label names where the model runs (cpu, or the CUDA device).", []string{"model_name", "device"}, nil)
 )
 
 func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descPages,
-		descPrefixQueries, descPrefixHits, descPromptTokens, descGenTokens, descPreemptions, descModelInfo} {
+		descPrefixQueries, descPrefixHits, descPromptTokens, descGenTokens, descPreemptions, descPauses, descConsumerTimeouts, descModelInfo} {
 		ch <- d
 	}
 }
@@ -158,6 +162,8 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		ctr(descPromptTokens, st.PromptTokens)
 		ctr(descGenTokens, st.GenerationTokens)
 		ctr(descPreemptions, st.Preemptions)
+		ctr(descPauses, st.Pauses)
+		ctr(descConsumerTimeouts, st.ConsumerTimeouts)
 		if dev := m.Backend.Limits().Device; dev != "" {
 			g(descModelInfo, 1, dev)
 		}

@@ -17,6 +17,15 @@ type Model struct {
 	Name string
 	// Aliases are other names clients may use.
 	Aliases []string
+	// ID is ModelInfo.model_id: what a router hands its tokenizer loader
+	// (`--model-id`; the CLI defaults it to the GGUF file's absolute path,
+	// docs/deploy.md); "": Backend.ModelName().
+	ID string
+	// Auxiliary marks a helper model (the --fast-model of the SSE route):
+	// it answers by name, but is not listed in supported_models, and
+	// capacity, GetLoad and KV events describe the listed models only
+	// (docs/api.md, "KV events for external routers").
+	Auxiliary bool
 	// Backend runs Generate, Abort, load figures and KV events; nil: the
 	// Engine (FromEngine).
 	Backend Backend
@@ -72,6 +81,12 @@ func (m Model) normalize(i int) (*Model, error) {
 	if m.Name == "" {
 		m.Name = m.Backend.ModelName()
 	}
+	if m.ID == "" {
+		m.ID = m.Backend.ModelName()
+	}
+	if i == 0 && m.Auxiliary {
+		return nil, errors.New("server: the default (first) model cannot be auxiliary")
+	}
 	m.Aliases = append([]string(nil), m.Aliases...)
 	for _, n := range m.Names() {
 		if n == "" {
@@ -106,6 +121,19 @@ func indexModels(models []Model) ([]*Model, map[string]*Model, error) {
 
 // Models are the served models; the first is the default.
 func (s *Server) Models() []*Model { return s.models }
+
+// listed are the models announced in supported_models and covered by
+// GetLoad and the metrics of the router-facing views: every model but the
+// auxiliary ones. The first (default) model is always listed.
+func (s *Server) listed() []*Model {
+	out := make([]*Model, 0, len(s.models))
+	for _, m := range s.models {
+		if !m.Auxiliary {
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // Lookup finds a served model by name or alias; "" is the default model.
 func (s *Server) Lookup(name string) (*Model, bool) {

@@ -32,8 +32,9 @@ import (
 // Serve (or Listen + Serve), stop it with Shutdown or by cancelling Serve's
 // context.
 type Server struct {
-	ext        atomic.Pointer[ext]  // sessions + streaming extension (EnableSessions); nil when off
-	keys       atomic.Pointer[Keys] // credentials; nil or empty: authentication off
+	ext        atomic.Pointer[ext]        // sessions + streaming extension (EnableSessions); nil when off
+	kvSources  atomic.Pointer[[]KvSource] // more KV event feeds (AddKvEventSource)
+	keys       atomic.Pointer[Keys]       // credentials; nil or empty: authentication off
 	codec      *utf8Codec
 	cfg        Config
 	log        *slog.Logger
@@ -379,9 +380,10 @@ func (s *Server) startDrain() {
 	}
 }
 
+// modelNames are the listed models' served names (supported_models).
 func (s *Server) modelNames() []string {
 	out := make([]string, 0, len(s.models))
-	for _, m := range s.models {
+	for _, m := range s.listed() {
 		out = append(out, m.Name)
 	}
 	return out

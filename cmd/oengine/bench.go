@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -129,7 +130,7 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	metricsURL := fs.String("metrics-url", "", "Prometheus endpoint scraped around each run (default: URL/metrics; \"none\": off)")
 	model := fs.String("model", "", "model name sent with requests (default: the server's default)")
 	label := fs.String("label", "", "name of this target in reports and charts (default: the target kind)")
-	scenario := fs.String("scenario", "generate", "generate, multiturn, stream-input or cancel-storm")
+	scenario := fs.String("scenario", "generate", "generate, multiturn, stream-input, cancel-storm or soak (docs/bench.md)")
 	inLen := fs.String("input-len", "128", "prompt length in tokens: N, MIN:MAX (uniform) or MEAN~STD (normal); exact with token ids, ±2% with calibrated text")
 	vocab := fs.String("vocab", "", "GGUF file whose vocabulary token-id prompts are drawn from (default: ask an OpenEngine server; openai needs it for token ids)")
 	inputMode := fs.String("input-mode", "auto", "auto (token ids where the target takes them and a vocabulary is known, else calibrated text), tokens or text")
@@ -159,7 +160,18 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	svgOut := fs.String("svg", "", "write the sweep chart (throughput and p99 TTFT against concurrency) here")
 	appendJSON := fs.Bool("append", false, "add this run's reports to an existing --json file instead of replacing it")
 	compare := fs.Bool("compare", false, "compare two JSON files given as arguments instead of running")
+	stallFrac := fs.Float64("stall-fraction", 0.05, "soak: fraction of stalled readers (stop reading after the first token for --stall-for)")
+	stallFor := fs.Duration("stall-for", 10*time.Second, "soak: how long a stalled reader stops reading; more than the server's --consumer-timeout")
+	stallOut := fs.Int("stall-output", 512, "soak: max_tokens of a stalled request (asks logprobs over all candidates)")
+	sampleEvery := fs.Duration("sample-every", 10*time.Second, "soak: period of the RSS, goroutine and page samples")
+	rssAt := fs.Duration("rss-at", 5*time.Minute, "soak: time of the RSS reference sample (at most half the duration)")
+	rssTol := fs.Float64("rss-tolerance", 0.10, "soak: allowed RSS growth after the run over the reference sample (fraction)")
+	slack := fs.Int("goroutine-slack", 8, "soak: server goroutines allowed above the baseline after the run")
+	settleFor := fs.Duration("settle-timeout", time.Minute, "soak: how long to wait after the load for the server to go idle")
 	fs.limit("cancel-fraction", 0, 1)
+	fs.limit("stall-fraction", 0, 1)
+	fs.limit("rss-tolerance", 0, 10)
+	fs.limit("stall-output", 1, math.Inf(1))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -168,6 +180,26 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench serve: unexpected argument %q (A.json B.json need --compare)", fs.Arg(0))
+	}
+	if *scenario == bench.ScenarioSoak {
+		cf := 0.10 // the soak's default; --cancel-fraction's 0.5 is cancel-storm's
+		if isSet(fs, "cancel-fraction") {
+			cf = *cancelFrac
+		}
+		d := *duration
+		if d <= 0 {
+			d = 30 * time.Minute
+		}
+		sc := bench.SoakConfig{Duration: d, Concurrency: *conc, CancelFraction: cf, StallFraction: *stallFrac,
+			StallFor: *stallFor, StallOutput: *stallOut, InputMode: *inputMode,
+			SampleEvery: *sampleEvery, RSSAt: *rssAt, RSSTolerance: *rssTol, GoroutineSlack: *slack,
+			Settle: *settleFor, Seed: *seed}
+		if isSet(fs, "timeout") {
+			sc.RequestTimeout = *timeout
+		}
+		return runSoak(soakArgs{cfg: sc, target: *target, addr: *addr, url: *url, metricsURL: *metricsURL,
+			model: *model, inLen: *inLen, outLen: *outLen, ignoreEOS: *ignoreEOS, temp: *temp, vocab: *vocab,
+			jsonOut: *jsonOut, args: args}, stdout, stderr)
 	}
 	in, err := bench.ParseDist(*inLen)
 	if err != nil {

@@ -10,6 +10,7 @@ func init() {
 		examples: []string{
 			"oengine bench serve --target grpc --addr 127.0.0.1:50051 --sweep 1,2,4,8 --json run.json",
 			"oengine bench serve --target sse --scenario multiturn --turns 4 --requests 32",
+			"oengine bench serve --scenario soak --duration 30m --concurrency 4 --cancel-fraction 0.1 --stall-fraction 0.05 --stall-for 8s",
 		}}
 	helpTable["bench model"] = cmdHelp{
 		summary:  "prefill and decode throughput of a GGUF model in this process (llama-bench-like)",

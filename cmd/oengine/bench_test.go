@@ -205,3 +205,28 @@ func TestBenchServeOpenAIExitStatus(t *testing.T) {
 		}
 	})
 }
+
+// TestBenchServeSoakFlags: the soak needs the grpc target and /metrics,
+// and its fractions are bounded.
+func TestBenchServeSoakFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--target", "openai"}, "the soak scenario needs --target grpc"},
+		{[]string{"--metrics-url", "none"}, "the soak scenario reads /metrics"},
+		{[]string{"--stall-fraction", "1.5"}, "--stall-fraction must be between 0 and 1"},
+		{[]string{"--cancel-fraction", "0.7", "--stall-fraction", "0.5", "--addr", "127.0.0.1:1", "--duration", "1s"}, "sum to at most 1"},
+		{[]string{"--addr", "127.0.0.1:1", "--duration", "1s"}, "no OpenEngine server answers"},
+	} {
+		var out, errb bytes.Buffer
+		err := dispatch(append([]string{"bench", "serve", "--scenario", "soak"}, c.args...), &out, &errb)
+		if err == nil {
+			t.Errorf("%v: no error", c.args)
+			continue
+		}
+		if c.err != "" && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%v: error %q, want %q", c.args, err, c.err)
+		}
+	}
+}

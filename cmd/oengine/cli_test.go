@@ -92,6 +92,12 @@ func TestParseServe(t *testing.T) {
 					t.Errorf("parsed %+v", c)
 				}
 			}},
+		{name: "consumer timeout", args: []string{"--consumer-timeout", "5s"}, engine: defaults, check: func(t *testing.T, c *serveConfig) {
+			if consumerTimeout(c.engine) != 5*time.Second {
+				t.Errorf("consumer timeout %v, want 5s", consumerTimeout(c.engine))
+			}
+		}},
+		{name: "consumer timeout zero", args: []string{"--consumer-timeout", "0s"}, err: "serve: --consumer-timeout must be more than 0, got 0s"},
 		{name: "model given twice", args: []string{"a.gguf", "--model", "b.gguf"}, err: `serve: model given twice: "a.gguf" as an argument and --model "b.gguf"`},
 		{name: "leftover argument", args: []string{"a.gguf", "--grpc-addr", ":1", "b"}, err: `serve: unexpected argument "b"`},
 		{name: "unknown flag", args: []string{"--grpc-adr", ":1"}, err: "flag provided but not defined: --grpc-adr"},

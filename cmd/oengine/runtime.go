@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"oengine/engine"
 	"oengine/kernels/cuda"
@@ -26,6 +27,9 @@ type engineFlags struct {
 	defaultTemp *float64
 	mmap        *bool
 	device      *string
+	// consumerTimeout, set by serve, is engine.Config.ConsumerTimeout
+	// (nil or 0: the engine's default).
+	consumerTimeout *time.Duration
 }
 
 func addEngineFlags(fs *flagSet) *engineFlags {
@@ -125,10 +129,20 @@ func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.H
 			PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
 			MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
 			DefaultTemperature: *ef.defaultTemp, GreedyDefault: *ef.defaultTemp == 0, Hooks: h, Logger: logger,
+			ConsumerTimeout: consumerTimeout(ef),
 		}})
 	if err != nil {
 		lf.File.Close()
 		return nil, err
 	}
 	return &runtime{file: lf, Model: lm}, nil
+}
+
+// consumerTimeout is the engine's consumer timeout the flags ask for (0:
+// the engine's default).
+func consumerTimeout(ef *engineFlags) time.Duration {
+	if ef.consumerTimeout == nil {
+		return 0
+	}
+	return *ef.consumerTimeout
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"time"
 
 	"oengine/server"
@@ -31,7 +32,7 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 // serveConfig is the parsed command line of serve.
 type serveConfig struct {
 	engine                                          *engineFlags
-	name                                            string
+	name, modelID                                   string
 	aliases                                         stringList
 	grpcAddr, httpAddr, advertise                   string
 	grace                                           time.Duration
@@ -45,6 +46,7 @@ type serveConfig struct {
 	sseKeepAlive, sseWriteTimeout                   time.Duration
 	corsOrigins                                     stringList
 	security                                        *securityFlags
+	dist                                            *distFlags
 }
 
 func parseServe(args []string) (*serveConfig, error) {
@@ -53,11 +55,13 @@ func parseServe(args []string) (*serveConfig, error) {
 	c.engine = addEngineFlags(fs)
 	def := server.DefaultConfig()
 	fs.StringVar(&c.name, "served-model-name", "", "model `name` announced to clients (default: general.name or the file name)")
+	fs.StringVar(&c.modelID, "model-id", "", "`ID` reported as ModelInfo.model_id, the tokenizer source a router loads: a path on the shared model mount or a hub id org/name (default: the GGUF file's absolute path; the synthetic model: its name)")
 	fs.Var(&c.aliases, "alias", "another `NAME` clients may use for the model (repeatable)")
 	fs.StringVar(&c.grpcAddr, "grpc-addr", def.GRPCAddr, "gRPC listen `address`")
 	fs.StringVar(&c.httpAddr, "http-addr", def.HTTPAddr, "HTTP listen `address` (metrics, health, SSE); empty: none")
 	fs.StringVar(&c.advertise, "advertise-host", "", "`host` announced in GetKvEventSources (default: listener host or hostname)")
 	fs.DurationVar(&c.grace, "drain-grace", def.DrainGrace, "how long running requests may finish on SIGTERM")
+	c.engine.consumerTimeout = fs.Duration("consumer-timeout", 30*time.Second, "a request whose client stops reading is paused, then cancelled after this long")
 	fs.StringVar(&c.fastModel, "fast-model", "", "a second, smaller GGUF `file` for the SSE side generation")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	fs.DurationVar(&c.sessionLease, "session-lease", 0, "default generation-session lease (0: engine default)")
@@ -73,6 +77,7 @@ func parseServe(args []string) (*serveConfig, error) {
 	fs.allowNegative("sse-temperature")
 	fs.limit("sse-max-tokens", 1, math.Inf(1))
 	c.security = addSecurityFlags(fs.FlagSet, def)
+	c.dist = addDistFlags(fs.FlagSet)
 	fs.allowNegative("max-sessions-per-key")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -80,10 +85,32 @@ func parseServe(args []string) (*serveConfig, error) {
 	if err := c.engine.check("serve"); err != nil {
 		return nil, err
 	}
+	if *c.engine.consumerTimeout <= 0 {
+		return nil, fmt.Errorf("serve: --consumer-timeout must be more than 0, got %v", *c.engine.consumerTimeout)
+	}
+	if err := c.dist.check(); err != nil {
+		return nil, err
+	}
 	if err := c.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return nil, fmt.Errorf("serve: --log-level must be debug, info, warn or error, got %q", *logLevel)
 	}
 	return c, nil
+}
+
+// modelID is ModelInfo.model_id: the --model-id given, else the model
+// file's absolute path, else (the synthetic model) its name.
+func modelID(flagValue string, f *loadedFile) (string, error) {
+	switch {
+	case flagValue != "":
+		return flagValue, nil
+	case f.Label == "synthetic":
+		return f.Name, nil
+	}
+	abs, err := filepath.Abs(f.Label)
+	if err != nil {
+		return "", fmt.Errorf("serve: model id: %w", err)
+	}
+	return abs, nil
 }
 
 func runServe(args []string, stdout, stderr io.Writer) error {
@@ -122,6 +149,9 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 	defer rt.Close()
 	primary := server.NewModel(rt.Engine, rt.Tokenizer)
 	primary.Aliases = aliases
+	if primary.ID, err = modelID(c.modelID, rt.file); err != nil {
+		return err
+	}
 	models := []server.Model{primary}
 	sc := sse.Config{
 		MaxTokens: *sseMaxTokens, KeepAlive: *sseKeepAlive, WriteTimeout: *sseWriteTimeout,
@@ -143,7 +173,14 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 			cfg.ModelDegraded = fmt.Sprintf("fast model %s failed to load: %v", *fastModel, err)
 		} else {
 			defer frt.Close()
-			models = append(models, server.NewModel(frt.Engine, frt.Tokenizer))
+			fm := server.NewModel(frt.Engine, frt.Tokenizer)
+			// Auxiliary: kept out of supported_models, GetLoad and
+			// KV events, so a router sees one model (docs/deploy.md).
+			fm.Auxiliary = true
+			if fm.ID, err = modelID("", frt.file); err != nil {
+				return err
+			}
+			models = append(models, fm)
 			sc.FastModel = frt.Engine.ModelName()
 		}
 	}
@@ -161,9 +198,18 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 	if err := sse.Enable(srv, sc); err != nil {
 		return err
 	}
+	if err := c.dist.apply(srv); err != nil {
+		return err
+	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}
+	stopZMQ, err := c.dist.start(srv, logger)
+	if err != nil {
+		_ = srv.Shutdown(0)
+		return err
+	}
+	defer stopZMQ()
 	label := rt.file.Label
 	if label == "synthetic" {
 		label = "synthetic (built-in default: random weights)"
