@@ -179,9 +179,21 @@ var httpCodes = map[string]struct {
 	reasonAdminRequired:       {http.StatusForbidden, "admin_required"},
 }
 
-// Classify maps an error of the engine, sessions or streaming packages to
-// its row of the error table.
+// Classify maps an error of the engine, sessions or streaming packages, or
+// a gRPC status of this server's services (its ErrorInfo reason), to its
+// row of the error table.
 func Classify(err error) Failure {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		if st, ok := status.FromError(err); ok && st.Code() != codes.OK {
+			for _, d := range st.Details() {
+				if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
+					return (&apiError{grpc: st.Code(), reason: info.GetReason(), msg: st.Message(),
+						retryable: info.GetMetadata()["retryable"] == "true"}).failure()
+				}
+			}
+		}
+	}
 	return extError(err).failure()
 }
 

@@ -97,7 +97,7 @@ func (p *pump) run(ctx context.Context) error {
 		done, err := p.handle(ev)
 		if err != nil || done {
 			if err == nil {
-				p.s.metrics.e2e.WithLabelValues(p.m.Name).Observe(time.Since(p.start).Seconds())
+				p.s.metrics.e2e.WithLabelValues(p.m.Name, RouteGRPC).Observe(time.Since(p.start).Seconds())
 			}
 			return err
 		}
@@ -166,9 +166,9 @@ func (p *pump) tokens(ev engine.Event) error {
 	now := time.Now()
 	if !p.firstTok {
 		p.firstTok = true
-		p.s.metrics.ttft.WithLabelValues(p.m.Name).Observe(now.Sub(p.start).Seconds())
+		p.s.metrics.ttft.WithLabelValues(p.m.Name, RouteGRPC).Observe(now.Sub(p.start).Seconds())
 	} else if p.validIndex(ev.Output) && !p.lastToken[ev.Output].IsZero() {
-		p.s.metrics.itl.WithLabelValues(p.m.Name).Observe(now.Sub(p.lastToken[ev.Output]).Seconds())
+		p.s.metrics.itl.WithLabelValues(p.m.Name, RouteGRPC).Observe(now.Sub(p.lastToken[ev.Output]).Seconds())
 	}
 	if p.validIndex(ev.Output) {
 		p.lastToken[ev.Output] = now

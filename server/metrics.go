@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -34,20 +35,20 @@ var LatencyBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 
 // and process collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
-	hist := func(name, help string) *prometheus.HistogramVec {
+	hist := func(name, help string, labels ...string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: LatencyBuckets},
-			[]string{"model_name"})
+			append([]string{"model_name"}, labels...))
 	}
-	m.ttft = hist("oengine:time_to_first_token_seconds", "Time from receiving a request to sending its first token.")
-	m.itl = hist("oengine:inter_token_latency_seconds", "Time between two token events of one output.")
-	m.e2e = hist("oengine:e2e_request_latency_seconds", "Time from receiving a request to its last event.")
+	m.ttft = hist("oengine:time_to_first_token_seconds", "Time from receiving a request to sending its first token.", "route")
+	m.itl = hist("oengine:inter_token_latency_seconds", "Time between two token events of one output.", "route")
+	m.e2e = hist("oengine:e2e_request_latency_seconds", "Time from receiving a request to its last event.", "route")
 	m.queue = hist("oengine:request_queue_time_seconds", "Time a request waited between acceptance and its first scheduling.")
 	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oengine:request_success_total", Help: "Outputs that finished, by finish reason (stop, length, cancelled)."},
-		[]string{"model_name", "finished_reason"})
+		[]string{"model_name", "route", "finished_reason"})
 	m.failure = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oengine:request_failure_total", Help: "Accepted requests that ended with an error, by error reason."},
-		[]string{"model_name", "code"})
+		[]string{"model_name", "route", "code"})
 	m.rejected_ = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oengine:request_rejected_total", Help: "Requests refused before acceptance, by ErrorInfo reason."},
 		[]string{"reason"})
@@ -79,7 +80,7 @@ func (m *Metrics) handler() http.Handler {
 
 func (m *Metrics) rejected(reason string) { m.rejected_.WithLabelValues(reason).Inc() }
 
-func (m *Metrics) failed(model, code string) { m.failure.WithLabelValues(model, code).Inc() }
+func (m *Metrics) failed(model, code string) { m.failure.WithLabelValues(model, RouteGRPC, code).Inc() }
 
 func (m *Metrics) finished(model string, r pb.FinishReason) {
 	name := "unknown"
@@ -91,7 +92,63 @@ func (m *Metrics) finished(model string, r pb.FinishReason) {
 	case pb.FinishReason_FINISH_REASON_CANCELLED:
 		name = "cancelled"
 	}
-	m.success.WithLabelValues(model, name).Inc()
+	m.success.WithLabelValues(model, RouteGRPC, name).Inc()
+}
+
+// RouteGRPC is the route label of requests of the gRPC Generate RPC (and
+// its session continuations); HTTP surfaces use their path, e.g.
+// /v1/chat/completions.
+const RouteGRPC = "grpc"
+
+// Rejected counts a request a protocol surface refused before acceptance,
+// by ErrorInfo reason (Failure.Reason).
+func (m *Metrics) Rejected(reason string) { m.rejected(reason) }
+
+// RequestMetrics records the latency and outcome figures of one accepted
+// request of a protocol surface, under its route label. Not safe for
+// concurrent use (one per request handler).
+type RequestMetrics struct {
+	m            *Metrics
+	model, route string
+	start        time.Time
+	first        bool
+	last         map[int]time.Time // per output: its last token event
+}
+
+// Request starts the figures of a request received at start.
+func (m *Metrics) Request(route, model string, start time.Time) *RequestMetrics {
+	return &RequestMetrics{m: m, model: model, route: route, start: start, last: map[int]time.Time{}}
+}
+
+// Tokens records a token event of output sent at now: the first of the
+// request is its time to first token, later ones of the output its
+// inter-token latency.
+func (r *RequestMetrics) Tokens(output int, now time.Time) {
+	if !r.first {
+		r.first = true
+		r.m.ttft.WithLabelValues(r.model, r.route).Observe(now.Sub(r.start).Seconds())
+	}
+	if t, ok := r.last[output]; ok {
+		r.m.itl.WithLabelValues(r.model, r.route).Observe(now.Sub(t).Seconds())
+	}
+	r.last[output] = now
+}
+
+// Finished counts one output that finished with reason (stop, length,
+// cancelled).
+func (r *RequestMetrics) Finished(reason string) {
+	r.m.success.WithLabelValues(r.model, r.route, reason).Inc()
+}
+
+// Failed counts the request as failed after acceptance, by ErrorInfo
+// reason.
+func (r *RequestMetrics) Failed(reason string) {
+	r.m.failure.WithLabelValues(r.model, r.route, reason).Inc()
+}
+
+// Done records the request's end-to-end latency at now.
+func (r *RequestMetrics) Done(now time.Time) {
+	r.m.e2e.WithLabelValues(r.model, r.route).Observe(now.Sub(r.start).Seconds())
 }
 
 // attach registers the live collector that reads the server's engines on

@@ -91,6 +91,18 @@ func (s *Server) EnableSessions(cfg ExtensionConfig) (*sessions.Manager, error) 
 	return mgr, nil
 }
 
+// SessionsService is the OpenEngineSessions implementation registered on
+// the gRPC listener (nil unless EnableSessions ran), for HTTP surfaces that
+// map the same RPCs (server/openai): called with the context of a request
+// that went through Authenticated, it applies the same rules, limits and
+// error reasons as over gRPC.
+func (s *Server) SessionsService() pb.OpenEngineSessionsServer {
+	if x := s.extension(); x != nil {
+		return &sessionsService{x: x}
+	}
+	return nil
+}
+
 // Sessions returns the session manager (nil unless EnableSessions ran).
 func (s *Server) Sessions() *sessions.Manager {
 	if x := s.extension(); x != nil {

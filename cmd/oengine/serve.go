@@ -1,16 +1,21 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"time"
 
+	"oengine/model/chat"
 	"oengine/server"
+	"oengine/server/openai"
 	"oengine/server/sse"
 	"oengine/sessions"
+	"oengine/web"
 )
 
 func init() {
@@ -46,6 +51,9 @@ type serveConfig struct {
 	sseKeepAlive, sseWriteTimeout                   time.Duration
 	corsOrigins                                     stringList
 	security                                        *securityFlags
+	chatTemplate                                    string
+	templateTimeout                                 time.Duration
+	noReasoningSplit                                bool
 	dist                                            *distFlags
 }
 
@@ -74,6 +82,9 @@ func parseServe(args []string) (*serveConfig, error) {
 	fs.DurationVar(&c.sseKeepAlive, "sse-keepalive", sse.DefaultKeepAlive, "interval of SSE keep-alive comments while no event is sent")
 	fs.DurationVar(&c.sseWriteTimeout, "sse-write-timeout", sse.DefaultWriteTimeout, "an SSE reader stalled longer than this is cancelled")
 	fs.Var(&c.corsOrigins, "cors-origin", "`origin` allowed to call the SSE route from a browser (repeatable; \"*\" any; none by default)")
+	fs.StringVar(&c.chatTemplate, "chat-template", "", "Jinja chat template `file` replacing the GGUF's tokenizer.chat_template (OpenAI chat completions, SSE)")
+	fs.DurationVar(&c.templateTimeout, "chat-template-timeout", chat.DefaultRenderTimeout, "longest chat template render; a template that runs longer fails")
+	fs.BoolVar(&c.noReasoningSplit, "no-reasoning-split", false, "keep <think> blocks in the OpenAI content instead of reasoning_content")
 	fs.allowNegative("sse-temperature")
 	fs.limit("sse-max-tokens", 1, math.Inf(1))
 	c.security = addSecurityFlags(fs.FlagSet, def)
@@ -152,6 +163,22 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 	if primary.ID, err = modelID(c.modelID, rt.file); err != nil {
 		return err
 	}
+	limits := chat.Limits{Timeout: c.templateTimeout}
+	if c.chatTemplate != "" {
+		b, err := os.ReadFile(c.chatTemplate)
+		if err != nil {
+			return fmt.Errorf("serve: --chat-template: %w", err)
+		}
+		if rt.Tokenizer == nil {
+			return errors.New("serve: --chat-template: the model has no tokenizer")
+		}
+		// An explicit template must work: refuse to start rather than fall
+		// back (a GGUF's own unusable template only logs a warning).
+		if _, err := chat.NewEncoderLimits(rt.Tokenizer, string(b), limits); err != nil {
+			return fmt.Errorf("serve: --chat-template %s: %w", c.chatTemplate, err)
+		}
+		primary.ChatTemplate = string(b)
+	}
 	models := []server.Model{primary}
 	sc := sse.Config{
 		MaxTokens: *sseMaxTokens, KeepAlive: *sseKeepAlive, WriteTimeout: *sseWriteTimeout,
@@ -198,6 +225,12 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 	if err := sse.Enable(srv, sc); err != nil {
 		return err
 	}
+	if err := openai.Enable(srv, openai.Config{TemplateLimits: limits, NoReasoningSplit: c.noReasoningSplit}); err != nil {
+		return err
+	}
+	if err := web.Enable(srv, web.Config{Version: version}); err != nil {
+		return err
+	}
 	if err := c.dist.apply(srv); err != nil {
 		return err
 	}
@@ -227,8 +260,12 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 			security += " with client certificates"
 		}
 	}
-	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  device %s\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE)\n  auth  %s\n",
-		version, primary.Name, label, rt.Device, srv.GRPCAddr(), srv.HTTPAddr(), security)
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  device %s\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE, OpenAI /v1/*)\n  web   %s://%s/ (console)\n  auth  %s\n",
+		version, primary.Name, label, rt.Device, srv.GRPCAddr(), srv.HTTPAddr(), scheme, srv.HTTPAddr(), security)
 	start := time.Now()
 	err = serveSignals(srv, sf, reloadCert, logger)
 	logger.Info("server stopped", "uptime", time.Since(start).Round(time.Second))

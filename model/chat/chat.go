@@ -1,22 +1,33 @@
-// Package chat turns one user message into prompt tokens the way a model
-// expects it: through the GGUF's Jinja chat template (tokenizer.chat_template,
-// rendered with github.com/ardanlabs/jinja) when the model has one, as plain
-// text otherwise. It also filters reasoning blocks (<think>...</think>) out
-// of generated text (filter.go).
+// Package chat turns conversations into prompt tokens the way a model
+// expects them: through the GGUF's Jinja chat template
+// (tokenizer.chat_template, rendered with github.com/ardanlabs/jinja under
+// limits, template.go) when the model has one, as plain text otherwise. It
+// also splits reasoning blocks (<think>...</think>) out of generated text
+// (filter.go).
 //
 // Special tokens: the template's own markers (<|im_start|>, <|eot_id|>, ...)
-// are parsed as special tokens; the user's text never is, so a prompt that
-// contains "<|im_end|>" cannot end its turn early. To keep the two apart the
-// template is rendered with a random sentinel in place of the user text; the
-// rendered text before and after the sentinel is tokenized with special
-// parsing, the user text without, and the pieces are joined.
+// are parsed as special tokens; the client's text never is, so a message
+// that contains "<|im_end|>" cannot end its turn early. To keep the two
+// apart, every control-token text inside the client's strings is replaced by
+// a random placeholder before rendering; the rendered text is tokenized with
+// special parsing except around the placeholders, whose runs (up to the
+// template's nearest markers) are tokenized as plain text with the original
+// text put back. A conversation without control-token text in it is
+// therefore tokenized exactly as its whole rendered text.
+//
+// Plain fallback (no template): one user message is its text as it is;
+// any other conversation is rendered as "Role: content" paragraphs
+// separated by a blank line ("System: ...\n\nUser: ...\n\nAssistant: ..."),
+// with "Assistant:" appended for the generation prompt. The BOS rule of the
+// vocabulary applies and nothing is special-parsed.
 package chat
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/big"
+	"sort"
 	"strings"
 
 	"github.com/ardanlabs/jinja"
@@ -33,11 +44,13 @@ type Tokenizer interface {
 	AddBOS() bool
 	TokenText(id int32) string
 	IsControl(id int32) bool
+	VocabSize() int
 }
 
-// ErrTemplate reports a chat template that cannot be used for a single user
-// message (it does not compile, fails to render, or transforms the user
-// text beyond trimming). Callers fall back to plain text.
+// ErrTemplate reports a chat template that cannot be used (it does not
+// compile, fails to render, runs past a limit, or does not insert the user
+// message). NewEncoder's callers fall back to plain text; at request time
+// it is the request's error.
 var ErrTemplate = errors.New("chat: unusable chat template")
 
 // Reasoning block markers recognised in templates and generated text.
@@ -46,13 +59,13 @@ const (
 	ThinkClose = "</think>"
 )
 
-// Prompt is one encoded user message.
+// Prompt is one encoded conversation.
 type Prompt struct {
 	// Tokens are the prompt token ids, BOS included when the model wants one
 	// (exactly once).
 	Tokens []int32
-	// Text is the rendered prompt with the user text in place (for logs and
-	// tests; it is not what was tokenized in one piece).
+	// Text is the rendered prompt (for logs and tests; it is not what was
+	// tokenized in one piece).
 	Text string
 	// InReasoning reports that the generation prompt opens a reasoning
 	// block the model is expected to close (e.g. a template ending with
@@ -60,43 +73,71 @@ type Prompt struct {
 	InReasoning bool
 }
 
-// Encoder encodes user messages for one model. It is safe for concurrent
-// use.
-type Encoder struct {
-	tok  Tokenizer
-	tmpl *jinja.Template // nil: plain text
-	trim bool            // the template trims the message content
+// Options are the per-request choices of a conversation render.
+type Options struct {
+	// AddGenerationPrompt appends the assistant turn's opening.
+	AddGenerationPrompt bool
+	// Kwargs are extra template variables (chat_template_kwargs, e.g.
+	// enable_thinking), see DecodeKwargs.
+	Kwargs map[string]jinja.Value
 }
 
-// NewEncoder returns an encoder for tok. An empty template gives a plain
-// text encoder. A template that cannot render a single user message gives
-// an error matching ErrTemplate (use NewEncoder(tok, "") then).
+// Encoder encodes conversations for one model. It is safe for concurrent
+// use.
+type Encoder struct {
+	tok      Tokenizer
+	tmpl     *Template // nil: plain text
+	specials Specials
+	// controls are the texts of the vocabulary's control tokens, longest
+	// first, bucketed by first byte.
+	controls [256][]string
+}
+
+// NewEncoder returns an encoder for tok with the default limits (see
+// NewEncoderLimits).
 func NewEncoder(tok Tokenizer, template string) (*Encoder, error) {
-	e := &Encoder{tok: tok}
+	return NewEncoderLimits(tok, template, Limits{})
+}
+
+// NewEncoderLimits returns an encoder for tok. An empty template gives a
+// plain text encoder. The template is checked by rendering a one-message
+// conversation under the limits; a template that does not compile, fails
+// that render, runs past a limit or does not insert the message's text
+// gives an error matching ErrTemplate (use NewEncoder(tok, "") then).
+func NewEncoderLimits(tok Tokenizer, template string, lim Limits) (*Encoder, error) {
+	e := &Encoder{tok: tok, specials: Specials{BOS: tokenText(tok, tok.BOS()), EOS: tokenText(tok, tok.EOS())}}
+	var all []string
+	for id := range tok.VocabSize() {
+		if tok.IsControl(int32(id)) {
+			if t := tok.TokenText(int32(id)); t != "" {
+				all = append(all, t)
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
+	for _, t := range all {
+		e.controls[t[0]] = append(e.controls[t[0]], t)
+	}
 	if strings.TrimSpace(template) == "" {
 		return e, nil
 	}
-	t, err := jinja.Compile(template)
+	t, err := CompileTemplate(template, lim)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrTemplate, err)
+		return nil, err
 	}
 	e.tmpl = t
-	// Find out once how the template treats the content: inserted as it is,
-	// or trimmed (Llama 3's "message['content'] | trim").
-	s, err := newSentinel()
+	// Probe: the template must insert a user message's text (trimmed at
+	// most), once and unchanged.
+	s, err := newNonce()
 	if err != nil {
 		return nil, err
 	}
-	padded := " \n" + s + "\n "
-	out, err := e.render(padded)
+	probe := "probe" + s
+	out, err := t.Render(Vars{Messages: []Message{{Role: RoleUser, Content: " \n" + probe + "\n "}}, AddGenerationPrompt: true, Specials: e.specials})
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case strings.Count(out, padded) == 1:
-	case strings.Count(out, s) == 1:
-		e.trim = true
-	default:
+	if strings.Count(out, probe) != 1 {
 		return nil, fmt.Errorf("%w: the template does not insert the user message content as it is", ErrTemplate)
 	}
 	return e, nil
@@ -106,83 +147,91 @@ func NewEncoder(tok Tokenizer, template string) (*Encoder, error) {
 func (e *Encoder) Templated() bool { return e.tmpl != nil }
 
 // Encode encodes user as the only (user) message, followed by the
-// generation prompt. Without a template it is the plain text with the BOS
-// rule applied and no special-token parsing.
+// generation prompt.
 func (e *Encoder) Encode(user string) (Prompt, error) {
+	return e.Render([]Message{{Role: RoleUser, Content: user}}, Options{AddGenerationPrompt: true})
+}
+
+// Render encodes a conversation.
+func (e *Encoder) Render(msgs []Message, opts Options) (Prompt, error) {
 	if e.tmpl == nil {
-		return Prompt{Tokens: e.tok.Encode(user, tokenizer.EncodeOptions{AddSpecial: true}), Text: user}, nil
+		return e.plain(msgs, opts), nil
 	}
-	if e.trim {
-		user = strings.TrimSpace(user)
-	}
-	s, err := newSentinel()
+	nonce, err := newNonce()
 	if err != nil {
 		return Prompt{}, err
 	}
-	out, err := e.render(s)
+	n := &neutralizer{e: e, nonce: nonce}
+	safe := make([]Message, len(msgs))
+	for i, m := range msgs {
+		safe[i] = n.message(m)
+	}
+	kw := make(map[string]jinja.Value, len(opts.Kwargs))
+	for k, v := range opts.Kwargs {
+		kw[k] = n.value(v)
+	}
+	out, err := e.tmpl.Render(Vars{Messages: safe, AddGenerationPrompt: opts.AddGenerationPrompt, Specials: e.specials, Kwargs: kw})
 	if err != nil {
 		return Prompt{}, err
 	}
-	i := strings.Index(out, s)
-	if i < 0 || strings.Count(out, s) != 1 {
-		return Prompt{}, fmt.Errorf("%w: the user message appears %d times", ErrTemplate, strings.Count(out, s))
+	ids, text, err := n.encode(out)
+	if err != nil {
+		return Prompt{}, err
 	}
-	pre, post := out[:i], out[i+len(s):]
 	return Prompt{
-		Tokens:      e.join(pre, user, post),
-		Text:        pre + user + post,
-		InReasoning: opensReasoning(post),
+		Tokens:      e.withBOS(ids),
+		Text:        text,
+		InReasoning: opts.AddGenerationPrompt && opensReasoning(text),
 	}, nil
 }
 
-// join tokenizes the template text around the user text with special
-// parsing and the user text without, then applies the BOS rule once.
-func (e *Encoder) join(pre, user, post string) []int32 {
-	special := tokenizer.EncodeOptions{ParseSpecial: true}
-	ids := e.tok.Encode(pre, special)
-	if user != "" {
-		// SentencePiece adds a leading space only at the start of the text
-		// or after a special token, as it would in one whole string.
-		cont := len(ids) > 0 && !e.tok.IsControl(ids[len(ids)-1])
-		ids = append(ids, e.tok.Encode(user, tokenizer.EncodeOptions{Continuation: cont})...)
+// plain is the fallback rendering without a template (package comment).
+func (e *Encoder) plain(msgs []Message, opts Options) Prompt {
+	var text string
+	if len(msgs) == 1 && msgs[0].Role == RoleUser && opts.AddGenerationPrompt {
+		text = msgs[0].Content
+	} else {
+		var b strings.Builder
+		for i, m := range msgs {
+			if i > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(roleTitle(m.Role))
+			b.WriteString(": ")
+			b.WriteString(m.Content)
+		}
+		if opts.AddGenerationPrompt {
+			if len(msgs) > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString("Assistant:")
+		}
+		text = b.String()
 	}
-	if post != "" {
-		special.Continuation = len(ids) > 0
-		ids = append(ids, e.tok.Encode(post, special)...)
+	return Prompt{Tokens: e.tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true}), Text: text}
+}
+
+func roleTitle(r string) string {
+	if r == "" {
+		return ""
 	}
+	return strings.ToUpper(r[:1]) + r[1:]
+}
+
+// withBOS applies the vocabulary's BOS rule once: a template that printed
+// bos_token already has it.
+func (e *Encoder) withBOS(ids []int32) []int32 {
 	if bos := e.tok.BOS(); e.tok.AddBOS() && bos >= 0 && (len(ids) == 0 || ids[0] != bos) {
 		ids = append([]int32{bos}, ids...)
 	}
 	return ids
 }
 
-// render renders the template for one user message with content c.
-func (e *Encoder) render(c string) (out string, err error) {
-	defer func() {
-		// The template engine is third-party code running a template from a
-		// model file: never let it take the server down.
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: render panicked: %v", ErrTemplate, p)
-		}
-	}()
-	data := map[string]any{
-		"messages":              []any{map[string]any{"role": "user", "content": c}},
-		"add_generation_prompt": true,
-		"bos_token":             e.tokenText(e.tok.BOS()),
-		"eos_token":             e.tokenText(e.tok.EOS()),
-	}
-	out, err = e.tmpl.Render(data)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrTemplate, err)
-	}
-	return out, nil
-}
-
-func (e *Encoder) tokenText(id int32) string {
+func tokenText(tok Tokenizer, id int32) string {
 	if id < 0 {
 		return ""
 	}
-	return e.tok.TokenText(id)
+	return tok.TokenText(id)
 }
 
 // opensReasoning reports whether text leaves a reasoning block open.
@@ -190,12 +239,13 @@ func opensReasoning(text string) bool {
 	return strings.LastIndex(text, ThinkOpen) > strings.LastIndex(text, ThinkClose)
 }
 
-// newSentinel returns a string no template or user text produces by
-// accident: 128 random bits between private-use characters.
-func newSentinel() (string, error) {
+// newNonce returns 128 random bits as decimal digits: placeholders built
+// from it survive case filters (upper, title) and no client text guesses
+// it.
+func newNonce() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("chat: sentinel: %w", err)
+		return "", fmt.Errorf("chat: nonce: %w", err)
 	}
-	return "\uE000" + hex.EncodeToString(b[:]) + "\uE001", nil
+	return new(big.Int).SetBytes(b[:]).String(), nil
 }

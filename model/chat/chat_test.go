@@ -14,7 +14,7 @@ import (
 )
 
 // vocabDir finds ../shared/testdata/tokenizer beside the repository root.
-func vocabDir(t *testing.T) string {
+func vocabDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -46,7 +46,7 @@ var (
 // cache key).
 type vocabName string
 
-func loadVocab(t *testing.T, name string) *tokenizer.Tokenizer {
+func loadVocab(t testing.TB, name string) *tokenizer.Tokenizer {
 	t.Helper()
 	vocabMu.Lock()
 	defer vocabMu.Unlock()

@@ -94,3 +94,46 @@ func TestReasoningFilterSplits(t *testing.T) {
 		}
 	}
 }
+
+// PushSplit keeps both sides: for any split of any text the pieces join to
+// SplitReasoning's whole-text result, and the content side equals what
+// Push shows.
+func TestReasoningSplit(t *testing.T) {
+	c, r := SplitReasoning("<think>\nplan it\n</think>\n\nThe answer.", false)
+	if c != "\n\nThe answer." || r != "\nplan it\n" {
+		t.Fatalf("split %q / %q", c, r)
+	}
+	c, r = SplitReasoning("still thinking</think>done<think>more", true)
+	if c != "done" || r != "still thinkingmore" {
+		t.Fatalf("split from inside %q / %q", c, r)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	atoms := []string{"<think>", "</think>", "<", "/", "think", ">", "a", " ", "é", "<th", "\n"}
+	for iter := range 2000 {
+		var b strings.Builder
+		for range rng.IntN(30) {
+			b.WriteString(atoms[rng.IntN(len(atoms))])
+		}
+		text := b.String()
+		in := iter%3 == 0
+		wantC, wantR := SplitReasoning(text, in)
+		f := NewReasoningFilter(in)
+		var gotC, gotR strings.Builder
+		for rest := text; rest != ""; {
+			n := 1 + rng.IntN(len(rest))
+			pc, pr := f.PushSplit(rest[:n])
+			gotC.WriteString(pc)
+			gotR.WriteString(pr)
+			rest = rest[n:]
+		}
+		fc, fr := f.FlushSplit()
+		gotC.WriteString(fc)
+		gotR.WriteString(fr)
+		if gotC.String() != wantC || gotR.String() != wantR {
+			t.Fatalf("text %q (in=%v): got %q / %q, want %q / %q", text, in, gotC.String(), gotR.String(), wantC, wantR)
+		}
+		if strip, _ := StripReasoning(text, in); strip != wantC {
+			t.Fatalf("text %q: SplitReasoning content %q, StripReasoning %q", text, wantC, strip)
+		}
+	}
+}

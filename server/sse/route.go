@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"oengine/engine"
@@ -301,10 +302,15 @@ func cloneSampling(o sampling.Options) sampling.Options {
 }
 
 // cors sets the CORS response headers for an allowed Origin. It returns
-// the request's origin ("" for none) and whether it is allowed.
+// the request's origin ("" for none) and whether it is allowed. The
+// server's own origin (a page it serves, such as the web console) needs no
+// --cors-origin: browsers send Origin on a same-origin POST too.
 func (rt *sseRoute) cors(w http.ResponseWriter, r *http.Request) (string, bool) {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
+		return "", false
+	}
+	if sameOrigin(r, origin) {
 		return "", false
 	}
 	w.Header().Add("Vary", "Origin")
@@ -328,4 +334,13 @@ func (rt *sseRoute) preflight(w http.ResponseWriter, r *http.Request, origin str
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	rt.metrics.outcome("preflight")
+}
+
+// sameOrigin reports whether origin is the request's own scheme and host.
+func sameOrigin(r *http.Request, origin string) bool {
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	return r.Host != "" && strings.EqualFold(origin, scheme+r.Host)
 }

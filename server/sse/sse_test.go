@@ -473,6 +473,22 @@ func TestSSEValidation(t *testing.T) {
 			t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, b)
 		}
 	})
+	t.Run("same-origin POST needs no CORS origin", func(t *testing.T) {
+		// A page served by this server (the web console) posts with
+		// Origin set to the server's own origin.
+		req, _ := http.NewRequest(http.MethodPost, h.url(live), strings.NewReader(`{"prompt":"x"}`))
+		req.Header.Set("Origin", h.base)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "" || !strings.Contains(string(b), "event: done") {
+			t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, b)
+		}
+	})
 	t.Run("draining", func(t *testing.T) {
 		h.s.Drain()
 		resp, err := h.post(context.Background(), nil, live, `{"prompt":"x"}`)

@@ -1,0 +1,278 @@
+package openai
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"oengine/engine"
+	"oengine/model/chat"
+	"oengine/sampling"
+	"oengine/server"
+	"oengine/sessions"
+)
+
+// admit runs the checks every generation route makes first.
+func (a *api) admit(w http.ResponseWriter) bool {
+	if a.s.Draining() {
+		f := server.DrainingFailure()
+		a.reject(w, &apiError{status: f.Status, code: f.Code, msg: f.Message, reason: f.Reason, retryIn: true})
+		return false
+	}
+	return true
+}
+
+// completions serves POST /v1/completions.
+func (a *api) completions(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if !a.admit(w) {
+		return
+	}
+	var req completionRequest
+	if aerr := readJSON(w, r, a.cfg.MaxBodyBytes, &req); aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	ms, aerr := a.model(req.Model)
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	er, aerr := req.engineRequest(req.MaxTokens)
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	if req.Suffix != nil && *req.Suffix != "" {
+		a.reject(w, unsupported("suffix", "suffix is not supported"))
+		return
+	}
+	ps, aerr := prompts(req.Prompt)
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	if req.Logprobs != nil {
+		if *req.Logprobs < 0 {
+			a.reject(w, invalid("logprobs", "logprobs must be >= 0, got %d", *req.Logprobs))
+			return
+		}
+		if req.Echo {
+			a.reject(w, unsupported("echo", "echo with logprobs is not supported"))
+			return
+		}
+		er.Logprobs = candidates(*req.Logprobs)
+	}
+	n := max(er.N, 1)
+	id := requestID(r, "cmpl-")
+	p := server.PrincipalFrom(r.Context())
+	submit := func(i int) (*job, *apiError) {
+		if i >= len(ps) {
+			return nil, nil
+		}
+		jr := er
+		jr.ID = p.Scope(id)
+		if len(ps) > 1 {
+			jr.ID = p.Scope(id + "-" + strconv.Itoa(i))
+		}
+		jr.Prompt, jr.TokenIDs = ps[i].text, ps[i].ids
+		st, err := ms.m.Backend.Submit(r.Context(), jr)
+		if err != nil {
+			return nil, classified(err)
+		}
+		j := &job{st: st, base: i * n, n: n}
+		if req.Echo {
+			j.echo = ps[i].text
+			if ps[i].ids != nil && ms.m.Tokenizer != nil {
+				j.echo = string(ms.m.Tokenizer.Decode(ps[i].ids))
+			}
+		}
+		return j, nil
+	}
+	first, aerr := submit(0)
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	defer a.s.Track()()
+	w.Header().Set("X-Request-Id", id)
+	o := runOpts{kind: kindCompletion, id: id, model: ms.m, created: start.Unix(), stream: req.Stream,
+		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		logprobs:     er.Logprobs != nil, choices: len(ps) * n, route: RouteCompletions, start: start}
+	a.newRunner(o, a.sinkFor(w, req.Stream)).run(r.Context(), first, submit)
+}
+
+func (a *api) sinkFor(w http.ResponseWriter, stream bool) sink {
+	if stream {
+		return newStreamSink(w, a.cfg.WriteTimeout)
+	}
+	return &bodySink{w: w}
+}
+
+// candidates is the logprobs selection of n alternatives (0: the chosen
+// token only).
+func candidates(n int) *sampling.Candidates {
+	if n == 0 {
+		return &sampling.Candidates{Mode: sampling.CandidatesNone}
+	}
+	return &sampling.Candidates{Mode: sampling.CandidatesTopN, TopN: n}
+}
+
+// chatCompletions serves POST /v1/chat/completions.
+func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if !a.admit(w) {
+		return
+	}
+	var req chatRequest
+	if aerr := readJSON(w, r, a.cfg.MaxBodyBytes, &req); aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	ms, aerr := a.model(req.Model)
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	maxTokens := req.MaxCompletionTokens
+	if maxTokens == nil {
+		maxTokens = req.MaxTokens
+	}
+	er, aerr := req.engineRequest(maxTokens)
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	if aerr := req.refuseTools(); aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	switch {
+	case req.TopLogprobs != nil && !req.Logprobs:
+		a.reject(w, invalid("top_logprobs", "top_logprobs needs logprobs: true"))
+		return
+	case req.TopLogprobs != nil && *req.TopLogprobs < 0:
+		a.reject(w, invalid("top_logprobs", "top_logprobs must be >= 0, got %d", *req.TopLogprobs))
+		return
+	case req.Logprobs:
+		k := 0
+		if req.TopLogprobs != nil {
+			k = *req.TopLogprobs
+		}
+		er.Logprobs = candidates(k)
+	}
+	if ms.enc == nil {
+		a.reject(w, unsupported("model", "model %q has no tokenizer: use /v1/completions with token ids", ms.m.Name))
+		return
+	}
+	msgs, aerr := messages(req.Messages)
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	kw, err := chat.DecodeKwargs(req.ChatTemplateKwargs)
+	if err != nil {
+		a.reject(w, invalid("chat_template_kwargs", "%v", err))
+		return
+	}
+	gen := true
+	if req.AddGenerationPrompt != nil {
+		gen = *req.AddGenerationPrompt
+	}
+	prompt, err := ms.enc.Render(msgs, chat.Options{AddGenerationPrompt: gen, Kwargs: kw})
+	if err != nil {
+		a.reject(w, invalid("messages", "chat template: %v", err))
+		return
+	}
+	split := ms.reasoning && !a.cfg.NoReasoningSplit
+	if req.SplitReasoning != nil {
+		split = *req.SplitReasoning
+	}
+	id := requestID(r, "chatcmpl-")
+	p := server.PrincipalFrom(r.Context())
+	er.ID = p.Scope(id)
+	er.TokenIDs = prompt.Tokens
+	j := &job{base: 0, n: max(er.N, 1), inReasoning: prompt.InReasoning}
+	if req.Session != nil {
+		turn, aerr := a.beginTurn(r.Context(), p, ms.m, req.Session, er)
+		if aerr != nil {
+			a.reject(w, aerr)
+			return
+		}
+		j.st, j.close = turn, turn.Close
+	} else {
+		st, err := ms.m.Backend.Submit(r.Context(), er)
+		if err != nil {
+			a.reject(w, classified(err))
+			return
+		}
+		j.st = st
+	}
+	defer a.s.Track()()
+	w.Header().Set("X-Request-Id", id)
+	o := runOpts{kind: kindChat, id: id, model: ms.m, created: start.Unix(), stream: req.Stream,
+		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		split:        split, logprobs: er.Logprobs != nil, choices: j.n, route: RouteChat, start: start}
+	a.newRunner(o, a.sinkFor(w, req.Stream)).run(r.Context(), j, func(int) (*job, *apiError) { return nil, nil })
+}
+
+// refuseTools refuses tool calling until structured output exists.
+func (c *chatRequest) refuseTools() *apiError {
+	if t := strings.TrimSpace(string(c.Tools)); t != "" && t != "null" && t != "[]" {
+		return unsupported("tools", "tools are not supported yet")
+	}
+	if tc := strings.TrimSpace(string(c.ToolChoice)); tc != "" && tc != "null" && tc != `"none"` && tc != `"auto"` {
+		return unsupported("tool_choice", "tool_choice %s is not supported", tc)
+	}
+	return nil
+}
+
+// beginTurn continues a session with the rendered conversation: the
+// tokens past what the session retains are the turn's input. When the
+// conversation diverges from the retained tokens (an edited message, a
+// template that closes the last turn differently), an append turn
+// replaces the retained tokens from the first difference.
+func (a *api) beginTurn(ctx context.Context, p server.Principal, m *server.Model, sc *sessionContinuation, er engine.Request) (*sessions.Turn, *apiError) {
+	mgr := a.s.Sessions()
+	if mgr == nil {
+		return nil, unsupported("session", "generation sessions are not enabled on this server")
+	}
+	if sc.ID == "" {
+		return nil, invalid("session.id", "session.id is required")
+	}
+	ref := sessions.Ref{SessionID: p.Scope(sc.ID), Owner: a.s.InstanceID()}
+	in, err := mgr.Get(ref, true)
+	if err != nil {
+		return nil, classified(err)
+	}
+	common := 0
+	for common < len(in.Tokens) && common < len(er.TokenIDs) && in.Tokens[common] == er.TokenIDs[common] {
+		common++
+	}
+	c := sessions.Continuation{Ref: ref, Model: m.Name}
+	switch sc.Mode {
+	case "", "append":
+		c.Mode = sessions.ModeAppend
+		if common < len(in.Tokens) {
+			c.Mode = sessions.ModeReplace
+			c.FromToken = &common
+		}
+	case "branch":
+		c.Mode = sessions.ModeBranch
+		c.FromToken = &common
+	default:
+		return nil, invalid("session.mode", "unknown session mode %q (append or branch)", sc.Mode)
+	}
+	er.TokenIDs = slices.Clone(er.TokenIDs[common:])
+	if len(er.TokenIDs) == 0 {
+		er.TokenIDs = nil
+	}
+	turn, err := mgr.Begin(ctx, c, er)
+	if err != nil {
+		return nil, classified(err)
+	}
+	return turn, nil
+}

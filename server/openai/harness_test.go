@@ -1,0 +1,241 @@
+package openai
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	oa "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"oengine/engine"
+	"oengine/model/gguf"
+	"oengine/model/llama"
+	"oengine/model/tokenizer"
+	"oengine/server"
+	"oengine/sessions"
+)
+
+// gatedModel is the real tiny model whose Forward can be held: while
+// gated, each Forward first receives from gate (to keep requests running
+// or waiting for as long as a test needs).
+type gatedModel struct {
+	engine.Model
+	gated atomic.Bool
+	gate  chan struct{}
+	fail  atomic.Pointer[error] // when set, Forward fails with it
+}
+
+func (g *gatedModel) Forward(k engine.KV, b *engine.Batch, logits []float32) error {
+	if g.gated.Load() {
+		<-g.gate
+	}
+	if err := g.fail.Load(); err != nil {
+		return *err
+	}
+	return g.Model.Forward(k, b, logits)
+}
+
+// hold gates Forward; the returned function releases it.
+func (g *gatedModel) hold() (release func()) {
+	g.gated.Store(true)
+	return func() {
+		g.gated.Store(false)
+		for {
+			select {
+			case g.gate <- struct{}{}:
+			default:
+				return
+			}
+		}
+	}
+}
+
+// testdata finds ../shared/testdata beside the repository root.
+func testdata(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+	td := filepath.Join(dir, "..", "shared", "testdata")
+	if _, err := os.Stat(td); err != nil {
+		t.Skipf("shared testdata missing: %v", err)
+	}
+	return td
+}
+
+// llama2Template is a chat template in the shape of Llama 2's (the tiny
+// model's vocabulary is Llama's SentencePiece one), with BOS printed by
+// the template so the BOS rule must not add a second one.
+const llama2Template = `{{ bos_token }}{% for m in messages %}{% if m.role == 'system' %}<<SYS>>{{ m.content }}<</SYS>>{% elif m.role == 'user' %}[INST] {{ m.content }} [/INST]{% else %} {{ m.content }}{{ eos_token }}{% endif %}{% endfor %}`
+
+// harness is a live server (real TCP) over the tiny Llama model with
+// sessions and the OpenAI API.
+type harness struct {
+	t     testing.TB
+	s     *server.Server
+	e     *engine.Engine
+	model *gatedModel
+	tok   *tokenizer.Tokenizer
+	base  string // http://host:port
+	name  string
+	done  chan error
+}
+
+type harnessOpts struct {
+	maxRunning, maxWaiting int
+	maxBody                int64
+	template               string
+	clock                  sessions.Clock // nil: the real one
+	maxSessions            int
+	writeBuffer            int // server socket send buffer (0: system default)
+	eventQueue             int // engine event queue per request (0: default)
+}
+
+// clockT is a settable clock for lease tests.
+type clockT struct {
+	mu  sync.Mutex // protects now
+	now time.Time
+}
+
+func (c *clockT) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clockT) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func startHarness(t testing.TB, o harnessOpts) *harness {
+	t.Helper()
+	td := testdata(t)
+	f, err := gguf.Open(filepath.Join(td, "models", "tiny-llama-f16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := llama.Load(f, llama.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	gm := &gatedModel{Model: engine.FromLlama(w, llama.KVF16), gate: make(chan struct{})}
+	if o.maxRunning == 0 {
+		o.maxRunning = 4
+	}
+	if o.maxWaiting == 0 {
+		o.maxWaiting = 8
+	}
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	metrics := server.NewMetrics()
+	const name = "tiny"
+	e, err := engine.New(engine.Config{ModelName: name, PageSize: 16, KVPages: 256, MaxRunning: o.maxRunning,
+		MaxWaiting: o.maxWaiting, EventQueue: o.eventQueue, CheckIntegrity: true, Logger: discard, Hooks: metrics.EngineHooks(name)},
+		gm, engine.WrapTokenizer(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	cfg := server.DefaultConfig()
+	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.DrainGrace = 2 * time.Second
+	cfg.Logger = discard
+	cfg.Metrics = metrics
+	if o.writeBuffer > 0 {
+		// The connection limit wraps each conn, hiding the TCP socket.
+		cfg.HTTPMaxConns = 0
+		cfg.HTTPConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetWriteBuffer(o.writeBuffer)
+			}
+			return ctx
+		}
+	}
+	m := server.NewModel(e, tok)
+	m.Aliases = []string{"tiny-alias"}
+	m.ChatTemplate = o.template
+	s, err := server.New(cfg, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnableSessions(server.ExtensionConfig{Sessions: sessions.Config{ReapInterval: time.Hour,
+		Clock: o.clock, MaxSessions: o.maxSessions}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Enable(s, Config{MaxBodyBytes: o.maxBody, WriteTimeout: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, s: s, e: e, model: gm, tok: tok, base: "http://" + s.HTTPAddr(), name: name, done: make(chan error, 1)}
+	go func() { h.done <- s.Serve(context.Background()) }()
+	t.Cleanup(func() {
+		gm.gated.Store(false)
+		_ = s.Shutdown(time.Second)
+		select {
+		case err := <-h.done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return")
+		}
+	})
+	return h
+}
+
+// client is the official OpenAI Go SDK pointed at the harness, without
+// retries (so every status is seen as the server sent it).
+func (h *harness) client(opts ...option.RequestOption) oa.Client {
+	return oa.NewClient(append([]option.RequestOption{option.WithBaseURL(h.base + "/v1/"),
+		option.WithAPIKey("unused"), option.WithMaxRetries(0)}, opts...)...)
+}
+
+// idle waits until the engine runs nothing and no page is in use or
+// pinned, then checks the page ledger.
+func (h *harness) idle(t testing.TB, allowPinned bool) {
+	t.Helper()
+	eventually(t, "engine idle", func() bool { l := h.e.Load(); return l.Running == 0 && l.Waiting == 0 })
+	eventually(t, "pages released", func() bool {
+		st := h.e.Cache().Stats()
+		return st.InUse == 0 && (allowPinned || st.Pinned == 0)
+	})
+	if err := h.e.Cache().CheckIntegrity(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eventually(t testing.TB, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,101 @@
+// Smoke run of oengine's OpenAI-compatible API with the official `openai`
+// npm package. Usage: node smoke.mjs BASE_URL MODEL (BASE_URL ends in /v1).
+// TestOpenAINodeSDK (server/openai) starts a server and runs it; it fails
+// on the first unmet expectation with a message and exit status 1.
+import OpenAI from "openai";
+
+const [baseURL, model] = process.argv.slice(2);
+const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0 });
+
+function expect(cond, what, got) {
+	if (!cond) {
+		console.error(`FAIL: ${what}: ${JSON.stringify(got)}`);
+		process.exit(1);
+	}
+}
+
+async function expectStatus(promise, status, code, what) {
+	try {
+		await promise;
+	} catch (e) {
+		expect(e instanceof OpenAI.APIError && e.status === status && e.code === code, what, {
+			status: e.status,
+			code: e.code,
+			message: e.message,
+		});
+		return;
+	}
+	expect(false, what + " succeeded", null);
+}
+
+const models = await client.models.list();
+const ids = models.data.map((m) => m.id);
+expect(ids.includes(model), "models list", ids);
+
+const prompt = "Once upon a time, in a land far away, there lived";
+const c1 = await client.completions.create({ model, prompt, max_tokens: 8, temperature: 0, ignore_eos: true });
+expect(c1.choices.length === 1 && c1.choices[0].text.length > 0 && c1.choices[0].finish_reason === "length", "completion", c1);
+expect(c1.usage.completion_tokens === 8 && c1.usage.prompt_tokens > 0, "completion usage", c1.usage);
+
+let streamed = "";
+let streamUsage = null;
+const cs = await client.completions.create({
+	model, prompt, max_tokens: 8, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true },
+});
+for await (const chunk of cs) {
+	for (const ch of chunk.choices) streamed += ch.text;
+	if (chunk.usage) streamUsage = chunk.usage;
+}
+expect(streamed === c1.choices[0].text, "streamed completion equals the whole one", { streamed, whole: c1.choices[0].text });
+expect(streamUsage && streamUsage.completion_tokens === 8, "stream usage", streamUsage);
+
+const long = "The quick brown fox jumps over the lazy dog. ".repeat(8);
+await client.completions.create({ model, prompt: long, max_tokens: 1, temperature: 0 });
+const again = await client.completions.create({ model, prompt: long, max_tokens: 1, temperature: 0 });
+expect(again.usage.prompt_tokens_details?.cached_tokens >= 48, "cached tokens on a repeated prefix", again.usage);
+
+const messages = [
+	{ role: "system", content: "Be brief." },
+	{ role: "user", content: "Tell me a story." },
+];
+const chat = await client.chat.completions.create({ model, messages, max_completion_tokens: 8, temperature: 0, ignore_eos: true });
+const text = chat.choices[0].message.content;
+expect(chat.choices[0].message.role === "assistant" && text.length > 0 && chat.choices[0].finish_reason === "length", "chat", chat);
+
+let deltas = "";
+const chatStream = await client.chat.completions.create({
+	model, messages, max_completion_tokens: 8, temperature: 0, ignore_eos: true, stream: true,
+});
+for await (const chunk of chatStream) {
+	for (const ch of chunk.choices) deltas += ch.delta.content ?? "";
+}
+expect(deltas === text, "streamed chat equals the whole one", { deltas, text });
+
+const seeded = async (seed) =>
+	(await client.chat.completions.create({ model, messages, max_completion_tokens: 6, temperature: 1, seed, n: 2, ignore_eos: true }))
+		.choices.map((c) => c.message.content);
+const a = await seeded(7);
+const b = await seeded(7);
+expect(a.length === 2 && JSON.stringify(a) === JSON.stringify(b), "n=2 with a seed reproduces", { a, b });
+
+const lp = await client.chat.completions.create({
+	model, messages, max_completion_tokens: 3, temperature: 0, logprobs: true, top_logprobs: 2, ignore_eos: true,
+});
+const entries = lp.choices[0].logprobs.content;
+expect(entries.length === 3 && entries.every((e) => e.top_logprobs.length === 2 && e.logprob <= 0), "chat logprobs", entries);
+
+const first = text.slice(0, Math.max(1, Math.floor(text.length / 2)));
+const stop = text.slice(first.length, first.length + 2);
+if (stop.length === 2 && !first.includes(stop)) {
+	const stopped = await client.chat.completions.create({ model, messages, max_completion_tokens: 8, temperature: 0, stop: [stop], ignore_eos: true });
+	expect(stopped.choices[0].message.content === first && stopped.choices[0].finish_reason === "stop", "stop", stopped.choices[0]);
+}
+
+await expectStatus(client.chat.completions.create({ model: "no-such-model", messages }), 404, "model_not_found", "unknown model");
+await expectStatus(client.chat.completions.create({ model, messages, temperature: -1 }), 400, "invalid_request", "invalid temperature");
+await expectStatus(
+	client.chat.completions.create({ model, messages, tools: [{ type: "function", function: { name: "f" } }] }),
+	400, "unsupported_feature", "tools",
+);
+
+console.log("ok");

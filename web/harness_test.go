@@ -1,0 +1,351 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"oengine/engine"
+	"oengine/model/gguf"
+	"oengine/model/tokenizer"
+	"oengine/server"
+	"oengine/server/openai"
+	"oengine/server/sse"
+	"oengine/sessions"
+	"oengine/web"
+)
+
+// thinkModel is a fake engine.Model over the real Llama SentencePiece
+// vocabulary whose generations are known in advance and open with a
+// thinking block. Forward stores each token id in its page slot (a real
+// paged K/V contract: a wrong page table shows up as wrong text) and reads
+// the sequence back to choose the next token: a sequence holding the
+// marker token gets the translation script, any other the chat script;
+// within a script the next token follows the longest suffix of the
+// sequence that is a prefix of the script.
+type thinkModel struct {
+	vocab  int
+	marker int32
+	chat   []int32
+	trans  []int32
+	delay  atomic.Int64 // nanoseconds slept per Forward
+}
+
+type slotKV struct {
+	mu    sync.Mutex // protects slots
+	ps    int
+	slots [][]int32 // [page][slot] token id, -1 unwritten
+}
+
+func (m *thinkModel) Info() engine.ModelInfo {
+	return engine.ModelInfo{Vocab: m.vocab, ContextLen: 4096}
+}
+func (m *thinkModel) KVBytesPerPage(pageSize int) int64 { return int64(pageSize) * 4 }
+
+func (m *thinkModel) NewKV(pages, pageSize int) (engine.KV, error) {
+	kv := &slotKV{ps: pageSize, slots: make([][]int32, pages)}
+	for i := range kv.slots {
+		kv.slots[i] = make([]int32, pageSize)
+		for j := range kv.slots[i] {
+			kv.slots[i][j] = -1
+		}
+	}
+	return kv, nil
+}
+
+func (kv *slotKV) CopyPage(dst, src int32) {
+	kv.mu.Lock()
+	copy(kv.slots[dst], kv.slots[src])
+	kv.mu.Unlock()
+}
+
+func (m *thinkModel) setDelay(d time.Duration) { m.delay.Store(int64(d)) }
+
+func (m *thinkModel) Forward(k engine.KV, b *engine.Batch, logits []float32) error {
+	if d := m.delay.Load(); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
+	kv := k.(*slotKV)
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	for i, tok := range b.Tokens {
+		pages := b.Seqs[b.Seq[i]]
+		p := int(b.Pos[i])
+		if p/kv.ps >= len(pages) {
+			return fmt.Errorf("think: position %d beyond the page table", p)
+		}
+		kv.slots[pages[p/kv.ps]][p%kv.ps] = tok
+	}
+	for r, ti := range b.Logits {
+		pages := b.Seqs[b.Seq[ti]]
+		pos := int(b.Pos[ti])
+		seq := make([]int32, 0, pos+1)
+		for q := 0; q <= pos; q++ {
+			v := kv.slots[pages[q/kv.ps]][q%kv.ps]
+			if v < 0 {
+				return fmt.Errorf("think: position %d unwritten", q)
+			}
+			seq = append(seq, v)
+		}
+		script := m.chat
+		for _, v := range seq {
+			if v == m.marker {
+				script = m.trans
+				break
+			}
+		}
+		row := logits[r*m.vocab : (r+1)*m.vocab]
+		clear(row)
+		row[next(seq, script)] = 10
+	}
+	return nil
+}
+
+// next is script[j] for the longest j < len(script) such that seq ends
+// with script[:j].
+func next(seq, script []int32) int32 {
+	for j := min(len(seq), len(script)-1); j > 0; j-- {
+		if equal(seq[len(seq)-j:], script[:j]) {
+			return script[j]
+		}
+	}
+	return script[0]
+}
+
+func equal(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// The scripted texts. The translation prompt the page sends starts
+// "Translate the following text into ..." (app.js), so "▁following" marks it.
+const (
+	chatReasoning  = "The user greets me. I should answer briefly and politely."
+	chatAnswer     = "Hello! How can I help you today?"
+	transReasoning = "Translating."
+	transAnswer    = "L'utilisateur me salue. Je dois répondre brièvement et poliment."
+	markerPiece    = "▁following"
+)
+
+// thinkTemplate is a Qwen3-shaped chat template: it prints <think> (so the
+// OpenAI API splits reasoning out) and leaves the model to open the block.
+const thinkTemplate = `{%- for m in messages -%}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor -%}
+{%- if add_generation_prompt -%}<|im_start|>assistant
+{%- if enable_thinking is defined and enable_thinking is false %}
+<think>
+
+</think>
+{%- endif %}
+{% endif -%}`
+
+// testdata finds ../shared/testdata beside the repository root.
+func testdata(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+	td := filepath.Join(dir, "..", "shared", "testdata")
+	if _, err := os.Stat(td); err != nil {
+		t.Skipf("shared testdata missing: %v", err)
+	}
+	return td
+}
+
+func vocab(t testing.TB) *tokenizer.Tokenizer {
+	t.Helper()
+	f, err := gguf.Open(filepath.Join(testdata(t), "tokenizer", "ggml-vocab-llama-spm.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func newThinkModel(t testing.TB, tok *tokenizer.Tokenizer) *thinkModel {
+	t.Helper()
+	enc := func(s string) []int32 {
+		return append(tok.Encode(s, tokenizer.EncodeOptions{Continuation: true}), tok.EOS())
+	}
+	marker, ok := tok.TokenID(markerPiece)
+	if !ok {
+		t.Fatalf("no %s token", markerPiece)
+	}
+	return &thinkModel{vocab: tok.VocabSize(), marker: marker,
+		chat:  enc("<think>" + chatReasoning + "</think>" + chatAnswer),
+		trans: enc("<think>" + transReasoning + "</think>" + transAnswer)}
+}
+
+// console is a live oengine server on 127.0.0.1:0 with sessions, the SSE
+// route, the OpenAI API and the web console, serving the thinking model.
+type console struct {
+	t     testing.TB
+	s     *server.Server
+	e     *engine.Engine
+	model *thinkModel
+	base  string
+	key   string // "" when auth is off
+}
+
+// consoleOpts configure startConsole.
+type consoleOpts struct {
+	key                    string // API key; "": auth off
+	maxRunning, maxWaiting int    // engine admission (0: 8 and the engine default)
+}
+
+func startConsole(t testing.TB, o consoleOpts) *console {
+	t.Helper()
+	key := o.key
+	if o.maxRunning == 0 {
+		o.maxRunning = 8
+	}
+	tok := vocab(t)
+	m := newThinkModel(t, tok)
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const name = "think-test"
+	e, err := engine.New(engine.Config{ModelName: name, PageSize: 16, KVPages: 512, MaxRunning: o.maxRunning,
+		MaxWaiting: o.maxWaiting, GreedyDefault: true, CheckIntegrity: true, Logger: discard}, m, engine.WrapTokenizer(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	cfg := server.DefaultConfig()
+	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.DrainGrace = 2 * time.Second
+	cfg.Logger = discard
+	if key != "" {
+		keys, err := server.NewKeys([]server.Key{{Name: "web", Secret: key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Keys = keys
+	}
+	sm := server.NewModel(e, tok)
+	sm.ChatTemplate = thinkTemplate
+	s, err := server.New(cfg, sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnableSessions(server.ExtensionConfig{Sessions: sessions.Config{ReapInterval: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sse.Enable(s, sse.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := openai.Enable(s, openai.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := web.Enable(s, web.Config{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background()) }()
+	t.Cleanup(func() {
+		m.setDelay(0)
+		_ = s.Shutdown(time.Second)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return")
+		}
+	})
+	return &console{t: t, s: s, e: e, model: m, base: "http://" + s.HTTPAddr(), key: key}
+}
+
+// sseCount is oengine:sse_requests_total{outcome} ("" sums every outcome).
+func (c *console) sseCount(outcome string) float64 {
+	c.t.Helper()
+	mfs, err := c.s.Metrics().Registry().Gather()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() != "oengine:sse_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && (outcome == "" || l.GetValue() == outcome) && l.GetValue() != "preflight" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
+
+// ledgerClean waits until nothing runs and no page is held by a request
+// (session pins allowed), then checks the page ledger.
+func (c *console) ledgerClean(t testing.TB) {
+	t.Helper()
+	eventually(t, "engine idle", func() bool { l := c.e.Load(); return l.Running == 0 && l.Waiting == 0 })
+	eventually(t, "no page in use", func() bool { return c.e.Cache().Stats().InUse == 0 })
+	if err := c.e.Cache().CheckIntegrity(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// do sends an API request with the key.
+func (c *console) do(method, path, body string) (*http.Response, error) {
+	req, err := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	return http.DefaultClient.Do(req)
+}
+
+func eventually(t testing.TB, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
