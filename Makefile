@@ -16,10 +16,16 @@ run: build
 
 test: check-layers
 	$(GO) test $(RACE) -timeout 30m $(TESTFLAGS) ./...
+# The server's real-engine suites (conformance, sessions) again with the
+# model on the emulated CUDA device (kernels/cuda/cudaemu).
+	OENGINE_TEST_DEVICE=cuda-emu $(GO) test $(RACE) -timeout 30m $(TESTFLAGS) ./server
 # The strict greedy check on every reference prompt (TestReferenceModelsFull)
-# is left out of race runs (too slow under the detector): run it without.
+# and every reference case through the CUDA model on the emulated device
+# (TestEmulatedReferenceModels) are left out of race runs (too slow under
+# the detector): run them without.
 ifneq ($(RACE),)
-	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestReferenceModelsFull' ./model/verify
+	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestReferenceModelsFull|TestReferenceModelsEmulatedCUDA' ./model/verify
+	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestEmulatedReferenceModels' ./model/gpu
 endif
 
 # The kernels sit below the model: nothing under kernels/ may depend on a

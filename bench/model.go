@@ -11,7 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"oengine/kernels/cuda"
 	"oengine/model/gguf"
+	"oengine/model/gpu"
 	"oengine/model/llama"
 )
 
@@ -28,6 +30,10 @@ type ModelBenchConfig struct {
 	MemBW    bool // also measure read bandwidth
 	Seed     uint64
 	RowMajor bool // keep Q4_0 weights row-major (llama.Options.RowMajor)
+	// CUDA, when set, measures the CUDA forward pass (model/gpu) on this
+	// device instead of the CPU one (F16 K/V on the device, the serving
+	// arithmetic).
+	CUDA *cuda.Device
 }
 
 // ModelBenchResult is what BenchModel measured. Throughputs are the mean
@@ -51,6 +57,7 @@ type ModelBenchResult struct {
 	MemBWGBps           float64      `json:"membw_gbps,omitempty"`
 	MemBW               *MemBWResult `json:"membw,omitempty"`
 	BandwidthFraction   float64      `json:"bandwidth_fraction,omitempty"`
+	Device              string       `json:"device"` // "cpu" or the CUDA device's description
 }
 
 // WeightBytesPerToken estimates the weight bytes one decode step reads:
@@ -104,44 +111,42 @@ func BenchModel(f *gguf.File, cfg ModelBenchConfig) (ModelBenchResult, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 16
 	}
-	m, err := llama.Load(f, llama.Options{Threads: cfg.Threads, RowMajor: cfg.RowMajor})
+	positions := max(cfg.PP, cfg.TG+1)
+	pages := (positions + cfg.PageSize - 1) / cfg.PageSize
+	fwd, vocab, done, err := loadForward(f, cfg, pages)
 	if err != nil {
 		return ModelBenchResult{}, err
 	}
-	defer m.Close()
-	mc := m.Config()
+	defer done()
 	res := ModelBenchResult{SizeBytes: f.Size(), Type: DominantType(f), Threads: cfg.Threads, Batch: cfg.Batch,
-		PP: cfg.PP, TG: cfg.TG, Reps: cfg.Reps, WeightBytesPerToken: WeightBytesPerToken(f)}
+		PP: cfg.PP, TG: cfg.TG, Reps: cfg.Reps, WeightBytesPerToken: WeightBytesPerToken(f), Device: "cpu"}
+	if cfg.CUDA != nil {
+		res.Device = cfg.CUDA.Info().String()
+	}
 	res.Model, _ = f.String("general.name")
 	for _, t := range f.Tensors {
 		res.Params += int64(t.Elements())
-	}
-	positions := max(cfg.PP, cfg.TG+1)
-	pages := (positions + cfg.PageSize - 1) / cfg.PageSize
-	kv, err := m.NewKV(pages, cfg.PageSize, cfg.KVType)
-	if err != nil {
-		return res, err
 	}
 	table := make([]int32, pages)
 	for i := range table {
 		table[i] = int32(i)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
-	logits := make([]float32, mc.Vocab)
+	logits := make([]float32, vocab)
 	if cfg.PP > 0 {
 		tokens := make([]int32, cfg.PP)
 		for i := range tokens {
-			tokens[i] = int32(rng.IntN(mc.Vocab))
+			tokens[i] = int32(rng.IntN(vocab))
 		}
-		rates, err := repeat(cfg.Reps, func() (float64, error) { return prefill(m, kv, table, tokens, cfg.Batch, logits) })
+		rates, err := repeat(cfg.Reps, func() (float64, error) { return prefill(fwd, table, tokens, cfg.Batch, logits) })
 		if err != nil {
 			return res, err
 		}
 		res.PPTokensPerS, res.PPStd = meanStd(rates)
 	}
 	if cfg.TG > 0 {
-		first := int32(rng.IntN(mc.Vocab))
-		rates, err := repeat(cfg.Reps, func() (float64, error) { return decode(m, kv, table, first, cfg.TG, logits) })
+		first := int32(rng.IntN(vocab))
+		rates, err := repeat(cfg.Reps, func() (float64, error) { return decode(fwd, table, first, cfg.TG, logits) })
 		if err != nil {
 			return res, err
 		}
@@ -155,6 +160,42 @@ func BenchModel(f *gguf.File, cfg ModelBenchConfig) (ModelBenchResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// forwardFunc runs one batch on the benchmarked model's K/V store.
+type forwardFunc func(b *llama.Batch, logits []float32) error
+
+// loadForward loads the CPU or the CUDA forward pass with a K/V store of
+// pages pages; done frees them.
+func loadForward(f *gguf.File, cfg ModelBenchConfig, pages int) (fwd forwardFunc, vocab int, done func(), err error) {
+	if cfg.CUDA != nil {
+		m, err := gpu.Load(cfg.CUDA, f, gpu.Options{MaxTokens: cfg.Batch, Context: pages * cfg.PageSize})
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		kv, err := m.NewKV(pages, cfg.PageSize)
+		if err != nil {
+			m.Close()
+			return nil, 0, nil, err
+		}
+		var gb gpu.DecoderBatch
+		fwd = func(b *llama.Batch, logits []float32) error {
+			gb = gpu.DecoderBatch{Tokens: b.Tokens, Pos: b.Pos, Seq: b.Seq, Seqs: b.Seqs, Logits: b.Logits}
+			return m.Forward(kv, &gb, logits)
+		}
+		return fwd, m.Config().Vocab, func() { kv.Close(); m.Close() }, nil
+	}
+	m, err := llama.Load(f, llama.Options{Threads: cfg.Threads, RowMajor: cfg.RowMajor})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	kv, err := m.NewKV(pages, cfg.PageSize, cfg.KVType)
+	if err != nil {
+		m.Close()
+		return nil, 0, nil, err
+	}
+	fwd = func(b *llama.Batch, logits []float32) error { return m.Forward(kv, b, logits) }
+	return fwd, m.Config().Vocab, m.Close, nil
 }
 
 // repeat runs fn once to warm up, then reps times, returning the rates.
@@ -175,7 +216,7 @@ func repeat(reps int, fn func() (float64, error)) ([]float64, error) {
 
 // prefill runs one sequence's prompt from position 0 in chunks of batch
 // tokens, asking for the last token's logits, and returns tokens/s.
-func prefill(m *llama.Model, kv *llama.KV, table []int32, tokens []int32, batch int, logits []float32) (float64, error) {
+func prefill(fwd forwardFunc, table []int32, tokens []int32, batch int, logits []float32) (float64, error) {
 	start := time.Now()
 	for lo := 0; lo < len(tokens); lo += batch {
 		hi := min(lo+batch, len(tokens))
@@ -187,7 +228,7 @@ func prefill(m *llama.Model, kv *llama.KV, table []int32, tokens []int32, batch 
 		if hi == len(tokens) {
 			b.Logits, out = []int32{int32(hi - lo - 1)}, logits
 		}
-		if err := m.Forward(kv, b, out); err != nil {
+		if err := fwd(b, out); err != nil {
 			return 0, fmt.Errorf("bench: prefill: %w", err)
 		}
 	}
@@ -197,17 +238,17 @@ func prefill(m *llama.Model, kv *llama.KV, table []int32, tokens []int32, batch 
 // decode writes a one-token prompt, then times n single-token steps of
 // one sequence with logits (the next token is the argmax, so the steps
 // depend on each other as in generation) and returns tokens/s.
-func decode(m *llama.Model, kv *llama.KV, table []int32, first int32, n int, logits []float32) (float64, error) {
+func decode(fwd forwardFunc, table []int32, first int32, n int, logits []float32) (float64, error) {
 	tok := []int32{first}
 	pos := []int32{0}
 	b := &llama.Batch{Tokens: tok, Pos: pos, Seq: []int32{0}, Seqs: [][]int32{table}, Logits: []int32{0}}
-	if err := m.Forward(kv, b, logits); err != nil {
+	if err := fwd(b, logits); err != nil {
 		return 0, fmt.Errorf("bench: decode: %w", err)
 	}
 	start := time.Now()
 	for i := 1; i <= n; i++ {
 		tok[0], pos[0] = argmax(logits), int32(i)
-		if err := m.Forward(kv, b, logits); err != nil {
+		if err := fwd(b, logits); err != nil {
 			return 0, fmt.Errorf("bench: decode: %w", err)
 		}
 	}
@@ -271,6 +312,9 @@ func WriteModelTable(w io.Writer, rs []ModelBenchResult) {
 	}
 	tw.Flush()
 	for _, r := range rs {
+		if r.Device != "" && r.Device != "cpu" {
+			fmt.Fprintf(w, "device: %s\n", r.Device)
+		}
 		if r.MemBW != nil {
 			fmt.Fprintf(w, "memory read bandwidth: %.2f GB/s (%d threads, %s buffer, LLC %s); weights read per token: %s\n",
 				r.MemBWGBps, r.MemBW.Threads, sizeString(r.MemBW.BufferBytes), sizeString(r.MemBW.LLCBytes), sizeString(r.WeightBytesPerToken))

@@ -213,6 +213,9 @@ type Limits struct {
 	// (Config); 0: unknown.
 	MaxPromptLogprobEntries int
 	MaxTokenCandidates      int
+	// Device names where the model runs: "cpu", or the CUDA device
+	// ("cuda:0 NVIDIA H200 (sm_90, ...)") for a model on one.
+	Device string
 }
 
 // LoadFigures is a live snapshot for GetLoad and metrics.

@@ -60,12 +60,15 @@ type Config struct {
 	Logger         *slog.Logger
 }
 
+// DefaultKVMemory is the KV budget when Config.KVMemory is 0.
+const DefaultKVMemory = 1 << 30
+
 func (c *Config) fill() {
 	if c.PageSize == 0 {
 		c.PageSize = kvcache.DefaultPageSize
 	}
 	if c.KVMemory == 0 {
-		c.KVMemory = 1 << 30
+		c.KVMemory = DefaultKVMemory
 	}
 	if c.MaxWaiting == 0 {
 		c.MaxWaiting = 1024
@@ -181,6 +184,9 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		&kvAlloc{c: cache, log: cfg.Logger})
 	if err != nil {
 		cache.Close()
+		if c, ok := kv.(interface{ Close() }); ok {
+			c.Close()
+		}
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	sc := sched.Config()
@@ -193,8 +199,11 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		ContextLen: info.ContextLen, Vocab: info.Vocab, PageSize: cfg.PageSize, TotalPages: pages,
 		MaxOutputTokens:  min(info.ContextLen, pages*cfg.PageSize) - 1,
 		MaxBatchedTokens: sc.MaxBatchedTokens, MaxRunning: sc.MaxRunning,
-		MaxWaiting: cfg.MaxWaiting, MaxLogprobs: cfg.MaxLogprobs,
+		MaxWaiting: cfg.MaxWaiting, MaxLogprobs: cfg.MaxLogprobs, Device: "cpu",
 		MaxPromptLogprobEntries: cfg.MaxPromptLogprobEntries, MaxTokenCandidates: cfg.MaxTokenCandidates,
+	}
+	if d, ok := m.(interface{ Device() string }); ok {
+		e.limits.Device = d.Device()
 	}
 	for id := 0; id < info.Vocab; id++ {
 		if tok.IsEOG(int32(id)) {

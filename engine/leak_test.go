@@ -23,6 +23,14 @@ func TestLeakCancelEverywhere(t *testing.T) {
 		n = 200
 	}
 	e := newFakeEngine(t, Config{KVPages: 40, MaxBatchedTokens: 12, MaxRunning: 8, EventQueue: 8}, nil)
+	cancelStorm(t, e, n)
+	e.Close()
+	waitGoroutines(t, base)
+}
+
+// cancelStorm runs n requests cancelled at random points and checks the
+// page ledger after them (see TestLeakCancelEverywhere).
+func cancelStorm(t *testing.T, e *Engine, n int) {
 	var mu sync.Mutex
 	outcomes := map[string]int{}
 	var wg sync.WaitGroup
@@ -90,8 +98,6 @@ func TestLeakCancelEverywhere(t *testing.T) {
 	if outcomes["done/OK"] == 0 || outcomes["error/CANCELLED"] == 0 {
 		t.Fatalf("outcomes do not mix finished and cancelled: %v", outcomes)
 	}
-	e.Close()
-	waitGoroutines(t, base)
 }
 
 func codeOrOK(ev Event) string {

@@ -234,6 +234,9 @@ func (e *Engine) shutdown() {
 		e.endRequest(req, newError(CodeCancelled, "engine closed"))
 	}
 	e.cache.Close()
+	if c, ok := e.kv.(interface{ Close() }); ok {
+		c.Close() // device memory (model/gpu): nothing reads the store any more
+	}
 }
 
 // endWithCancel ends a request with its recorded cancellation reason.

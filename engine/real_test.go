@@ -110,6 +110,12 @@ func compareTokens(t *testing.T, i int, got, want []int32, m []float64) (excepti
 // sampling likewise.
 func TestRealBatchInvariance(t *testing.T) {
 	m, tok := tinyModel(t)
+	batchInvariance(t, m, tok)
+}
+
+// batchInvariance is TestRealBatchInvariance on any model (the CPU model
+// here, the CUDA model on the emulated device in gpu_test.go).
+func batchInvariance(t *testing.T, m Model, tok Tokenizer) {
 	n, maxOut := 32, 13
 	modes := []bool{false, true}
 	if testing.Short() || raceEnabled {
@@ -164,6 +170,10 @@ func TestRealBatchInvariance(t *testing.T) {
 // new tokens, reports cached_prompt_tokens and has the same logprobs.
 func TestRealPrefixReuse(t *testing.T) {
 	m, tok := tinyModel(t)
+	prefixReuse(t, m, tok)
+}
+
+func prefixReuse(t *testing.T, m Model, tok Tokenizer) {
 	e := newRealEngine(t, Config{}, m, tok)
 	lp := &sampling.Candidates{Mode: sampling.CandidatesTopN, TopN: 4}
 	prompt := "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog again and again"

@@ -7,11 +7,16 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"oengine/engine"
+	"oengine/kernels/cuda"
+	"oengine/kvcache"
 	"oengine/model/gguf"
+	"oengine/model/gpu"
 	"oengine/model/llama"
 	"oengine/model/tokenizer"
+	"oengine/scheduler"
 )
 
 // Options configure Load.
@@ -24,13 +29,31 @@ type Options struct {
 	KVType llama.KVType
 	// Engine configures the engine; its ModelName is set from Name.
 	Engine engine.Config
+	// Device is --device: "auto", "cpu", "cuda" or "cuda:N"; "" is "cpu".
+	// auto runs on CUDA device 0 when the driver, NVRTC, cuBLAS and a
+	// device are found, else on the CPU (logged, and said by
+	// Model.Device.Reason).
+	Device string
+	// KVMemoryAuto sizes the KV pool from the device's free memory after
+	// the weights, workspace and headroom (gpu.Decoder.KVMemoryAuto) when
+	// the model runs on CUDA; on the CPU Engine.KVMemory applies (its
+	// default when 0). Without it, an Engine.KVMemory that does not fit the
+	// device fails Load.
+	KVMemoryAuto bool
+	// OpenCUDA opens a CUDA device (nil: gpu.OpenCUDA); tests pass the
+	// emulated one.
+	OpenCUDA gpu.Opener
+	// Logger receives the device choice (nil: Engine.Logger, else slog.Default).
+	Logger *slog.Logger
 }
 
-// Model is a loaded model with its engine. Close releases the engine and
-// the weights; the GGUF file stays the caller's.
+// Model is a loaded model with its engine. Close releases the engine, the
+// weights and the device; the GGUF file stays the caller's.
 type Model struct {
 	File      *gguf.File
-	Weights   *llama.Model
+	Weights   *llama.Model // the CPU forward pass (nil on CUDA)
+	GPU       *gpu.Decoder // the CUDA forward pass (nil on the CPU)
+	Device    gpu.Device   // where the model runs (Device.String() for banners)
 	Tokenizer *tokenizer.Tokenizer
 	Engine    *engine.Engine
 }
@@ -48,19 +71,80 @@ func Load(f *gguf.File, o Options) (*Model, error) {
 	if m.Tokenizer, err = tokenizer.FromGGUF(f); err != nil {
 		return nil, err
 	}
-	if m.Weights, err = llama.Load(f, llama.Options{Threads: o.Threads}); err != nil {
-		return nil, err
-	}
 	cfg := o.Engine
 	cfg.ModelName = o.Name
 	if cfg.ModelName == "" {
 		cfg.ModelName, _ = f.String("general.name")
 	}
-	if m.Engine, err = engine.New(cfg, engine.FromLlama(m.Weights, o.KVType), engine.WrapTokenizer(m.Tokenizer)); err != nil {
-		m.Weights.Close()
+	model, err := m.loadModel(f, o, &cfg)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	if m.Engine, err = engine.New(cfg, model, engine.WrapTokenizer(m.Tokenizer)); err != nil {
+		m.Close()
 		return nil, err
 	}
 	return m, nil
+}
+
+// loadModel opens the device o.Device names and loads the forward pass on
+// it; on CUDA it also settles the KV budget in cfg.
+func (m *Model) loadModel(f *gguf.File, o Options, cfg *engine.Config) (engine.Model, error) {
+	spec := o.Device
+	if spec == "" {
+		spec = "cpu"
+	}
+	lg := o.Logger
+	if lg == nil {
+		lg = cfg.Logger
+	}
+	open := o.OpenCUDA
+	if open == nil {
+		open = gpu.OpenCUDA
+	}
+	var err error
+	if m.Device, err = gpu.OpenWith(spec, lg, open); err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	if m.Device.Kind != cuda.KindCUDA {
+		if m.Weights, err = llama.Load(f, llama.Options{Threads: o.Threads}); err != nil {
+			return nil, err
+		}
+		return engine.FromLlama(m.Weights, o.KVType), nil
+	}
+	if o.KVType == llama.KVF32 {
+		return nil, errors.New("loader: the CUDA model keeps K/V in F16 (--kv-type f32 is CPU only)")
+	}
+	// One device step holds a whole scheduler step up to 2048 tokens
+	// (activation and logits buffers scale with it); larger steps split.
+	step := cfg.MaxBatchedTokens
+	if step <= 0 {
+		step = scheduler.DefaultMaxBatchedTokens
+	}
+	if m.GPU, err = gpu.Load(m.Device.CUDA, f, gpu.Options{MaxTokens: min(step, 2048)}); err != nil {
+		return nil, fmt.Errorf("loader: %s: %w", m.Device.Info, err)
+	}
+	pageSize := cfg.PageSize
+	if pageSize == 0 {
+		pageSize = kvcache.DefaultPageSize
+	}
+	switch {
+	case cfg.KVPages > 0:
+		err = m.GPU.CheckKVMemory(int64(cfg.KVPages)*m.GPU.Config().KVBytesPerPage(pageSize), pageSize)
+	case o.KVMemoryAuto:
+		cfg.KVMemory, err = m.GPU.KVMemoryAuto(pageSize)
+	default:
+		if cfg.KVMemory == 0 {
+			cfg.KVMemory = engine.DefaultKVMemory
+		}
+		err = m.GPU.CheckKVMemory(cfg.KVMemory, pageSize)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	cfg.KVMedium = kvcache.MediumGPU // KV events report device pages (docs/design.md §9)
+	return engine.FromGPU(m.GPU), nil
 }
 
 // Close stops the engine and frees the weights; safe to call twice.
@@ -73,4 +157,10 @@ func (m *Model) Close() {
 		m.Weights.Close()
 		m.Weights = nil
 	}
+	if m.GPU != nil {
+		m.GPU.Close()
+		m.GPU = nil
+	}
+	m.Device.Close()
+	m.Device = gpu.Device{}
 }

@@ -2,11 +2,17 @@ package loader
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"oengine/engine"
+	"oengine/kernels/cuda"
+	"oengine/kernels/cuda/cudaemu"
+	"oengine/kvcache"
 	"oengine/model/gguf"
 	"oengine/sampling"
 )
@@ -71,5 +77,89 @@ func TestLoadRejects(t *testing.T) {
 	}
 	if _, err := Load(f, Options{Name: "x", Engine: engine.Config{PageSize: -3}}); err == nil {
 		t.Fatal("Load accepted a negative page size")
+	}
+}
+
+// On the emulated CUDA device the loader builds the CUDA model: K/V in
+// device memory sized by --kv-memory auto, greedy tokens equal to the CPU
+// model's, and Close frees every device allocation.
+func TestLoadOnEmulatedCUDA(t *testing.T) {
+	f := tinyFile(t)
+	var emu *cudaemu.Device
+	open := func(int, *slog.Logger) (*cuda.Device, error) {
+		d, err := cudaemu.Open(nil)
+		emu = d
+		if err != nil {
+			return nil, err
+		}
+		return d.Device, nil
+	}
+	zero := 0.0
+	req := engine.Request{Prompt: "Hello there, said the", MaxTokens: 8, Sampling: sampling.Options{Temperature: &zero},
+		Stop: engine.StopParams{IgnoreEOS: true}}
+	tokens := func(m *Model) []int32 {
+		st, err := m.Engine.Submit(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int32
+		for {
+			ev, err := st.Next(context.Background())
+			if err != nil {
+				break
+			}
+			for _, tk := range ev.Tokens {
+				out = append(out, tk.ID)
+			}
+		}
+		return out
+	}
+	cpuM, err := Load(f, Options{Threads: 1, Device: "cpu", Engine: engine.Config{PageSize: 16, KVPages: 32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tokens(cpuM)
+	cpuM.Close()
+
+	m, err := Load(f, Options{Device: "auto", KVMemoryAuto: true, OpenCUDA: open, Engine: engine.Config{PageSize: 16, MaxRunning: 1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.GPU == nil || m.Weights != nil || !strings.Contains(m.Device.String(), "Fake H200") {
+		t.Fatalf("not on the CUDA model: %s", m.Device)
+	}
+	if md := m.Engine.Cache().Medium(); md != kvcache.MediumGPU {
+		t.Fatalf("KV events report medium %v, want GPU", md)
+	}
+	// --kv-memory auto on a device with 100 GiB free: the pool is capped by
+	// 1024 running sequences at full context (4 GiB), not by the 1 GiB CPU
+	// default.
+	if lim := m.Engine.Limits(); int64(lim.TotalPages)*m.GPU.Config().KVBytesPerPage(16) <= 1<<30 {
+		t.Fatalf("KV pool of %d pages: not sized from device memory", lim.TotalPages)
+	}
+	got := tokens(m)
+	if len(want) != 8 || !slices.Equal(got, want) {
+		t.Fatalf("CUDA model tokens %v, CPU %v", got, want)
+	}
+	m.Close()
+	if n := emu.Live(); n != 0 {
+		t.Fatalf("%d device allocations left after Close", n)
+	}
+	// An explicit budget that does not fit the device fails Load.
+	if _, err := Load(f, Options{Device: "cuda", OpenCUDA: open, Engine: engine.Config{KVMemory: 1 << 50}}); err == nil || !strings.Contains(err.Error(), "does not fit") {
+		t.Fatalf("oversized --kv-memory: %v", err)
+	}
+	// --device cuda without a driver fails; auto falls back to the CPU.
+	noDriver := func(int, *slog.Logger) (*cuda.Device, error) { return nil, cuda.ErrNoDriver }
+	if _, err := Load(f, Options{Device: "cuda", OpenCUDA: noDriver}); err == nil || !strings.Contains(err.Error(), "no CUDA driver") {
+		t.Fatalf("--device cuda without a driver: %v", err)
+	}
+	fb, err := Load(f, Options{Threads: 1, Device: "auto", OpenCUDA: noDriver, Engine: engine.Config{PageSize: 16, KVPages: 32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	if fb.Weights == nil || !strings.Contains(fb.Device.String(), "auto: no CUDA driver") {
+		t.Fatalf("auto fallback: %s", fb.Device)
 	}
 }

@@ -1,102 +1,283 @@
 #!/usr/bin/env bash
-# gpu-check.sh: the GPU verification of kernels/cuda (issue 8).
+# gpu-check.sh: the GPU verification of oengine's CUDA path, as one short
+# prepared run on a machine with an NVIDIA GPU and no Go toolchain.
 #
-#   scripts/gpu-check.sh build   on a dev machine (Go toolchain, ../shared):
-#                                fills carry/ (git-ignored) with stripped
-#                                CGO_ENABLED=0 test binaries, the oengine
-#                                binary and one reference model.
-#   scripts/gpu-check.sh run     on the GPU machine (no Go there), from the
-#                                repository root with carry/ carried:
-#                                runs everything and writes results to $OUT.
+#   scripts/gpu-check.sh build [A|B]   here (Go, ../shared): fills carry/
+#       (git-ignored, at most 60 MiB, xz-compressed) with stripped
+#       CGO_ENABLED=0 binaries -- oengine, the kernels/cuda and model/gpu
+#       test binaries (go test -c) -- and a set of reference models with
+#       their llama.cpp references. The six models do not fit one carry:
+#       set A (default) holds tiny-llama-q4_0, -q8_0, -q4_k_m and
+#       tiny-qwen3-q4_k_m; set B holds tiny-llama-f16 and tiny-qwen2-q8_0.
+#   scripts/gpu-check.sh run           on the GPU machine, from the
+#       repository root with carry/ carried: runs the stages below and
+#       writes at most 8 files to $OUT, summary.txt first.
 #
-# The device tool call is:  run(command="bash scripts/gpu-check.sh run",
-#                               carry=["carry"], timeout_s=590)
-# Results: $OUT/summary.txt (one line per step with its exit code),
-# $OUT/env.txt, $OUT/cuda-test.txt, $OUT/cuda-bench.txt, $OUT/bench-*.txt.
+# Device tool call (fits a 450 s limit, about 5 minutes of work):
+#   run(command="bash scripts/gpu-check.sh run", carry=["carry"], timeout_s=450)
+#
+# Stages (each with its own time limit, so a fault in one cannot mask the
+# others; the smoke stage gates the rest):
+#   smoke    60 s   nvidia-smi, driver / NVRTC / cuBLAS files and versions,
+#                   the device opened by oengine (kernels compiled)
+#   kernels  70 s   kernel parity tests against their CPU twins (cuda.test)
+#   models  120 s   oengine verify --device cuda on each carried model (20 s
+#                   each), and model/gpu's reference and greedy tests (40 s)
+#   serve    90 s   oengine serve --device cuda + oengine bench serve at
+#                   concurrency 1, 8, 64 (every request must complete)
+#   perf     95 s   copy bandwidth, cuBLAS GEMM rate, decode batch 1 / 32
+#                   and 2048-token prefill on seeded llama3-8b shapes
+#                   (F16, Q8_0, Q4_0); llama.cpp side by side: skipped
+# Files: summary.txt smoke.txt kernels.txt models.txt serve.txt perf.txt
+#
+# DRY=1 scripts/gpu-check.sh run  (OUT set) runs the same plumbing on a
+# machine without a GPU: --device cpu, GPU tests skipped, smoke not gating.
 set -u
 mode=${1:-run}
+set_name=${2:-A}
 root=$(cd "$(dirname "$0")/.." && pwd)
 carry="$root/carry"
+
+models_A="tiny-llama-q4_0 tiny-llama-q8_0 tiny-llama-q4_k_m tiny-qwen3-q4_k_m"
+models_B="tiny-llama-f16 tiny-qwen2-q8_0"
 
 build() {
 	set -e
 	cd "$root"
+	rm -rf "$carry"
 	mkdir -p "$carry"
+	local tmp
+	tmp=$(mktemp -d)
 	export CGO_ENABLED=0
-	go test -c -o "$carry/cuda.test" -ldflags='-s -w' ./kernels/cuda
-	if [ -d cmd/oengine ]; then
-		go build -o "$carry/oengine" -ldflags='-s -w' ./cmd/oengine || echo "oengine binary not built" >&2
-	fi
-	models="$root/../shared/testdata/models"
-	if [ -f "$models/tiny-llama-q4_0.gguf" ]; then
-		cp "$models/tiny-llama-q4_0.gguf" "$models/tiny-llama-q4_0.ref.json" "$carry/"
-	fi
+	go build -o "$tmp/oengine" -ldflags='-s -w' ./cmd/oengine
+	go test -c -o "$tmp/cuda.test" -ldflags='-s -w' ./kernels/cuda
+	go test -c -o "$tmp/gpu.test" -ldflags='-s -w' ./model/gpu
+	local src="$root/../shared/testdata/models" list
+	case "$set_name" in
+	A) list=$models_A ;;
+	B) list=$models_B ;;
+	*)
+		echo "unknown model set $set_name (A or B)" >&2
+		exit 2
+		;;
+	esac
+	for m in $list; do
+		cp "$src/$m.gguf" "$src/$m.ref.json" "$tmp/"
+	done
+	for f in "$tmp"/*; do
+		xz -6 -T2 -c "$f" >"$carry/$(basename "$f").xz"
+	done
+	rm -rf "$tmp"
+	echo "$set_name" >"$carry/SET"
 	du -sh "$carry"
-	ls -la "$carry"
+	local kib
+	kib=$(du -sk "$carry" | cut -f1)
+	if [ "$kib" -gt $((60 * 1024)) ]; then
+		echo "carry/ is ${kib} KiB, more than 60 MiB" >&2
+		exit 1
+	fi
 }
 
-step() { # step NAME TIMEOUT CMD...: run with a timeout, log to $OUT/NAME.txt
+# stage NAME LIMIT CMD...: run CMD with a time limit, appending its output
+# to $OUT/NAME.txt and its status line to the summary.
+stage() {
 	local name=$1 limit=$2
 	shift 2
 	local t0=$SECONDS
-	timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
+	echo "== $* (limit ${limit}s)" >>"$OUT/$name.txt"
+	timeout -k 5 "$limit" "$@" >>"$OUT/$name.txt" 2>&1
 	local rc=$?
-	echo "$name rc=$rc $((SECONDS - t0))s" | tee -a "$OUT/summary.txt"
-	return 0
+	local verdict=ok
+	[ "$rc" -eq 0 ] || verdict=FAIL
+	[ "$rc" -eq 124 ] && verdict=TIMEOUT
+	printf '%-8s %-7s rc=%-3s %4ss  %s\n' "$name" "$verdict" "$rc" "$((SECONDS - t0))" "$(basename "$1") ${*:2:3}" >>"$OUT/stages.tmp"
+	return "$rc"
 }
 
-run() {
-	: "${OUT:?OUT must name the results folder}"
-	cd "$root"
-	: >"$OUT/summary.txt"
+unpack() {
+	local bin=/tmp/oengine-gpu-check
+	rm -rf "$bin"
+	mkdir -p "$bin"
+	for f in "$carry"/*.xz; do
+		local out="$bin/$(basename "$f" .xz)"
+		if command -v xz >/dev/null; then
+			xz -dc "$f" >"$out"
+		else
+			python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' "$f" "$out"
+		fi
+	done
+	chmod +x "$bin/oengine" "$bin"/*.test
+	echo "$bin"
+}
+
+smoke() {
 	{
 		date -u
 		nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.max.memory,compute_cap --format=csv 2>&1
-		nvidia-smi 2>&1 | head -15
-		echo "--- libraries"
+		echo "--- libraries (ldconfig, CUDA roots, pip wheels)"
 		ldconfig -p 2>/dev/null | grep -E 'libcuda\.so|libnvrtc|libcublas' || true
-		ls /usr/local/cuda*/lib64/ 2>/dev/null | grep -E 'nvrtc|cublas' | head
+		ls -d /usr/local/cuda*/lib64/libnvrtc* /usr/local/cuda*/lib64/libcublas* 2>/dev/null | head
 		python3 - <<'PY' 2>&1 || true
-import glob, site, sys
+import glob, site
 dirs = site.getsitepackages() + [site.getusersitepackages()]
 for d in dirs:
     for p in sorted(glob.glob(d + "/nvidia/*/lib/lib*.so*")):
         if any(k in p for k in ("nvrtc", "cublas")):
             print(p)
 PY
-	} >"$OUT/env.txt" 2>&1
-	# One compile cache for every step (the first Open compiles, ~30 s).
-	export OENGINE_CUDA_CACHE=/tmp/oengine-cuda-cache
-	export REQUIRE_GPU=1
-	chmod +x "$carry"/*.test "$carry/oengine" 2>/dev/null
-	# Test binaries run in their package folder, as go test runs them.
-	cd "$root/kernels/cuda"
-	step cuda-test 220 "$carry/cuda.test" -test.v -test.count=1 -test.timeout=210s
-	step cuda-bench 110 "$carry/cuda.test" -test.run='^$' -test.bench='GPUGemv|GPUAttn' -test.benchtime=20x -test.timeout=100s
-	step cuda-decode 180 "$carry/cuda.test" -test.run='^$' -test.bench='GPUDecode' -test.benchtime=1x -test.timeout=170s
-	cd "$root"
-	# Model-level checks need oengine's GPU path (--device); run them when present.
-	if [ -x "$carry/oengine" ] && "$carry/oengine" bench model --help 2>&1 | grep -q -- '--device'; then
-		for m in "tinyllama-1.1b f16" "tinyllama-1.1b q8_0" "llama3-8b f16" "llama3-8b q8_0"; do
-			set -- $m
-			f="/tmp/$1-$2.gguf"
-			step "synth-$1-$2" 120 "$carry/oengine" synth -preset "$1" -type "$2" -o "$f"
-			step "bench-$1-$2" 150 "$carry/oengine" bench model --device cuda --model "$f" --batch 1,32
-			rm -f "$f"
-		done
+	} >>"$OUT/smoke.txt" 2>&1
+	# Opens device 0 with the driver, NVRTC and cuBLAS, compiles the kernels
+	# (cached for the later stages) and prints the device.
+	stage smoke 60 "$BIN/cuda.test" -test.run '^TestGPUInfo$' -test.v -test.count=1
+}
+
+kernels() {
+	(cd "$root/kernels/cuda" && stage kernels 70 "$BIN/cuda.test" -test.run 'GPU' -test.v -test.count=1 -test.timeout=65s)
+}
+
+models() {
+	local rc=0 m
+	for ref in "$BIN"/*.ref.json; do
+		m=${ref%.ref.json}
+		stage models 20 "$BIN/oengine" verify "$m.gguf" --ref "$ref" --device "$DEVICE" || rc=1
+	done
+	# The reference check at the test level (GEMV-only and cuBLAS arithmetic)
+	# and free-running greedy with CUDA graphs, on the same files.
+	(cd "$root/model/gpu" && OENGINE_REF_MODELS="$BIN" stage models 40 "$BIN/gpu.test" \
+		-test.run 'TestGPUReferenceModels|TestGPUGreedy' -test.v -test.count=1 -test.timeout=35s) || rc=1
+	return $rc
+}
+
+serve() {
+	local m
+	m=$(ls "$BIN"/*.gguf | head -1)
+	"$BIN/oengine" serve "$m" --device "$DEVICE" --grpc-addr 127.0.0.1:50151 --http-addr 127.0.0.1:8151 \
+		--max-running 64 >>"$OUT/serve.txt" 2>&1 &
+	local pid=$!
+	local up=0
+	for _ in $(seq 60); do
+		if (exec 3<>/dev/tcp/127.0.0.1/8151) 2>/dev/null; then # listening: the model is loaded
+			up=1
+			break
+		fi
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.5
+	done
+	local rc=1
+	if [ "$up" = 1 ]; then
+		stage serve 60 "$BIN/oengine" bench serve --addr 127.0.0.1:50151 --url http://127.0.0.1:8151 \
+			--sweep 1,8,64 --requests 16 --requests-per-concurrency 2 --input-len 64~16 --output-len 32 \
+			--timeout 60s
+		rc=$?
 	else
-		echo "model-bench skipped: carry/oengine has no 'bench model --device'" | tee -a "$OUT/summary.txt"
+		echo "serve did not become ready" >>"$OUT/serve.txt"
+		printf '%-8s %-7s server not ready\n' serve FAIL >>"$OUT/stages.tmp"
 	fi
-	grep -E '^(--- FAIL|FAIL|ok|PASS)' "$OUT/cuda-test.txt" | head -40 >>"$OUT/summary.txt"
-	grep -E 'GB/s' "$OUT/cuda-bench.txt" >>"$OUT/summary.txt"
-	grep -E '^decode ' "$OUT/cuda-decode.txt" >>"$OUT/summary.txt"
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return $rc
+}
+
+perf() {
+	(cd "$root/kernels/cuda" && stage perf 20 "$BIN/cuda.test" -test.run '^$' -test.bench 'GPUCopy|GPUGemm' \
+		-test.benchtime 1x -test.timeout=18s)
+	(cd "$root/model/gpu" && stage perf 75 "$BIN/gpu.test" -test.run '^$' -test.bench 'GPUDecode|GPUPrefill' \
+		-test.benchtime 1x -test.timeout=70s)
+}
+
+# figures writes the performance lines and the targets of the issue.
+figures() {
+	awk '
+	/BenchmarkGPUCopy/ { for (i = 1; i < NF; i++) if ($(i+1) == "GB/s") bw = $i }
+	/BenchmarkGPUGemm/ { for (i = 1; i < NF; i++) if ($(i+1) == "TFLOPS") gemm = $i }
+	/BenchmarkGPUDecode\// {
+		split($1, p, "/"); t = p[3]; sub(/-[0-9]+$/, "", t)
+		for (i = 1; i < NF; i++) {
+			if ($(i+1) == "tok/s@B1") b1[t] = $i
+			if ($(i+1) == "tok/s@B32") b32[t] = $i
+			if ($(i+1) == "GB/step") gb[t] = $i
+		}
+		types[t] = 1
+	}
+	/BenchmarkGPUPrefill\// {
+		split($1, p, "/"); t = p[3]; sub(/-[0-9]+$/, "", t)
+		for (i = 1; i < NF; i++) if ($(i+1) == "TFLOPS") pf[t] = $i
+		types[t] = 1
+	}
+	END {
+		printf "copy bandwidth %s GB/s, cuBLAS F16 GEMM %s TFLOPS (llama3-8b layer shapes, 2048 tokens)\n", bw, gemm
+		for (t in types) {
+			frac = (bw > 0) ? gb[t] * b1[t] / bw : 0
+			need = (t == "F16") ? 0.75 : 0.6
+			ratio = (b1[t] > 0) ? b32[t] / b1[t] : 0
+			pr = (gemm > 0) ? pf[t] / gemm : 0
+			r12 = (t == "Q8_0") ? "no target" : ((ratio >= 12) ? "target >= 12: met" : "target >= 12: NOT met")
+			printf "%-5s decode B1 %7.1f tok/s = %.2f of bandwidth (target >= %.2f: %s); B32 %8.1f tok/s = %.1fx B1 (%s); prefill 2048 %.1f TFLOPS = %.2f of cuBLAS (target >= 0.5: %s)\n",
+				t, b1[t], frac, need, (frac >= need) ? "met" : "NOT met", b32[t], ratio, r12,
+				pf[t], pr, (pr >= 0.5) ? "met" : "NOT met"
+		}
+	}' "$OUT/perf.txt"
+}
+
+run() {
+	: "${OUT:?OUT must name the results folder}"
+	cd "$root"
+	: >"$OUT/stages.tmp"
+	BIN=$(unpack)
+	export OENGINE_CUDA_CACHE=/tmp/oengine-cuda-cache
+	DEVICE=cuda
+	if [ "${DRY:-0}" = 1 ]; then
+		DEVICE=cpu
+	else
+		export REQUIRE_GPU=1
+	fi
+	local t0=$SECONDS ok_smoke=1
+	smoke || ok_smoke=0
+	[ "${DRY:-0}" = 1 ] && ok_smoke=1
+	if [ "$ok_smoke" = 1 ]; then
+		kernels
+		models
+		serve
+		perf
+	fi
+	{
+		echo "oengine GPU check, model set $(cat "$carry/SET" 2>/dev/null), $(date -u), ${SECONDS}s in all"
+		grep -m1 -E '^[^,]+, [0-9.]+, ' "$OUT/smoke.txt" | sed 's/^/gpu: /'
+		grep -m1 -E 'cuda:0 .*sm_' "$OUT/smoke.txt" | sed 's/^ *//; s/^/device: /'
+		echo
+		echo "stages:"
+		cat "$OUT/stages.tmp"
+		if [ "$ok_smoke" = 0 ]; then
+			echo
+			echo "SMOKE FAILED: the device, driver, NVRTC or cuBLAS is not usable; later stages skipped. Last lines:"
+			tail -15 "$OUT/smoke.txt"
+		else
+			echo
+			echo "kernel parity:"
+			grep -E '^(--- FAIL|ok|FAIL|PASS)' "$OUT/kernels.txt" | head -12
+			echo
+			echo "reference models (oengine verify --device cuda):"
+			awk '/^model / { name = $2; sub(/:$/, "", name); n = split(name, q, "/"); name = q[n] }
+				/^(PASS|FAIL): [0-9]+\/[0-9]+ cases/ { print "  " name ": " $0 }
+				/^    - / && fails++ < 6 { print "  " $0 }' "$OUT/models.txt"
+			grep -E 'gpu_model_test.go:[0-9]+: .*exact=' "$OUT/models.txt" | sed 's/^ *//' | head -16
+			echo
+			echo "serving (oengine bench serve; every request must be ok, err 0):"
+			grep -E '^ +(target|grpc)' "$OUT/serve.txt" | head -5
+			echo
+			echo "performance (llama.cpp side by side: skipped, not built on the device machine):"
+			figures
+		fi
+	} >"$OUT/summary.txt"
+	rm -f "$OUT/stages.tmp"
+	echo "done in $((SECONDS - t0))s; see $OUT/summary.txt"
 }
 
 case "$mode" in
 build) build ;;
 run) run ;;
 *)
-	echo "usage: $0 build|run" >&2
+	echo "usage: $0 build [A|B] | run" >&2
 	exit 2
 	;;
 esac

@@ -66,6 +66,9 @@ func (s *Server) coverage() *structpb.Struct {
 		}
 	}
 	f := map[string]any{"models": listed, "kv_events_model": s.models[0].Name}
+	if dev := s.models[0].Backend.Limits().Device; dev != "" {
+		f["device"] = dev // where the default model runs (cpu or the CUDA device)
+	}
 	if len(aux) > 0 {
 		f["auxiliary_models"] = aux
 	}
@@ -143,7 +146,11 @@ func limitsExtra(lim engine.Limits) *structpb.Struct {
 	if lim.MaxTokenCandidates > 0 {
 		f["max_token_candidates"] = lim.MaxTokenCandidates
 	}
-	st, err := structpb.NewStruct(map[string]any{"oengine_limits": f})
+	top := map[string]any{"oengine_limits": f}
+	if lim.Device != "" {
+		top["device"] = lim.Device
+	}
+	st, err := structpb.NewStruct(top)
 	if err != nil {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 func TestControlDiscovery(t *testing.T) {
 	f, fast := newFake(t, "main"), newFake(t, "fast")
+	f.lim.Device, fast.lim.Device = "cuda:0 Test GPU", "cpu"
 	cfg := testConfig()
 	cfg.EngineVersion = "1.2.3"
 	h := startServer(t, cfg, Model{Backend: f, Aliases: []string{"main-alias"}}, Model{Backend: fast})
@@ -50,6 +51,20 @@ func TestControlDiscovery(t *testing.T) {
 		}
 		if si.GetKvConnector().Enabled == nil || si.GetKvConnector().GetEnabled() {
 			t.Fatalf("kv connector %v", si.GetKvConnector())
+		}
+		if d := si.GetExtra().GetFields()["device"].GetStringValue(); d != "cuda:0 Test GPU" {
+			t.Fatalf("server info device %q", d)
+		}
+	})
+	t.Run("model info names the device", func(t *testing.T) {
+		for name, want := range map[string]string{"main": "cuda:0 Test GPU", "fast": "cpu"} {
+			mi, err := h.ctl.GetModelInfo(ctx, &pb.GetModelInfoRequest{Model: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := mi.GetExtra().GetFields()["device"].GetStringValue(); d != want {
+				t.Fatalf("%s: device %q, want %q", name, d, want)
+			}
 		}
 	})
 	t.Run("instance id differs per process", func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 
 func TestHTTPAndMetrics(t *testing.T) {
 	f := newFake(t, "m")
+	f.lim.Device = "cuda:0 Test GPU"
 	h := startServer(t, testConfig(), Model{Backend: f})
 	if _, err := h.generate(ctxT(t), prompt("a b")); err != nil {
 		t.Fatal(err)
@@ -52,6 +53,7 @@ func TestHTTPAndMetrics(t *testing.T) {
 			`oengine:prompt_tokens_total{model_name="m"} 7`,
 			`oengine:generation_tokens_total{model_name="m"} 5`,
 			`oengine:num_preemptions_total{model_name="m"} 2`,
+			`oengine:model_info{device="cuda:0 Test GPU",model_name="m"} 1`,
 			`oengine:request_pauses_total{model_name="m"} 4`,
 			`oengine:consumer_timeouts_total{model_name="m"} 3`,
 			`oengine:time_to_first_token_seconds_count{model_name="m",route="grpc"} 1`,

@@ -183,11 +183,13 @@ var (
 		"Times a request was paused because its consumer stopped reading.", []string{"model_name"}, nil)
 	descConsumerTimeouts = prometheus.NewDesc("oengine:consumer_timeouts_total",
 		"Requests cancelled because their consumer stayed paused longer than the consumer timeout.", []string{"model_name"}, nil)
+	descModelInfo = prometheus.NewDesc("oengine:model_info",
+		"Always 1; the device label names where the model runs (cpu, or the CUDA device).", []string{"model_name", "device"}, nil)
 )
 
 func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descPages,
-		descPrefixQueries, descPrefixHits, descPromptTokens, descGenTokens, descPreemptions, descPauses, descConsumerTimeouts} {
+		descPrefixQueries, descPrefixHits, descPromptTokens, descGenTokens, descPreemptions, descPauses, descConsumerTimeouts, descModelInfo} {
 		ch <- d
 	}
 }
@@ -219,5 +221,8 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		ctr(descPreemptions, st.Preemptions)
 		ctr(descPauses, st.Pauses)
 		ctr(descConsumerTimeouts, st.ConsumerTimeouts)
+		if dev := m.Backend.Limits().Device; dev != "" {
+			g(descModelInfo, 1, dev)
+		}
 	}
 }

@@ -61,13 +61,14 @@ func realEngine(t *testing.T, metrics *Metrics) (*engine.Engine, []refCase) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	lm, err := loader.Load(f, loader.Options{Name: "tiny-llama", Threads: 2, Engine: engine.Config{
+	lm, err := loader.Load(f, withTestDevice(loader.Options{Name: "tiny-llama", Threads: 2, Engine: engine.Config{
 		PageSize: 16, KVPages: 96, MaxRunning: 8,
 		Hooks: metrics.EngineHooks("tiny-llama"), Logger: quietLogger(),
-	}})
+	}}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkTestDevice(t, lm)
 	e := lm.Engine
 	t.Cleanup(lm.Close)
 	raw, err := os.ReadFile(filepath.Join(models, "tiny-llama-f16.ref.json"))

@@ -62,13 +62,14 @@ func tinyEngine(t *testing.T) (*engine.Engine, *tokenizer.Tokenizer, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lm, err := loader.Load(f, loader.Options{Name: extModel, Threads: 2, Engine: engine.Config{
+	lm, err := loader.Load(f, withTestDevice(loader.Options{Name: extModel, Threads: 2, Engine: engine.Config{
 		PageSize: 16, KVPages: 256, MaxRunning: 8, GreedyDefault: true, Logger: quietLogger(),
-	}})
+	}}))
 	if err != nil {
 		f.Close()
 		t.Fatal(err)
 	}
+	checkTestDevice(t, lm)
 	var once sync.Once
 	closeAll := func() {
 		once.Do(func() {

@@ -9,7 +9,11 @@ import (
 	"runtime/pprof"
 	"strings"
 
+	"log/slog"
+
 	"oengine/bench"
+	"oengine/kernels/cuda"
+	"oengine/model/gpu"
 	"oengine/model/llama"
 	"oengine/scheduler"
 )
@@ -28,6 +32,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	mmap := fs.Bool("mmap", false, mmapUsage)
 	rowMajor := fs.Bool("rowmajor", false, "keep Q4_0 weights row-major instead of the decode layout (to compare the two)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file")
+	device := fs.String("device", "auto", "compute `device`: auto, cpu, cuda or cuda:N")
 	fs.limit("reps", 1, math.Inf(1))
 	fs.limit("batch", 1, math.Inf(1))
 	if err := fs.Parse(args); err != nil {
@@ -41,6 +46,14 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("bench model: --kv-type must be f16 or f32, got %q", *kvType)
 	}
+	if _, _, err := cuda.ParseDevice(*device); err != nil {
+		return fmt.Errorf("bench model: --device: %w", err)
+	}
+	dev, err := gpu.Open(*device, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
 	lf, err := openModelFile(*model, *mmap, stderr)
 	if err != nil {
 		return err
@@ -58,7 +71,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	res, err := bench.BenchModel(lf.File, bench.ModelBenchConfig{RowMajor: *rowMajor, PP: *pp, TG: *tg, Reps: *reps, Threads: *threads,
-		Batch: *batch, PageSize: 16, KVType: kvt, MemBW: *membw})
+		Batch: *batch, PageSize: 16, KVType: kvt, MemBW: *membw, CUDA: dev.CUDA})
 	if err != nil {
 		return err
 	}
@@ -73,6 +86,10 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintln(stdout, string(b))
 		return nil
+	}
+	if dev.CUDA == nil {
+		res.Device = dev.String()
+		fmt.Fprintf(stderr, "device %s\n", dev)
 	}
 	bench.WriteModelTable(stdout, []bench.ModelBenchResult{res})
 	return nil

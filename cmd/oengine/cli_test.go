@@ -18,7 +18,7 @@ import (
 
 // engineValues is engineFlags with the pointers followed, for comparisons.
 type engineValues struct {
-	model, kvType, kvMemory                            string
+	model, kvType, kvMemory, device                    string
 	threads, kvPages, pageSize, maxBatched, maxRunning int
 	defaultTemp                                        float64
 	mmap                                               bool
@@ -27,11 +27,11 @@ type engineValues struct {
 func valuesOf(ef *engineFlags) engineValues {
 	return engineValues{model: *ef.model, kvType: *ef.kvType, kvMemory: *ef.kvMemory,
 		threads: *ef.threads, kvPages: *ef.kvPages, pageSize: *ef.pageSize, maxBatched: *ef.maxBatched,
-		maxRunning: *ef.maxRunning, defaultTemp: *ef.defaultTemp, mmap: *ef.mmap}
+		maxRunning: *ef.maxRunning, defaultTemp: *ef.defaultTemp, mmap: *ef.mmap, device: *ef.device}
 }
 
 // defaults is what the engine flags hold when none is given.
-var defaults = engineValues{kvType: "f16", kvMemory: "1GiB", pageSize: 16, defaultTemp: 1}
+var defaults = engineValues{kvType: "f16", kvMemory: "auto", pageSize: 16, defaultTemp: 1, device: "auto"}
 
 func with(f func(*engineValues)) engineValues {
 	v := defaults
@@ -74,6 +74,8 @@ func TestParseServe(t *testing.T) {
 					t.Errorf("addresses %q %q", c.grpcAddr, c.httpAddr)
 				}
 			}},
+		{name: "device and kv-memory auto", args: []string{"m.gguf", "--device", "cuda:1", "--kv-memory", "AUTO"},
+			engine: with(func(v *engineValues) { v.model, v.device, v.kvMemory = "m.gguf", "cuda:1", "AUTO" })},
 		{name: "flags then positional", args: []string{"--threads", "3", "m.gguf", "--mmap"},
 			engine: with(func(v *engineValues) { v.model, v.threads, v.mmap = "m.gguf", 3, true })},
 		{name: "after --", args: []string{"--page-size", "32", "--", "-odd.gguf"},
@@ -105,6 +107,8 @@ func TestParseServe(t *testing.T) {
 		{name: "kv-memory exponent", args: []string{"--kv-memory", "1e9"}, err: `serve: --kv-memory: bad size "1e9"`},
 		{name: "kv-memory zero", args: []string{"--kv-memory", "0"}, err: "--kv-memory must be more than 0 bytes"},
 		{name: "kv-memory overflow", args: []string{"--kv-memory", "10000000TB"}, err: "beyond 9223372036854775807 bytes"},
+		{name: "bad device", args: []string{"--device", "metal"}, err: `serve: --device: cuda: bad device "metal"`},
+		{name: "bad device index", args: []string{"--device", "cuda:x"}, err: "want cuda:N with N a device ordinal"},
 		{name: "kv-pages negative", args: []string{"--kv-pages", "-5"}, err: "serve: --kv-pages must not be negative, got -5"},
 		{name: "max-running negative", args: []string{"--max-running", "-1"}, err: "--max-running must not be negative"},
 		{name: "threads negative", args: []string{"--threads", "-3"}, err: "--threads must not be negative, got -3"},
@@ -210,10 +214,13 @@ func TestParseVerify(t *testing.T) {
 		want verifyConfig
 	}{
 		{name: "positional", args: []string{"m.gguf", "--ref", "r.json"},
-			want: verifyConfig{model: "m.gguf", ref: "r.json", opts: verifyOpts(func(o *verify.Options) {})}},
+			want: verifyConfig{model: "m.gguf", ref: "r.json", device: "auto", opts: verifyOpts(func(o *verify.Options) {})}},
+		{name: "cuda", args: []string{"m.gguf", "--ref", "r.json", "--device", "cuda:1", "--cuda-exact"},
+			want: verifyConfig{model: "m.gguf", ref: "r.json", device: "cuda:1", opts: verifyOpts(func(o *verify.Options) { o.CUDAExact = true })}},
+		{name: "bad device", args: []string{"m.gguf", "--ref", "r.json", "--device", "tpu"}, err: `verify: --device: cuda: bad device "tpu"`},
 		{name: "flags", args: []string{"--ref", "r.json", "--model", "m.gguf", "--kv", "f32", "--threads", "2", "--page-size", "32",
-			"--max-tokens", "64", "--greedy-tie", "0.1", "--ggml=false", "--ggml-forced"},
-			want: verifyConfig{model: "m.gguf", ref: "r.json", opts: verifyOpts(func(o *verify.Options) {
+			"--max-tokens", "64", "--greedy-tie", "0.1", "--ggml=false", "--ggml-forced", "--device", "cpu"},
+			want: verifyConfig{model: "m.gguf", ref: "r.json", device: "cpu", opts: verifyOpts(func(o *verify.Options) {
 				o.KV, o.Threads, o.PageSize, o.MaxTokens, o.GreedyTie = llama.KVF32, 2, 32, 64, 0.1
 				o.GGML, o.GGMLForced = false, true
 			})}},
@@ -451,7 +458,7 @@ func TestHelpListsFlagsWithDoubleDash(t *testing.T) {
 	if err := dispatch([]string{"serve", "--help"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"\n  --grpc-addr ADDRESS\n", "\n  --kv-memory SIZE\n", "\n  --mmap\n", "\n  --alias NAME\n", `(default "1GiB")`} {
+	for _, want := range []string{"\n  --grpc-addr ADDRESS\n", "\n  --kv-memory SIZE\n", "\n  --mmap\n", "\n  --alias NAME\n", `(default "auto")`, "\n  --device DEVICE\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("serve help lacks %q:\n%s", want, out.String())
 		}

@@ -92,8 +92,8 @@ func (c *generateConfig) run(stdout, stderr io.Writer) error {
 		first = end
 	}
 	decode := end.Sub(first).Seconds()
-	fmt.Fprintf(stderr, "model %s: prompt %d tokens in %.3fs (%.1f tok/s), generated %d tokens in %.3fs (%.2f tok/s)\n",
-		rt.file.Label, promptTokens, first.Sub(start).Seconds(), float64(promptTokens)/first.Sub(start).Seconds(),
+	fmt.Fprintf(stderr, "model %s on %s: prompt %d tokens in %.3fs (%.1f tok/s), generated %d tokens in %.3fs (%.2f tok/s)\n",
+		rt.file.Label, rt.Device, promptTokens, first.Sub(start).Seconds(), float64(promptTokens)/first.Sub(start).Seconds(),
 		out, decode, tokPerS(out-1, decode))
 	return nil
 }

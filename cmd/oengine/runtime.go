@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"oengine/engine"
+	"oengine/kernels/cuda"
 	"oengine/loader"
 	"oengine/model/llama"
 )
@@ -25,6 +26,7 @@ type engineFlags struct {
 	maxRunning  *int
 	defaultTemp *float64
 	mmap        *bool
+	device      *string
 	// consumerTimeout, set by serve, is engine.Config.ConsumerTimeout
 	// (nil or 0: the engine's default).
 	consumerTimeout *time.Duration
@@ -35,13 +37,14 @@ func addEngineFlags(fs *flagSet) *engineFlags {
 		model:       fs.String("model", "", "GGUF model `file`, also accepted as the first argument (default: the built-in synthetic model)"),
 		threads:     fs.Int("threads", 0, "CPU worker threads (0: all cores)"),
 		kvType:      fs.String("kv-type", "f16", "K/V store `type`: f16 or f32"),
-		kvMemory:    fs.String("kv-memory", "1GiB", "`size` of the paged KV cache: a number and B, KB, MB, GB, TB or KiB, MiB, GiB, TiB (e.g. 512MiB, 2GiB, 1.5GB)"),
+		kvMemory:    fs.String("kv-memory", "auto", "`size` of the paged KV cache: a number and B, KB, MB, GB, TB or KiB, MiB, GiB, TiB (e.g. 512MiB, 2GiB, 1.5GB), or auto: the free device memory after the weights on CUDA, 1GiB on the CPU"),
 		kvPages:     fs.Int("kv-pages", 0, "KV pages in the pool (overrides --kv-memory; 0: from --kv-memory)"),
 		pageSize:    fs.Int("page-size", 16, "tokens per KV page (1 to 65536)"),
 		maxBatched:  fs.Int("max-batched-tokens", 0, "token budget of one step (0: engine default)"),
 		maxRunning:  fs.Int("max-running", 0, "sequences running at once (0: engine default)"),
 		defaultTemp: fs.Float64("default-temperature", 1.0, "temperature for requests that set none (0: greedy)"),
 		mmap:        fs.Bool("mmap", false, mmapUsage),
+		device:      fs.String("device", "auto", "compute `device`: auto (CUDA when a device, the driver, NVRTC and cuBLAS are found, else the CPU), cpu, cuda or cuda:N"),
 	}
 	fs.limit("page-size", 1, 1<<16)
 	return ef
@@ -53,6 +56,12 @@ func (ef *engineFlags) check(cmd string) error {
 	if err := oneOf(cmd, "kv-type", *ef.kvType, "f16", "f32"); err != nil {
 		return err
 	}
+	if _, _, err := cuda.ParseDevice(*ef.device); err != nil {
+		return fmt.Errorf("%s: --device: %w", cmd, err)
+	}
+	if strings.EqualFold(*ef.kvMemory, "auto") {
+		return nil
+	}
 	n, err := parseBytes(*ef.kvMemory)
 	if err != nil {
 		return fmt.Errorf("%s: --kv-memory: %w", cmd, err)
@@ -61,6 +70,14 @@ func (ef *engineFlags) check(cmd string) error {
 		return fmt.Errorf("%s: --kv-memory must be more than 0 bytes", cmd)
 	}
 	return nil
+}
+
+// kvBytes returns the --kv-memory budget in bytes, 0 for auto.
+func (ef *engineFlags) kvBytes() (int64, error) {
+	if strings.EqualFold(*ef.kvMemory, "auto") {
+		return 0, nil
+	}
+	return parseBytes(*ef.kvMemory)
 }
 
 // runtime is a loaded model with its engine.
@@ -92,7 +109,7 @@ func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.H
 	default:
 		return nil, fmt.Errorf("--kv-type must be f16 or f32, got %q", *ef.kvType)
 	}
-	mem, err := parseBytes(*ef.kvMemory)
+	mem, err := ef.kvBytes()
 	if err != nil {
 		return nil, err
 	}
@@ -107,12 +124,13 @@ func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.H
 	if hooks != nil {
 		h = hooks(name)
 	}
-	lm, err := loader.Load(lf.File, loader.Options{Name: name, Threads: *ef.threads, KVType: kvt, Engine: engine.Config{
-		PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
-		MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
-		DefaultTemperature: *ef.defaultTemp, GreedyDefault: *ef.defaultTemp == 0, Hooks: h, Logger: logger,
-		ConsumerTimeout: consumerTimeout(ef),
-	}})
+	lm, err := loader.Load(lf.File, loader.Options{Name: name, Threads: *ef.threads, KVType: kvt,
+		Device: *ef.device, KVMemoryAuto: mem == 0, Logger: logger, Engine: engine.Config{
+			PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
+			MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
+			DefaultTemperature: *ef.defaultTemp, GreedyDefault: *ef.defaultTemp == 0, Hooks: h, Logger: logger,
+			ConsumerTimeout: consumerTimeout(ef),
+		}})
 	if err != nil {
 		lf.File.Close()
 		return nil, err

@@ -264,8 +264,8 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 	if cfg.TLS != nil {
 		scheme = "https"
 	}
-	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE, OpenAI /v1/*)\n  web   %s://%s/ (console)\n  auth  %s\n",
-		version, primary.Name, label, srv.GRPCAddr(), srv.HTTPAddr(), scheme, srv.HTTPAddr(), security)
+	fmt.Fprintf(stdout, "oengine %s serving model %q [%s]\n  device %s\n  gRPC  %s (Inference, Control, health, reflection)\n  HTTP  %s (/metrics, /healthz, /readyz, POST /session/{id}/generate SSE, OpenAI /v1/*)\n  web   %s://%s/ (console)\n  auth  %s\n",
+		version, primary.Name, label, rt.Device, srv.GRPCAddr(), srv.HTTPAddr(), scheme, srv.HTTPAddr(), security)
 	start := time.Now()
 	err = serveSignals(srv, sf, reloadCert, logger)
 	logger.Info("server stopped", "uptime", time.Since(start).Round(time.Second))

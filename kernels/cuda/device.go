@@ -32,7 +32,8 @@ type Options struct {
 	// CacheDir is the compile-cache folder: "" = $OENGINE_CUDA_CACHE or the
 	// user cache dir, "off" = no cache.
 	CacheDir string
-	// NoCublas skips loading cuBLAS; MatMul then always uses the GEMV kernels.
+	// NoCublas skips loading cuBLAS; MatMul then always uses the GEMV
+	// kernels. Without it a cuBLAS that cannot be loaded fails Open.
 	NoCublas bool
 	Logger   *slog.Logger
 }
@@ -49,8 +50,9 @@ type libs struct {
 // Open loads the driver, NVRTC and (unless opts.NoCublas) cuBLAS, creates a
 // context on device index, compiles the kernels (or loads them from the
 // compile cache) and starts the device goroutine. Errors wrap the sentinels
-// (ErrNoDriver, ErrNoDevice, ErrDriverTooOld, ErrNoNVRTC). A missing cuBLAS
-// is not an error: it is logged and GEMMs fall back to GEMV kernels.
+// (ErrNoDriver, ErrNoDevice, ErrDriverTooOld, ErrNoNVRTC, ErrNoCUBLAS) and,
+// for a library, list every file tried (LoadError). A missing cuBLAS is an
+// error (prefill would silently run on GEMV kernels) unless opts.NoCublas.
 func Open(index int, opts Options) (*Device, error) {
 	lg := opts.Logger
 	if lg == nil {
@@ -73,8 +75,7 @@ func Open(index int, opts Options) (*Device, error) {
 		compile: func(src string, o []string, k imageKind) ([]byte, error) { return nv.compile(src, "oengine.cu", o, k) }}
 	if !opts.NoCublas {
 		if l.blas, err = loadCublas(ds.version); err != nil {
-			lg.Warn("cuda: cuBLAS unavailable, prefill uses GEMV kernels", "err", err)
-			l.blas = nil
+			return nil, err
 		}
 	}
 	return openWith(info, l, opts, lg)

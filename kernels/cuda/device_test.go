@@ -14,14 +14,6 @@ import (
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// fakeCompile is a compileFunc that returns a recognisable image.
-func fakeCompile(calls *int) compileFunc {
-	return func(src string, opts []string, kind imageKind) ([]byte, error) {
-		*calls++
-		return []byte("FAKEIMG-" + strings.Join(opts, ",")), nil
-	}
-}
-
 func openFake(t *testing.T, f *fakeDriver) *Device {
 	t.Helper()
 	var n int

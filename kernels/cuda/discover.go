@@ -110,13 +110,31 @@ func defaultSearchEnv() searchEnv {
 }
 
 // sitePackages lists the python package folders that may hold pip's nvidia
-// wheels: the active virtualenv / conda env first, then the user's and the
-// system's.
+// wheels: the active virtualenv / conda env first, then those of each
+// python3 interpreter on $PATH (its prefix is the folder above its bin/,
+// after symlinks: pyenv, /opt installs, a venv's bin on the PATH), then the
+// user's and the system's. Nothing is executed.
 func sitePackages(getenv func(string) string, glob func(string) ([]string, error)) []string {
 	var pats []string
 	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
 		if r := getenv(v); r != "" {
 			pats = append(pats, filepath.Join(r, "lib/python3*/site-packages"))
+		}
+	}
+	for _, dir := range filepath.SplitList(getenv("PATH")) {
+		if dir == "" {
+			continue
+		}
+		for _, exe := range []string{"python3", "python"} {
+			m, _ := glob(filepath.Join(dir, exe))
+			if len(m) == 0 {
+				continue
+			}
+			for _, p := range []string{m[0], resolve(m[0])} {
+				prefix := filepath.Dir(filepath.Dir(p))
+				pats = append(pats, filepath.Join(prefix, "lib/python3*/site-packages"),
+					filepath.Join(prefix, "lib/python3*/dist-packages"))
+			}
 		}
 	}
 	if h := getenv("HOME"); h != "" {
@@ -142,6 +160,14 @@ func sitePackages(getenv func(string) string, glob func(string) ([]string, error
 		}
 	}
 	return out
+}
+
+// resolve follows symlinks (p itself when that fails).
+func resolve(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // candidates returns the paths to hand to dlopen for l, in order. Paths

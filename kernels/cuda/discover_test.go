@@ -201,3 +201,62 @@ func TestNoDriverHere(t *testing.T) {
 		t.Fatalf("Select cuda: %v", err)
 	}
 }
+
+// CUDA libraries installed as Python wheels are found through the active
+// virtualenv and through the python3 interpreter on $PATH (its prefix after
+// symlinks), here on a fake folder tree.
+func TestWheelDiscovery(t *testing.T) {
+	root := t.TempDir()
+	fakeTree(t, root,
+		"venv/lib/python3.11/site-packages/nvidia/cublas/lib/libcublas.so.12",
+		"venv/lib/python3.11/site-packages/nvidia/cublas/lib/libcublasLt.so.12",
+		"opt/py312/bin/python3.12",
+		"opt/py312/lib/python3.12/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12",
+		"opt/py312/lib/python3.12/site-packages/nvidia/cu13/lib/libnvrtc.so.13")
+	if err := os.MkdirAll(filepath.Join(root, "usr/bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "opt/py312/bin/python3.12"), filepath.Join(root, "usr/bin/python3")); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"VIRTUAL_ENV": filepath.Join(root, "venv"), "PATH": filepath.Join(root, "usr/bin") + ":" + filepath.Join(root, "nowhere")}
+	e := testEnv(root, nil)
+	e.getenv = func(k string) string { return env[k] }
+	e.cudaRoots = nil
+	e.sites = nil
+	for _, d := range sitePackages(e.getenv, filepath.Glob) {
+		if strings.HasPrefix(d, root) { // the system's own folders stay out of the expectation
+			e.sites = append(e.sites, d)
+		}
+	}
+	tests := []struct {
+		spec libSpec
+		want []string
+	}{
+		{specCublas, []string{"libcublas.so.13", "libcublas.so.12", "venv/lib/python3.11/site-packages/nvidia/cublas/lib/libcublas.so.12"}},
+		{specNVRTC, []string{"libnvrtc.so.13", "libnvrtc.so.12",
+			"opt/py312/lib/python3.12/site-packages/nvidia/cu13/lib/libnvrtc.so.13",
+			"opt/py312/lib/python3.12/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"}},
+	}
+	for _, tc := range tests {
+		if got := rel(root, e.candidates(tc.spec)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: candidates %q, want %q", tc.spec.what, got, tc.want)
+		}
+	}
+	// Only the wheel file loads: the error-free path is the wheel's.
+	open := func(p string) (uintptr, error) {
+		if strings.HasSuffix(p, "nvidia/cublas/lib/libcublas.so.12") {
+			return 1, nil
+		}
+		return 0, errors.New("not here")
+	}
+	_, path, err := openLib(specCublas, e, open)
+	if err != nil || !strings.HasSuffix(path, "venv/lib/python3.11/site-packages/nvidia/cublas/lib/libcublas.so.12") {
+		t.Fatalf("openLib: %q, %v", path, err)
+	}
+	// Nothing loads: the error is ErrNoCUBLAS and names every file tried.
+	_, _, err = openLib(specCublas, e, func(string) (uintptr, error) { return 0, errors.New("nope") })
+	if !errors.Is(err, ErrNoCUBLAS) || !strings.Contains(err.Error(), "nvidia/cublas/lib/libcublas.so.12: nope") {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -21,15 +21,16 @@
 //     block, cuLaunchKernel through purego.SyscallN) and captures CUDA graphs.
 //   - ops.go: the operations with their shapes (GEMV per weight type, RMSNorm,
 //     RoPE fused with the paged KV write, paged attention, sampling, ...).
-//   - decoder.go: a llama-family decoder (llama, qwen2, qwen3) on the
-//     device with a paged F16 KV cache, fed by host weights and
-//     llama.Batch-shaped steps; decoder_greedy.go adds on-device argmax with
-//     CUDA-graph replay of decode steps.
 //   - probe.go: Probe / Usable / ParseDevice / Select for --device
 //     auto|cpu|cuda[:N].
 //
+// The llama-family forward pass that strings these operations together
+// lives above the kernels, in the model room (model/gpu).
+//
 // Reference twins: kernels/cpu for the numeric kernels, ref.go for
-// sampling. Tests without a GPU use a fake driver and a CPU emulator of the
-// kernels (emu_test.go); the GPU tests (gpu_*_test.go) skip without a GPU and
-// fail when REQUIRE_GPU=1. scripts/gpu-check.sh runs them on a GPU machine.
+// sampling. Tests without a GPU use the in-memory fake driver (fake.go,
+// OpenFake) with the CPU emulator of the kernels in package cudaemu, which
+// the model and engine tests use too; the GPU tests (gpu_*_test.go) skip
+// without a GPU and fail when REQUIRE_GPU=1. scripts/gpu-check.sh runs them
+// on a GPU machine.
 package cuda

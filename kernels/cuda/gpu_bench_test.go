@@ -140,3 +140,121 @@ func BenchmarkGPUAttnDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGPUCopy measures the device's memory bandwidth with a
+// device-to-device copy of 2 GiB (each byte read once and written once):
+// GB/s counts both directions, the traffic a read-bound kernel can reach;
+// scripts/gpu-check.sh holds decode throughput against it.
+func BenchmarkGPUCopy(b *testing.B) {
+	d := gpu(b)
+	var gbps float64
+	for i := 0; i < b.N; i++ {
+		gbps = copyBandwidth(b, d, 1<<30, 10)
+	}
+	b.ReportMetric(gbps, "GB/s")
+}
+
+// copyBandwidth copies n bytes reps times (after a warm-up) and returns
+// the read+write traffic in GB/s.
+func copyBandwidth(t testing.TB, d *Device, n uint64, reps int) float64 {
+	var el time.Duration
+	do(t, d, func(s *Stream) error {
+		src, err := s.Alloc(n)
+		if err != nil {
+			return err
+		}
+		defer s.Free(src)
+		dst, err := s.Alloc(n)
+		if err != nil {
+			return err
+		}
+		defer s.Free(dst)
+		if err := s.Zero(src, n); err != nil {
+			return err
+		}
+		if err := s.Copy(dst, src, n); err != nil {
+			return err
+		}
+		if err := s.Sync(); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		for i := 0; i < reps; i++ {
+			if err := s.Copy(dst, src, n); err != nil {
+				return err
+			}
+		}
+		err = s.Sync()
+		el = time.Since(t0)
+		return err
+	})
+	return 2 * float64(n) * float64(reps) / el.Seconds() / 1e9
+}
+
+// BenchmarkGPUGemm measures cuBLAS (cublasGemmEx, F16 operands, F32
+// accumulation) on the Llama-3-8B matrix shapes at 2048 tokens: the rate
+// prefill is held against. It reports TFLOPS for the whole set of a
+// layer's matrices (q, k, v, o, gate, up, down).
+func BenchmarkGPUGemm(b *testing.B) {
+	d := gpu(b)
+	const n = 2048
+	shapes := [][2]int{{4096, 4096}, {1024, 4096}, {1024, 4096}, {4096, 4096}, {14336, 4096}, {14336, 4096}, {4096, 14336}}
+	var flops float64
+	for _, sh := range shapes {
+		flops += 2 * float64(sh[0]) * float64(sh[1]) * n
+	}
+	var el time.Duration
+	for i := 0; i < b.N; i++ {
+		do(b, d, func(s *Stream) error {
+			if !s.HasBLAS() {
+				return ErrNoCUBLAS
+			}
+			x, err := s.Alloc(n * 14336 * 2)
+			if err != nil {
+				return err
+			}
+			defer s.Free(x)
+			y, err := s.Alloc(n * 14336 * 4)
+			if err != nil {
+				return err
+			}
+			defer s.Free(y)
+			var ws []DevPtr
+			for _, sh := range shapes {
+				w, err := s.Alloc(uint64(sh[0] * sh[1] * 2))
+				if err != nil {
+					return err
+				}
+				defer s.Free(w)
+				s.Zero(w, uint64(sh[0]*sh[1]*2))
+				ws = append(ws, w)
+			}
+			s.Zero(x, n*14336*2)
+			run := func() error {
+				for j, sh := range shapes {
+					if err := s.GemmF16(y, ws[j], x, sh[0], sh[1], n); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if err := run(); err != nil { // warm-up: heuristics, workspace
+				return err
+			}
+			if err := s.Sync(); err != nil {
+				return err
+			}
+			t0 := time.Now()
+			const reps = 5
+			for r := 0; r < reps; r++ {
+				if err := run(); err != nil {
+					return err
+				}
+			}
+			err = s.Sync()
+			el = time.Since(t0) / reps
+			return err
+		})
+	}
+	b.ReportMetric(flops/el.Seconds()/1e12, "TFLOPS")
+}

@@ -119,6 +119,9 @@ type AttnParams struct {
 	Scale                   float32 // usually 1/sqrt(HeadDim)
 }
 
+// Check validates the shape against what the attention kernels support.
+func (a AttnParams) Check() error { return a.check() }
+
 func (a AttnParams) check() error {
 	if a.Heads <= 0 || a.KVHeads <= 0 || a.Heads%a.KVHeads != 0 || a.Heads/a.KVHeads > 8 {
 		return fmt.Errorf("cuda: attention needs Heads a multiple of KVHeads with at most 8 heads per KV head, got %d/%d", a.Heads, a.KVHeads)
@@ -285,9 +288,10 @@ const (
 // MatMul computes y [n][w.Rows] = x [n][w.Cols] · Wᵀ: GEMV kernels for small
 // n or without cuBLAS, else cuBLAS on F16 copies of W (dequantized into a
 // scratch buffer unless W is F16) and x. The F16 path rounds activations
-// (and BF16/F32 weights) to F16: a reduced-precision path.
+// (and quantized weights) to F16: a reduced-precision path. BF16 and F32
+// weights always stay on the GEMV kernels: their range exceeds F16's.
 func (s *Stream) MatMul(y DevPtr, w Weight, x DevPtr, n int) error {
-	if n < GemmMinTokens || s.blas == nil || (w.Type != ggml.TypeF16 && n < GemmDequantMinTokens) {
+	if !useGemm(w.Type, n, s.blas != nil) {
 		return s.Gemv(y, w, x, n)
 	}
 	if _, err := checkWeight(w.Type, w.Rows, w.Cols); err != nil {
@@ -312,6 +316,20 @@ func (s *Stream) MatMul(y DevPtr, w Weight, x DevPtr, n int) error {
 		return err
 	}
 	return s.GemmF16(y, w16, x16, w.Rows, w.Cols, n)
+}
+
+// useGemm reports whether MatMul takes the cuBLAS path for n tokens of
+// weights of type t.
+func useGemm(t ggml.Type, n int, blas bool) bool {
+	switch {
+	case !blas || n < GemmMinTokens:
+		return false
+	case t == ggml.TypeF16:
+		return true
+	case t == ggml.TypeBF16 || t == ggml.TypeF32:
+		return false // no F16 rounding of values beyond its range
+	}
+	return n >= GemmDequantMinTokens
 }
 
 // GatherRows copies out[i] = in[idx[i]] for n rows of cols float32 values

@@ -26,14 +26,18 @@ func ProbeIndex(index int) (Info, error) {
 	return info, nil
 }
 
-// Usable is ProbeIndex plus the libraries Open needs to compile kernels:
-// it also fails with ErrNoNVRTC when NVRTC cannot be loaded.
+// Usable is ProbeIndex plus the libraries Open needs: it also fails with
+// ErrNoNVRTC when NVRTC cannot be loaded and ErrNoCUBLAS when cuBLAS
+// cannot (each a *LoadError listing the files tried).
 func Usable(index int) (Info, error) {
 	info, err := ProbeIndex(index)
 	if err != nil {
 		return info, err
 	}
 	if _, err := loadNVRTC(info.DriverVersion); err != nil {
+		return info, err
+	}
+	if _, err := loadCublas(info.DriverVersion); err != nil {
 		return info, err
 	}
 	return info, nil

@@ -269,6 +269,10 @@ func (s *Stream) Allocated() uint64 {
 	return n
 }
 
+// Scratch returns the named stream scratch buffer, at least n bytes (see
+// scratchBuf); graphs captured before it moves become stale.
+func (s *Stream) Scratch(name string, n uint64) (DevPtr, error) { return s.scratchBuf(name, n) }
+
 // scratchBuf returns a named scratch buffer of at least n bytes, growing it
 // (outside graph capture) when needed.
 func (s *Stream) scratchBuf(name string, n uint64) (DevPtr, error) {

@@ -10,10 +10,10 @@ import (
 
 // runner holds the state reused across the cases of one model.
 type runner struct {
-	m      *llama.Model
+	m      model
 	opts   Options
 	tol    Tolerance
-	kv     *llama.KV
+	kv     store
 	logits []float32
 	// prefillAll: the GGML greedy prefill computes every prompt token's
 	// logits (outputBatchDependent).
@@ -26,7 +26,7 @@ type runner struct {
 func (r *runner) store(tokens int) ([]int32, error) {
 	n := (tokens + r.opts.PageSize - 1) / r.opts.PageSize
 	if r.kv == nil || r.kv.Pages() < n {
-		kv, err := r.m.NewKV(n, r.opts.PageSize, r.opts.KV)
+		kv, err := r.m.newStore(n, r.opts.PageSize)
 		if err != nil {
 			return nil, err
 		}
@@ -59,7 +59,7 @@ func (r *runner) runCase(idx int, c *Case, enc encoder) (CaseReport, error) {
 	P := len(c.Tokens)
 	seq := append(slices.Clone(c.Tokens), c.Greedy[:max(len(c.Greedy)-1, 0)]...)
 	cr.ForcedTokens = len(seq)
-	vocab := r.m.Config().Vocab
+	vocab := r.m.config().Vocab
 	for _, t := range seq {
 		if t < 0 || int(t) >= vocab {
 			return cr, fmt.Errorf("verify: case %d: token %d outside vocabulary %d", idx, t, vocab)
@@ -88,7 +88,7 @@ func (r *runner) runCase(idx int, c *Case, enc encoder) (CaseReport, error) {
 			}
 		}
 		fillBatch(b, seq[pos:pos+n], pos, true)
-		if err := r.m.Forward(r.kv, b, r.logits); err != nil {
+		if err := r.m.forward(r.kv, b, r.logits); err != nil {
 			return cr, fmt.Errorf("verify: case %d: %w", idx, err)
 		}
 		for j := 0; j < n; j++ {
@@ -156,7 +156,7 @@ func (r *runner) runCase(idx int, c *Case, enc encoder) (CaseReport, error) {
 // near-tie. The prompt's K/V pages from teacher forcing are reused; each
 // decode step rewrites its own position.
 func (r *runner) greedy(c *Case, cr *CaseReport, table []int32, first int) error {
-	P, vocab := len(c.Tokens), r.m.Config().Vocab
+	P, vocab := len(c.Tokens), r.m.config().Vocab
 	limit := len(c.Greedy)
 	for j := range c.GreedyTopK {
 		if margin(c.GreedyTopK[j]) < r.opts.GreedyTie {
@@ -167,13 +167,13 @@ func (r *runner) greedy(c *Case, cr *CaseReport, table []int32, first int) error
 	cr.GreedyLimit, cr.GreedyFailStep = limit, -1
 	tok := int32(first)
 	b := &llama.Batch{Seqs: [][]int32{table}}
-	if r.opts.GGML && !r.opts.GGMLForced {
+	if cm := r.m.cpu(); cm != nil && r.opts.GGML && !r.opts.GGMLForced {
 		if r.opts.GGMLAVX512 {
-			r.m.SetGGMLAVX512(true)
+			cm.SetGGMLAVX512(true)
 		} else {
-			r.m.SetGGMLArithmetic(true)
+			cm.SetGGMLArithmetic(true)
 		}
-		defer r.m.SetGGMLArithmetic(false)
+		defer cm.SetGGMLArithmetic(false)
 	}
 	if (r.opts.GGML || r.opts.GGMLForced) && limit > 0 {
 		// llama.cpp's attention arithmetic depends on the batch: rebuild
@@ -184,7 +184,7 @@ func (r *runner) greedy(c *Case, cr *CaseReport, table []int32, first int) error
 			if need := len(b.Logits) * vocab; len(r.logits) < need {
 				r.logits = make([]float32, need)
 			}
-			if err := r.m.Forward(r.kv, b, r.logits); err != nil {
+			if err := r.m.forward(r.kv, b, r.logits); err != nil {
 				return fmt.Errorf("verify: greedy prefill: %w", err)
 			}
 		}
@@ -203,7 +203,7 @@ func (r *runner) greedy(c *Case, cr *CaseReport, table []int32, first int) error
 			break
 		}
 		fillBatch(b, []int32{tok}, P+j, true)
-		if err := r.m.Forward(r.kv, b, r.logits); err != nil {
+		if err := r.m.forward(r.kv, b, r.logits); err != nil {
 			return fmt.Errorf("verify: greedy step %d: %w", j, err)
 		}
 		_, arg := logSumExp(r.logits[:vocab])

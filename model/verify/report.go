@@ -21,6 +21,8 @@ type Report struct {
 	GGMLForced, GGMLGreedy bool
 	Cases                  []CaseReport
 	Pass                   bool
+	// Device names the CUDA device the check ran on ("": the CPU).
+	Device string
 }
 
 // CaseReport is the outcome of one prompt.
@@ -85,8 +87,11 @@ func (r Report) String() string {
 func (r Report) WriteTo(w io.Writer) (int64, error) {
 	var b strings.Builder
 	arith := func(ggml bool) string {
-		if ggml {
+		switch {
+		case ggml:
 			return "ggml"
+		case r.Device != "":
+			return "oengine on " + r.Device
 		}
 		return "oengine"
 	}

@@ -6,7 +6,9 @@ import (
 	"math"
 
 	"oengine/ggml"
+	"oengine/kernels/cuda"
 	"oengine/model/gguf"
+	"oengine/model/gpu"
 	"oengine/model/llama"
 )
 
@@ -88,6 +90,12 @@ type Options struct {
 	GGMLAVX512 bool
 	// UBatch is llama.cpp's n_ubatch for the GGML greedy prefill (default 512).
 	UBatch int
+	// CUDA, when set, checks the CUDA forward pass (model/gpu) on this
+	// device instead of the CPU one: K/V in F16 on the device, the
+	// arithmetic the engine serves with (cuBLAS on F16 operands for large
+	// chunks) unless CUDAExact; the GGML modes and KV do not apply.
+	CUDA      *cuda.Device
+	CUDAExact bool
 }
 
 func (o *Options) defaults() {
@@ -122,14 +130,11 @@ func Run(modelPath, refPath string, opts Options) (Report, error) {
 		return Report{}, err
 	}
 	defer f.Close()
-	m, err := llama.Load(f, llama.Options{Threads: opts.Threads, GGMLArithmetic: opts.GGMLForced})
+	m, err := loadModel(f, ref, opts)
 	if err != nil {
 		return Report{}, err
 	}
-	defer m.Close()
-	if opts.GGMLForced && opts.GGMLAVX512 {
-		m.SetGGMLAVX512(true)
-	}
+	defer m.close()
 	var enc encoder
 	if !opts.SkipTokenize {
 		if enc, err = newEncoder(f); err != nil {
@@ -137,6 +142,34 @@ func Run(modelPath, refPath string, opts Options) (Report, error) {
 		}
 	}
 	return check(m, enc, ref, WeightClass(f), modelPath, opts, outputBatchDependent(f))
+}
+
+// loadModel loads the forward pass the options select.
+func loadModel(f *gguf.File, ref *Reference, opts Options) (model, error) {
+	if opts.CUDA == nil {
+		m, err := llama.Load(f, llama.Options{Threads: opts.Threads, GGMLArithmetic: opts.GGMLForced})
+		if err != nil {
+			return nil, err
+		}
+		if opts.GGMLForced && opts.GGMLAVX512 {
+			m.SetGGMLAVX512(true)
+		}
+		return cpuModel{m: m, kv: opts.KV}, nil
+	}
+	_, _, cfg, err := gpu.FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	longest := 0
+	for _, c := range ref.Cases {
+		longest = max(longest, len(c.Tokens)+len(c.Greedy))
+	}
+	m, err := gpu.Load(opts.CUDA, f, gpu.Options{MaxTokens: 512, ExactMatMul: opts.CUDAExact,
+		Context: max(cfg.CtxLen, longest+1)})
+	if err != nil {
+		return nil, err
+	}
+	return &gpuModel{m: m, cfg: cfg}, nil
 }
 
 // outputBatchDependent reports whether llama.cpp's arithmetic for the
@@ -153,8 +186,9 @@ func outputBatchDependent(f *gguf.File) bool {
 }
 
 // check runs the selected cases of ref on m.
-func check(m *llama.Model, enc encoder, ref *Reference, class, name string, opts Options, prefillAll bool) (Report, error) {
-	cfg := m.Config()
+func check(m model, enc encoder, ref *Reference, class, name string, opts Options, prefillAll bool) (Report, error) {
+	cfg := m.config()
+	ggml := m.cpu() != nil && m.cpu().GGMLArithmetic()
 	if ref.NVocab != 0 && ref.NVocab != cfg.Vocab {
 		return Report{}, fmt.Errorf("verify: reference has vocabulary %d, model %d", ref.NVocab, cfg.Vocab)
 	}
@@ -168,7 +202,10 @@ func check(m *llama.Model, enc encoder, ref *Reference, class, name string, opts
 			cases = append(cases, i)
 		}
 	}
-	rep := Report{Model: name, Arch: cfg.Arch, Class: class, Tol: tol, KV: opts.KV, PageSize: opts.PageSize, GGMLForced: m.GGMLArithmetic(), GGMLGreedy: opts.GGML || m.GGMLArithmetic(), Pass: true}
+	rep := Report{Model: name, Arch: cfg.Arch, Class: class, Tol: tol, KV: opts.KV, PageSize: opts.PageSize, GGMLForced: ggml, GGMLGreedy: m.cpu() != nil && (opts.GGML || ggml), Pass: true}
+	if opts.CUDA != nil {
+		rep.Device, rep.KV = opts.CUDA.Info().String(), llama.KVF16
+	}
 	r := &runner{m: m, opts: opts, tol: tol, prefillAll: prefillAll}
 	for _, ci := range cases {
 		if ci < 0 || ci >= len(ref.Cases) {

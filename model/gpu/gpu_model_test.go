@@ -1,19 +1,19 @@
-package cuda_test
+package gpu_test
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"oengine/ggml"
 	"oengine/kernels/cuda"
+	"oengine/kernels/cuda/cudaemu"
 	"oengine/model/gguf"
-	"oengine/model/llama"
+	"oengine/model/gpu"
 	"oengine/model/verify"
 )
 
@@ -22,6 +22,17 @@ import (
 // teacher forcing, compared to llama.cpp's top-8 logprobs within the
 // tolerances of shared/testdata/README.md. Skips without a GPU unless
 // REQUIRE_GPU=1.
+
+// emuDevice opens an emulated device closed at the end of the test.
+func emuDevice(t testing.TB) *cuda.Device {
+	t.Helper()
+	d, err := cudaemu.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d.Device
+}
 
 var (
 	devOnce sync.Once
@@ -70,71 +81,19 @@ func refModels(t testing.TB) []string {
 	return out
 }
 
-func f32s(t *testing.T, f *gguf.File, name string, optional bool) []float32 {
-	ti, ok := f.Tensor(name)
-	if !ok {
-		if !optional {
-			t.Fatalf("missing %s", name)
-		}
-		return nil
-	}
-	if ti.Type != ggml.TypeF32 {
-		t.Fatalf("%s is %s, want F32", name, ti.Type)
-	}
-	v := make([]float32, len(ti.Data)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(ti.Data[4*i:]))
-	}
-	return v
-}
-
-func mat(t *testing.T, f *gguf.File, name string) cuda.HostMatrix {
-	ti, ok := f.Tensor(name)
-	if !ok {
-		t.Fatalf("missing %s", name)
-	}
-	return cuda.HostMatrix{Type: ti.Type, Cols: int(ti.Dims[0]), Rows: int(ti.Rows()), Data: ti.Data}
-}
-
-// loadDecoder builds a cuda.Decoder from a GGUF file.
-func loadDecoder(t *testing.T, d *cuda.Device, f *gguf.File, pages, pageSize, maxT int) (*cuda.Decoder, llama.Config) {
-	c, err := llama.ConfigFromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := cuda.DecoderConfig{Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
-		FFN: c.FFN, Vocab: c.Vocab, RopeDims: c.RopeDims, RopeBase: c.RopeBase, RopeFreqScale: c.RopeFreqScale,
-		RopeNeoX: c.RopeNeoX, NormEps: c.NormEps}
-	w := cuda.HostWeights{Embed: mat(t, f, "token_embd.weight"), OutNorm: f32s(t, f, "output_norm.weight", false)}
-	w.Output = w.Embed
-	if !c.TiedOut {
-		w.Output = mat(t, f, "output.weight")
-	}
-	if c.RopeFreqs {
-		w.RopeFreqs = f32s(t, f, "rope_freqs.weight", false)
-	}
-	for i := 0; i < c.Layers; i++ {
-		p := fmt.Sprintf("blk.%d.", i)
-		l := cuda.HostLayer{
-			AttnNorm: f32s(t, f, p+"attn_norm.weight", false), FFNNorm: f32s(t, f, p+"ffn_norm.weight", false),
-			Q: mat(t, f, p+"attn_q.weight"), K: mat(t, f, p+"attn_k.weight"), V: mat(t, f, p+"attn_v.weight"),
-			O: mat(t, f, p+"attn_output.weight"), Gate: mat(t, f, p+"ffn_gate.weight"),
-			Up: mat(t, f, p+"ffn_up.weight"), Down: mat(t, f, p+"ffn_down.weight"),
-		}
-		if c.QKVBias {
-			l.QBias, l.KBias, l.VBias = f32s(t, f, p+"attn_q.bias", false), f32s(t, f, p+"attn_k.bias", false), f32s(t, f, p+"attn_v.bias", false)
-		}
-		if c.QKNorm {
-			l.QNorm, l.KNorm = f32s(t, f, p+"attn_q_norm.weight", false), f32s(t, f, p+"attn_k_norm.weight", false)
-		}
-		w.Layers = append(w.Layers, l)
-	}
-	m, err := cuda.NewDecoder(d, cfg, w, pages, pageSize, maxT)
+// loadDecoder builds a Decoder from a GGUF file with a KV of pages pages.
+func loadDecoder(t testing.TB, d *cuda.Device, f *gguf.File, pages, pageSize, maxT int) (*gpu.Decoder, *gpu.KV, gpu.DecoderConfig) {
+	m, err := gpu.Load(d, f, gpu.Options{MaxTokens: maxT, Context: pages * pageSize})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	return m, c
+	kv, err := m.NewKV(pages, pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kv.Close)
+	return m, kv, m.Config()
 }
 
 func logSoftmax(x []float32) []float64 {
@@ -166,7 +125,7 @@ func TestGPUReferenceModels(t *testing.T) {
 	for _, path := range models {
 		for _, exact := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/exact=%v", filepath.Base(path), exact), func(t *testing.T) {
-				runReference(t, d, path, refRun{exact: exact, chunk: 64, stride: 1})
+				runReference(t, d, path, refRun{exact: exact, chunks: []int{64}, stride: 1})
 			})
 		}
 	}
@@ -183,30 +142,19 @@ func TestEmulatedReferenceModels(t *testing.T) {
 	if len(models) == 0 {
 		t.Skip("shared testdata models missing")
 	}
-	// By default one short case on three architectures (and the decode
-	// path once); OENGINE_EMU_FULL=1 runs two cases of every model.
-	full := os.Getenv("OENGINE_EMU_FULL") == "1"
-	d := cuda.NewEmulatedDevice(t)
+	// By default every case of each of the six models, every position, in
+	// chunks of 1, 7, 16, 64, 33 and 128 tokens in turn (mixing the decode
+	// and prefill kernels and splitting the 128-token chunks into device
+	// steps of 64), as model/verify checks the CPU path; under the race
+	// detector or -short one short case each.
+	d := emuDevice(t)
+	chunks := []int{1, 7, 16, 64, 33, 128}
 	for _, path := range models {
-		base := filepath.Base(path)
-		runs := []refRun{{exact: true, chunk: 8, stride: 9, cases: 1}}
-		switch {
-		case full:
-			runs = []refRun{{exact: true, chunk: 8, stride: 3, cases: 2}, {exact: true, chunk: 1, stride: 5, cases: 1}}
-		case base == "tiny-llama-f16.gguf":
-			runs = append(runs, refRun{exact: true, chunk: 1, stride: 13, cases: 1})
-		case base == "tiny-qwen2-q8_0.gguf", base == "tiny-qwen3-q4_k_m.gguf":
-		default:
-			continue
+		r := refRun{exact: true, chunks: chunks, stride: 1}
+		if testing.Short() || raceEnabled {
+			r = refRun{exact: true, chunks: []int{8, 1}, stride: 3, cases: 1}
 		}
-		if testing.Short() {
-			runs = runs[:1]
-		}
-		for _, r := range runs {
-			t.Run(fmt.Sprintf("%s/chunk=%d", base, r.chunk), func(t *testing.T) {
-				runReference(t, d, path, r)
-			})
-		}
+		t.Run(filepath.Base(path), func(t *testing.T) { runReference(t, d, path, r) })
 	}
 }
 
@@ -214,9 +162,10 @@ func TestEmulatedReferenceModels(t *testing.T) {
 // matmuls, tokens per Forward, every stride-th position's logits compared
 // (plus the last), and the number of cases (0 = all).
 type refRun struct {
-	exact         bool
-	chunk, stride int
-	cases         int
+	exact  bool
+	chunks []int // tokens per Forward, in turn
+	stride int
+	cases  int
 }
 
 // runReference teacher-forces every case (prompt then greedy[0..n-2]) in
@@ -224,7 +173,7 @@ type refRun struct {
 // exact=false lets batches of 16+ tokens use cuBLAS on F16 operands: that
 // path is reported against bounds twice the README's.
 func runReference(t *testing.T, d *cuda.Device, path string, rr refRun) {
-	exact, chunk := rr.exact, rr.chunk
+	exact, chunk := rr.exact, slices.Max(rr.chunks)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +189,7 @@ func runReference(t *testing.T, d *cuda.Device, path string, rr refRun) {
 		tol.MeanAbs *= 2
 	}
 	const pageSize = 16
-	m, c := loadDecoder(t, d, f, 1100/pageSize+2, pageSize, chunk)
+	m, kv, c := loadDecoder(t, d, f, 1100/pageSize+2, pageSize, min(chunk, 64))
 	m.ExactMatMul = exact
 	var maxErr, sumErr float64
 	var n, argmaxBad int
@@ -256,9 +205,9 @@ func runReference(t *testing.T, d *cuda.Device, path string, rr refRun) {
 			table[i] = int32(len(table) - 1 - i) // pages in reverse: exercises the page table
 		}
 		logits := make([]float32, chunk*c.Vocab)
-		for start := 0; start < len(seq); start += chunk {
-			end := min(len(seq), start+chunk)
-			b := &cuda.DecoderBatch{Seqs: [][]int32{table}}
+		for start, k := 0, 0; start < len(seq); start, k = start+rr.chunks[k%len(rr.chunks)], k+1 {
+			end := min(len(seq), start+rr.chunks[k%len(rr.chunks)])
+			b := &gpu.DecoderBatch{Seqs: [][]int32{table}}
 			var wanted []int
 			for i := start; i < end; i++ {
 				b.Tokens = append(b.Tokens, seq[i])
@@ -269,7 +218,7 @@ func runReference(t *testing.T, d *cuda.Device, path string, rr refRun) {
 					wanted = append(wanted, i)
 				}
 			}
-			if err := m.Forward(b, logits); err != nil {
+			if err := m.Forward(kv, b, logits); err != nil {
 				t.Fatal(err)
 			}
 			for j, i := range wanted {

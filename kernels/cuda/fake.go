@@ -2,10 +2,114 @@ package cuda
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
 )
+
+// An emulated device for tests above the kernels (the model room, the
+// engine): the in-memory fake driver below plus an executor that computes
+// what each kernel computes on the CPU (package cudaemu holds it). Nothing
+// here runs unless a caller asks for it: production code opens devices
+// through Open.
+
+// KernelFunc executes one kernel launch on the fake device's memory:
+// kernel is the extern "C" name, args in the kernel's signature order.
+type KernelFunc func(mem *FakeMemory, kernel string, grid, block Dim3, shmem uint32, args []Arg) error
+
+// FakeMemory is the emulated device's memory, for a KernelFunc.
+type FakeMemory struct{ f *fakeDriver }
+
+// Bytes returns the bytes from device address p to the end of its
+// allocation (nil for p == 0). It panics on an address that is not
+// allocated (the device goroutine turns the panic into the job's error).
+func (m *FakeMemory) Bytes(p DevPtr) []byte {
+	if p == 0 {
+		return nil
+	}
+	m.f.mu.Lock()
+	defer m.f.mu.Unlock()
+	for base, b := range m.f.mem {
+		if p >= base && uint64(p-base) < uint64(len(b)) {
+			return b[p-base:]
+		}
+	}
+	panic(fmt.Sprintf("cuda: fake device: address %#x is not allocated", uint64(p)))
+}
+
+// Live returns the number of allocations not yet freed.
+func (m *FakeMemory) Live() int {
+	m.f.mu.Lock()
+	defer m.f.mu.Unlock()
+	return len(m.f.mem)
+}
+
+// OpenFake opens a Device on the in-memory fake driver (a "Fake H200",
+// sm_90) whose kernel launches run exec on the calling device goroutine;
+// launches queued during graph capture are recorded and run at each graph
+// launch. Copies, fills, allocation and graphs behave as the driver's.
+func OpenFake(exec KernelFunc, lg *slog.Logger) (*Device, *FakeMemory, error) {
+	if lg == nil {
+		lg = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	f := newFakeDriver()
+	mem := &FakeMemory{f: f}
+	hook := func(k kernelName, grid, block Dim3, shmem uint32, a []Arg) error {
+		f.mu.Lock()
+		capturing := f.capture
+		if capturing {
+			args := append([]Arg(nil), a...)
+			f.recording = append(f.recording, func() error { return exec(mem, string(k), grid, block, shmem, args) })
+		}
+		f.mu.Unlock()
+		if capturing {
+			return nil
+		}
+		return exec(mem, string(k), grid, block, shmem, a)
+	}
+	var n int
+	info := Info{Name: "Fake H200 (emulated)", Major: 9, SMs: 132, TotalMem: 141 << 30, DriverVersion: int(f.version), DriverPath: "fake"}
+	d, err := openWith(info, libs{drv: f.api(), compile: fakeCompile(&n), nvrtcVersion: "emulated", onLaunch: hook},
+		Options{CacheDir: "off"}, lg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, mem, nil
+}
+
+// KernelNames lists the extern "C" name of every kernel the Go side can
+// launch (an emulator checks that it covers them).
+func KernelNames() []string {
+	var out []string
+	for _, k := range allKernels() {
+		out = append(out, string(k))
+	}
+	return out
+}
+
+// Ptr reads the argument as a device pointer.
+func (a Arg) Ptr() DevPtr { return DevPtr(a.v) }
+
+// Int reads the argument as a C int.
+func (a Arg) Int() int { return int(int32(uint32(a.v))) }
+
+// Uint reads the argument as an unsigned 64-bit value.
+func (a Arg) Uint() int { return int(a.v) }
+
+// Float reads the argument as a float.
+func (a Arg) Float() float32 { return math.Float32frombits(uint32(a.v)) }
+
+// fakeCompile is a compileFunc that returns a recognisable image.
+func fakeCompile(calls *int) compileFunc {
+	return func(src string, opts []string, kind imageKind) ([]byte, error) {
+		*calls++
+		return []byte("FAKEIMG-" + strings.Join(opts, ",")), nil
+	}
+}
 
 // fakeDriver is an in-memory stand-in for libcuda: device memory is a map
 // of Go byte slices, kernel launches are recorded with their decoded

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"oengine/kernels/cuda/cudaemu"
+	"oengine/model/gguf"
+	"oengine/model/gpu"
+	"oengine/model/tokenizer"
+)
+
+// The engine suites that matter, a second time on the CUDA model
+// (model/gpu) over the emulated device (kernels/cuda/cudaemu): K/V pages in
+// device memory, copy-on-write forks as device page copies, whole plans
+// run on the device.
+
+// tinyGPUModel loads a reference model from shared/testdata on a fresh
+// emulated device; maxT is the decoder's step size (plans of more tokens
+// run as several device steps).
+func tinyGPUModel(t testing.TB, name string, maxT int) (*gpu.Decoder, *cudaemu.Device, Tokenizer) {
+	t.Helper()
+	path := filepath.Join(sharedTestdata(t), "models", name)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := cudaemu.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	m, err := gpu.Load(d.Device, f, gpu.Options{MaxTokens: maxT, ExactMatMul: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m, d, WrapTokenizer(tok)
+}
+
+// countingModel counts the page copies the engine asks of the model's KV.
+type countingModel struct {
+	Model
+	copies atomic.Int64
+}
+
+type countingKV struct {
+	KV
+	n *atomic.Int64
+}
+
+func (c *countingKV) CopyPage(dst, src int32) { c.n.Add(1); c.KV.CopyPage(dst, src) }
+
+// Close frees the wrapped store (the engine closes what NewKV returned).
+func (c *countingKV) Close() {
+	if cl, ok := c.KV.(interface{ Close() }); ok {
+		cl.Close()
+	}
+}
+
+func (c *countingModel) NewKV(pages, pageSize int) (KV, error) {
+	kv, err := c.Model.NewKV(pages, pageSize)
+	if err != nil {
+		return nil, err
+	}
+	return &countingKV{KV: kv, n: &c.copies}, nil
+}
+
+func (c *countingModel) Forward(kv KV, b *Batch, logits []float32) error {
+	return c.Model.Forward(kv.(*countingKV).KV, b, logits)
+}
+
+// TestGPUBatchInvariance: concurrent requests on the CUDA model give what
+// each gives alone, batched, with chunked prefill and with a pool small
+// enough to preempt (steps of 48 tokens: larger plans split on the device).
+func TestGPUBatchInvariance(t *testing.T) {
+	m, _, tok := tinyGPUModel(t, "tiny-llama-q8_0.gguf", 48)
+	batchInvariance(t, FromGPU(m), tok)
+}
+
+func TestGPUPrefixReuse(t *testing.T) {
+	m, _, tok := tinyGPUModel(t, "tiny-qwen2-q8_0.gguf", 512)
+	prefixReuse(t, FromGPU(m), tok)
+}
+
+// TestGPUForkCopiesPages: the outputs of a greedy n = 3 request fork the
+// prompt's sequence; appending to the shared last page copies it on the
+// device, and every output equals the request run alone with n = 1 (a
+// missing or wrong copy would change the keys the outputs attend to).
+func TestGPUForkCopiesPages(t *testing.T) {
+	g, _, tok := tinyGPUModel(t, "tiny-llama-f16.gguf", 512)
+	m := &countingModel{Model: FromGPU(g)}
+	e := newRealEngine(t, Config{PageSize: 16}, m, tok)
+	req := Request{Prompt: "Once upon a time, in a land far away,", MaxTokens: 12, Sampling: greedy(),
+		Stop: StopParams{IgnoreEOS: true}}
+	alone := run(t, e, req)
+	req.N = 3
+	forked := run(t, e, req)
+	for i := 0; i < 3; i++ {
+		if !equalTokens(forked.tokens[i], alone.tokens[0]) {
+			t.Fatalf("output %d: %v, alone %v", i, forked.tokens[i], alone.tokens[0])
+		}
+	}
+	if e.cache.Stats().COWCopies == 0 || m.copies.Load() == 0 {
+		t.Fatalf("no page copied (cache COW %d, device copies %d)", e.cache.Stats().COWCopies, m.copies.Load())
+	}
+	t.Logf("device page copies: %d", m.copies.Load())
+}
+
+// TestGPUCancelStorm: requests cancelled at random points on the CUDA
+// model; the page ledger is consistent, the goroutines are back to the
+// baseline, and closing the engine and the model frees every device
+// allocation they made.
+func TestGPUCancelStorm(t *testing.T) {
+	base := runtime.NumGoroutine()
+	n := 64
+	if testing.Short() || raceEnabled {
+		n = 24
+	}
+	m, d, tok := tinyGPUModel(t, "tiny-llama-q4_0.gguf", 64)
+	live := d.Live()
+	e, err := New(Config{KVPages: 24, PageSize: 16, MaxBatchedTokens: 48, MaxRunning: 8, EventQueue: 8}, FromGPU(m), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := e.Limits().Device; !strings.HasPrefix(d, "cuda:0 Fake H200") {
+		t.Fatalf("engine device %q", d)
+	}
+	kvAllocs := 2 * m.Config().Layers // K and V per layer
+	if got := d.Live() - live; got != kvAllocs {
+		t.Fatalf("the engine's KV store made %d device allocations, want %d", got, kvAllocs)
+	}
+	cancelStorm(t, e, n)
+	checkLedger(t, e)
+	live = d.Live() // now with the step buffers and scratch the forward passes sized
+	e.Close()
+	if got := d.Live(); got != live-kvAllocs {
+		t.Fatalf("device allocations: %d after the engine closed, %d before: the KV store was not freed", got, live)
+	}
+	m.Close()
+	d.Close()
+	if got := d.Live(); got != 0 {
+		t.Fatalf("%d device allocations left", got)
+	}
+	waitGoroutines(t, base)
+}

@@ -1,0 +1,148 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"oengine/ggml"
+	"oengine/kernels/cuda"
+	"oengine/model/gguf"
+	"oengine/model/llama"
+)
+
+// Weights are read straight from the GGUF file's tensor data (mapped or
+// copied by package gguf) and uploaded as they are: nothing goes through
+// the CPU loader, which may rewrite Q4_0 blocks in place for its own
+// decode layout.
+
+// Options configure Load.
+type Options struct {
+	// MaxTokens is the number of tokens one device step holds (activation
+	// buffers); larger batches run as several steps. Default 512.
+	MaxTokens int
+	// Context bounds the positions of a sequence (page-table width);
+	// 0 means the model's training context, at most DefaultContext when
+	// the file states none.
+	Context int
+	// ExactMatMul keeps every matmul on the float32 GEMV kernels (no F16
+	// cuBLAS path for large batches).
+	ExactMatMul bool
+	// NoGraphs runs every step's kernels one launch at a time; by default
+	// decode steps replay CUDA graphs (Decoder.UseGraphs).
+	NoGraphs bool
+}
+
+// DefaultContext is the context used when the GGUF file states none.
+const DefaultContext = 4096
+
+// FromGGUF reads the decoder shape and host views of the weights of a
+// llama-family GGUF file. The matrices alias the file's data: keep f open
+// until they are uploaded.
+func FromGGUF(f *gguf.File) (DecoderConfig, HostWeights, llama.Config, error) {
+	c, err := llama.ConfigFromGGUF(f)
+	if err != nil {
+		return DecoderConfig{}, HostWeights{}, c, err
+	}
+	cfg := DecoderConfig{Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
+		FFN: c.FFN, Vocab: c.Vocab, RopeDims: c.RopeDims, RopeBase: c.RopeBase, RopeFreqScale: c.RopeFreqScale,
+		RopeNeoX: c.RopeNeoX, NormEps: c.NormEps, Context: c.CtxLen}
+	if cfg.Context <= 0 {
+		cfg.Context = DefaultContext
+	}
+	r := reader{f: f}
+	w := HostWeights{Embed: r.mat("token_embd.weight"), OutNorm: r.f32s("output_norm.weight", false)}
+	w.Output = w.Embed
+	if !c.TiedOut {
+		w.Output = r.mat("output.weight")
+	}
+	if c.RopeFreqs {
+		w.RopeFreqs = r.f32s("rope_freqs.weight", false)
+	}
+	for i := 0; i < c.Layers; i++ {
+		p := fmt.Sprintf("blk.%d.", i)
+		l := HostLayer{
+			AttnNorm: r.f32s(p+"attn_norm.weight", false), FFNNorm: r.f32s(p+"ffn_norm.weight", false),
+			Q: r.mat(p + "attn_q.weight"), K: r.mat(p + "attn_k.weight"), V: r.mat(p + "attn_v.weight"),
+			O: r.mat(p + "attn_output.weight"), Gate: r.mat(p + "ffn_gate.weight"),
+			Up: r.mat(p + "ffn_up.weight"), Down: r.mat(p + "ffn_down.weight"),
+		}
+		if c.QKVBias {
+			l.QBias, l.KBias, l.VBias = r.f32s(p+"attn_q.bias", false), r.f32s(p+"attn_k.bias", false), r.f32s(p+"attn_v.bias", false)
+		}
+		if c.QKNorm {
+			l.QNorm, l.KNorm = r.f32s(p+"attn_q_norm.weight", false), r.f32s(p+"attn_k_norm.weight", false)
+		}
+		w.Layers = append(w.Layers, l)
+	}
+	if r.err != nil {
+		return DecoderConfig{}, HostWeights{}, c, r.err
+	}
+	return cfg, w, c, nil
+}
+
+// reader collects the first error of a sequence of tensor reads.
+type reader struct {
+	f   *gguf.File
+	err error
+}
+
+func (r *reader) mat(name string) HostMatrix {
+	ti, ok := r.f.Tensor(name)
+	switch {
+	case r.err != nil:
+		return HostMatrix{}
+	case !ok:
+		r.err = fmt.Errorf("gpu: missing tensor %s", name)
+		return HostMatrix{}
+	case len(ti.Dims) != 2:
+		r.err = fmt.Errorf("gpu: tensor %s has %d dimensions, want 2", name, len(ti.Dims))
+		return HostMatrix{}
+	case !cuda.Supports(ti.Type):
+		r.err = fmt.Errorf("%w: tensor %s of type %s has no CUDA kernel", llama.ErrUnsupported, name, ti.Type)
+		return HostMatrix{}
+	}
+	return HostMatrix{Type: ti.Type, Cols: int(ti.Dims[0]), Rows: int(ti.Rows()), Data: ti.Data}
+}
+
+func (r *reader) f32s(name string, optional bool) []float32 {
+	ti, ok := r.f.Tensor(name)
+	switch {
+	case r.err != nil:
+		return nil
+	case !ok && optional:
+		return nil
+	case !ok:
+		r.err = fmt.Errorf("gpu: missing tensor %s", name)
+		return nil
+	case ti.Type != ggml.TypeF32:
+		r.err = fmt.Errorf("gpu: tensor %s is %s, want F32", name, ti.Type)
+		return nil
+	}
+	v := make([]float32, len(ti.Data)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(ti.Data[4*i:]))
+	}
+	return v
+}
+
+// Load uploads a llama-family model from f to the device. f may be closed
+// once Load returns.
+func Load(dev *cuda.Device, f *gguf.File, o Options) (*Decoder, error) {
+	cfg, w, _, err := FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	if o.Context > 0 {
+		cfg.Context = o.Context
+	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = 512
+	}
+	m, err := NewDecoder(dev, cfg, w, o.MaxTokens)
+	if err != nil {
+		return nil, err
+	}
+	m.ExactMatMul, m.UseGraphs = o.ExactMatMul, !o.NoGraphs
+	return m, nil
+}
