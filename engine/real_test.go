@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"os"
+	"oengine/internal/refdata"
 	"path/filepath"
 	"testing"
 
@@ -14,25 +14,7 @@ import (
 // sharedTestdata returns ../shared/testdata next to the repository root.
 func sharedTestdata(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found")
-		}
-		dir = parent
-	}
-	td := filepath.Join(dir, "..", "shared", "testdata")
-	if _, err := os.Stat(td); err != nil {
-		t.Skip("shared testdata missing")
-	}
-	return td
+	return refdata.Dir(t)
 }
 
 // tinyModel loads tiny-llama-f16 with its tokenizer.

@@ -2,6 +2,7 @@ package streaming
 
 import (
 	"math/rand/v2"
+	"oengine/internal/refdata"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,25 +18,7 @@ import (
 // when it is absent.
 func testdata(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Skip("repository root not found")
-		}
-		dir = up
-	}
-	td := filepath.Join(dir, "..", "shared", "testdata")
-	if _, err := os.Stat(td); err != nil {
-		t.Skipf("shared test data missing: %v", err)
-	}
-	return td
+	return refdata.Dir(t)
 }
 
 var (

@@ -6,7 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
+	"oengine/internal/refdata"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -159,25 +159,7 @@ const thinkTemplate = `{%- for m in messages -%}<|im_start|>{{ m.role }}
 // testdata finds ../shared/testdata beside the repository root.
 func testdata(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-	td := filepath.Join(dir, "..", "shared", "testdata")
-	if _, err := os.Stat(td); err != nil {
-		t.Skipf("shared testdata missing: %v", err)
-	}
-	return td
+	return refdata.Dir(t)
 }
 
 func vocab(t testing.TB) *tokenizer.Tokenizer {

@@ -3,8 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
+	"oengine/internal/refdata"
 	"testing"
 
 	"oengine/ggml"
@@ -14,25 +13,7 @@ import (
 // (found by walking up to go.mod), skipping the test if it is absent.
 func sharedTestdata(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found")
-		}
-		dir = parent
-	}
-	td := filepath.Join(dir, "..", "shared", "testdata")
-	if _, err := os.Stat(td); err != nil {
-		t.Skipf("shared testdata missing: %v", err)
-	}
-	return td
+	return refdata.Dir(t)
 }
 
 // allTypes are the weight types MatMul supports.

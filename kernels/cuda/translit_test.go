@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
-	"os"
+	"oengine/internal/refdata"
 	"path/filepath"
 	"testing"
 
@@ -22,22 +22,7 @@ import (
 // skips when it is absent.
 func sharedTestdata(t *testing.T) string {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the package")
-		}
-		dir = parent
-	}
-	td := filepath.Join(dir, "..", "shared", "testdata")
-	if _, err := os.Stat(td); err != nil {
-		t.Skipf("shared testdata missing: %v", err)
-	}
-	return td
+	return refdata.Dir(t)
 }
 
 func le16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }

@@ -2,7 +2,7 @@ package chat
 
 import (
 	"errors"
-	"os"
+	"oengine/internal/refdata"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,25 +16,7 @@ import (
 // vocabDir finds ../shared/testdata/tokenizer beside the repository root.
 func vocabDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-	td := filepath.Join(dir, "..", "shared", "testdata", "tokenizer")
-	if _, err := os.Stat(td); err != nil {
-		t.Skipf("shared testdata missing: %v", err)
-	}
-	return td
+	return refdata.Dir(t, "tokenizer")
 }
 
 var (

@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"oengine/internal/refdata"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,25 +14,7 @@ import (
 // (found by walking up to go.mod), skipping the test when it is missing.
 func sharedTestdata(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found")
-		}
-		dir = parent
-	}
-	td := filepath.Join(dir, "..", "shared", "testdata")
-	if _, err := os.Stat(td); err != nil {
-		t.Skipf("shared testdata missing: %v", err)
-	}
-	return td
+	return refdata.Dir(t)
 }
 
 func openT(t *testing.T, path string) *File {

@@ -1,7 +1,7 @@
 package llama
 
 import (
-	"os"
+	"oengine/internal/refdata"
 	"path/filepath"
 	"testing"
 
@@ -14,25 +14,7 @@ import (
 // skipping the test when it is absent.
 func sharedModels(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "testdata", "models")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("no shared test models: %v", err)
-	}
-	return p
+	return refdata.Dir(t, "models")
 }
 
 // openShared loads one of the shared reference models.

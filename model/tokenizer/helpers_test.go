@@ -1,7 +1,7 @@
 package tokenizer
 
 import (
-	"os"
+	"oengine/internal/refdata"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,25 +13,7 @@ import (
 // skipping the test when it is absent.
 func sharedDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found")
-		}
-		dir = parent
-	}
-	td := filepath.Join(dir, "..", "shared", "testdata")
-	if _, err := os.Stat(td); err != nil {
-		t.Skipf("shared test data missing: %v", err)
-	}
-	return td
+	return refdata.Dir(t)
 }
 
 var (

@@ -1,7 +1,7 @@
 package verify
 
 import (
-	"os"
+	"oengine/internal/refdata"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,25 +11,7 @@ import (
 // walking up to go.mod), skipping the test when it is absent.
 func testdataDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found")
-		}
-		dir = parent
-	}
-	td := filepath.Join(dir, "..", "shared", "testdata")
-	if _, err := os.Stat(td); err != nil {
-		t.Skipf("no shared testdata: %v", err)
-	}
-	return td
+	return refdata.Dir(t)
 }
 
 // refModels are the reference models of shared/testdata/models.

@@ -5,7 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
+	"oengine/internal/refdata"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -61,25 +61,7 @@ func (g *gatedModel) hold() (release func()) {
 // testdata finds ../shared/testdata beside the repository root.
 func testdata(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-	td := filepath.Join(dir, "..", "shared", "testdata")
-	if _, err := os.Stat(td); err != nil {
-		t.Skipf("shared testdata missing: %v", err)
-	}
-	return td
+	return refdata.Dir(t)
 }
 
 // llama2Template is a chat template in the shape of Llama 2's (the tiny
