@@ -823,3 +823,31 @@ func TestRequestPrefixPreempted(t *testing.T) {
 	}
 	c.Unpin("sess")
 }
+
+// TestAbortAfterTerminal: once a consumer has seen the terminal event, an
+// Abort of that id is ALREADY_FINISHED, never a fresh cancellation (the id
+// used to leave the live set only after the terminal event was queued; seen
+// as a flaky second ABORTED in the server's conformance test).
+func TestAbortAfterTerminal(t *testing.T) {
+	e := newFakeEngine(t, Config{}, nil)
+	for i := range 300 {
+		id := fmt.Sprintf("r%d", i)
+		s, err := e.Submit(context.Background(), Request{ID: id, Prompt: "ab", MaxTokens: 1, Sampling: greedy()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			ev, err := s.Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Terminal() {
+				break
+			}
+		}
+		var ee *Error
+		if err := e.Abort(id); !errors.As(err, &ee) || ee.Code != CodeAlreadyFinished {
+			t.Fatalf("request %d: Abort after its terminal event: %v", i, err)
+		}
+	}
+}

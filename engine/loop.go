@@ -281,17 +281,22 @@ func (e *Engine) endRequest(req *request, err *Error) {
 		finishes = append(finishes, o.finish)
 	}
 	usage := req.usage()
-	if err == nil {
-		e.emit(req, Event{Kind: EventDone, Usage: usage})
-	} else {
-		e.emit(req, Event{Kind: EventError, Err: err, Usage: usage})
-	}
+	// The id moves from live to finished before the terminal event is
+	// queued: a client that has seen the end and aborts gets
+	// ALREADY_FINISHED, never a second ABORTED.
 	now := time.Now()
 	e.mu.Lock()
 	req.ended = true
 	delete(e.live, req.id)
 	e.finished[req.id] = now
 	e.finQ = append(e.finQ, finishedID{id: req.id, at: now})
+	e.mu.Unlock()
+	if err == nil {
+		e.emit(req, Event{Kind: EventDone, Usage: usage})
+	} else {
+		e.emit(req, Event{Kind: EventError, Err: err, Usage: usage})
+	}
+	e.mu.Lock()
 	if len(e.live) == 0 && e.idle != nil {
 		close(e.idle)
 		e.idle = nil
