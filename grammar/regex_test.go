@@ -1,0 +1,125 @@
+package grammar
+
+import (
+	"errors"
+	"math/rand/v2"
+	"regexp"
+	"testing"
+	"unicode/utf8"
+)
+
+var regexCases = []string{
+	`abc`, `a|b|cd`, `(ab)*c`, `a?b+c*`, `[a-z]+`, `[^a-z]`, `\d{3}-\d{4}`, `\w+@\w+\.com`,
+	`\s*x\s*`, `.`, `.*`, `(?:ab|cd){2,3}`, `x{0,2}y{2,}`, `[\d\s]+`, `[^\w]`, `é+ü?`, `[α-ω]{1,3}`,
+	`[^"\\]*`, `\x41\.\-`, `(a|)+b`, ``, `[\-a]`, `[a-]`, `\D\W\S`, `(((a)))`, `日本語|中文`,
+	`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, `[\x00-\x7f]`, `[^\x00-\x{7f}]`,
+}
+
+// alphabet of the strings tested against each pattern: ASCII specials,
+// letters, digits, multi-byte runes of every length.
+var alphabet = []rune("abcdxyzABZ019_-+.eE \t\n\"\\@éüαω日本語中文😀\x00\x7f\u0080\u07ff\u0800\uffff\U00010000")
+
+func randomString(r *rand.Rand, maxLen int) string {
+	n := r.IntN(maxLen + 1)
+	b := make([]rune, n)
+	for i := range b {
+		b[i] = alphabet[r.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// TestRegexMatchesGoRegexp compares the DFA with Go's regexp (the plain
+// reference twin) anchored at both ends, on random strings and on strings
+// drawn from the DFA itself (so that matches are exercised, not only
+// rejections).
+func TestRegexMatchesGoRegexp(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, pat := range regexCases {
+		d, err := CompileRegex(pat)
+		if err != nil {
+			t.Fatalf("%q: %v", pat, err)
+		}
+		re := regexp.MustCompile(`^(?:` + pat + `)$`)
+		matched := 0
+		check := func(s string) {
+			if got, want := d.Match([]byte(s)), re.MatchString(s); got != want {
+				t.Errorf("%q on %q: dfa %v, regexp %v", pat, s, got, want)
+			} else if got {
+				matched++
+			}
+		}
+		for i := 0; i < 300; i++ {
+			check(randomString(r, 6))
+			check(string(sampleDFA(r, d, 40)))
+		}
+		if matched == 0 {
+			t.Errorf("%q: no test string matched", pat)
+		}
+	}
+}
+
+// sampleDFA walks random live bytes and stops at an accepting state with
+// some probability, or steers to acceptance after maxLen bytes.
+func sampleDFA(r *rand.Rand, d *DFA, maxLen int) []byte {
+	var out []byte
+	s := int32(0)
+	for {
+		if d.Accepting(s) && (r.IntN(4) == 0 || len(out) >= maxLen) {
+			return out
+		}
+		var live []byte
+		for b := 0; b < 256; b++ {
+			if n := d.Next(s, byte(b)); n >= 0 && (len(out) < maxLen || d.DistToAccept(n) < d.DistToAccept(s)) {
+				live = append(live, byte(b))
+			}
+		}
+		if len(live) == 0 {
+			return out // accepting with no continuation
+		}
+		b := live[r.IntN(len(live))]
+		out = append(out, b)
+		s = d.Next(s, b)
+	}
+}
+
+func TestRegexRefused(t *testing.T) {
+	for _, pat := range []string{`^a`, `a$`, `a*?`, `a**`, `(?i)a`, `\b`, `\pL`, `a{2`, `a{3,2}`, `a{1001}`, `[]`, `[a`, `(a`, `a)`, `*`, `\1`, `[[:alpha:]]`} {
+		if _, err := CompileRegex(pat); err == nil {
+			t.Errorf("%q: accepted", pat)
+		} else if !errors.Is(err, ErrSyntax) && !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%q: %v is neither ErrSyntax nor ErrUnsupported", pat, err)
+		}
+	}
+	if _, err := CompileRegex(`(a|b)*a(a|b){20}`); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("exponential DFA: %v, want ErrTooLarge", err)
+	}
+}
+
+// FuzzRegex compares the DFA with Go's regexp on every pattern both accept
+// and valid UTF-8 input (Go's regexp reads invalid bytes as U+FFFD, a
+// different language by design).
+func FuzzRegex(f *testing.F) {
+	for i, pat := range regexCases {
+		f.Add(pat, []byte("abc é 12"), uint64(i))
+	}
+	f.Fuzz(func(t *testing.T, pat string, input []byte, seed uint64) {
+		if len(pat) > 40 {
+			return
+		}
+		re, err := regexp.Compile(`^(?:` + pat + `)$`)
+		if err != nil {
+			return
+		}
+		d, err := CompileRegex(pat)
+		if err != nil {
+			return
+		}
+		if utf8.Valid(input) && d.Match(input) != re.Match(input) {
+			t.Fatalf("%q on %q: dfa %v, regexp %v", pat, input, d.Match(input), re.Match(input))
+		}
+		s := sampleDFA(rand.New(rand.NewPCG(seed, 7)), d, 30)
+		if !re.Match(s) {
+			t.Fatalf("%q: sampled %q rejected by regexp", pat, s)
+		}
+	})
+}
