@@ -1,0 +1,253 @@
+package grammar
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+var testSchemas = map[string]string{
+	"person": `{"type":"object","properties":{
+		"name":{"type":"string","minLength":1,"maxLength":12},
+		"age":{"type":"integer"},
+		"height":{"type":"number"},
+		"email":{"type":["string","null"],"maxLength":20},
+		"admin":{"type":"boolean"},
+		"role":{"enum":["user","admin",3,null]}},
+		"required":["name","age"],"additionalProperties":false}`,
+	"list": `{"type":"array","items":{"type":"string","maxLength":5},"minItems":2,"maxItems":4}`,
+	"refs": `{"$defs":{"point":{"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"}},"required":["x","y"]}},
+		"type":"object","properties":{
+			"kind":{"const":"shape"},
+			"points":{"type":"array","items":{"$ref":"#/$defs/point"},"maxItems":3},
+			"label":{"anyOf":[{"type":"string","maxLength":8},{"type":"integer"},{"type":"null"}]}},
+		"required":["kind","points"]}`,
+	"optional": `{"type":"object","properties":{"a":{"type":"boolean"},"b":{"type":"null"},"c":{"type":"array","maxItems":0}}}`,
+	"free":     `{"title":"anything","description":"any JSON of depth 2"}`,
+	"nested":   `{"type":"object","properties":{"meta":{"type":"object","properties":{"tags":{"type":"array","items":{"enum":["a","b"]}},"extra":{}},"required":["extra"]}},"required":["meta"]}`,
+	"empty":    `{"type":"object","required":[]}`,
+}
+
+func compileValidator(t *testing.T, schema string) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("mem://schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("mem://schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
+
+func validate(sch *jsonschema.Schema, out []byte) error {
+	if !json.Valid(out) {
+		return errors.New("not JSON")
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(out))
+	if err != nil {
+		return err
+	}
+	return sch.Validate(inst)
+}
+
+// TestSchemaRandomWalks samples outputs token by token through the masks
+// of a real 32k vocabulary and validates every one with
+// santhosh-tekuri/jsonschema, an independent validator.
+func TestSchemaRandomWalks(t *testing.T) {
+	v := loadVocab(t, "ggml-vocab-llama-spm.gguf")
+	for name, schema := range testSchemas {
+		t.Run(name, func(t *testing.T) {
+			d, err := CompileSchema([]byte(schema), SchemaOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sch := compileValidator(t, schema)
+			ix := NewIndex(d, v)
+			r := rand.New(rand.NewPCG(20, 1))
+			distinct := map[string]bool{}
+			for i := 0; i < 20; i++ {
+				out := randomWalk(t, ix, r, 40)
+				if err := validate(sch, out); err != nil {
+					t.Fatalf("walk %d: %q does not validate: %v", i, out, err)
+				}
+				distinct[string(out)] = true
+			}
+			if len(distinct) < 5 && name != "empty" {
+				t.Errorf("only %d distinct outputs in 20 walks", len(distinct))
+			}
+		})
+	}
+}
+
+// TestSchemaExamples checks the DFA on hand-written instances, valid and
+// invalid, against the independent validator (so that the DFA is not
+// merely a subset that rejects everything).
+func TestSchemaExamples(t *testing.T) {
+	cases := []struct {
+		schema, inst string
+		want         bool
+	}{
+		{"person", `{"name":"Ann","age":30}`, true},
+		{"person", `{"name":"Ann","age":30,"height":1.5e2,"email":null,"admin":true,"role":3}`, true},
+		{"person", `{"name":"Ann","age":-0}`, true},
+		{"person", `{"name":"","age":30}`, false},
+		{"person", `{"age":30}`, false},
+		{"person", `{"name":"Ann","age":3.5}`, false},
+		{"person", `{"name":"Ann","age":30,"role":"guest"}`, false},
+		{"person", `{"name":"Ann\u00e9\"","age":30}`, true},
+		{"list", `["a","bc"]`, true},
+		{"list", `["a"]`, false},
+		{"list", `["a","b","c","d","e"]`, false},
+		{"list", `["abcdef","b"]`, false},
+		{"refs", `{"kind":"shape","points":[{"x":1,"y":2}],"label":7}`, true},
+		{"refs", `{"kind":"shape","points":[{"x":1}]}`, false},
+		{"optional", `{}`, true},
+		{"optional", `{"b":null,"c":[]}`, true},
+		{"optional", `{"c":[1]}`, false},
+		{"free", `[{"a":1,"b":"x"},null,[2]]`, true},
+		{"free", `[[[1]]]`, false}, // deeper than AnyDepth 2
+		{"empty", `{}`, true},
+	}
+	for _, c := range cases {
+		d, err := CompileSchema([]byte(testSchemas[c.schema]), SchemaOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Match([]byte(c.inst)); got != c.want {
+			t.Errorf("%s on %s: dfa %v, want %v", c.schema, c.inst, got, c.want)
+		}
+		if valid := validate(compileValidator(t, testSchemas[c.schema]), []byte(c.inst)) == nil; c.want && !valid {
+			t.Errorf("%s on %s: the validator disagrees with the test table", c.schema, c.inst)
+		}
+	}
+}
+
+func TestSchemaRefused(t *testing.T) {
+	for _, s := range []string{
+		`{"type":"string","pattern":"a+"}`,
+		`{"type":"string","format":"date"}`,
+		`{"type":"integer","minimum":0}`,
+		`{"oneOf":[{"type":"string"}]}`,
+		`{"allOf":[{"type":"string"}]}`,
+		`{"not":{"type":"string"}}`,
+		`{"type":"object","patternProperties":{"a":{}}}`,
+		`{"type":"object","properties":{"a":{"type":"string"}},"required":["b"]}`,
+		`{"properties":{"a":{}}}`,
+		`{"$defs":{"n":{"type":"array","items":{"$ref":"#/$defs/n"}}},"$ref":"#/$defs/n"}`,
+		`{"$ref":"#/$defs/missing"}`,
+		`{"$ref":"http://example.com/s.json"}`,
+		`{"type":"uuid"}`,
+		`{"enum":["a",1],"type":"string"}`,
+		`{"type":"array","uniqueItems":true}`,
+		`false`,
+		`{"type":"string"`,
+	} {
+		_, err := CompileSchema([]byte(s), SchemaOptions{})
+		if err == nil {
+			t.Errorf("%s: accepted", s)
+		} else if !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrSyntax) {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+}
+
+// TestRegexRandomWalks is TestSchemaRandomWalks for regexes, checked with
+// Go's regexp, on a byte-level BPE vocabulary too.
+func TestRegexRandomWalks(t *testing.T) {
+	pats := []string{`\d{3}-\d{4}`, `(yes|no|maybe)`, `[a-z]+@[a-z]+\.(com|org)`, `[^"\n]{2,10}`, `(ab|c)*d?é`}
+	for _, vocabName := range []string{"ggml-vocab-llama-spm.gguf", "ggml-vocab-qwen3.gguf"} {
+		v := loadVocab(t, vocabName)
+		for _, pat := range pats {
+			t.Run(fmt.Sprintf("%s/%s", vocabName, pat), func(t *testing.T) {
+				d, err := CompileRegex(pat)
+				if err != nil {
+					t.Fatal(err)
+				}
+				re := regexp.MustCompile(`^(?:` + pat + `)$`)
+				ix := NewIndex(d, v)
+				r := rand.New(rand.NewPCG(9, 9))
+				for i := 0; i < 20; i++ {
+					if out := randomWalk(t, ix, r, 20); !re.Match(out) {
+						t.Fatalf("%q does not match", out)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMaskMatchesReference compares the trie walk with the plain per-token
+// walk in every state reached by a few random walks.
+func TestMaskMatchesReference(t *testing.T) {
+	v := loadVocab(t, "ggml-vocab-qwen3.gguf")
+	d, err := CompileSchema([]byte(testSchemas["refs"]), SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := NewIndex(d, v)
+	for s := int32(0); int(s) < d.NumStates() && s < 200; s++ {
+		got, want := ix.ComputeMask(s), ix.referenceMask(s)
+		if !equalMasks(got, want) {
+			t.Fatalf("state %d: %d tokens, reference %d", s, got.Count(), want.Count())
+		}
+	}
+	if n := ix.Mask(0).Count(); n == 0 || n == v.Size() {
+		t.Errorf("start state allows %d of %d tokens", n, v.Size())
+	}
+}
+
+func equalMasks(a, b Mask) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestMatcherRefusesAndEnds checks Advance on forbidden tokens, the end
+// token before completion, and Done on an output with no continuation.
+func TestMatcherRefusesAndEnds(t *testing.T) {
+	pieces := [][]byte{[]byte("a"), []byte("b"), []byte("ab"), nil, []byte("c")}
+	v := NewVocab(pieces, []int32{3})
+	d, err := CompileRegex(`ab?`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := NewIndex(d, v)
+	m := ix.NewMatcher()
+	if err := m.Advance(3); !errors.Is(err, ErrTokenRejected) {
+		t.Fatalf("end token at start: %v", err)
+	}
+	if err := m.Advance(1); !errors.Is(err, ErrTokenRejected) {
+		t.Fatalf("b at start: %v", err)
+	}
+	if mask := m.Mask(); !mask.Has(0) || !mask.Has(2) || mask.Has(1) || mask.Has(3) || mask.Has(4) {
+		t.Fatalf("start mask %b", mask)
+	}
+	if err := m.Advance(0); err != nil || !m.Accepting() || m.Done() {
+		t.Fatalf("after a: %v accepting %v done %v", err, m.Accepting(), m.Done())
+	}
+	if mask := m.Mask(); !mask.Has(1) || !mask.Has(3) || mask.Has(0) {
+		t.Fatalf("mask after a %b", mask)
+	}
+	if err := m.Advance(1); err != nil || !m.Done() {
+		t.Fatalf("after ab: %v done %v", err, m.Done())
+	}
+}
