@@ -49,7 +49,7 @@ func loadVocab(t testing.TB, name string) *Vocab {
 // budget tokens it steers: only tokens that bring the DFA closer to
 // acceptance, and the end token as soon as it is allowed. It fails the
 // test if a sampled token is refused or the walk does not finish.
-func randomWalk(t *testing.T, ix *Index, r *rand.Rand, budget int) []byte {
+func randomWalk(t testing.TB, ix *Index, r *rand.Rand, budget int) []byte {
 	t.Helper()
 	v, d := ix.vocab, ix.dfa
 	m := ix.NewMatcher()

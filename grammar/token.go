@@ -1,9 +1,12 @@
 package grammar
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -38,8 +41,7 @@ func (m Mask) Count() int {
 type Vocab struct {
 	n   int
 	eos []int32
-	// Trie in depth-first order: node i has children nodes
-	// [child[i], child[i+1]) ... stored as edges.
+	// Token trie over the pieces, node 0 the root, breadth first.
 	edgeStart []int32 // edgeStart [nodes+1]: edges of node i are [edgeStart[i], edgeStart[i+1])
 	edgeByte  []byte  // edgeByte [edges]
 	edgeNode  []int32 // edgeNode [edges]: child node
@@ -51,43 +53,44 @@ type Vocab struct {
 // NewVocab builds a Vocab from pieces indexed by token id (for example
 // tokenizer.Piece for every id) and the end-of-generation ids.
 func NewVocab(pieces [][]byte, eos []int32) *Vocab {
-	type tnode struct {
-		kids map[byte]*tnode
-		toks []int32
-	}
-	root := &tnode{}
-	for id, p := range pieces {
-		if len(p) == 0 {
-			continue
-		}
-		cur := root
-		for _, b := range p {
-			if cur.kids == nil {
-				cur.kids = map[byte]*tnode{}
-			}
-			next := cur.kids[b]
-			if next == nil {
-				next = &tnode{}
-				cur.kids[b] = next
-			}
-			cur = next
-		}
-		cur.toks = append(cur.toks, int32(id))
-	}
 	v := &Vocab{n: len(pieces), eos: append([]int32(nil), eos...), pieces: pieces}
-	// Number nodes breadth-first so that each node's edges are contiguous.
-	queue := []*tnode{root}
+	// Sort the ids by piece: a trie node is then a run of ids sharing a
+	// prefix, its tokens first (their piece ends there), then its
+	// children in byte order. Nodes are numbered breadth first so that
+	// each node's edges are contiguous.
+	ids := make([]int32, 0, len(pieces))
+	for id, p := range pieces {
+		if len(p) > 0 {
+			ids = append(ids, int32(id))
+		}
+	}
+	slices.SortFunc(ids, func(a, b int32) int {
+		if c := bytes.Compare(pieces[a], pieces[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	type run struct{ lo, hi, depth int }
+	queue := []run{{0, len(ids), 0}}
 	for i := 0; i < len(queue); i++ {
-		t := queue[i]
+		r := queue[i]
 		v.edgeStart = append(v.edgeStart, int32(len(v.edgeByte)))
 		v.tokStart = append(v.tokStart, int32(len(v.tokIDs)))
-		v.tokIDs = append(v.tokIDs, t.toks...)
-		for b := 0; b < 256; b++ {
-			if k := t.kids[byte(b)]; k != nil {
-				v.edgeByte = append(v.edgeByte, byte(b))
-				v.edgeNode = append(v.edgeNode, int32(len(queue)))
-				queue = append(queue, k)
+		j := r.lo
+		for j < r.hi && len(pieces[ids[j]]) == r.depth {
+			v.tokIDs = append(v.tokIDs, ids[j])
+			j++
+		}
+		for j < r.hi {
+			c := pieces[ids[j]][r.depth]
+			k := j + 1
+			for k < r.hi && pieces[ids[k]][r.depth] == c {
+				k++
 			}
+			v.edgeByte = append(v.edgeByte, c)
+			v.edgeNode = append(v.edgeNode, int32(len(queue)))
+			queue = append(queue, run{j, k, r.depth + 1})
+			j = k
 		}
 	}
 	v.edgeStart = append(v.edgeStart, int32(len(v.edgeByte)))
