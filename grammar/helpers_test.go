@@ -48,7 +48,8 @@ func loadVocab(t testing.TB, name string) *Vocab {
 // the mask allows (a seeded stand-in for a model at temperature 1). After
 // budget tokens it steers: only tokens that bring the DFA closer to
 // acceptance, and the end token as soon as it is allowed. It fails the
-// test if a sampled token is refused or the walk does not finish.
+// test (Errorf: it may run in a goroutine) if a sampled token is refused
+// or the walk does not finish.
 func randomWalk(t testing.TB, ix *Index, r *rand.Rand, budget int) []byte {
 	t.Helper()
 	v, d := ix.vocab, ix.dfa
@@ -80,18 +81,20 @@ func randomWalk(t testing.TB, ix *Index, r *rand.Rand, budget int) []byte {
 			cands = append(cands, id)
 		}
 		if len(cands) == 0 {
-			t.Fatalf("state %d: no token allowed after %q", m.State(), out)
+			t.Errorf("state %d: no token allowed after %q", m.State(), out)
+			return out
 		}
 		id := cands[r.IntN(len(cands))]
 		if err := m.Advance(id); err != nil {
-			t.Fatalf("advance %d after %q: %v", id, out, err)
+			t.Errorf("advance %d after %q: %v", id, out, err)
+			return out
 		}
 		if !isEOS(v, id) {
 			out = append(out, v.pieces[id]...)
 		}
 	}
-	t.Fatalf("walk did not finish: %q", out)
-	return nil
+	t.Errorf("walk did not finish: %q", out)
+	return out
 }
 
 func isEOS(v *Vocab, id int32) bool {

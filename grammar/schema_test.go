@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -249,5 +250,75 @@ func TestMatcherRefusesAndEnds(t *testing.T) {
 	}
 	if err := m.Advance(1); err != nil || !m.Done() {
 		t.Fatalf("after ab: %v done %v", err, m.Done())
+	}
+}
+
+// FuzzSchema: any schema CompileSchema accepts must be honoured, so every
+// output sampled from its DFA validates with the independent validator.
+func FuzzSchema(f *testing.F) {
+	for _, s := range testSchemas {
+		f.Add(s, uint64(1))
+	}
+	f.Add(`{"type":"array","items":{"enum":[1,"a",{"b":[true]}]},"minItems":1}`, uint64(2))
+	f.Add(`{"anyOf":[{"type":"integer"},{"type":"string","minLength":3}]}`, uint64(3))
+	f.Fuzz(func(t *testing.T, schema string, seed uint64) {
+		if len(schema) > 400 {
+			return
+		}
+		d, err := CompileSchema([]byte(schema), SchemaOptions{AnyDepth: 1})
+		if err != nil {
+			return
+		}
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+		if err != nil {
+			t.Fatalf("accepted a schema that is not JSON: %v", err)
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource("mem://schema.json", doc); err != nil {
+			return
+		}
+		sch, err := c.Compile("mem://schema.json")
+		if err != nil {
+			return // invalid against the metaschema: the validator refuses it too
+		}
+		r := rand.New(rand.NewPCG(seed, 3))
+		for i := 0; i < 5; i++ {
+			out := sampleDFA(r, d, 30)
+			if err := validate(sch, out); err != nil {
+				t.Fatalf("%s: sampled %q does not validate: %v", schema, out, err)
+			}
+		}
+	})
+}
+
+// TestIndexConcurrent shares one Index (and its lazily filled cache)
+// between goroutines, as sequences of a batch would; run with -race.
+func TestIndexConcurrent(t *testing.T) {
+	v := loadVocab(t, "ggml-vocab-llama-spm.gguf")
+	d, err := CompileSchema([]byte(testSchemas["refs"]), SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := NewIndex(d, v)
+	sch := compileValidator(t, testSchemas["refs"])
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 4))
+			for i := 0; i < 3; i++ {
+				if err := validate(sch, randomWalk(t, ix, r, 30)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
