@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -305,7 +306,7 @@ func (c *schemaCompiler) typed(s *object, t any, path string, use func(string) (
 		case "boolean":
 			n = alt(literal("true"), literal("false"))
 		case "integer":
-			n = integerNode()
+			n, err = integerSchema(path, use)
 		case "number":
 			n = numberNode()
 		case "string":
@@ -532,4 +533,104 @@ func jsonKind(v any) string {
 		return "number"
 	}
 	return "unknown"
+}
+
+// integerSchema is an integer with optional inclusive or exclusive bounds
+// (integers within int64 when given).
+func integerSchema(path string, use func(string) (any, bool)) (*node, error) {
+	bound := func(key string) (int64, bool, error) {
+		v, ok := use(key)
+		if !ok {
+			return 0, false, nil
+		}
+		num, isNum := v.(json.Number)
+		if !isNum {
+			return 0, false, fmt.Errorf("%w: schema %s: %s is not a number", ErrSyntax, path, key)
+		}
+		i, err := strconv.ParseInt(num.String(), 10, 64)
+		if err != nil || i <= math.MinInt64+1 || i >= math.MaxInt64-1 {
+			return 0, false, unsupported(path, "%s %s (only integers within int64)", key, num)
+		}
+		return i, true, nil
+	}
+	lo, hasLo, err := bound("minimum")
+	if err != nil {
+		return nil, err
+	}
+	hi, hasHi, err := bound("maximum")
+	if err != nil {
+		return nil, err
+	}
+	if x, ok, err := bound("exclusiveMinimum"); err != nil {
+		return nil, err
+	} else if ok && (!hasLo || x+1 > lo) {
+		lo, hasLo = x+1, true
+	}
+	if x, ok, err := bound("exclusiveMaximum"); err != nil {
+		return nil, err
+	} else if ok && (!hasHi || x-1 < hi) {
+		hi, hasHi = x-1, true
+	}
+	if !hasLo && !hasHi {
+		return integerNode(), nil
+	}
+	if hasLo && hasHi && hi < lo {
+		return nil, unsupported(path, "integer bounds match nothing")
+	}
+	var alts []*node
+	// Non-negative part: [max(lo,0), hi].
+	if !hasHi || hi >= 0 {
+		alts = append(alts, naturalRange(max(lo, 0), hi, hasHi))
+	}
+	// Negative part: -x for x in [max(1,-hi), -lo].
+	if !hasLo || lo < 0 {
+		from := int64(1)
+		if hasHi && -hi > 1 {
+			from = -hi
+		}
+		alts = append(alts, concat(literal("-"), naturalRange(from, -lo, hasLo)))
+	}
+	return alt(alts...), nil
+}
+
+// naturalRange is the decimal numbers (no leading zeros) in [a, b], or
+// [a, infinity) when bounded is false; 0 <= a.
+func naturalRange(a, b int64, bounded bool) *node {
+	if !bounded {
+		k := len(strconv.FormatInt(a, 10))
+		longer := concat(class(runeRange{'1', '9'}), repeat(class(digitRanges...), k, -1))
+		top, _ := strconv.ParseInt(strings.Repeat("9", k), 10, 64)
+		return alt(naturalRange(a, top, true), longer)
+	}
+	var alts []*node
+	for d := len(strconv.FormatInt(a, 10)); d <= len(strconv.FormatInt(b, 10)); d++ {
+		first, _ := strconv.ParseInt("1"+strings.Repeat("0", d-1), 10, 64)
+		last, _ := strconv.ParseInt(strings.Repeat("9", d), 10, 64)
+		if d == 1 {
+			first = 0
+		}
+		x, y := max(a, first), min(b, last)
+		if x <= y {
+			alts = append(alts, sameLength(strconv.FormatInt(x, 10), strconv.FormatInt(y, 10)))
+		}
+	}
+	return alt(alts...)
+}
+
+// sameLength is the digit strings between lo and hi, of equal length.
+func sameLength(lo, hi string) *node {
+	if lo == "" {
+		return empty()
+	}
+	digit := func(a, b byte) *node { return class(runeRange{rune(a), rune(b)}) }
+	if lo[0] == hi[0] {
+		return concat(digit(lo[0], lo[0]), sameLength(lo[1:], hi[1:]))
+	}
+	n := len(lo) - 1
+	alts := []*node{concat(digit(lo[0], lo[0]), sameLength(lo[1:], strings.Repeat("9", n)))}
+	if lo[0]+1 <= hi[0]-1 {
+		alts = append(alts, concat(digit(lo[0]+1, hi[0]-1), repeat(class(digitRanges...), n, n)))
+	}
+	alts = append(alts, concat(digit(hi[0], hi[0]), sameLength(strings.Repeat("0", n), hi[1:])))
+	return alt(alts...)
 }

@@ -32,7 +32,7 @@ var testSchemas = map[string]string{
 		"required":["kind","points"]}`,
 	"optional": `{"type":"object","properties":{"a":{"type":"boolean"},"b":{"type":"null"},"c":{"type":"array","maxItems":0}}}`,
 	"free":     `{"title":"anything","description":"any JSON of depth 2"}`,
-	"nested":   `{"type":"object","properties":{"meta":{"type":"object","properties":{"tags":{"type":"array","items":{"enum":["a","b"]}},"extra":{}},"required":["extra"]}},"required":["meta"]}`,
+	"nested":   `{"type":"object","properties":{"count":{"type":"integer","minimum":-5,"exclusiveMaximum":1000},"meta":{"type":"object","properties":{"tags":{"type":"array","items":{"enum":["a","b"]}},"extra":{}},"required":["extra"]}},"required":["meta"]}`,
 	"empty":    `{"type":"object","required":[]}`,
 }
 
@@ -140,7 +140,9 @@ func TestSchemaRefused(t *testing.T) {
 	for _, s := range []string{
 		`{"type":"string","pattern":"a+"}`,
 		`{"type":"string","format":"date"}`,
-		`{"type":"integer","minimum":0}`,
+		`{"type":"integer","minimum":0.5}`,
+		`{"type":"number","minimum":0}`,
+		`{"type":"integer","minimum":3,"maximum":2}`,
 		`{"oneOf":[{"type":"string"}]}`,
 		`{"allOf":[{"type":"string"}]}`,
 		`{"not":{"type":"string"}}`,
@@ -261,6 +263,7 @@ func FuzzSchema(f *testing.F) {
 	}
 	f.Add(`{"type":"array","items":{"enum":[1,"a",{"b":[true]}]},"minItems":1}`, uint64(2))
 	f.Add(`{"anyOf":[{"type":"integer"},{"type":"string","minLength":3}]}`, uint64(3))
+	f.Add(`{"type":"integer","minimum":-12,"maximum":340}`, uint64(4))
 	f.Fuzz(func(t *testing.T, schema string, seed uint64) {
 		if len(schema) > 400 {
 			return
@@ -320,5 +323,42 @@ func TestIndexConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestIntegerBounds checks bounded integers exhaustively on [-1300, 1300]
+// against plain comparison, for bounds of every sign and digit count.
+func TestIntegerBounds(t *testing.T) {
+	bounds := []string{
+		`"minimum":0`, `"minimum":7`, `"minimum":-15`, `"maximum":0`, `"maximum":99`, `"maximum":-100`,
+		`"minimum":3,"maximum":1000`, `"minimum":-1001,"maximum":-9`, `"minimum":-57,"maximum":208`,
+		`"exclusiveMinimum":9,"exclusiveMaximum":100`, `"minimum":5,"maximum":5`, `"minimum":190,"maximum":1210`,
+	}
+	for _, b := range bounds {
+		schema := `{"type":"integer",` + b + `}`
+		d, err := CompileSchema([]byte(schema), SchemaOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", schema, err)
+		}
+		sch := compileValidator(t, schema)
+		for x := -1300; x <= 1300; x++ {
+			s := fmt.Sprint(x)
+			want := validate(sch, []byte(s)) == nil
+			if got := d.Match([]byte(s)); got != want {
+				t.Fatalf("%s on %s: dfa %v, validator %v", schema, s, got, want)
+			}
+		}
+		for _, s := range []string{"007", "-0", "+1", "1.0", "", "-"} {
+			if d.Match([]byte(s)) {
+				t.Errorf("%s accepts %q", schema, s)
+			}
+		}
+		// Beyond the exhaustive window: far values on the allowed side.
+		r := rand.New(rand.NewPCG(4, 4))
+		for i := 0; i < 20; i++ {
+			if out := sampleDFA(r, d, 25); validate(sch, out) != nil {
+				t.Fatalf("%s: sampled %q does not validate", schema, out)
+			}
+		}
 	}
 }
