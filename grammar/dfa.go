@@ -354,3 +354,19 @@ func splitUTF8(lo, hi rune, out [][]byteRange) [][]byteRange {
 	}
 	return append(out, seq)
 }
+
+// CompileChoice compiles "exactly one of these strings" (each taken
+// literally; at least one).
+func CompileChoice(choices []string) (*DFA, error) {
+	if len(choices) == 0 {
+		return nil, fmt.Errorf("%w: empty choice", ErrSyntax)
+	}
+	alts := make([]*node, len(choices))
+	for i, c := range choices {
+		if !utf8.ValidString(c) {
+			return nil, fmt.Errorf("%w: choice %d is not UTF-8", ErrSyntax, i)
+		}
+		alts[i] = literal(c)
+	}
+	return compileNode(alt(alts...))
+}

@@ -123,3 +123,23 @@ func FuzzRegex(f *testing.F) {
 		}
 	})
 }
+
+func TestChoice(t *testing.T) {
+	choices := []string{"yes", "no", "y", "a|b.*", ""}
+	d, err := CompileChoice(choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"yes", "no", "y", "a|b.*", "", "ye", "yess", "a", "ab"} {
+		want := false
+		for _, c := range choices {
+			want = want || c == s
+		}
+		if d.Match([]byte(s)) != want {
+			t.Errorf("%q: got %v", s, !want)
+		}
+	}
+	if _, err := CompileChoice(nil); !errors.Is(err, ErrSyntax) {
+		t.Errorf("empty choice: %v", err)
+	}
+}
