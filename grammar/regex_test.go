@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"regexp"
@@ -142,4 +143,28 @@ func TestChoice(t *testing.T) {
 	if _, err := CompileChoice(nil); !errors.Is(err, ErrSyntax) {
 		t.Errorf("empty choice: %v", err)
 	}
+}
+
+// FuzzMask compares the trie mask with the plain per-token walk for
+// fuzzed patterns and a fuzzed small vocabulary (pieces split from text).
+func FuzzMask(f *testing.F) {
+	f.Add(`[a-c]+(d|é)?`, []byte("a b ab abc d é é\xc3 \xa9 cd dd"))
+	f.Add(`\d{2,4}`, []byte("1 12 123 1234 12345 a 1a"))
+	f.Fuzz(func(t *testing.T, pat string, text []byte) {
+		if len(pat) > 30 || len(text) > 200 {
+			return
+		}
+		d, err := CompileRegex(pat)
+		if err != nil {
+			return
+		}
+		pieces := bytes.Split(text, []byte(" "))
+		v := NewVocab(pieces, []int32{0})
+		ix := NewIndex(d, v)
+		for s := int32(0); int(s) < d.NumStates() && s < 50; s++ {
+			if got, want := ix.ComputeMask(s), ix.referenceMask(s); !equalMasks(got, want) {
+				t.Fatalf("%q state %d: mask %b, reference %b", pat, s, got, want)
+			}
+		}
+	})
 }
