@@ -154,7 +154,11 @@ func compileNode(n *node) (*DFA, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	return m.determinize(start)
+	d, err := m.determinize(start)
+	if err != nil {
+		return nil, err
+	}
+	return d.minimize(), nil
 }
 
 // closure adds to set the states reachable from s by epsilon moves; only
@@ -369,4 +373,76 @@ func CompileChoice(choices []string) (*DFA, error) {
 		alts[i] = literal(c)
 	}
 	return compileNode(alt(alts...))
+}
+
+// minimize merges equivalent states (Moore's partition refinement):
+// states start split by acceptance and are split again by the classes of
+// their successors until no split happens. State 0 stays the start.
+func (d *DFA) minimize() *DFA {
+	n := d.NumStates()
+	class := make([]int32, n)
+	for s := range class {
+		if d.accept[s] {
+			class[s] = 1
+		}
+	}
+	// Bytes with the same column (the same successor in every state) are
+	// interchangeable: compare one byte per group.
+	var reps []int
+	cols := map[string]bool{}
+	col := make([]byte, 4*n)
+	for b := 0; b < 256; b++ {
+		for s := 0; s < n; s++ {
+			t := d.trans[s<<8|b]
+			col[4*s], col[4*s+1], col[4*s+2], col[4*s+3] = byte(t), byte(t>>8), byte(t>>16), byte(t>>24)
+		}
+		if !cols[string(col)] {
+			cols[string(col)] = true
+			reps = append(reps, b)
+		}
+	}
+	nClasses := 0
+	key := make([]byte, 4*(len(reps)+1))
+	for {
+		ids := make(map[string]int32, nClasses)
+		next := make([]int32, n)
+		for s := 0; s < n; s++ {
+			put := func(i int, v int32) {
+				key[4*i], key[4*i+1], key[4*i+2], key[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+			}
+			put(0, class[s])
+			for i, b := range reps {
+				t := d.trans[s<<8|b]
+				if t >= 0 {
+					t = class[t]
+				}
+				put(i+1, t)
+			}
+			id, ok := ids[string(key)]
+			if !ok {
+				id = int32(len(ids))
+				ids[string(key)] = id
+			}
+			next[s] = id
+		}
+		class = next
+		if len(ids) == nClasses {
+			break
+		}
+		nClasses = len(ids)
+	}
+	// State 0 has class 0: classes are numbered in order of first state.
+	m := &DFA{trans: make([]int32, nClasses<<8), accept: make([]bool, nClasses), dist: make([]int32, nClasses)}
+	for s := n - 1; s >= 0; s-- {
+		c := class[s]
+		m.accept[c], m.dist[c] = d.accept[s], d.dist[s]
+		for b := 0; b < 256; b++ {
+			t := d.trans[s<<8|b]
+			if t >= 0 {
+				t = class[t]
+			}
+			m.trans[int(c)<<8|b] = t
+		}
+	}
+	return m
 }

@@ -168,3 +168,40 @@ func FuzzMask(f *testing.F) {
 		}
 	})
 }
+
+// TestMinimizeKeepsLanguage compares each minimized DFA with the
+// unminimized subset construction on random and sampled strings, and
+// checks minimization merged states where it should.
+func TestMinimizeKeepsLanguage(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	for _, pat := range append(regexCases, `(a|b)(c|d)|(a|b)e`) {
+		n, err := parseRegex(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &nfa{}
+		start := m.build(n, m.add(nstate{match: true}))
+		full, err := m.determinize(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		min := full.minimize()
+		if min.NumStates() > full.NumStates() {
+			t.Errorf("%q: %d states after minimizing %d", pat, min.NumStates(), full.NumStates())
+		}
+		for i := 0; i < 300; i++ {
+			for _, s := range [][]byte{[]byte(randomString(r, 6)), sampleDFA(r, full, 20), sampleDFA(r, min, 20)} {
+				if full.Match(s) != min.Match(s) {
+					t.Fatalf("%q on %q: full %v, minimized %v", pat, s, full.Match(s), min.Match(s))
+				}
+			}
+		}
+	}
+	d, err := CompileRegex(`(a|b)(c|d)|(a|b)e`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.NumStates() != 3 {
+		t.Errorf("(a|b)(c|d)|(a|b)e: %d states, want 3", d.NumStates())
+	}
+}
