@@ -7,7 +7,7 @@ import (
 
 var benchVocabs = []struct{ name, file string }{
 	{"32k-llama-spm", "ggml-vocab-llama-spm.gguf"},
-	{"152k-qwen3", "ggml-vocab-qwen3.gguf"},
+	{"151k-qwen3", "ggml-vocab-qwen3.gguf"},
 }
 
 // benchTrace is a random walk through the "person" schema as the tokens
