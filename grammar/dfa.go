@@ -110,6 +110,9 @@ func (m *nfa) build(n *node, next int32) int32 {
 		if len(starts) == 1 {
 			return starts[0]
 		}
+		if starts == nil {
+			starts = []int32{} // an empty class: a split with no way out
+		}
 		return m.add(nstate{eps: starts})
 	case opConcat:
 		cur := next

@@ -388,7 +388,103 @@ func stringSchema(path string, use func(string) (any, bool)) (*node, error) {
 	} else if hi < lo {
 		return nil, unsupported(path, "maxLength below minLength matches nothing")
 	}
+	if p, ok := use("pattern"); ok {
+		pat, isStr := p.(string)
+		if !isStr {
+			return nil, fmt.Errorf("%w: schema %s: pattern is not a string", ErrSyntax, path)
+		}
+		if lo > 0 || hasHi {
+			return nil, unsupported(path, "pattern together with minLength/maxLength")
+		}
+		n, err := patternNode(pat)
+		if err != nil {
+			return nil, fmt.Errorf("schema %s: pattern: %w", path, err)
+		}
+		return concat(literal(`"`), n, literal(`"`)), nil
+	}
 	return concat(literal(`"`), repeat(stringChar(), lo, hi), literal(`"`)), nil
+}
+
+// patternNode is the JSON-encoded strings a JSON Schema pattern accepts.
+// The pattern searches (it may match anywhere) unless anchored by a
+// leading ^ and a trailing $; anchors elsewhere are refused. Wide classes
+// (., \S, [^...]) produce no ECMA-262 whitespace or line terminators, so
+// that the output holds under both ECMA-262 and RE2 readings of the
+// pattern.
+func patternNode(pat string) (*node, error) {
+	anyChars := repeat(stringChar(), 0, -1)
+	head, tail := anyChars, anyChars
+	if strings.HasPrefix(pat, "^") {
+		pat, head = pat[1:], empty()
+	}
+	if strings.HasSuffix(pat, "$") && (len(pat)-len(strings.TrimRight(pat[:len(pat)-1], `\`))-1)%2 == 0 {
+		pat, tail = pat[:len(pat)-1], empty()
+	}
+	n, err := parseRegex(pat)
+	if err != nil {
+		return nil, err
+	}
+	return concat(head, jsonEncoded(n), tail), nil
+}
+
+// ecmaSpaces are ECMA-262's whitespace and line terminators beyond
+// ASCII's \t \n \v \f and space (plus \r, a line terminator there).
+var ecmaSpaces = normalize([]runeRange{{'\r', '\r'}, {0x85, 0x85}, {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}})
+
+// jsonEncoded rewrites every class of n to the JSON string text of its
+// runes: raw where JSON allows, escaped for '"', '\\' and controls.
+func jsonEncoded(n *node) *node {
+	switch n.op {
+	case opClass:
+		rs := n.ranges
+		size := 0
+		for _, r := range rs {
+			size += int(r.hi-r.lo) + 1
+		}
+		if size > 1000 {
+			rs = intersect(rs, negate(ecmaSpaces))
+		}
+		raw := intersect(rs, negate([]runeRange{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}))
+		var alts []*node
+		if len(raw) > 0 {
+			alts = append(alts, class(raw...))
+		}
+		for _, r := range intersect(rs, []runeRange{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}) {
+			for c := r.lo; c <= r.hi; c++ {
+				b, _ := json.Marshal(string(c))
+				alts = append(alts, literal(string(b[1:len(b)-1])))
+			}
+		}
+		if len(alts) == 0 {
+			return class() // matches nothing
+		}
+		return alt(alts...)
+	case opEmpty:
+		return n
+	}
+	subs := make([]*node, len(n.subs))
+	for i, sub := range n.subs {
+		subs[i] = jsonEncoded(sub)
+	}
+	return &node{op: n.op, subs: subs, min: n.min, max: n.max}
+}
+
+// intersect is the runes in both normalized range lists.
+func intersect(a, b []runeRange) []runeRange {
+	a, b = normalize(a), normalize(b)
+	var out []runeRange
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		lo, hi := max(a[i].lo, b[j].lo), min(a[i].hi, b[j].hi)
+		if lo <= hi {
+			out = append(out, runeRange{lo, hi})
+		}
+		if a[i].hi < b[j].hi {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
 }
 
 func (c *schemaCompiler) arraySchema(path string, use func(string) (any, bool)) (*node, error) {

@@ -34,6 +34,12 @@ var testSchemas = map[string]string{
 	"free":     `{"title":"anything","description":"any JSON of depth 2"}`,
 	"nested":   `{"type":"object","properties":{"count":{"type":"integer","minimum":-5,"exclusiveMaximum":1000},"meta":{"type":"object","properties":{"tags":{"type":"array","items":{"enum":["a","b"]}},"extra":{}},"required":["extra"]}},"required":["meta"]}`,
 	"empty":    `{"type":"object","required":[]}`,
+	"pattern": `{"type":"object","properties":{
+		"code":{"type":"string","pattern":"^[A-Z]{2}-\\d{3}$"},
+		"near":{"type":"string","pattern":"a.b"},
+		"quoted":{"type":"string","pattern":"^(\"|\\\\|\n|[^x])+$"},
+		"word":{"type":"string","pattern":"^\\S+ \\w*$"}},
+		"required":["code","near","quoted","word"]}`,
 }
 
 func compileValidator(t *testing.T, schema string) *jsonschema.Schema {
@@ -121,6 +127,12 @@ func TestSchemaExamples(t *testing.T) {
 		{"free", `[{"a":1,"b":"x"},null,[2]]`, true},
 		{"free", `[[[1]]]`, false}, // deeper than AnyDepth 2
 		{"empty", `{}`, true},
+		{"pattern", `{"code":"AB-123","near":"xxaébz","quoted":"\"\\\n","word":"aé! b_1"}`, true},
+		// Valid, but pattern strings are produced with raw runes only
+		// (a \u escape of a printable rune is not in the DFA's subset).
+		{"pattern", `{"code":"AB-123","near":"xxa\u00e9bz","quoted":"\"\\\n","word":"a\u00e9! b_1"}`, false},
+		{"pattern", `{"code":"AB-1234","near":"ab","quoted":"y","word":"a "}`, false},
+		{"pattern", `{"code":"AB-123","near":"acb","quoted":"y","word":"a "}`, true},
 	}
 	for _, c := range cases {
 		d, err := CompileSchema([]byte(testSchemas[c.schema]), SchemaOptions{})
@@ -138,7 +150,10 @@ func TestSchemaExamples(t *testing.T) {
 
 func TestSchemaRefused(t *testing.T) {
 	for _, s := range []string{
-		`{"type":"string","pattern":"a+"}`,
+		`{"type":"string","pattern":"a^b"}`,
+		`{"type":"string","pattern":"a$b"}`,
+		`{"type":"string","pattern":"a","maxLength":3}`,
+		`{"type":"string","pattern":"(?i)a"}`,
 		`{"type":"string","format":"date"}`,
 		`{"type":"integer","minimum":0.5}`,
 		`{"type":"number","minimum":0}`,
@@ -264,6 +279,7 @@ func FuzzSchema(f *testing.F) {
 	f.Add(`{"type":"array","items":{"enum":[1,"a",{"b":[true]}]},"minItems":1}`, uint64(2))
 	f.Add(`{"anyOf":[{"type":"integer"},{"type":"string","minLength":3}]}`, uint64(3))
 	f.Add(`{"type":"integer","minimum":-12,"maximum":340}`, uint64(4))
+	f.Add(`{"type":"string","pattern":"^[^a-c]\\S.(x|\"){2,3}"}`, uint64(5))
 	f.Fuzz(func(t *testing.T, schema string, seed uint64) {
 		if len(schema) > 400 {
 			return
