@@ -74,28 +74,37 @@ func validate(sch *jsonschema.Schema, out []byte) error {
 // of a real 32k vocabulary and validates every one with
 // santhosh-tekuri/jsonschema, an independent validator.
 func TestSchemaRandomWalks(t *testing.T) {
-	v := loadVocab(t, "ggml-vocab-llama-spm.gguf")
-	for name, schema := range testSchemas {
-		t.Run(name, func(t *testing.T) {
-			d, err := CompileSchema([]byte(schema), SchemaOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sch := compileValidator(t, schema)
-			ix := NewIndex(d, v)
-			r := rand.New(rand.NewPCG(20, 1))
-			distinct := map[string]bool{}
-			for i := 0; i < 20; i++ {
-				out := randomWalk(t, ix, r, 40)
-				if err := validate(sch, out); err != nil {
-					t.Fatalf("walk %d: %q does not validate: %v", i, out, err)
-				}
-				distinct[string(out)] = true
-			}
-			if len(distinct) < 5 && name != "empty" {
-				t.Errorf("only %d distinct outputs in 20 walks", len(distinct))
-			}
-		})
+	for _, vocab := range []struct {
+		file  string
+		walks int
+	}{{"ggml-vocab-llama-spm.gguf", 20}, {"ggml-vocab-qwen3.gguf", 6}} {
+		v := loadVocab(t, vocab.file)
+		for name, schema := range testSchemas {
+			t.Run(vocab.file+"/"+name, func(t *testing.T) {
+				schemaWalks(t, v, name, schema, vocab.walks)
+			})
+		}
+	}
+}
+
+func schemaWalks(t *testing.T, v *Vocab, name, schema string, walks int) {
+	d, err := CompileSchema([]byte(schema), SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := compileValidator(t, schema)
+	ix := NewIndex(d, v)
+	r := rand.New(rand.NewPCG(20, 1))
+	distinct := map[string]bool{}
+	for i := 0; i < walks; i++ {
+		out := randomWalk(t, ix, r, 40)
+		if err := validate(sch, out); err != nil {
+			t.Fatalf("walk %d: %q does not validate: %v", i, out, err)
+		}
+		distinct[string(out)] = true
+	}
+	if len(distinct) < walks/4 && name != "empty" {
+		t.Errorf("only %d distinct outputs in %d walks", len(distinct), walks)
 	}
 }
 
