@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-	"sync"
 	"sync/atomic"
 )
 
@@ -108,7 +107,6 @@ type Index struct {
 	dfa   *DFA
 	vocab *Vocab
 	masks []atomic.Pointer[Mask] // masks [states], filled on first use
-	fill  sync.Mutex             // serialises mask computation so that each state is computed once
 }
 
 // NewIndex returns an Index with an empty mask cache.
@@ -126,13 +124,12 @@ func (ix *Index) Mask(s int32) Mask {
 	if m := ix.masks[s].Load(); m != nil {
 		return *m
 	}
-	ix.fill.Lock()
-	defer ix.fill.Unlock()
-	if m := ix.masks[s].Load(); m != nil {
-		return *m
-	}
+	// No lock: two sequences reaching a new state together may both
+	// compute its (identical) mask; the first stored wins.
 	m := ix.ComputeMask(s)
-	ix.masks[s].Store(&m)
+	if !ix.masks[s].CompareAndSwap(nil, &m) {
+		return *ix.masks[s].Load()
+	}
 	return m
 }
 
