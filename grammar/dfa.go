@@ -378,6 +378,13 @@ func CompileChoice(choices []string) (*DFA, error) {
 	return compileNode(alt(alts...))
 }
 
+// minimizeBudget bounds the work of minimize (states times rounds):
+// Moore's refinement needs as many rounds as the longest distinguishing
+// string (a maxLength of 1000 needs about 1000), so past the budget the
+// DFA is kept as it is: correct, only larger. (Hopcroft's algorithm would
+// lift the bound.)
+const minimizeBudget = 1 << 20
+
 // minimize merges equivalent states (Moore's partition refinement):
 // states start split by acceptance and are split again by the classes of
 // their successors until no split happens. State 0 stays the start.
@@ -406,7 +413,10 @@ func (d *DFA) minimize() *DFA {
 	}
 	nClasses := 0
 	key := make([]byte, 4*(len(reps)+1))
-	for {
+	for round := 1; ; round++ {
+		if round*n > minimizeBudget {
+			return d
+		}
 		ids := make(map[string]int32, nClasses)
 		next := make([]int32, n)
 		for s := 0; s < n; s++ {

@@ -387,3 +387,18 @@ func TestIntegerBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestLongStringBound covers a DFA past the minimization budget (kept
+// unminimized): the bound must still be exact.
+func TestLongStringBound(t *testing.T) {
+	d, err := CompileSchema([]byte(`{"type":"string","minLength":998,"maxLength":1000}`), SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 990; n <= 1005; n++ {
+		s := `"` + strings.Repeat("é", n-1) + `\n"`
+		if got, want := d.Match([]byte(s)), n >= 998 && n <= 1000; got != want {
+			t.Errorf("length %d: %v", n, got)
+		}
+	}
+}
