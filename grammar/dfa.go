@@ -126,6 +126,18 @@ func (m *nfa) build(n *node, next int32) int32 {
 			starts[i] = m.build(sub, next)
 		}
 		return m.add(nstate{eps: starts})
+	case opSepList:
+		// entry -> item -> after; after -> sep -> entry, or next.
+		entry := m.add(nstate{eps: []int32{}})
+		after := m.add(nstate{eps: []int32{}})
+		item := m.build(n.subs[0], after)
+		sep := m.build(n.subs[1], entry)
+		if m.err != nil {
+			return next
+		}
+		m.states[entry].eps = []int32{item}
+		m.states[after].eps = []int32{sep, next}
+		return entry
 	case opRepeat:
 		sub := n.subs[0]
 		cur := next

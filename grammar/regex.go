@@ -27,11 +27,12 @@ const maxRepeat = 1000
 type opKind uint8
 
 const (
-	opEmpty  opKind = iota // matches the empty string
-	opClass                // one rune from ranges
-	opConcat               // subs in order
-	opAlt                  // one of subs
-	opRepeat               // sub[0] between min and max times (max < 0: unbounded)
+	opEmpty   opKind = iota // matches the empty string
+	opClass                 // one rune from ranges
+	opConcat                // subs in order
+	opAlt                   // one of subs
+	opRepeat                // sub[0] between min and max times (max < 0: unbounded)
+	opSepList               // sub[0] (sub[1] sub[0])*, one copy of sub[0] in the NFA
 )
 
 type runeRange struct{ lo, hi rune }

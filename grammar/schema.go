@@ -516,11 +516,16 @@ func listNode(open, close string, item *node, lo, hi int) *node {
 	if hi == 0 {
 		return literal(open + close)
 	}
-	restHi := -1
-	if hi > 0 {
-		restHi = hi - 1
+	var body *node
+	if lo <= 1 && hi < 0 {
+		body = &node{op: opSepList, subs: []*node{item, literal(",")}}
+	} else {
+		restHi := -1
+		if hi > 0 {
+			restHi = hi - 1
+		}
+		body = concat(item, repeat(concat(literal(","), item), max(lo-1, 0), restHi))
 	}
-	body := concat(item, repeat(concat(literal(","), item), max(lo-1, 0), restHi))
 	if lo == 0 {
 		body = repeat(body, 0, 1)
 	}

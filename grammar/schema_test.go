@@ -402,3 +402,28 @@ func TestLongStringBound(t *testing.T) {
 		}
 	}
 }
+
+// TestAnyJSON: sampled outputs are valid JSON, and documents within the
+// depth bound are accepted, deeper ones refused.
+func TestAnyJSON(t *testing.T) {
+	d, err := CompileAnyJSON(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(6, 1))
+	for i := 0; i < 300; i++ {
+		if out := sampleDFA(r, d, 60); !json.Valid(out) {
+			t.Fatalf("sampled %q is not JSON", out)
+		}
+	}
+	for _, s := range []string{`[]`, `{}`, `[1,[2,{"a":3}],"x"]`, `{"a":{"b":[null,true,false,-1.5e3]},"c":"\u00e9\n"}`, `"é"`, `0`} {
+		if !d.Match([]byte(s)) {
+			t.Errorf("refuses %s", s)
+		}
+	}
+	for _, s := range []string{`[[[[1]]]]`, `[1,]`, `{"a"}`, `[1 ]`, `01`, `"\x"`, "\"\x01\""} {
+		if d.Match([]byte(s)) {
+			t.Errorf("accepts %s", s)
+		}
+	}
+}
