@@ -19,6 +19,7 @@ type distFlags struct {
 	zmqEndpoint   string
 	zmqTopic      string
 	zmqConnect    bool
+	zmqPublic     bool
 }
 
 func addDistFlags(fs *flag.FlagSet) *distFlags {
@@ -26,6 +27,7 @@ func addDistFlags(fs *flag.FlagSet) *distFlags {
 	fs.StringVar(&d.metricsCompat, "metrics-compat", "", "also export metrics under another engine's names: `vllm` (vllm:num_requests_waiting, ... for llm-d's endpoint picker); empty: oengine: names only")
 	fs.StringVar(&d.zmqEndpoint, "kv-events-zmq", "", "publish KV events on a ZeroMQ PUB socket bound to `tcp://HOST:PORT` (HOST * for every interface) in vLLM's msgpack KVEventBatch format, for llm-d; empty: off")
 	fs.StringVar(&d.zmqTopic, "kv-events-zmq-topic", "", "`topic` of the ZMQ KV events (default: kv@HOST:PORT@MODEL with the advertised host, the HTTP port and the served model name, llm-d's form)")
+	fs.BoolVar(&d.zmqPublic, "kv-events-zmq-public", false, "allow binding --kv-events-zmq on an address other hosts can reach: the feed has no authentication and carries the token ids of every prompt (docs/design.md §8 keeps KV events admin-only), so keep its port on a private network")
 	fs.BoolVar(&d.zmqConnect, "kv-events-zmq-connect", false, "dial --kv-events-zmq instead of binding it (a central subscriber that binds, llm-d's centralised mode); the feed is then not advertised in GetKvEventSources")
 	return d
 }
@@ -43,10 +45,23 @@ func (d *distFlags) check() error {
 		}
 		return nil
 	}
-	if _, _, err := kvzmq.ParseEndpoint(d.zmqEndpoint); err != nil {
+	host, _, err := kvzmq.ParseEndpoint(d.zmqEndpoint)
+	if err != nil {
 		return fmt.Errorf("serve: --kv-events-zmq: %w", err)
 	}
+	if !d.zmqConnect && !d.zmqPublic && !loopbackHost(host) {
+		return fmt.Errorf("serve: --kv-events-zmq %s would let any host read the token ids of every prompt (the ZMQ feed has no authentication): bind 127.0.0.1, or pass --kv-events-zmq-public on a private network", d.zmqEndpoint)
+	}
 	return nil
+}
+
+// loopbackHost reports a bind host only this machine can reach.
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // apply enables what the flags ask for on a built server (before Listen).

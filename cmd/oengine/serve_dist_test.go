@@ -55,11 +55,25 @@ func TestParseDistFlags(t *testing.T) {
 }
 
 func TestParseZMQFlags(t *testing.T) {
-	c, err := parseServe([]string{"--kv-events-zmq", "tcp://*:5556", "--kv-events-zmq-topic", "kv@x@m"})
+	c, err := parseServe([]string{"--kv-events-zmq", "tcp://*:5556", "--kv-events-zmq-public", "--kv-events-zmq-topic", "kv@x@m"})
 	if err != nil || c.dist.zmqEndpoint != "tcp://*:5556" || c.dist.zmqTopic != "kv@x@m" {
 		t.Fatalf("parsed %+v, %v", c, err)
 	}
+	for _, ok := range [][]string{
+		{"--kv-events-zmq", "tcp://127.0.0.1:5556"},
+		{"--kv-events-zmq", "tcp://[::1]:5556"},
+		{"--kv-events-zmq", "tcp://10.0.0.5:5556", "--kv-events-zmq-connect"},
+	} {
+		if _, err := parseServe(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
 	for _, bad := range [][]string{
+		// The feed has no authentication: a reachable bind needs the
+		// explicit --kv-events-zmq-public (it used to be accepted).
+		{"--kv-events-zmq", "tcp://*:5556"},
+		{"--kv-events-zmq", "tcp://0.0.0.0:5556"},
+		{"--kv-events-zmq", "tcp://10.0.0.5:5556"},
 		{"--kv-events-zmq", "ipc:///tmp/x"},
 		{"--kv-events-zmq", "tcp://host"},
 		{"--kv-events-zmq-topic", "t"},

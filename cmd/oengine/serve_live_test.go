@@ -66,7 +66,7 @@ func TestServeForRouters(t *testing.T) {
 		done <- runServe([]string{modelFile, "--served-model-name", "tiny", "--mmap",
 			"--fast-model", filepath.Join(models, "tiny-llama-q4_0.gguf"),
 			"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--advertise-host", "127.0.0.1",
-			"--kv-pages", "64", "--metrics-compat", "vllm", "--kv-events-zmq", "tcp://*:0"}, outW, &logs)
+			"--kv-pages", "64", "--metrics-compat", "vllm", "--kv-events-zmq", "tcp://*:0", "--kv-events-zmq-public"}, outW, &logs)
 		outW.Close()
 	}()
 	var grpcAddr, httpAddr string
