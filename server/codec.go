@@ -46,8 +46,14 @@ func (c *utf8Codec) take(msg any) *apiError {
 	return invalidf("the request is not valid: %v", err)
 }
 
+// unaryUTF8 is the outermost unary interceptor, so the codec's record of a
+// refused message is always taken (one release path). Credentials are still
+// checked first: an unauthenticated caller learns nothing about its body.
 func (s *Server) unaryUTF8(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	if aerr := s.codec.take(req); aerr != nil {
+		if _, err := s.grpcAuth(ctx, info.FullMethod); err != nil {
+			return nil, err
+		}
 		s.metrics.rejected(aerr.reason)
 		return nil, aerr.err()
 	}

@@ -341,7 +341,14 @@ func TestInvalidUTF8(t *testing.T) {
 	_ = st.CloseSend()
 	var resp pb.GenerateResponse
 	wantStatus(t, st.RecvMsg(&resp), codes.InvalidArgument, "INVALID_ARGUMENT")
-	// The codec forgets what it refused.
+	// The codec forgets what it refused, also when the call is refused
+	// for its credentials first (that path used to keep the entry: memory
+	// an unauthenticated client could grow without bound).
+	h.s.SetKeys(testKeys(t))
+	err = h.conn.Invoke(ctxT(t), "/openengine.v1.Control/GetModelInfo", &bad, &out, grpc.ForceCodecV2(rawCodec{}))
+	wantStatus(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
+	err = h.conn.Invoke(as(ctxT(t), aliceKey), "/openengine.v1.Control/GetModelInfo", &bad, &out, grpc.ForceCodecV2(rawCodec{}))
+	wantStatus(t, err, codes.InvalidArgument, "INVALID_ARGUMENT")
 	n := 0
 	h.s.codec.bad.Range(func(any, any) bool { n++; return true })
 	if n != 0 {

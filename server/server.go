@@ -107,7 +107,7 @@ func New(cfg Config, models ...Model) (*Server, error) {
 	opts := []grpc.ServerOption{
 		grpc.ForceServerCodecV2(s.codec),
 		grpc.MaxRecvMsgSize(MaxRecvMsgBytes),
-		grpc.ChainUnaryInterceptor(s.unaryAuth, s.unaryUTF8, s.unaryMeta),
+		grpc.ChainUnaryInterceptor(s.unaryUTF8, s.unaryAuth, s.unaryMeta),
 		grpc.ChainStreamInterceptor(s.streamAuth, s.streamUTF8, s.streamMeta),
 	}
 	if cfg.TLS != nil {
