@@ -9,8 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
+	"oengine/internal/refdata"
 	"testing"
 	"time"
 
@@ -71,24 +70,7 @@ func tinyVocab(t testing.TB) *Vocab {
 // real SentencePiece vocabulary), skipping when the directory is missing.
 func refEngine(t testing.TB, hooks engine.Hooks) (*engine.Engine, *tokenizer.Tokenizer) {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "testdata", "models", "tiny-llama-f16.gguf")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared testdata missing: %v", err)
-	}
+	path := refdata.Dir(t, "models", "tiny-llama-f16.gguf")
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)

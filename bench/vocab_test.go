@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"math/rand/v2"
+	"oengine/internal/refdata"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,20 +102,7 @@ func TestVocabFromGGUFSkipsSpecial(t *testing.T) {
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
+	return refdata.Root(t)
 }
 
 func TestCalibrate(t *testing.T) {

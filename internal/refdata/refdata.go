@@ -1,7 +1,7 @@
-// Package refdata finds the reference data the tests read:
-// ../shared/testdata beside the repository root (tiny GGUF models with
-// llama.cpp's outputs, tokenizer vectors, quantization goldens). Only tests
-// import it; the product never reads that directory.
+// Package refdata finds the reference data the tests read: ../shared beside
+// the repository root (testdata: tiny GGUF models with llama.cpp's outputs,
+// tokenizer vectors, quantization goldens; openengine: the pinned wire
+// contract). Only tests import it; the product never reads that directory.
 package refdata
 
 import (
@@ -10,10 +10,9 @@ import (
 	"testing"
 )
 
-// Dir returns ../shared/testdata relative to the repository root (the
-// directory holding go.mod above the test's working directory), joined
-// with elem. The test is skipped when the directory is missing.
-func Dir(t testing.TB, elem ...string) string {
+// Root is the repository root: the directory holding go.mod above the
+// test's working directory.
+func Root(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -21,17 +20,29 @@ func Dir(t testing.TB, elem ...string) string {
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
+			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Skip("repository root (go.mod) not found")
+			t.Fatal("repository root (go.mod) not found")
 		}
 		dir = parent
 	}
-	td := filepath.Join(append([]string{dir, "..", "shared", "testdata"}, elem...)...)
-	if _, err := os.Stat(td); err != nil {
-		t.Skipf("shared testdata missing: %v", err)
+}
+
+// Shared returns ../shared joined with elem, relative to the repository
+// root; the test is skipped when it is missing.
+func Shared(t testing.TB, elem ...string) string {
+	t.Helper()
+	p := filepath.Join(append([]string{Root(t), "..", "shared"}, elem...)...)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared reference data missing: %v", err)
 	}
-	return td
+	return p
+}
+
+// Dir returns ../shared/testdata joined with elem (Shared).
+func Dir(t testing.TB, elem ...string) string {
+	t.Helper()
+	return Shared(t, append([]string{"testdata"}, elem...)...)
 }

@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"fmt"
 	"math"
+	"oengine/internal/refdata"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,13 +56,7 @@ func device(t testing.TB) *cuda.Device {
 // refModels lists X.gguf files that have an X.ref.json beside them, from
 // $OENGINE_REF_MODELS, <repo>/carry and <repo>/../shared/testdata/models.
 func refModels(t testing.TB) []string {
-	root, _ := os.Getwd()
-	for root != "/" {
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-			break
-		}
-		root = filepath.Dir(root)
-	}
+	root := refdata.Root(t)
 	dirs := []string{os.Getenv("OENGINE_REF_MODELS"), filepath.Join(root, "carry"), filepath.Join(root, "..", "shared", "testdata", "models")}
 	var out []string
 	for _, d := range dirs {

@@ -1,6 +1,7 @@
 package openenginev1_test
 
 import (
+	"oengine/internal/refdata"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,24 +22,7 @@ import (
 // shared directory is absent.
 func upstreamSet(t *testing.T) []*descriptorpb.FileDescriptorProto {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared", "openengine")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("shared contract directory missing: %v", err)
-	}
+	shared := refdata.Shared(t, "openengine")
 	raw, err := os.ReadFile(filepath.Join(shared, "openengine-v1.binpb"))
 	if err != nil {
 		t.Fatal(err)
