@@ -2,14 +2,14 @@ package web_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"oengine/internal/refdata"
+	"oengine/internal/scripted"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,32 +40,13 @@ type thinkModel struct {
 	delay  atomic.Int64 // nanoseconds slept per Forward
 }
 
-type slotKV struct {
-	mu    sync.Mutex // protects slots
-	ps    int
-	slots [][]int32 // [page][slot] token id, -1 unwritten
-}
-
 func (m *thinkModel) Info() engine.ModelInfo {
 	return engine.ModelInfo{Vocab: m.vocab, ContextLen: 4096}
 }
 func (m *thinkModel) KVBytesPerPage(pageSize int) int64 { return int64(pageSize) * 4 }
 
 func (m *thinkModel) NewKV(pages, pageSize int) (engine.KV, error) {
-	kv := &slotKV{ps: pageSize, slots: make([][]int32, pages)}
-	for i := range kv.slots {
-		kv.slots[i] = make([]int32, pageSize)
-		for j := range kv.slots[i] {
-			kv.slots[i][j] = -1
-		}
-	}
-	return kv, nil
-}
-
-func (kv *slotKV) CopyPage(dst, src int32) {
-	kv.mu.Lock()
-	copy(kv.slots[dst], kv.slots[src])
-	kv.mu.Unlock()
+	return scripted.NewKV(pages, pageSize), nil
 }
 
 func (m *thinkModel) setDelay(d time.Duration) { m.delay.Store(int64(d)) }
@@ -74,63 +55,12 @@ func (m *thinkModel) Forward(k engine.KV, b *engine.Batch, logits []float32) err
 	if d := m.delay.Load(); d > 0 {
 		time.Sleep(time.Duration(d))
 	}
-	kv := k.(*slotKV)
-	kv.mu.Lock()
-	defer kv.mu.Unlock()
-	for i, tok := range b.Tokens {
-		pages := b.Seqs[b.Seq[i]]
-		p := int(b.Pos[i])
-		if p/kv.ps >= len(pages) {
-			return fmt.Errorf("think: position %d beyond the page table", p)
+	return k.(*scripted.KV).Forward(b, logits, m.vocab, 0, func(seq []int32) int32 {
+		if slices.Contains(seq, m.marker) {
+			return scripted.Next(seq, m.trans)
 		}
-		kv.slots[pages[p/kv.ps]][p%kv.ps] = tok
-	}
-	for r, ti := range b.Logits {
-		pages := b.Seqs[b.Seq[ti]]
-		pos := int(b.Pos[ti])
-		seq := make([]int32, 0, pos+1)
-		for q := 0; q <= pos; q++ {
-			v := kv.slots[pages[q/kv.ps]][q%kv.ps]
-			if v < 0 {
-				return fmt.Errorf("think: position %d unwritten", q)
-			}
-			seq = append(seq, v)
-		}
-		script := m.chat
-		for _, v := range seq {
-			if v == m.marker {
-				script = m.trans
-				break
-			}
-		}
-		row := logits[r*m.vocab : (r+1)*m.vocab]
-		clear(row)
-		row[next(seq, script)] = 10
-	}
-	return nil
-}
-
-// next is script[j] for the longest j < len(script) such that seq ends
-// with script[:j].
-func next(seq, script []int32) int32 {
-	for j := min(len(seq), len(script)-1); j > 0; j-- {
-		if equal(seq[len(seq)-j:], script[:j]) {
-			return script[j]
-		}
-	}
-	return script[0]
-}
-
-func equal(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+		return scripted.Next(seq, m.chat)
+	})
 }
 
 // The scripted texts. The translation prompt the page sends starts

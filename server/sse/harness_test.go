@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"oengine/internal/refdata"
+	"oengine/internal/scripted"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -44,32 +45,13 @@ type scriptModel struct {
 	fail error      // Forward returns it (fault injection)
 }
 
-type scriptKV struct {
-	mu    sync.Mutex // protects slots
-	ps    int
-	slots [][]int32 // [page][slot] token id, -1 unwritten
-}
-
 func (m *scriptModel) Info() engine.ModelInfo {
 	return engine.ModelInfo{Vocab: m.vocab, ContextLen: m.ctx}
 }
 func (m *scriptModel) KVBytesPerPage(pageSize int) int64 { return int64(pageSize) * 4 }
 
 func (m *scriptModel) NewKV(pages, pageSize int) (engine.KV, error) {
-	kv := &scriptKV{ps: pageSize, slots: make([][]int32, pages)}
-	for i := range kv.slots {
-		kv.slots[i] = make([]int32, pageSize)
-		for j := range kv.slots[i] {
-			kv.slots[i][j] = -1
-		}
-	}
-	return kv, nil
-}
-
-func (kv *scriptKV) CopyPage(dst, src int32) {
-	kv.mu.Lock()
-	copy(kv.slots[dst], kv.slots[src])
-	kv.mu.Unlock()
+	return scripted.NewKV(pages, pageSize), nil
 }
 
 func (m *scriptModel) setFail(err error) {
@@ -91,59 +73,15 @@ func (m *scriptModel) Forward(k engine.KV, b *engine.Batch, logits []float32) er
 	if fail != nil {
 		return fail
 	}
-	kv := k.(*scriptKV)
-	kv.mu.Lock()
-	defer kv.mu.Unlock()
-	for i, tok := range b.Tokens {
-		pages := b.Seqs[b.Seq[i]]
-		p := int(b.Pos[i])
-		if p/kv.ps >= len(pages) {
-			return fmt.Errorf("script: position %d beyond the page table", p)
-		}
-		kv.slots[pages[p/kv.ps]][p%kv.ps] = tok
-	}
-	seq := make([]int32, 0, 64)
-	for r, ti := range b.Logits {
-		pages := b.Seqs[b.Seq[ti]]
-		pos := int(b.Pos[ti])
-		seq = seq[:0]
-		for q := max(0, pos+1-len(m.script)); q <= pos; q++ {
-			v := kv.slots[pages[q/kv.ps]][q%kv.ps]
-			if v < 0 {
-				return fmt.Errorf("script: position %d unwritten", q)
-			}
-			seq = append(seq, v)
-		}
-		row := logits[r*m.vocab : (r+1)*m.vocab]
-		clear(row)
-		row[m.next(seq)] = 10
-	}
-	return nil
+	return k.(*scripted.KV).Forward(b, logits, m.vocab, max(len(m.script), 1), m.next)
 }
 
-// next is script[j] for the longest j such that seq ends with script[:j].
+// next is the script's next token after seq (the filler without a script).
 func (m *scriptModel) next(seq []int32) int32 {
 	if len(m.script) == 0 {
 		return m.filler
 	}
-	for j := min(len(seq), len(m.script)-1); j > 0; j-- {
-		if equalInt32(seq[len(seq)-j:], m.script[:j]) {
-			return m.script[j]
-		}
-	}
-	return m.script[0]
-}
-
-func equalInt32(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return scripted.Next(seq, m.script)
 }
 
 // sseTestdata finds ../shared/testdata beside the repository root.
