@@ -83,6 +83,25 @@ func (p *testPKI) serverTLS(mutual bool) *tls.Config {
 	return c
 }
 
+// serveFake serves a fake model with cfg (setup runs before Listen) until
+// the test ends; unlike startServer it dials nothing, so cfg may use TLS.
+func serveFake(t *testing.T, cfg Config, setup func(*Server)) *Server {
+	t.Helper()
+	s, err := New(cfg, Model{Backend: newFake(t, "m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(s)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(context.Background()) }()
+	t.Cleanup(func() { _ = s.Shutdown(time.Second) })
+	return s
+}
+
 // TestTLS is issue 17 point 1 (TLS): both listeners speak TLS, HTTP/2 by
 // ALPN, checked with grpc-go, net/http and grpcurl -cacert; plaintext is
 // refused (before the fix there was no TLS at all).
@@ -90,15 +109,7 @@ func TestTLS(t *testing.T) {
 	pki := newTestPKI(t)
 	cfg := testConfig()
 	cfg.TLS = pki.serverTLS(false)
-	s, err := New(cfg, Model{Backend: newFake(t, "m")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.Serve(context.Background()) }()
-	t.Cleanup(func() { _ = s.Shutdown(time.Second) })
+	s := serveFake(t, cfg, nil)
 
 	creds := credentials.NewTLS(&tls.Config{RootCAs: pki.pool})
 	conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(creds))
@@ -137,15 +148,7 @@ func TestMutualTLS(t *testing.T) {
 	pki := newTestPKI(t)
 	cfg := testConfig()
 	cfg.TLS = pki.serverTLS(true)
-	s, err := New(cfg, Model{Backend: newFake(t, "m")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.Serve(context.Background()) }()
-	t.Cleanup(func() { _ = s.Shutdown(time.Second) })
+	s := serveFake(t, cfg, nil)
 	call := func(certs []tls.Certificate) error {
 		creds := credentials.NewTLS(&tls.Config{RootCAs: pki.pool, Certificates: certs})
 		conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(creds))
@@ -211,18 +214,11 @@ func TestProtectedMode(t *testing.T) {
 func TestHTTPSlowBody(t *testing.T) {
 	cfg := testConfig()
 	cfg.HTTPReadTimeout = 300 * time.Millisecond
-	s, err := New(cfg, Model{Backend: newFake(t, "m")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = s.HandleHTTP("POST /echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-	}))
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.Serve(context.Background()) }()
-	t.Cleanup(func() { _ = s.Shutdown(time.Second) })
+	s := serveFake(t, cfg, func(s *Server) {
+		_ = s.HandleHTTP("POST /echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+		}))
+	})
 	c, err := net.Dial("tcp", s.HTTPAddr())
 	if err != nil {
 		t.Fatal(err)
@@ -253,15 +249,7 @@ func TestHTTPSlowBody(t *testing.T) {
 func TestHTTPMaxConns(t *testing.T) {
 	cfg := testConfig()
 	cfg.HTTPMaxConns = 2
-	s, err := New(cfg, Model{Backend: newFake(t, "m")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.Serve(context.Background()) }()
-	t.Cleanup(func() { _ = s.Shutdown(time.Second) })
+	s := serveFake(t, cfg, nil)
 	get := func(c net.Conn, wait time.Duration) error {
 		_ = c.SetDeadline(time.Now().Add(wait))
 		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
