@@ -63,9 +63,20 @@ type Config struct {
 // DefaultKVMemory is the KV budget when Config.KVMemory is 0.
 const DefaultKVMemory = 1 << 30
 
+// WithDefaults returns c with every zero field set to its documented
+// default: the configuration New runs with (callers that size things for
+// the engine, such as a device KV pool, read it instead of re-deriving it).
+func (c Config) WithDefaults() Config {
+	c.fill()
+	return c
+}
+
 func (c *Config) fill() {
 	if c.PageSize == 0 {
 		c.PageSize = kvcache.DefaultPageSize
+	}
+	if c.MaxBatchedTokens == 0 {
+		c.MaxBatchedTokens = scheduler.DefaultMaxBatchedTokens
 	}
 	if c.KVMemory == 0 {
 		c.KVMemory = DefaultKVMemory

@@ -16,7 +16,6 @@ import (
 	"oengine/model/gpu"
 	"oengine/model/llama"
 	"oengine/model/tokenizer"
-	"oengine/scheduler"
 )
 
 // Options configure Load.
@@ -118,27 +117,18 @@ func (m *Model) loadModel(f *gguf.File, o Options, cfg *engine.Config) (engine.M
 	}
 	// One device step holds a whole scheduler step up to 2048 tokens
 	// (activation and logits buffers scale with it); larger steps split.
-	step := cfg.MaxBatchedTokens
-	if step <= 0 {
-		step = scheduler.DefaultMaxBatchedTokens
-	}
-	if m.GPU, err = gpu.Load(m.Device.CUDA, f, gpu.Options{MaxTokens: min(step, 2048)}); err != nil {
+	def := cfg.WithDefaults()
+	if m.GPU, err = gpu.Load(m.Device.CUDA, f, gpu.Options{MaxTokens: min(def.MaxBatchedTokens, 2048)}); err != nil {
 		return nil, fmt.Errorf("loader: %s: %w", m.Device.Info, err)
 	}
-	pageSize := cfg.PageSize
-	if pageSize == 0 {
-		pageSize = kvcache.DefaultPageSize
-	}
+	pageSize := def.PageSize
 	switch {
 	case cfg.KVPages > 0:
 		err = m.GPU.CheckKVMemory(int64(cfg.KVPages)*m.GPU.Config().KVBytesPerPage(pageSize), pageSize)
 	case o.KVMemoryAuto:
 		cfg.KVMemory, err = m.GPU.KVMemoryAuto(pageSize)
 	default:
-		if cfg.KVMemory == 0 {
-			cfg.KVMemory = engine.DefaultKVMemory
-		}
-		err = m.GPU.CheckKVMemory(cfg.KVMemory, pageSize)
+		err = m.GPU.CheckKVMemory(def.KVMemory, pageSize)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loader: %w", err)
