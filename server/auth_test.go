@@ -202,6 +202,9 @@ func TestSessionOwnership(t *testing.T) {
 	if got := h.get(alice, "bob-chat"); len(got.GetTokenIds()) == 0 || got.GetRef().GetSessionId() != "bob-chat" {
 		t.Fatalf("alice's session after bob opened his: %v", got)
 	}
+	// A refused open releases its place in the quota (one release path).
+	_, err = h.sess.OpenGenerationSession(alice, &pb.OpenGenerationSessionRequest{SessionId: "bob-chat", Model: extModel})
+	wantStatus(t, err, codes.AlreadyExists, "DUPLICATE_SESSION")
 	// A minted id is the client's form, without the principal.
 	minted := h.open(alice, "", "x")
 	if id := minted.GetRef().GetSessionId(); !strings.HasPrefix(id, "gs-") || strings.Contains(id, "alice") {
@@ -218,4 +221,10 @@ func TestSessionOwnership(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.open(alice, "again", "")
+	x := h.s.extension()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.opening) != 0 {
+		t.Fatalf("opens still counted in flight: %v", x.opening)
+	}
 }
