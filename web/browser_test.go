@@ -465,12 +465,14 @@ func TestConsoleRetryOverloaded(t *testing.T) {
 	b.click("#send-btn")
 	b.wait("the completed turn", `document.querySelector('.think[data-state="complete"]') && !document.getElementById('send-btn').hidden`)
 
-	// Fill the engine: one translation runs, one waits.
+	// Fill the engine: one translation runs, one waits. The second is sent
+	// only once the first runs: sent together, the second can find the
+	// first still in the one waiting place and be refused itself.
 	c.model.setDelay(100 * time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
-	for range 2 {
+	translate := func() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -483,6 +485,9 @@ func TestConsoleRetryOverloaded(t *testing.T) {
 			}
 		}()
 	}
+	translate()
+	eventually(t, "one running", func() bool { return c.e.Load().Running == 1 })
+	translate()
 	eventually(t, "one running and one waiting", func() bool { l := c.e.Load(); return l.Running == 1 && l.Waiting == 1 })
 	overloaded := c.sseCount("overloaded")
 	b.hover(".think")
