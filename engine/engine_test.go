@@ -762,7 +762,9 @@ func TestRequestPrefix(t *testing.T) {
 		if _, err := e.Submit(ctx, r); err == nil || !r.Prefix.Released() {
 			t.Fatalf("cancelled before admission: %v, released %v", err, r.Prefix.Released())
 		}
-		st, err := e.Submit(context.Background(), Request{TokenIDs: kept, MaxTokens: 50, Prefix: pinned(11)})
+		// EOS is ignored and the budget is long, so the request cannot end
+		// on its own before the cancel below (it once sampled EOS first).
+		st, err := e.Submit(context.Background(), Request{TokenIDs: kept, MaxTokens: 400, Prefix: pinned(11), Stop: StopParams{IgnoreEOS: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
