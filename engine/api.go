@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"oengine/grammar"
 	"oengine/kvcache"
 	"oengine/sampling"
 )
@@ -28,6 +29,12 @@ type Request struct {
 
 	Sampling sampling.Options // nil fields take the defaults of docs/design.md §2
 	Stop     StopParams
+	// Constraint, when set, restricts every output to the strings it
+	// accepts (structured outputs, docs/api.md "Structured outputs"): each
+	// step's logits are masked to the tokens its Guide allows, and an
+	// output whose guide is Done finishes with FinishStop/StopGrammar. Its
+	// vocabulary must be the model's.
+	Constraint grammar.Constraint
 	// Logprobs of output tokens: nil = none; Mode CandidatesNone = the chosen
 	// token's logprob only; otherwise with top-n / listed ids / all candidates.
 	Logprobs *sampling.Candidates
@@ -170,9 +177,10 @@ const (
 	StopString             // one of StopParams.Strings
 	StopMaxTokens          // FinishLength: max_tokens reached
 	StopContext            // FinishLength: the context (or pool) limit reached
+	StopGrammar            // the constraint's output is complete and cannot be extended
 )
 
-var stopKindNames = [...]string{"none", "eos", "token_id", "string", "max_tokens", "context"}
+var stopKindNames = [...]string{"none", "eos", "token_id", "string", "max_tokens", "context", "grammar"}
 
 func (k StopKind) String() string {
 	if k >= 0 && int(k) < len(stopKindNames) {

@@ -120,6 +120,9 @@ func (e *Engine) initOutput(o *output) {
 	o.sampler = sampling.New(o.req.params, o.index)
 	o.dec = e.tok.NewDecoder()
 	o.match, _ = stopstr.New(r.Stop.Strings, r.Stop.IncludeStopInOutput) // validated in prepare
+	if r.Constraint != nil {
+		o.guide = r.Constraint.Start()
+	}
 }
 
 // applyInput appends streamed input or closes it.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"oengine/grammar"
 	"oengine/sampling"
 	"oengine/scheduler"
 )
@@ -154,19 +155,49 @@ func (e *Engine) sampleOne(o *output, row []float32, now time.Time) {
 	r := &req.r
 	gen := len(o.tokens)
 	dist := row
+	if o.guide != nil {
+		dist = e.lp.masked[:0]
+		if !applyMask(&dist, row, o.guide.Mask()) {
+			e.endRequest(req, newError(CodeInternal, "grammar: no token of the vocabulary can continue the constrained output"))
+			return
+		}
+		e.lp.masked = dist
+	}
 	if gen < r.MinTokens && (len(r.Stop.TokenIDs) > 0 || (!r.Stop.IgnoreEOS && len(e.eog) > 0)) {
-		e.lp.masked = append(e.lp.masked[:0], row...)
-		dist = e.lp.masked
+		if o.guide == nil {
+			e.lp.masked = append(e.lp.masked[:0], row...)
+			dist = e.lp.masked
+		}
+		// With a constraint, a stop token it requires (the output is
+		// complete) stays allowed: the constraint ends the output.
+		var saved [8]float32
+		var held []float32
+		banned := r.Stop.TokenIDs
 		if !r.Stop.IgnoreEOS {
-			for _, id := range e.eog {
-				dist[id] = float32(math.Inf(-1))
+			banned = append(slices.Clip(e.eog), r.Stop.TokenIDs...)
+		}
+		if o.guide != nil {
+			held = saved[:0]
+			for _, id := range banned {
+				held = append(held, dist[id])
 			}
 		}
-		for _, id := range r.Stop.TokenIDs {
+		for _, id := range banned {
 			dist[id] = float32(math.Inf(-1))
+		}
+		if held != nil && !anyFinite(dist) {
+			for i, id := range banned {
+				dist[id] = held[i]
+			}
 		}
 	}
 	tok := o.sampler.Sample(dist, sampling.History{Prompt: req.prompt, Output: o.tokens})
+	if o.guide != nil {
+		if err := o.guide.Advance(tok); err != nil {
+			e.endRequest(req, wrapError(CodeInternal, err, "constrained sampling"))
+			return
+		}
+	}
 	var lp *sampling.Logprobs
 	if r.Logprobs != nil {
 		lp = &sampling.Logprobs{}
@@ -221,6 +252,10 @@ func (e *Engine) stopCheck(o *output, tok int32, gen int) (string, *Finish) {
 		return e.flushText(o), &Finish{Reason: FinishStop, Kind: StopEOS, TokenID: tok}
 	case canStop && slices.Contains(r.Stop.TokenIDs, tok):
 		return e.flushText(o), &Finish{Reason: FinishStop, Kind: StopTokenID, TokenID: tok}
+	case o.guide != nil && o.guide.Done() && e.tok.IsEOG(tok):
+		// The constraint allowed an end token (the output was complete):
+		// it ends the output even under ignore_eos or min_tokens.
+		return e.flushText(o), &Finish{Reason: FinishStop, Kind: StopEOS, TokenID: tok}
 	}
 	piece := o.dec.Push(tok)
 	var text string
@@ -235,6 +270,8 @@ func (e *Engine) stopCheck(o *output, tok int32, gen int) (string, *Finish) {
 		text = o.match.PushNoStop(piece)
 	}
 	switch {
+	case o.guide != nil && o.guide.Done():
+		return text + e.flushText(o), &Finish{Reason: FinishStop, Kind: StopGrammar}
 	case gen >= req.maxTokens():
 		return text + e.flushText(o), &Finish{Reason: FinishLength, Kind: StopMaxTokens}
 	case o.seq.Known() >= req.limit:
@@ -255,4 +292,49 @@ func (e *Engine) flushText(o *output) string {
 		text = t
 	}
 	return text + o.match.Flush()
+}
+
+// applyMask writes row into *dst (reusing its capacity) with every token
+// the mask forbids set to -Inf, and reports whether any token is allowed.
+// Whole zero words of the mask are filled without testing bits.
+func applyMask(dst *[]float32, row []float32, m grammar.Mask) bool {
+	d := slices.Grow((*dst)[:0], len(row))[:len(row)]
+	*dst = d
+	inf := float32(math.Inf(-1))
+	any := false
+	for w := 0; w*64 < len(row); w++ {
+		lo, hi := w*64, min(w*64+64, len(row))
+		var bits uint64
+		if w < len(m) {
+			bits = m[w]
+		}
+		switch bits {
+		case 0:
+			for i := lo; i < hi; i++ {
+				d[i] = inf
+			}
+		case ^uint64(0):
+			copy(d[lo:hi], row[lo:hi])
+			any = true
+		default:
+			any = true
+			for i := lo; i < hi; i++ {
+				if bits&(1<<uint(i-lo)) != 0 {
+					d[i] = row[i]
+				} else {
+					d[i] = inf
+				}
+			}
+		}
+	}
+	return any
+}
+
+func anyFinite(d []float32) bool {
+	for _, v := range d {
+		if !math.IsInf(float64(v), -1) {
+			return true
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"oengine/grammar"
 	"oengine/kvcache"
 	"oengine/model/tokenizer"
 	"oengine/sampling"
@@ -52,7 +53,8 @@ type output struct {
 	sampler  *sampling.Sampler
 	dec      Decoder
 	match    *stopstr.Matcher
-	tokens   []int32 // generated
+	guide    grammar.Guide // nil unless the request has a Constraint
+	tokens   []int32       // generated
 	finished bool
 	finish   Finish
 	lastTok  time.Time
@@ -140,6 +142,8 @@ func (e *Engine) prepare(r Request) (*request, error) {
 		return nil, invalid("retaining a turn needs n = 1")
 	case r.OpenInput && r.PromptLogprobs != nil:
 		return nil, newError(CodeUnsupportedFeature, "prompt logprobs with streamed input are not supported")
+	case r.Constraint != nil && r.Constraint.VocabSize() != e.info.Vocab:
+		return nil, invalid("the constraint was compiled for a vocabulary of %d tokens, the model has %d", r.Constraint.VocabSize(), e.info.Vocab)
 	}
 	params, err := r.Sampling.Resolve(e.cfg.DefaultTemperature)
 	if err != nil {
