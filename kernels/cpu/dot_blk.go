@@ -12,8 +12,8 @@ import (
 // each pair, so a result is bitwise the same whichever kernel computed it
 // and whatever else was in the batch (batch invariance):
 //
-//	packed  8 rows (packed into a panel, packPanel) × 1 or 4 tokens: prefill tiles of ≥ packMin tokens
-//	gemm    1 row × a group of 8 tokens: tiles of 4..15 tokens
+//	packed  8 rows (packed into a panel, packPanel) × 1 or 4 tokens: tiles of ≥ packMin tokens
+//	gemm    1 row × a group of 8 tokens: rows of a tile of ≥ 4 tokens left over from whole panels
 //	gemv8   groups of 8 rows × 1 token, one row per lane, prefetching: decode (dot_gemv*)
 //	dot1    1 row × 1 token: the rows of a decode tile left over from groups of 8
 //	gemv    8 rows × 1 token (tests and benchmarks; gemv8's inner step)
@@ -109,8 +109,14 @@ func blkDotRef(q4 bool, row []byte, qs []int8, d []float32) float32 {
 }
 
 // packMin is the token count from which a tile packs its weights into
-// panels (packing 8 rows costs about as much as a few tokens of work).
-const packMin = 16
+// panels. With the AVX2 packers (dot_blk_pack_amd64.s) packing 8 rows
+// costs less than computing them against one token, and the packed
+// four-token kernel beats both the one-row × 8-token kernel and the
+// per-token decode kernel from 4 tokens on (BenchmarkMatMulBatch, 2
+// threads, Q4_0 and Q8_0 5632×2048: at n = 4 about half the CPU time per
+// token of the 8-token kernel); below 4 the decode kernels win. A
+// variable so benchmarks can sweep it; every path gives the same bits.
+var packMin = 4
 
 // tileBlk computes rows [r0, r1) of op for tokens [t0, t1) with the
 // blocked kernels; worker indexes the per-worker panel scratch. t0 is a
@@ -177,8 +183,12 @@ func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
 // unsigned 0..15, Q8_0 signed) then the 8 rows' scales as float32.
 const panelBlock = 8*32 + 8*4
 
-// packPanel packs 8 rows of bk's type into panel ([nb][panelBlock]).
+// packPanel packs 8 rows of bk's type into panel ([nb][panelBlock]): in
+// assembly where it exists (packPanelSIMD), else with the Go twins below.
 func packPanel(bk *blkKernel, panel, rows []byte, rb, nb int) {
+	if packPanelSIMD(bk, panel, rows, rb, nb) {
+		return
+	}
 	if bk.q4 {
 		packQ4_0Panel(panel, rows, rb, nb)
 	} else {

@@ -42,3 +42,6 @@ func blkDotRows(bk *blkKernel, rows []byte, rb int, qs []int8, d []float32, s8 [
 
 // decodeRows: no many-row decode kernels on this architecture.
 func decodeRows(t ggml.Type, rows []byte, rb int, v actView, out []float32) bool { return false }
+
+// packPanelSIMD: no SIMD panel packing on this architecture.
+func packPanelSIMD(bk *blkKernel, panel, rows []byte, rb, nb int) bool { return false }
