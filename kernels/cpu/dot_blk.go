@@ -141,7 +141,10 @@ func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
 		nb := w.Cols / qk
 		panel := growBytes(&s.panels[worker], nb*panelBlock)
 		for ; r0+8 <= r1; r0 += 8 {
-			packPanel(bk, panel, w.Data[r0*rb:(r0+8)*rb], rb, nb)
+			// The next 8 rows (this tile's or, usually, this worker's next
+			// tile's) stream in while these compute.
+			next := w.Data[min((r0+8)*rb, len(w.Data)):min((r0+16)*rb, len(w.Data))]
+			packPanel(bk, panel, w.Data[r0*rb:(r0+8)*rb], next, rb, nb)
 			t := t0
 			for ; t+4 <= t1; t += 4 {
 				if !blkGemmPacked4(bk, panel, a, t, w.Cols, &out4) {
@@ -184,9 +187,10 @@ func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
 const panelBlock = 8*32 + 8*4
 
 // packPanel packs 8 rows of bk's type into panel ([nb][panelBlock]): in
-// assembly where it exists (packPanelSIMD), else with the Go twins below.
-func packPanel(bk *blkKernel, panel, rows []byte, rb, nb int) {
-	if packPanelSIMD(bk, panel, rows, rb, nb) {
+// assembly where it exists (packPanelSIMD, which also prefetches next, the
+// rows to be packed after these), else with the Go twins below.
+func packPanel(bk *blkKernel, panel, rows, next []byte, rb, nb int) {
+	if packPanelSIMD(bk, panel, rows, next, rb, nb) {
 		return
 	}
 	if bk.q4 {

@@ -179,7 +179,7 @@ func BenchmarkBlkZ(b *testing.B) {
 		}
 		nb := cols / qk
 		panel := make([]byte, nb*panelBlock)
-		packPanel(bk, panel, w.Data, w.rowBytes(), nb)
+		packPanel(bk, panel, w.Data, nil, w.rowBytes(), nb)
 		panelZ := make([]byte, nb*panelBlockZ)
 		packPanelZ(bk, panelZ, w.Data, w.rowBytes(), nb)
 		b.Run(typ.String()+"/avx2-p4", func(b *testing.B) {
@@ -198,7 +198,7 @@ func BenchmarkBlkZ(b *testing.B) {
 			b.ReportMetric(2*16*cols/best, "GOP/s-best")
 		})
 		b.Run(typ.String()+"/pack8", func(b *testing.B) {
-			best := bestOf(b, func() { packPanel(bk, panel, w.Data, w.rowBytes(), nb) })
+			best := bestOf(b, func() { packPanel(bk, panel, w.Data, nil, w.rowBytes(), nb) })
 			b.ReportMetric(float64(len(w.Data)/2)/best, "GB/s-best")
 		})
 		b.Run(typ.String()+"/pack16", func(b *testing.B) {

@@ -7,15 +7,16 @@ package cpu
 // prefill's cost per token.
 
 //go:noescape
-func packQ4_0PanelAVX2(panel, rows *byte, rb, nb int, tab *float32)
+func packQ4_0PanelAVX2(panel, rows, next *byte, rb, nb int, tab *float32)
 
 //go:noescape
-func packQ8_0PanelAVX2(panel, rows *byte, rb, nb int, tab *float32)
+func packQ8_0PanelAVX2(panel, rows, next *byte, rb, nb int, tab *float32)
 
 // packPanelSIMD packs 8 rows of bk's type into panel as packPanel does and
 // reports true, or reports false (writing nothing) where the blocked
-// kernels do not run.
-func packPanelSIMD(bk *blkKernel, panel, rows []byte, rb, nb int) bool {
+// kernels do not run. It prefetches next (the rows packed after these;
+// empty: none) as it goes.
+func packPanelSIMD(bk *blkKernel, panel, rows, next []byte, rb, nb int) bool {
 	if !blkActive || nb <= 0 {
 		return false
 	}
@@ -26,10 +27,14 @@ func packPanelSIMD(bk *blkKernel, panel, rows []byte, rb, nb int) bool {
 	_ = rows[7*rb+nb*bb-1]
 	_ = panel[nb*panelBlock-1]
 	tab := f16Table()
+	pf := &rows[0] // nothing after: prefetch these rows again (no cost)
+	if len(next) > 0 {
+		pf = &next[0]
+	}
 	if bk.q4 {
-		packQ4_0PanelAVX2(&panel[0], &rows[0], rb, nb, &tab[0])
+		packQ4_0PanelAVX2(&panel[0], &rows[0], pf, rb, nb, &tab[0])
 	} else {
-		packQ8_0PanelAVX2(&panel[0], &rows[0], rb, nb, &tab[0])
+		packQ8_0PanelAVX2(&panel[0], &rows[0], pf, rb, nb, &tab[0])
 	}
 	return true
 }

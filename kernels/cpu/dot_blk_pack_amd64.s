@@ -5,7 +5,10 @@
 // packQ4_0Panel / packQ8_0Panel (the Go twins) write. Rows 0-3 go to the
 // low 128-bit lane and rows 4-7 to the high lane; an in-lane 4×4 dword
 // transpose then puts dword s of rows 0..7 in one register (step s). Scales
-// go through the F16 table (tab), as in the twins.
+// go through the F16 table (tab), as in the twins. Each block packed also
+// prefetches (to L2) 8 blocks' worth of bytes from next, usually the next 8
+// rows this worker packs (a prefetch never faults): the weights of a small
+// batch stream from memory while the current panel is computed.
 
 DATA packnib0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA packnib0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -42,13 +45,14 @@ GLOBL packnib0f<>(SB), RODATA|NOPTR, $32
 	MOVL    (R12)(AX*4), AX \
 	MOVL    AX, 284(DI)
 
-// func packQ4_0PanelAVX2(panel, rows *byte, rb, nb int, tab *float32)
-TEXT ·packQ4_0PanelAVX2(SB), NOSPLIT, $0-40
+// func packQ4_0PanelAVX2(panel, rows, next *byte, rb, nb int, tab *float32)
+TEXT ·packQ4_0PanelAVX2(SB), NOSPLIT, $0-48
 	MOVQ    panel+0(FP), DI
 	MOVQ    rows+8(FP), SI
-	MOVQ    rb+16(FP), R8
-	MOVQ    nb+24(FP), CX
-	MOVQ    tab+32(FP), R12
+	MOVQ    next+16(FP), R14
+	MOVQ    rb+24(FP), R8
+	MOVQ    nb+32(FP), CX
+	MOVQ    tab+40(FP), R12
 	LEAQ    (R8)(R8*2), R9
 	LEAQ    (SI)(R8*4), R11
 	VMOVDQU packnib0f<>(SB), Y15
@@ -94,6 +98,10 @@ q4loop:
 	VMOVDQU     Y2, 192(DI)
 	VMOVDQU     Y3, 224(DI)
 	PACKSCALES
+	PREFETCHT1  0(R14)
+	PREFETCHT1  64(R14)
+	PREFETCHT1  128(R14)
+	ADDQ        $144, R14
 	ADDQ        $18, SI
 	ADDQ        $18, R11
 	ADDQ        $288, DI
@@ -104,13 +112,14 @@ q4done:
 	VZEROUPPER
 	RET
 
-// func packQ8_0PanelAVX2(panel, rows *byte, rb, nb int, tab *float32)
-TEXT ·packQ8_0PanelAVX2(SB), NOSPLIT, $0-40
+// func packQ8_0PanelAVX2(panel, rows, next *byte, rb, nb int, tab *float32)
+TEXT ·packQ8_0PanelAVX2(SB), NOSPLIT, $0-48
 	MOVQ  panel+0(FP), DI
 	MOVQ  rows+8(FP), SI
-	MOVQ  rb+16(FP), R8
-	MOVQ  nb+24(FP), CX
-	MOVQ  tab+32(FP), R12
+	MOVQ  next+16(FP), R14
+	MOVQ  rb+24(FP), R8
+	MOVQ  nb+32(FP), CX
+	MOVQ  tab+40(FP), R12
 	LEAQ  (R8)(R8*2), R9
 	LEAQ  (SI)(R8*4), R11
 	TESTQ CX, CX
@@ -159,6 +168,12 @@ q8loop:
 	VMOVDQU     Y14, 192(DI)
 	VMOVDQU     Y15, 224(DI)
 	PACKSCALES
+	PREFETCHT1  0(R14)
+	PREFETCHT1  64(R14)
+	PREFETCHT1  128(R14)
+	PREFETCHT1  192(R14)
+	PREFETCHT1  256(R14)
+	ADDQ        $272, R14
 	ADDQ        $34, SI
 	ADDQ        $34, R11
 	ADDQ        $288, DI

@@ -41,7 +41,7 @@ func TestBlkKernels(t *testing.T) {
 				}
 				if blkPacked {
 					panel := make([]byte, nb*panelBlock)
-					packPanel(bk, panel, w.Data, rb, nb)
+					packPanel(bk, panel, w.Data, nil, rb, nb)
 					for i := 0; i+4 <= sh.n; i++ {
 						var out4 [32]float32
 						if !blkGemmPacked4(bk, panel, &a, i, sh.cols, &out4) {
@@ -193,7 +193,7 @@ func BenchmarkBlkPacked(b *testing.B) {
 		a.quantizeToken(actQ8_0, 0, cols, x)
 		nb := cols / qk
 		panel := make([]byte, nb*panelBlock)
-		packPanel(bk, panel, w.Data, w.rowBytes(), nb)
+		packPanel(bk, panel, w.Data, nil, w.rowBytes(), nb)
 		var out [8]float32
 		b.Run(typ.String()+"/gemm", func(b *testing.B) {
 			b.SetBytes(int64(len(w.Data)))
@@ -217,7 +217,7 @@ func BenchmarkBlkPacked(b *testing.B) {
 		})
 		b.Run(typ.String()+"/pack", func(b *testing.B) {
 			b.SetBytes(int64(len(w.Data)))
-			best := bestOf(b, func() { packPanel(bk, panel, w.Data, w.rowBytes(), nb) })
+			best := bestOf(b, func() { packPanel(bk, panel, w.Data, nil, w.rowBytes(), nb) })
 			b.ReportMetric(float64(len(w.Data))/best, "GB/s-best")
 		})
 	}

@@ -44,4 +44,4 @@ func blkDotRows(bk *blkKernel, rows []byte, rb int, qs []int8, d []float32, s8 [
 func decodeRows(t ggml.Type, rows []byte, rb int, v actView, out []float32) bool { return false }
 
 // packPanelSIMD: no SIMD panel packing on this architecture.
-func packPanelSIMD(bk *blkKernel, panel, rows []byte, rb, nb int) bool { return false }
+func packPanelSIMD(bk *blkKernel, panel, rows, next []byte, rb, nb int) bool { return false }
