@@ -44,7 +44,7 @@ func TestPackPanelSIMD(t *testing.T) {
 					packQ8_0Panel(want, rows, rb, c.nb)
 				}
 				got := make([]byte, len(want)+64) // spare bytes must stay untouched
-				next := data[(r0+8)*rb:] // prefetched only: no effect on the bytes
+				next := data[(r0+8)*rb:]          // prefetched only: no effect on the bytes
 				if !packPanelSIMD(bk, got, rows, next, rb, c.nb) {
 					t.Fatal("packPanelSIMD declined with the blocked kernels active")
 				}
