@@ -1,5 +1,7 @@
 package cpu
 
+import "unsafe"
+
 // Paged attention.
 //
 // K and V of one layer live in pages of PageSize token rows; each row holds
@@ -50,8 +52,17 @@ func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, sca
 	// positions ([nb][d]), widened from F16 or copied; each block is one
 	// assembly call that computes exactly what per-position calls would.
 	blk := scratch[n*g : n*g+attnBlock*d]
+	// Each block prefetches the next one's rows: the K/V of a decode batch
+	// come from memory, and a block's arithmetic hides most of the wait
+	// (BenchmarkDecodeBatch .../attn in model/llama).
+	k.prefetchRows(table, 0, min(attnBlock, n), off, d)
 	for p0 := 0; p0 < n; p0 += attnBlock {
 		nb := min(attnBlock, n-p0)
+		if next := p0 + attnBlock; next < n {
+			k.prefetchRows(table, next, min(attnBlock, n-next), off, d)
+		} else {
+			v.prefetchRows(table, 0, min(attnBlock, n), off, d)
+		}
 		k.loadRows(blk, table, p0, nb, off, d)
 		attnDotsBlock(scores[p0*g:(p0+nb)*g], q, blk[:nb*d], nb, g, d)
 	}
@@ -72,6 +83,9 @@ func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, sca
 	// out accumulates position by position, as nb attnAxpy calls would.
 	for p0 := 0; p0 < n; p0 += attnBlock {
 		nb := min(attnBlock, n-p0)
+		if next := p0 + attnBlock; next < n {
+			v.prefetchRows(table, next, min(attnBlock, n-next), off, d)
+		}
 		v.loadRows(blk, table, p0, nb, off, d)
 		attnAxpyBlock(out, blk[:nb*d], scores[p0*g:(p0+nb)*g], nb, g, d)
 	}
@@ -107,6 +121,21 @@ func (kv KVRows) loadRows(dst []float32, table []int32, p0, nb, off, d int) {
 			}
 		} else {
 			attnCvtRows(dst[j*d:(j+run)*d], kv.F16[i:], kv.Stride, run, d)
+		}
+		j += run
+	}
+}
+
+// prefetchRows prefetches what loadRows(_, table, p0, nb, off, d) reads.
+func (kv KVRows) prefetchRows(table []int32, p0, nb, off, d int) {
+	for j := 0; j < nb; {
+		p := p0 + j
+		run := min(nb-j, kv.PageSize-p%kv.PageSize) // rows left in p's page
+		i := kv.index(table, p, off)
+		if kv.F32 != nil {
+			attnPrefetchRows(unsafe.Pointer(&kv.F32[i]), false, kv.Stride, run, d)
+		} else {
+			attnPrefetchRows(unsafe.Pointer(&kv.F16[i]), true, kv.Stride, run, d)
 		}
 		j += run
 	}

@@ -105,6 +105,22 @@ func attnDotsBlock(out, q, kb []float32, nb, g, d int) {
 	attnDotsBlockGo(out, q, kb, nb, g, d)
 }
 
+//go:noescape
+func attnPrefetchRowsAVX2(src *byte, sstride, nrows, bytes int)
+
+// attnPrefetchRows prefetches nrows rows of d values, sstride values apart
+// in src (F16 when f16, else float32).
+func attnPrefetchRows(src unsafe.Pointer, f16 bool, sstride, nrows, d int) {
+	if !attnAVX2 {
+		return
+	}
+	es := 4
+	if f16 {
+		es = 2
+	}
+	attnPrefetchRowsAVX2((*byte)(src), sstride*es, nrows, d*es)
+}
+
 // attnCvtRows widens nrows rows of d F16 values, sstride values apart in
 // src, into dst ([nrows][d]), as nrows attnCvt calls would.
 func attnCvtRows(dst []float32, src []uint16, sstride, nrows, d int) {

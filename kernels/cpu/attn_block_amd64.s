@@ -320,3 +320,32 @@ k4reduce:
 k4done:
 	VZEROUPPER
 	RET
+
+// func attnPrefetchRowsAVX2(src *byte, sstride, nrows, bytes int)
+// PREFETCHT0 of the lines covering bytes bytes at src + r·sstride (bytes
+// apart) for r < nrows: the K or V rows of the next block of positions. A
+// prefetch never faults and changes no value.
+TEXT ·attnPrefetchRowsAVX2(SB), NOSPLIT, $0-32
+	MOVQ  src+0(FP), SI
+	MOVQ  sstride+8(FP), R8
+	MOVQ  nrows+16(FP), CX
+	MOVQ  bytes+24(FP), DX
+	TESTQ CX, CX
+	JLE   pfdone
+	TESTQ DX, DX
+	JLE   pfdone
+
+pfrow:
+	XORQ AX, AX
+
+pfline:
+	PREFETCHT0 (SI)(AX*1)
+	ADDQ       $64, AX
+	CMPQ       AX, DX
+	JLT        pfline
+	ADDQ       R8, SI
+	DECQ       CX
+	JNZ        pfrow
+
+pfdone:
+	RET
