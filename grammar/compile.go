@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"unicode/utf8"
 )
 
 // Kind names a constraint kind of a Spec (docs/api.md, "Structured
@@ -27,6 +28,9 @@ type Spec struct {
 	Kind    Kind
 	Source  string
 	Choices []string
+	// Prefix and Suffix are literal text the output has before and after
+	// the constrained part (a tool call's markers); not for gbnf.
+	Prefix, Suffix string
 }
 
 // Limits guard compilation: a spec past them is refused with ErrTooLarge
@@ -38,7 +42,7 @@ type Limits struct {
 	// automaton builder's own hard bound is 1<<16.)
 	MaxStates int
 	// AnyDepth bounds the nesting of free JSON (json_object, any_json, `{}`
-	// in a schema); 0: 3.
+	// in a schema); 0: 2.
 	AnyDepth int
 }
 
@@ -50,7 +54,7 @@ func (l Limits) withDefaults() Limits {
 		l.MaxStates = 1 << 14
 	}
 	if l.AnyDepth <= 0 {
-		l.AnyDepth = 3
+		l.AnyDepth = 2
 	}
 	return l
 }
@@ -65,26 +69,25 @@ func Compile(s Spec, v *Vocab, lim Limits) (Constraint, error) {
 	if size > lim.MaxSourceBytes {
 		return nil, fmt.Errorf("%w: the %s constraint is %d bytes, at most %d", ErrTooLarge, s.Kind, size, lim.MaxSourceBytes)
 	}
-	var (
-		d   *DFA
-		err error
-	)
-	switch s.Kind {
-	case KindJSONSchema:
-		d, err = CompileSchema([]byte(s.Source), SchemaOptions{AnyDepth: lim.AnyDepth})
-	case KindJSONObject:
-		d, err = compileNode(objectJSON(lim.AnyDepth))
-	case KindAnyJSON:
-		d, err = CompileAnyJSON(lim.AnyDepth)
-	case KindRegex:
-		d, err = CompileRegex(s.Source)
-	case KindChoice:
-		d, err = CompileChoice(s.Choices)
-	case KindGBNF:
+	if s.Kind == KindGBNF {
+		if s.Prefix != "" || s.Suffix != "" {
+			return nil, fmt.Errorf("%w: a prefix or suffix around a GBNF grammar", ErrUnsupported)
+		}
 		return CompileGBNF(s.Source, v)
-	default:
-		return nil, fmt.Errorf("%w: constraint kind %q", ErrUnsupported, s.Kind)
 	}
+	n, err := specNode(s, lim)
+	if err != nil {
+		return nil, err
+	}
+	if s.Prefix != "" || s.Suffix != "" {
+		for _, t := range []string{s.Prefix, s.Suffix} {
+			if !utf8.ValidString(t) {
+				return nil, fmt.Errorf("%w: prefix or suffix is not UTF-8", ErrSyntax)
+			}
+		}
+		n = concat(literal(s.Prefix), n, literal(s.Suffix))
+	}
+	d, err := compileNode(n)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +95,38 @@ func Compile(s Spec, v *Vocab, lim Limits) (Constraint, error) {
 		return nil, fmt.Errorf("%w: the %s constraint needs %d automaton states, at most %d", ErrTooLarge, s.Kind, d.NumStates(), lim.MaxStates)
 	}
 	return NewIndex(d, v), nil
+}
+
+// specNode is the automaton node of a regular kind.
+func specNode(s Spec, lim Limits) (*node, error) {
+	switch s.Kind {
+	case KindJSONSchema:
+		root, err := decodeOrdered([]byte(s.Source))
+		if err != nil {
+			return nil, err
+		}
+		c := &schemaCompiler{root: root, opts: SchemaOptions{AnyDepth: lim.AnyDepth}}
+		return c.schema(root, "#")
+	case KindJSONObject:
+		return objectJSON(lim.AnyDepth), nil
+	case KindAnyJSON:
+		return anyJSON(lim.AnyDepth), nil
+	case KindRegex:
+		return parseRegex(s.Source)
+	case KindChoice:
+		if len(s.Choices) == 0 {
+			return nil, fmt.Errorf("%w: empty choice", ErrSyntax)
+		}
+		alts := make([]*node, len(s.Choices))
+		for i, c := range s.Choices {
+			if !utf8.ValidString(c) {
+				return nil, fmt.Errorf("%w: choice %d is not UTF-8", ErrSyntax, i)
+			}
+			alts[i] = literal(c)
+		}
+		return alt(alts...), nil
+	}
+	return nil, fmt.Errorf("%w: constraint kind %q", ErrUnsupported, s.Kind)
 }
 
 // objectJSON is any JSON object whose values nest at most depth-1 deeper.
@@ -114,6 +149,8 @@ func (s Spec) key() key {
 	}
 	field(string(s.Kind))
 	field(s.Source)
+	field(s.Prefix)
+	field(s.Suffix)
 	binary.LittleEndian.PutUint64(n[:], uint64(len(s.Choices)))
 	h.Write(n[:])
 	for _, c := range s.Choices {
