@@ -248,3 +248,31 @@ func TestGuidedSessionAndStream(t *testing.T) {
 		wantStatus(t, err, codes.InvalidArgument, "INVALID_ARGUMENT")
 	})
 }
+
+// TestToolParserName: ModelInfo.tool_call_parser is the parser the chat
+// template shows, or the configured one; an unknown name is refused.
+func TestToolParserName(t *testing.T) {
+	_, tok, _ := tinyEngine(t)
+	f := newFake(t, "m")
+	cases := []struct {
+		m    Model
+		want string
+	}{
+		{Model{Backend: f, Tokenizer: tok, ChatTemplate: `{{ "<tool_call>" }}`}, "hermes"},
+		{Model{Backend: f, Tokenizer: tok, ChatTemplate: `{{ "<tool_call>" }}`, ToolCallParser: "mistral"}, "mistral"},
+		{Model{Backend: f, Tokenizer: tok, ChatTemplate: `{{ messages }}`}, ""},
+		{Model{Backend: f, ChatTemplate: `{{ "<tool_call>" }}`}, ""}, // no tokenizer: no chat
+	}
+	for i, tc := range cases {
+		m, err := tc.m.normalize(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := toolParserName(m); got != tc.want {
+			t.Errorf("case %d: %q, want %q", i, got, tc.want)
+		}
+	}
+	if _, err := (Model{Backend: f, ToolCallParser: "nope"}).normalize(0); err == nil {
+		t.Fatal("unknown parser accepted")
+	}
+}
