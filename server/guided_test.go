@@ -94,6 +94,18 @@ func TestGuidedKinds(t *testing.T) {
 		}},
 		{"json_object", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_JsonObject{JsonObject: &pb.JsonObjectConstraint{}}}, nil},
 	}
+	if gbnfSupported() { // once the GBNF compiler is in
+		cases = append(cases, struct {
+			name  string
+			g     *pb.GuidedDecoding
+			check func(string) error
+		}{"ebnf_grammar", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_EbnfGrammar{EbnfGrammar: `root ::= ("red" | "green") " " [0-9] [0-9]?`}}, func(s string) error {
+			if !regexp.MustCompile(`^(red|green) [0-9][0-9]?$`).MatchString(s) {
+				return fmt.Errorf("not in the grammar")
+			}
+			return nil
+		}})
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			stops := 0
