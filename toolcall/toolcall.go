@@ -206,7 +206,7 @@ func (p *Parser) call(raw []byte) (Call, bool) {
 		args = json.RawMessage(s)
 	}
 	var check map[string]any
-	if json.Unmarshal(args, &check) != nil {
+	if json.Unmarshal(args, &check) != nil || check == nil {
 		return Call{}, false
 	}
 	var b bytes.Buffer

@@ -189,3 +189,32 @@ func walkOut(t *testing.T, c grammar.Constraint, r *rand.Rand) string {
 	}
 	return b.String()
 }
+
+// FuzzParse: no input panics a parser; every call has a name and
+// arguments that are a compact JSON object; SafePrefix stays in range.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"<tool_call>{\"name\":\"a\",\"arguments\":{}}</tool_call>",
+		`{"name":"a","parameters":{"x":1}};{"name":"b"}`,
+		`[TOOL_CALLS][{"name":"a","arguments":"{\"k\":[1]}"}]`,
+		"<tool_call><tool_call>", "[", "{", "",
+		`<tool_call>{"name":"a","arguments":"null"}</tool_call>`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, n := range Names() {
+			p := ByName(n)
+			_, calls := p.Parse(text)
+			for _, c := range calls {
+				var obj map[string]any
+				if c.Name == "" || json.Unmarshal([]byte(c.Arguments), &obj) != nil || obj == nil {
+					t.Fatalf("%s: call %+v from %q", n, c, text)
+				}
+			}
+			if k := p.SafePrefix(text); k < 0 || k > len(text) {
+				t.Fatalf("%s: SafePrefix %d of %d bytes", n, k, len(text))
+			}
+		}
+	})
+}
