@@ -114,9 +114,9 @@ func blkDotRef(q4 bool, row []byte, qs []int8, d []float32) float32 {
 // four-token kernel beats both the one-row × 8-token kernel and the
 // per-token decode kernel from 4 tokens on (BenchmarkMatMulBatch, 2
 // threads, Q4_0 and Q8_0 5632×2048: at n = 4 about half the CPU time per
-// token of the 8-token kernel); below 4 the decode kernels win. A
-// variable so benchmarks can sweep it; every path gives the same bits.
-var packMin = 4
+// token of the 8-token kernel); below 4 the decode kernels win. Every
+// path gives the same bits (TestMatMulBatchInvariance).
+const packMin = 4
 
 // tileBlk computes rows [r0, r1) of op for tokens [t0, t1) with the
 // blocked kernels; worker indexes the per-worker panel scratch. t0 is a
