@@ -53,6 +53,9 @@ type Config struct {
 	MaxPinnedPagesPerOwner int
 	KVEventWindow          int
 
+	// Speculation enables speculative decoding (spec.go).
+	Speculation Speculation
+
 	// CheckIntegrity runs the KV ledger check on every idle step and logs
 	// (debug).
 	CheckIntegrity bool

@@ -17,6 +17,8 @@ type fakeModel struct {
 	vocab, ctx int
 	eosAt      int           // from this position on, EOS (id 0) gets the top logit; 0 = never
 	gate       chan struct{} // when set, every Forward waits for a receive
+	echo       int           // > 0: the token echo positions back gets a bonus, so outputs repeat (n-gram drafts hit)
+	echoBonus  float32       // that bonus; 0: 5 (the hash logits span [0, 8))
 	forwarded  atomic.Int64  // tokens computed
 }
 
@@ -84,6 +86,13 @@ func (m *fakeModel) Forward(k KV, b *Batch, logits []float32) error {
 		row := logits[r*m.vocab : (r+1)*m.vocab]
 		for v := range row {
 			row[v] = float32(mix(h^uint64(v)*0x9E3779B97F4A7C15)>>40) / float32(1<<24) * 8
+		}
+		if q := pos + 1 - m.echo; m.echo > 0 && q >= 0 {
+			b := m.echoBonus
+			if b == 0 {
+				b = 5
+			}
+			row[kv.slots[pages[q/kv.ps]][q%kv.ps]>>32] += b
 		}
 		row[0] -= 6 // EOS is rare ...
 		if m.eosAt > 0 && pos >= m.eosAt {

@@ -16,6 +16,11 @@ type loopState struct {
 	logits []float32 // [rows][vocab]
 	masked []float32 // [vocab] scratch for min_tokens masking
 	timer  *time.Timer
+
+	// speculation scratch and counters (spec.go)
+	drafts, hist, acc []int32
+	specDrafted       int // draft tokens verified in the current step
+	specAccepted      int // of those, accepted
 }
 
 // loop is the step loop: take what other goroutines queued, plan, run,
@@ -48,6 +53,7 @@ func (e *Engine) loop() {
 		now := time.Now()
 		next := e.checkPaused(now)
 
+		e.propose()
 		plan := e.sched.Plan()
 		if plan.Empty() {
 			e.publish()
