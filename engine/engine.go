@@ -146,7 +146,8 @@ type Engine struct {
 	wakeCh chan struct{} // cap 1: something for the loop
 	done   chan struct{} // closed when the loop exits
 
-	lp loopState // owned by the loop goroutine
+	lp    loopState    // owned by the loop goroutine
+	draft *draftRunner // the draft model (Speculation.Draft), nil without
 }
 
 type finishedID struct {
@@ -203,8 +204,18 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	var draft *draftRunner
+	if cfg.Speculation.Draft != nil {
+		if draft, err = newDraftRunner(cfg.Speculation.Draft, info, pages, cfg.PageSize); err != nil {
+			cache.Close()
+			if c, ok := kv.(interface{ Close() }); ok {
+				c.Close()
+			}
+			return nil, err
+		}
+	}
 	sc := sched.Config()
-	e := &Engine{
+	e := &Engine{draft: draft,
 		cfg: cfg, model: m, kv: kv, tok: tok, cache: cache, sched: sched, info: info, log: cfg.Logger,
 		live: map[string]*request{}, finished: map[string]time.Time{},
 		wakeCh: make(chan struct{}, 1), done: make(chan struct{}),

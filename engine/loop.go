@@ -125,6 +125,7 @@ func (e *Engine) initOutput(o *output) {
 	r := o.req.r
 	o.sampler = sampling.New(o.req.params, o.index)
 	o.dec = e.tok.NewDecoder()
+	o.spec.dcomp = -1
 	o.match, _ = stopstr.New(r.Stop.Strings, r.Stop.IncludeStopInOutput) // validated in prepare
 	if r.Constraint != nil {
 		o.guide = r.Constraint.Start()
@@ -243,6 +244,9 @@ func (e *Engine) shutdown() {
 		e.endRequest(req, newError(CodeCancelled, "engine closed"))
 	}
 	e.cache.Close()
+	if e.draft != nil {
+		e.draft.close()
+	}
 	if c, ok := e.kv.(interface{ Close() }); ok {
 		c.Close() // device memory (model/gpu): nothing reads the store any more
 	}

@@ -26,18 +26,30 @@ type Speculation struct {
 	// Adaptive lowers an output's K after rejections and raises it (up to
 	// Tokens) after full acceptances.
 	Adaptive bool
+	// Draft, when set, is a draft model with the target's vocabulary
+	// (smaller, or the same weights at lower precision): it proposes the
+	// drafts, sampled with each request's own sampling options, and
+	// verification uses the rejection rule against its distribution. It
+	// gets a K/V store of the same pages as the target's (draft.go). It
+	// takes precedence over NGram.
+	Draft Model
+	// DraftName names the draft model in ModelInfo.
+	DraftName string
 }
 
 // DefaultSpecTokens is Speculation.Tokens when zero.
 const DefaultSpecTokens = 4
 
 // Enabled reports whether any drafter is configured.
-func (s Speculation) Enabled() bool { return s.NGram }
+func (s Speculation) Enabled() bool { return s.NGram || s.Draft != nil }
 
-// Mode names the drafter for ModelInfo and reports: "ngram", or "" when
-// speculation is off.
+// Mode names the drafter for ModelInfo and reports: "draft_model",
+// "ngram", or "" when speculation is off.
 func (s Speculation) Mode() string {
-	if s.NGram {
+	switch {
+	case s.Draft != nil:
+		return "draft_model"
+	case s.NGram:
 		return "ngram"
 	}
 	return ""
@@ -46,6 +58,12 @@ func (s Speculation) Mode() string {
 // specState is an output's speculation state (loop goroutine).
 type specState struct {
 	k int // current draft length (adaptive K)
+
+	// draft model (draft.go)
+	dsamp  *sampling.Sampler // draws the drafts with the request's options (its own stream)
+	dcomp  int               // positions whose draft K/V is in the pages; -1: not yet known
+	q      []sampling.Dist   // q[j]: the distribution draft j was drawn from (empty: a point mass)
+	qValid int               // entries of q drawn for the current step
 }
 
 // propose gives every output that is about to decode one token its draft
@@ -80,7 +98,21 @@ func (e *Engine) proposeOne(o *output) {
 	if k <= 0 {
 		return
 	}
-	drafts := ngramLookup(s.Tokens(), k, e.lp.drafts[:0])
+	var drafts []int32
+	if e.draft != nil {
+		// Placeholders, filled in by the draft model once the step is
+		// planned (runDraft); its positions must fit its context.
+		k = min(k, e.draft.ctx-s.Known()+1)
+		if k <= 0 {
+			return
+		}
+		if o.spec.dsamp == nil {
+			o.spec.dsamp = sampling.New(req.params, -1-o.index)
+		}
+		drafts = append(e.lp.drafts[:0], make([]int32, k)...)
+	} else {
+		drafts = ngramLookup(s.Tokens(), k, e.lp.drafts[:0])
+	}
 	e.lp.drafts = drafts
 	if len(drafts) == 0 {
 		return
@@ -141,7 +173,11 @@ func (e *Engine) verifyStep(o *output, it *scheduler.Item, rows []float32) {
 		var tok int32
 		accepted := false
 		if j < K {
-			tok, accepted = o.sampler.Verify(dist, h, drafts[j], sampling.Dist{})
+			var q sampling.Dist
+			if j < o.spec.qValid {
+				q = o.spec.q[j]
+			}
+			tok, accepted = o.sampler.Verify(dist, h, drafts[j], q)
 		} else {
 			tok = o.sampler.Sample(dist, h)
 		}
@@ -152,6 +188,7 @@ func (e *Engine) verifyStep(o *output, it *scheduler.Item, rows []float32) {
 		}
 	}
 	e.lp.hist, e.lp.acc = hist, acc
+	o.spec.qValid = 0
 	matched := len(acc) - 1
 	e.specAdapt(o, K, matched)
 	e.lp.specDrafted += K
@@ -176,6 +213,7 @@ func (e *Engine) verifyStep(o *output, it *scheduler.Item, rows []float32) {
 	// computed by the next step).
 	e.sched.Accept(o.seq, emitted-1)
 	_ = e.sched.Append(o.seq, acc[emitted-1])
+	o.spec.dcomp = min(o.spec.dcomp, o.seq.Computed())
 	if fin != nil {
 		e.finishOutput(o)
 	}

@@ -17,6 +17,12 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	t0 := time.Now()
 	for _, c := range plan.Copies {
 		e.kv.CopyPage(c.Dst, c.Src)
+		if e.draft != nil {
+			e.draft.kv.CopyPage(c.Dst, c.Src)
+		}
+	}
+	if e.draft != nil {
+		e.runDraft(plan)
 	}
 	b := &e.lp.batch
 	b.Tokens, b.Pos, b.Seq, b.Seqs, b.Logits = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Seqs[:0], b.Logits[:0]
@@ -143,6 +149,7 @@ func (e *Engine) sampleStep(o *output, row []float32) {
 			}
 			c.seq = seq
 			e.initOutput(c)
+			c.spec.dcomp = o.spec.dcomp // the pages are shared
 			req.outputs = append(req.outputs, c)
 			if req.paused {
 				e.sched.SetPaused(seq, true)
