@@ -8,7 +8,7 @@ import (
 	"oengine/scheduler"
 )
 
-// Speculation configures speculative decoding (docs/design.md
+// Speculation configures speculative decoding (docs/api.md
 // "Speculative decoding"): each step, an output that is decoding proposes
 // up to Tokens draft tokens; the target model computes its last token and
 // the drafts in one forward pass, and verification keeps the longest

@@ -246,7 +246,7 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // as Release (each becomes cached, free, or stays held by others), and
 // chain hashes of pages no longer full are forgotten. Speculative decoding
 // uses it to roll back the K/V slots of rejected draft tokens
-// (docs/design.md "Speculative decoding"). The kept last page may hold
+// (docs/api.md "Speculative decoding"). The kept last page may hold
 // stale slots past n; the next PrepareAppend overwrites them (copying the
 // page first when it is shared, indexed or pinned).
 func (c *Cache) Truncate(t *Table, n int) error {

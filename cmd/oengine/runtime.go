@@ -33,7 +33,7 @@ type engineFlags struct {
 	spec            *specFlags
 }
 
-// specFlags configure speculative decoding (docs/design.md "Speculative
+// specFlags configure speculative decoding (docs/api.md "Speculative
 // decoding").
 type specFlags struct {
 	ngram    *bool

@@ -193,7 +193,7 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 		fef := *ef
 		fef.model = fastModel
 		// The fast model does not speculate (and is not the draft: pass
-		// the same file to --draft-model for that, docs/design.md).
+		// the same file to --draft-model for that, docs/api.md).
 		fef.spec = nil
 		frt, err := openRuntime(&fef, "", cfg.Metrics.EngineHooks, stderr, logger)
 		if err != nil {
