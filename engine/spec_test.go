@@ -211,3 +211,32 @@ func TestNgramLookup(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecStopMidDraft: on a strongly repeating output (every draft
+// accepted), stop strings, stop ids, EOS-free max_tokens and min_tokens
+// that end the output in the middle of a step's accepted drafts give the
+// plain result exactly: the rest of the step's tokens is discarded.
+func TestSpecStopMidDraft(t *testing.T) {
+	m := func() *fakeModel { return &fakeModel{vocab: 64, ctx: 512, echo: 6, echoBonus: 20} }
+	prompt := "abcde abcde abcde"
+	reqs := []Request{
+		{Prompt: prompt, MaxTokens: 50, Sampling: greedy(), Stop: StopParams{Strings: []string{"e ab"}}},
+		{Prompt: prompt, MaxTokens: 50, MinTokens: 9, Sampling: greedy(), Stop: StopParams{Strings: []string{"cd"}}},
+		{Prompt: prompt, MaxTokens: 50, Sampling: greedy(), Stop: StopParams{TokenIDs: []int32{4}}},
+		{Prompt: prompt, MaxTokens: 50, MinTokens: 2, Sampling: greedy(), Stop: StopParams{TokenIDs: []int32{3}, IncludeStopInOutput: true}},
+		{Prompt: prompt, MaxTokens: 9, Sampling: greedy()},
+		{Prompt: prompt, MaxTokens: 13, Sampling: greedy(), Stop: StopParams{Strings: []string{"zzz"}}},
+	}
+	for i, r := range reqs {
+		want := run(t, newFakeEngine(t, Config{}, m()), r)
+		e := newFakeEngine(t, Config{Speculation: Speculation{NGram: true, Tokens: 6}}, m())
+		got := run(t, e, r)
+		sameResult(t, i, got, want)
+		if st := e.Stats(); st.SpecAcceptedTokens == 0 {
+			t.Fatalf("request %d: no draft accepted", i)
+		}
+		if want.finish[0].Kind == StopMaxTokens && i < 4 {
+			t.Fatalf("request %d did not stop early: %+v", i, want.finish[0])
+		}
+	}
+}
