@@ -226,6 +226,13 @@ type Limits struct {
 	// (Config); 0: unknown.
 	MaxPromptLogprobEntries int
 	MaxTokenCandidates      int
+	// Speculation is the drafter of speculative decoding ("ngram",
+	// "draft_model"; "": off), SpecTokens its most draft tokens per step,
+	// SpecAdaptive whether K adapts, DraftModel the draft model's name.
+	Speculation  string
+	SpecTokens   int
+	SpecAdaptive bool
+	DraftModel   string
 	// Device names where the model runs: "cpu", or the CUDA device
 	// ("cuda:0 NVIDIA H200 (sm_90, ...)") for a model on one.
 	Device string

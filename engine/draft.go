@@ -88,6 +88,9 @@ func (e *Engine) runDraft(plan *scheduler.Plan) {
 		if o.spec.dcomp < 0 || o.spec.dcomp > it.Start {
 			o.spec.dcomp = it.Start // trust pages reused from the cache or a session
 		}
+		if it.Draft == 0 && it.End-it.Start == 1 && !draftEager(o) {
+			continue // caught up when it next speculates
+		}
 		end := min(it.End-it.Draft, d.ctx)
 		if end <= o.spec.dcomp {
 			continue

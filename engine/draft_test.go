@@ -157,3 +157,23 @@ func TestSpecDraftModelVocabMismatch(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestSpecAdaptiveBackoff: with a draft model that is never right,
+// adaptive K drops to one draft and then backs off, so far fewer drafts
+// are verified than with a fixed K; the output is still plain decoding's.
+func TestSpecAdaptiveBackoff(t *testing.T) {
+	req := Request{Prompt: "some prompt words", MaxTokens: 120, Sampling: greedy(), Stop: StopParams{IgnoreEOS: true}}
+	want := run(t, newFakeEngine(t, Config{}, &fakeModel{vocab: 64, ctx: 512}), req)
+	drafted := map[bool]uint64{}
+	for _, adaptive := range []bool{false, true} {
+		e := newFakeEngine(t, Config{Speculation: Speculation{Draft: &fakeModel{vocab: 64, ctx: 512, salt: 3}, Tokens: 4, Adaptive: adaptive}},
+			&fakeModel{vocab: 64, ctx: 512})
+		got := run(t, e, req)
+		sameResult(t, 0, got, want)
+		drafted[adaptive] = e.Stats().SpecDraftTokens
+	}
+	t.Logf("drafted: fixed K %d, adaptive %d", drafted[false], drafted[true])
+	if drafted[false] < 300 || drafted[true] > 40 {
+		t.Fatalf("drafted: fixed K %d, adaptive %d", drafted[false], drafted[true])
+	}
+}

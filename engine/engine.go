@@ -230,6 +230,12 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 	if d, ok := m.(interface{ Device() string }); ok {
 		e.limits.Device = d.Device()
 	}
+	if sp := cfg.Speculation; sp.Enabled() {
+		e.limits.Speculation, e.limits.SpecTokens, e.limits.SpecAdaptive = sp.Mode(), e.specTokens(), sp.Adaptive
+		if sp.Draft != nil {
+			e.limits.DraftModel = sp.DraftName
+		}
+	}
 	for id := 0; id < info.Vocab; id++ {
 		if tok.IsEOG(int32(id)) {
 			e.eog = append(e.eog, int32(id))

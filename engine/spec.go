@@ -24,7 +24,9 @@ type Speculation struct {
 	// Tokens is the most draft tokens per step (K); 0: DefaultSpecTokens.
 	Tokens int
 	// Adaptive lowers an output's K after rejections and raises it (up to
-	// Tokens) after full acceptances.
+	// Tokens) after full acceptances; an output whose single draft is
+	// rejected stops speculating for 2, 4, ... 64 steps (the draft model
+	// then catches up lazily), so poor drafts cost little.
 	Adaptive bool
 	// Draft, when set, is a draft model with the target's vocabulary
 	// (smaller, or the same weights at lower precision): it proposes the
@@ -57,7 +59,9 @@ func (s Speculation) Mode() string {
 
 // specState is an output's speculation state (loop goroutine).
 type specState struct {
-	k int // current draft length (adaptive K)
+	k       int // current draft length (adaptive K)
+	skip    int // steps left without speculating (adaptive back-off)
+	backoff int // length of the last back-off
 
 	// draft model (draft.go)
 	dsamp  *sampling.Sampler // draws the drafts with the request's options (its own stream)
@@ -89,6 +93,10 @@ func (e *Engine) proposeOne(o *output) {
 		return
 	}
 	req := o.req
+	if o.spec.skip > 0 {
+		o.spec.skip--
+		return
+	}
 	if o.spec.k == 0 {
 		o.spec.k = e.specTokens()
 	}
@@ -226,9 +234,25 @@ func (e *Engine) specAdapt(o *output, k, matched int) {
 		return
 	}
 	switch {
+	case matched == 0 && o.spec.k == 1:
+		o.spec.backoff = min(max(2*o.spec.backoff, 2), 64)
+		o.spec.skip = o.spec.backoff
 	case matched == k && k == o.spec.k:
 		o.spec.k = min(o.spec.k+1, e.specTokens())
 	case matched < k/2:
 		o.spec.k = max(o.spec.k-1, 1)
 	}
+	if matched > 0 {
+		o.spec.backoff = 0
+	}
+}
+
+// draftEager reports whether the draft model keeps up with o's decode
+// tokens step by step: o may speculate soon. Otherwise (opted out,
+// constrained, backing off) its decode positions are caught up when it
+// next speculates; prompt chunks are always computed, so prefix-cache
+// pages of prompts serve the draft too.
+func draftEager(o *output) bool {
+	r := &o.req.r
+	return !r.NoSpeculation && r.Constraint == nil && o.spec.skip == 0
 }
