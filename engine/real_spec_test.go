@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,48 +67,58 @@ func TestRealSpecGreedyEqualsPlain(t *testing.T) {
 	for _, name := range models {
 		t.Run(name, func(t *testing.T) {
 			m, tok := loadRef(t, name)
-			var reqs []Request
-			for i, p := range prompts {
-				reqs = append(reqs, Request{Prompt: p, MaxTokens: maxOut - i, Sampling: greedy(), Stop: StopParams{IgnoreEOS: true},
-					Logprobs: &sampling.Candidates{Mode: sampling.CandidatesTopN, TopN: 2}})
-			}
-			want := concurrent(t, newRealEngine(t, Config{}, m, tok), reqs)
-			type variant struct {
-				name string
-				spec Speculation
-			}
-			vs := []variant{
+			vs := []specVariant{
 				{"ngram", Speculation{NGram: true}},
 				{"self draft", Speculation{Draft: m, Tokens: 5}},
 			}
 			if name == "tiny-llama-q8_0.gguf" {
 				d, _ := loadRef(t, "tiny-llama-q4_0.gguf")
-				vs = append(vs, variant{"q4_0 draft", Speculation{Draft: d, Tokens: 3, Adaptive: true}})
+				vs = append(vs, specVariant{"q4_0 draft", Speculation{Draft: d, Tokens: 3, Adaptive: true}})
 			}
-			for _, v := range vs {
-				e := newRealEngine(t, Config{Speculation: v.spec, MaxBatchedTokens: 96}, m, tok)
-				got := concurrent(t, e, reqs)
-				exceptions := 0
-				for i := range reqs {
-					if got[i].err != nil {
-						t.Fatalf("%s: request %d: %v", v.name, i, got[i].err)
-					}
-					if compareTokens(t, i, got[i].tokens[0], want[i].tokens[0], margins(want[i])) {
-						exceptions++
-						continue
-					}
-					for j := range want[i].lps[0] {
-						if g, w := got[i].lps[0][j], want[i].lps[0][j]; g.Chosen != w.Chosen {
-							t.Fatalf("%s: request %d token %d: logprob %+v, plain %+v", v.name, i, j, g.Chosen, w.Chosen)
-						}
-					}
-				}
-				st := e.Stats()
-				t.Logf("%s: drafted %d accepted %d, near-tie exceptions %d", v.name, st.SpecDraftTokens, st.SpecAcceptedTokens, exceptions)
-				if st.SpecDraftTokens == 0 {
-					t.Fatalf("%s: nothing drafted", v.name)
-				}
-			}
+			specEqualsPlain(t, m, tok, prompts, maxOut, 0, vs)
 		})
+	}
+}
+
+type specVariant struct {
+	name string
+	spec Speculation
+}
+
+// specEqualsPlain runs greedy requests (one per prompt) concurrently on m
+// without speculation and with each variant and compares them.
+// Logprobs must be equal within tol (0 on the CPU model: bitwise).
+func specEqualsPlain(t *testing.T, m Model, tok Tokenizer, prompts []string, maxOut int, tol float64, vs []specVariant) {
+	t.Helper()
+	var reqs []Request
+	for i, p := range prompts {
+		reqs = append(reqs, Request{Prompt: p, MaxTokens: maxOut - i, Sampling: greedy(), Stop: StopParams{IgnoreEOS: true},
+			Logprobs: &sampling.Candidates{Mode: sampling.CandidatesTopN, TopN: 2}})
+	}
+	want := concurrent(t, newRealEngine(t, Config{}, m, tok), reqs)
+	for _, v := range vs {
+		e := newRealEngine(t, Config{Speculation: v.spec, MaxBatchedTokens: 96}, m, tok)
+		got := concurrent(t, e, reqs)
+		exceptions := 0
+		for i := range reqs {
+			if got[i].err != nil {
+				t.Fatalf("%s: request %d: %v", v.name, i, got[i].err)
+			}
+			if compareTokens(t, i, got[i].tokens[0], want[i].tokens[0], margins(want[i])) {
+				exceptions++
+				continue
+			}
+			for j := range want[i].lps[0] {
+				if g, w := got[i].lps[0][j], want[i].lps[0][j]; g.Chosen.Token != w.Chosen.Token || g.Chosen.Rank != w.Chosen.Rank ||
+					math.Abs(g.Chosen.Logprob-w.Chosen.Logprob) > tol {
+					t.Fatalf("%s: request %d token %d: logprob %+v, plain %+v", v.name, i, j, g.Chosen, w.Chosen)
+				}
+			}
+		}
+		st := e.Stats()
+		t.Logf("%s: drafted %d accepted %d, near-tie exceptions %d", v.name, st.SpecDraftTokens, st.SpecAcceptedTokens, exceptions)
+		if st.SpecDraftTokens == 0 {
+			t.Fatalf("%s: nothing drafted", v.name)
+		}
 	}
 }
