@@ -54,6 +54,7 @@ func (sc *Scheduler) Plan() Plan {
 	slices.SortFunc(sc.running, cmpSeq)
 	slices.SortFunc(sc.waiting, cmpSeq)
 	p := planner{sc: sc, budget: sc.cfg.MaxBatchedTokens}
+	p.budgetDrafts()
 
 	for pass := 0; pass < 2; pass++ {
 		for i := 0; i < len(sc.running) && p.budget > 0; i++ {
@@ -106,6 +107,29 @@ func (sc *Scheduler) Advance(p *Plan) {
 		if v := it.End - it.Draft; v/ps > it.Start/ps {
 			sc.alloc.Commit(s.table, s.tokens[:v])
 		}
+	}
+}
+
+// budgetDrafts keeps draft tokens only where the budget still gives every
+// decoding sequence its one token: sequences in plan order keep their
+// drafts while the tokens beyond one per decoding sequence last (so
+// speculation never starves a plain decoder).
+func (p *planner) budgetDrafts() {
+	spare := p.budget
+	for _, s := range p.sc.running {
+		if !s.paused && s.todo()-s.draft == 1 {
+			spare--
+		}
+	}
+	for _, s := range p.sc.running {
+		if s.draft == 0 {
+			continue
+		}
+		if s.paused || s.draft > spare {
+			s.dropDraft()
+			continue
+		}
+		spare -= s.draft
 	}
 }
 

@@ -109,9 +109,9 @@ func TestSpeculativeDraftsDropped(t *testing.T) {
 			t.Fatalf("item %+v known %d", it, s.Known())
 		}
 	})
-	t.Run("not scheduled", func(t *testing.T) {
+	t.Run("budget shared", func(t *testing.T) {
 		a := newFakeAlloc(32, 4)
-		sc := mustNew(t, Config{MaxBatchedTokens: 4, MaxRunning: 4}, a)
+		sc := mustNew(t, Config{MaxBatchedTokens: 5, MaxRunning: 4}, a)
 		s1 := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(2, 1), Priority: 1})
 		s2 := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(2, 50)})
 		decodeReady(t, sc, a, s1)
@@ -122,8 +122,8 @@ func TestSpeculativeDraftsDropped(t *testing.T) {
 			}
 		}
 		p := sc.Plan()
-		// s1 takes the whole budget with its drafts; s2 decodes plainly.
-		if len(p.Items) != 1 || p.Items[0].Seq != s1 || p.Items[0].Draft != 3 || s2.Draft() != 0 {
+		// s1 keeps its drafts with the budget s2's token leaves; s2 decodes plainly.
+		if len(p.Items) != 2 || p.Items[0].Seq != s1 || p.Items[0].Draft != 3 || p.Items[1].Draft != 0 || s2.Draft() != 0 {
 			t.Fatalf("items %+v, s2 drafts %d", p.Items, s2.Draft())
 		}
 	})
@@ -164,5 +164,32 @@ func TestProposeRefused(t *testing.T) {
 	}
 	if err := sc.Propose(waiting, []int32{1}); !errors.Is(err, ErrNoDraft) {
 		t.Fatalf("twice: %v", err)
+	}
+}
+
+// TestSpeculationDoesNotStarveDecoders: when drafts would take the budget
+// that other decoding sequences need, the later sequences' drafts are
+// dropped and every decoder still gets its token each step.
+func TestSpeculationDoesNotStarveDecoders(t *testing.T) {
+	a := newFakeAlloc(64, 4)
+	sc := mustNew(t, Config{MaxBatchedTokens: 10, MaxRunning: 4}, a)
+	var seqs []*Seq
+	for i := range 3 {
+		seqs = append(seqs, mustAdd(t, sc, SeqOptions{Tokens: seqTokens(2, int32(10*i+1))}))
+	}
+	for _, s := range seqs {
+		decodeReady(t, sc, a, s)
+	}
+	for _, s := range seqs {
+		if err := sc.Propose(s, []int32{9001, 9002, 9003, 9004}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := sc.Plan()
+	if len(p.Items) != 3 || p.Tokens > 10 {
+		t.Fatalf("%d items, %d tokens: every decoder must run within the budget", len(p.Items), p.Tokens)
+	}
+	if p.Items[0].Draft != 4 || p.Items[1].Draft != 0 || p.Items[2].Draft != 0 {
+		t.Fatalf("drafts %d %d %d, want 4 0 0", p.Items[0].Draft, p.Items[1].Draft, p.Items[2].Draft)
 	}
 }
