@@ -1,9 +1,267 @@
 package grammar
 
-import "fmt"
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"sync"
+)
 
-// CompileGBNF compiles a context-free grammar in GBNF (docs/api.md,
-// "Structured outputs") for a vocabulary. Not implemented yet.
+// CompileGBNF compiles a context-free grammar in GBNF, llama.cpp's format
+// (docs/api.md, "Structured outputs core"), for a vocabulary. The output
+// must match the rule named root. Syntax errors are ErrSyntax with a line
+// and column; an undefined rule, a missing root, left recursion, a rule
+// that produces no finite string and token references are
+// ErrUnsupported; a grammar over the size bounds is ErrTooLarge.
 func CompileGBNF(src string, v *Vocab) (Constraint, error) {
-	return nil, fmt.Errorf("%w: GBNF grammars", ErrUnsupported)
+	if v == nil {
+		return nil, errors.New("grammar: CompileGBNF needs a vocabulary")
+	}
+	g, err := compileGBNFProgram(src)
+	if err != nil {
+		return nil, err
+	}
+	c := &gbnfConstraint{g: g, vocab: v, empty: NewMask(v.n)}
+	w := &recognizer{g: g}
+	lo, hi := w.start()
+	if hi == lo {
+		return nil, fmt.Errorf("%w: gbnf root rule cannot start within the recognizer's bounds", ErrTooLarge)
+	}
+	c.start = w.save(lo, hi)
+	c.startKey = stateKey(c.start)
+	c.cache.init(maskCacheBytes / (8 * max(1, len(c.empty))))
+	return c, nil
 }
+
+func compileGBNFProgram(src string) (*gprogram, error) {
+	rules, err := parseGBNF(src)
+	if err != nil {
+		return nil, err
+	}
+	return buildProgram(rules)
+}
+
+// maskCacheBytes bounds the masks a GBNF constraint keeps (least recently
+// used go first).
+const maskCacheBytes = 64 << 20
+
+// gbnfConstraint is a compiled GBNF grammar over one vocabulary. Safe for
+// concurrent use: the program is read-only and the mask cache locks.
+type gbnfConstraint struct {
+	g        *gprogram
+	vocab    *Vocab
+	start    []int32
+	startKey string
+	empty    Mask // no token allowed
+	cache    maskCache
+}
+
+func (c *gbnfConstraint) VocabSize() int { return c.vocab.n }
+
+func (c *gbnfConstraint) Start() Guide {
+	return &gbnfGuide{c: c, state: c.start, key: c.startKey, w: &recognizer{g: c.g}}
+}
+
+// mask returns the cached mask of a state, computing it on a miss.
+func (c *gbnfConstraint) mask(w *recognizer, key string, state []int32) Mask {
+	if m, ok := c.cache.get(key); ok {
+		return m
+	}
+	return c.cache.put(key, c.computeMask(w, state))
+}
+
+// computeMask is the uncached mask of a state: the end-of-generation
+// tokens when it accepts, and every token whose bytes keep it alive (a
+// walk of the vocabulary trie).
+func (c *gbnfConstraint) computeMask(w *recognizer, state []int32) Mask {
+	v := c.vocab
+	m := NewMask(v.n)
+	if stateAccepts(state) {
+		for _, id := range v.eos {
+			m.Set(id)
+		}
+	}
+	w.reset()
+	lo, hi := w.load(state)
+	w.walkTrie(v, 0, lo, hi, m)
+	return m
+}
+
+// referenceMask is the plain twin of computeMask: every token's bytes fed
+// to the recognizer one by one.
+func (c *gbnfConstraint) referenceMask(state []int32) Mask {
+	v := c.vocab
+	m := NewMask(v.n)
+	if stateAccepts(state) {
+		for _, id := range v.eos {
+			m.Set(id)
+		}
+	}
+	w := &recognizer{g: c.g}
+	for id, p := range v.pieces {
+		if len(p) == 0 {
+			continue
+		}
+		w.reset()
+		lo, hi := w.load(state)
+		for _, b := range p {
+			if lo, hi = w.step(lo, hi, b); lo == hi {
+				break
+			}
+		}
+		if hi > lo {
+			m.Set(int32(id))
+		}
+	}
+	return m
+}
+
+// gbnfGuide follows one output: the state after the tokens so far.
+type gbnfGuide struct {
+	c     *gbnfConstraint
+	state []int32
+	key   string
+	ended bool        // an end-of-generation token was accepted
+	w     *recognizer // arena reused across calls
+}
+
+func (g *gbnfGuide) Mask() Mask {
+	if g.ended {
+		return g.c.empty
+	}
+	return g.c.mask(g.w, g.key, g.state)
+}
+
+func (g *gbnfGuide) Advance(id int32) error {
+	if g.ended {
+		return fmt.Errorf("%w: generation already ended", ErrTokenRejected)
+	}
+	v := g.c.vocab
+	if id < 0 || int(id) >= v.n {
+		return fmt.Errorf("%w: token %d outside the vocabulary", ErrTokenRejected, id)
+	}
+	if isEOG(v, id) {
+		if !stateAccepts(g.state) {
+			return fmt.Errorf("%w: end of generation before the output is complete", ErrTokenRejected)
+		}
+		g.ended = true
+		return nil
+	}
+	p := v.pieces[id]
+	if len(p) == 0 {
+		return fmt.Errorf("%w: token %d has no text", ErrTokenRejected, id)
+	}
+	state, err := g.advanceBytes(p)
+	if err != nil {
+		return fmt.Errorf("%w: token %d (%q): %w", ErrTokenRejected, id, p, err)
+	}
+	g.state, g.key = state, stateKey(state)
+	return nil
+}
+
+var errGBNFNoMatch = errors.New("the grammar does not allow it here")
+
+// advanceBytes returns the state after bytes p, or why p is refused.
+func (g *gbnfGuide) advanceBytes(p []byte) ([]int32, error) {
+	w := g.w
+	w.reset()
+	lo, hi := w.load(g.state)
+	for _, b := range p {
+		if lo, hi = w.step(lo, hi, b); lo == hi {
+			switch {
+			case w.overflow:
+				return nil, fmt.Errorf("%w: more than %d parses at once", ErrTooLarge, maxGBNFStacks)
+			case w.deep:
+				return nil, fmt.Errorf("%w: nesting deeper than %d", ErrTooLarge, maxGBNFDepth)
+			}
+			return nil, errGBNFNoMatch
+		}
+	}
+	return w.save(lo, hi), nil
+}
+
+func (g *gbnfGuide) Done() bool { return g.ended || stateFinal(g.state) }
+
+// distance is the fewest bytes that complete the output (a test steers
+// random walks with it).
+func (g *gbnfGuide) distance() int {
+	best := -1
+	for i := 0; i < len(g.state); {
+		n := int(g.state[i])
+		d := 0
+		for _, pos := range g.state[i+1 : i+1+n] {
+			d += int(g.c.g.minRest[pos])
+		}
+		if best < 0 || d < best {
+			best = d
+		}
+		i += 1 + n
+	}
+	return best
+}
+
+func isEOG(v *Vocab, id int32) bool {
+	for _, e := range v.eos {
+		if e == id {
+			return true
+		}
+	}
+	return false
+}
+
+// maskCache is a least-recently-used map from state keys to masks.
+type maskCache struct {
+	mu      sync.Mutex // protects max, entries, lru
+	max     int
+	entries map[string]*list.Element
+	lru     list.List // of *maskEntry, most recent first
+}
+
+type maskEntry struct {
+	key  string
+	mask Mask
+}
+
+func (mc *maskCache) init(max int) {
+	mc.max = max
+	if mc.max < 16 {
+		mc.max = 16
+	}
+	mc.entries = map[string]*list.Element{}
+}
+
+func (mc *maskCache) get(key string) (Mask, bool) {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	if e, ok := mc.entries[key]; ok {
+		mc.lru.MoveToFront(e)
+		return e.Value.(*maskEntry).mask, true
+	}
+	return nil, false
+}
+
+// put stores m unless the key is there already (two outputs computed it
+// at once), and returns the stored mask.
+func (mc *maskCache) put(key string, m Mask) Mask {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	if e, ok := mc.entries[key]; ok {
+		mc.lru.MoveToFront(e)
+		return e.Value.(*maskEntry).mask
+	}
+	mc.entries[key] = mc.lru.PushFront(&maskEntry{key, m})
+	for mc.lru.Len() > mc.max {
+		old := mc.lru.Back()
+		mc.lru.Remove(old)
+		delete(mc.entries, old.Value.(*maskEntry).key)
+	}
+	return m
+}
+
+func (mc *maskCache) len() int {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	return mc.lru.Len()
+}
+
+var _ Constraint = (*gbnfConstraint)(nil)
