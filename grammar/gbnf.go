@@ -54,6 +54,7 @@ type gbnfConstraint struct {
 	startKey string
 	empty    Mask // no token allowed
 	cache    maskCache
+	memos    sync.Pool // of *memo, reused by mask computations
 }
 
 func (c *gbnfConstraint) VocabSize() int { return c.vocab.n }
@@ -81,10 +82,29 @@ func (c *gbnfConstraint) computeMask(w *recognizer, state []int32) Mask {
 			m.Set(id)
 		}
 	}
-	w.reset()
-	lo, hi := w.load(state)
-	w.walkTrie(v, 0, lo, hi, m)
+	mm := c.getMemo()
+	if sid, ok := mm.intern(c.g, state, stateKey(state)); ok {
+		w.walkMemo(mm, v, 0, sid, m)
+	} else {
+		w.reset()
+		lo, hi := w.load(state)
+		w.walkTrie(v, 0, lo, hi, m)
+	}
+	c.memos.Put(mm)
 	return m
+}
+
+// getMemo takes a memo from the pool (Put it back after use), emptied
+// when full.
+func (c *gbnfConstraint) getMemo() *memo {
+	mm, _ := c.memos.Get().(*memo)
+	if mm == nil {
+		mm = &memo{}
+		mm.reset()
+	} else if len(mm.enc) >= maxMemoStates {
+		mm.reset()
+	}
+	return mm
 }
 
 // referenceMask is the plain twin of computeMask: every token's bytes fed
@@ -151,12 +171,35 @@ func (g *gbnfGuide) Advance(id int32) error {
 	if len(p) == 0 {
 		return fmt.Errorf("%w: token %d has no text", ErrTokenRejected, id)
 	}
+	if g.advanceMemo(p) {
+		return nil
+	}
 	state, err := g.advanceBytes(p)
 	if err != nil {
 		return fmt.Errorf("%w: token %d (%q): %w", ErrTokenRejected, id, p, err)
 	}
 	g.state, g.key = state, stateKey(state)
 	return nil
+}
+
+// advanceMemo reads p through a pooled memo's transitions. It returns
+// false, leaving the guide unchanged, when p is refused or the memo is
+// full: advanceBytes then decides (and says why).
+func (g *gbnfGuide) advanceMemo(p []byte) bool {
+	c := g.c
+	mm := c.getMemo()
+	defer c.memos.Put(mm)
+	sid, ok := mm.intern(c.g, g.state, g.key)
+	if !ok {
+		return false
+	}
+	for _, b := range p {
+		if sid, _, _ = mm.transition(g.w, sid, b); sid < 0 {
+			return false
+		}
+	}
+	g.state, g.key = mm.enc[sid], mm.keys[sid]
+	return true
 }
 
 var errGBNFNoMatch = errors.New("the grammar does not allow it here")

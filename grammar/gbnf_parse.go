@@ -257,6 +257,9 @@ func (p *gbnfParser) sequence(owner string) ([]gsym, error) {
 			}
 			item := append([]gsym(nil), seq[last:]...)
 			seq = append(seq[:last], p.repeat(owner, item, lo, hi)...)
+			if p.nsyms > maxGBNFSymbols {
+				return nil, fmt.Errorf("%w: gbnf grammar over %d symbols", ErrTooLarge, maxGBNFSymbols)
+			}
 		case c == '<':
 			return nil, fmt.Errorf("%w: gbnf token references (<...>) at offset %d", ErrUnsupported, p.i)
 		default:

@@ -79,33 +79,99 @@ func sat(n int32) int32 {
 	return n
 }
 
-// minLengths is the fewest bytes each rule produces (MaxInt32: none), by
-// iteration to a fixpoint.
+// minLengths is the fewest bytes each rule produces (MaxInt32: none):
+// Knuth's generalization of Dijkstra's algorithm, so each rule is settled
+// once, in order of its length (O(symbols log symbols) for any order of
+// the rules in the source).
 func (g *gprogram) minLengths() []int32 {
 	minLen := make([]int32, len(g.alts))
 	for r := range minLen {
 		minLen[r] = math.MaxInt32
 	}
-	for changed := true; changed; {
-		changed = false
-		for r, alts := range g.alts {
-			for _, a := range alts {
-				n := int64(0)
-				for p := a; g.elems[p].kind != gEnd && n < math.MaxInt32; p++ {
-					if e := g.elems[p]; e.kind == gTerm {
-						n++
-					} else {
-						n += int64(minLen[e.ref])
-					}
+	type alt struct {
+		rule    int32
+		pending int   // references to rules not settled yet
+		sum     int64 // bytes of the settled part
+	}
+	var alts []alt
+	uses := make([][]int32, len(g.alts)) // uses [rules]: alternatives referring to it, once per reference
+	h := &lenHeap{}
+	for r, starts := range g.alts {
+		for _, a := range starts {
+			i := int32(len(alts))
+			alts = append(alts, alt{rule: int32(r)})
+			for p := a; g.elems[p].kind != gEnd; p++ {
+				if e := g.elems[p]; e.kind == gTerm {
+					alts[i].sum++
+				} else {
+					alts[i].pending++
+					uses[e.ref] = append(uses[e.ref], i)
 				}
-				if n < int64(minLen[r]) {
-					minLen[r] = int32(min(n, math.MaxInt32/2))
-					changed = true
-				}
+			}
+			if alts[i].pending == 0 {
+				h.push(alts[i].sum, int32(r))
+			}
+		}
+	}
+	for h.len() > 0 {
+		n, r := h.pop()
+		if minLen[r] != math.MaxInt32 {
+			continue
+		}
+		minLen[r] = int32(min(n, math.MaxInt32/2))
+		for _, i := range uses[r] {
+			a := &alts[i]
+			a.sum += int64(minLen[r])
+			if a.pending--; a.pending == 0 && minLen[a.rule] == math.MaxInt32 {
+				h.push(a.sum, a.rule)
 			}
 		}
 	}
 	return minLen
+}
+
+// lenHeap is a min-heap of (length, rule).
+type lenHeap struct{ items []lenItem }
+
+type lenItem struct {
+	n    int64
+	rule int32
+}
+
+func (h *lenHeap) len() int { return len(h.items) }
+
+func (h *lenHeap) push(n int64, rule int32) {
+	h.items = append(h.items, lenItem{n, rule})
+	for i := len(h.items) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h.items[p].n <= h.items[i].n {
+			break
+		}
+		h.items[p], h.items[i] = h.items[i], h.items[p]
+		i = p
+	}
+}
+
+func (h *lenHeap) pop() (int64, int32) {
+	top := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < last && h.items[l].n < h.items[m].n {
+			m = l
+		}
+		if l+1 < last && h.items[l+1].n < h.items[m].n {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		h.items[m], h.items[i] = h.items[i], h.items[m]
+		i = m
+	}
+	return top.n, top.rule
 }
 
 // checkLeftRecursion looks for a cycle in "rule A may start with rule B"

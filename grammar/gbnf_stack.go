@@ -41,7 +41,9 @@ type recognizer struct {
 	nodes    []snode
 	sets     []int32
 	work     int
-	overflow bool // a set passed maxGBNFStacks or a byte maxGBNFWork
+	buf      []int32    // save's positions
+	spans    [][2]int32 // save's stacks in buf
+	overflow bool       // a set passed maxGBNFStacks or a byte maxGBNFWork
 	deep     bool // a stack was dropped at maxGBNFDepth
 }
 
@@ -187,20 +189,23 @@ func (w *recognizer) tops(lo, hi int) byteSet {
 
 // save returns the state of the set [lo, hi).
 func (w *recognizer) save(lo, hi int) []int32 {
-	stacks := make([][]int32, 0, hi-lo)
+	// Each stack's positions, bottom to top, into one buffer.
+	w.buf, w.spans = w.buf[:0], w.spans[:0]
 	for _, id := range w.sets[lo:hi] {
-		var s []int32
+		start := len(w.buf)
 		for x := id; x >= 0; x = w.nodes[x].parent {
-			s = append(s, w.nodes[x].pos)
+			w.buf = append(w.buf, w.nodes[x].pos)
 		}
-		slices.Reverse(s)
-		stacks = append(stacks, s)
+		slices.Reverse(w.buf[start:])
+		w.spans = append(w.spans, [2]int32{int32(start), int32(len(w.buf))})
 	}
-	slices.SortFunc(stacks, slices.Compare)
-	var out []int32
-	for _, s := range stacks {
-		out = append(out, int32(len(s)))
-		out = append(out, s...)
+	slices.SortFunc(w.spans, func(a, b [2]int32) int {
+		return slices.Compare(w.buf[a[0]:a[1]], w.buf[b[0]:b[1]])
+	})
+	out := make([]int32, 0, len(w.buf)+len(w.spans))
+	for _, sp := range w.spans {
+		out = append(out, sp[1]-sp[0])
+		out = append(out, w.buf[sp[0]:sp[1]]...)
 	}
 	return out
 }
@@ -266,5 +271,111 @@ func (w *recognizer) walkTrie(v *Vocab, node int32, lo, hi int, m Mask) {
 		}
 		w.nodes, w.sets = w.nodes[:nodes], w.sets[:sets]
 		w.overflow = false
+	}
+}
+
+// memo is a lazily built automaton over canonical stack sets: each set
+// met in a trie walk is interned once with its transitions by byte, so a
+// walk that comes back to a set it has seen (in a JSON string, every
+// whole character brings the walk back to the same set) costs a table
+// lookup per trie edge instead of a step of every stack. A memo holds at
+// most maxMemoStates sets; past that the walk steps the arena stacks
+// directly. Not safe for concurrent use: a constraint pools them.
+type memo struct {
+	ids  map[string]int32
+	enc  [][]int32 // enc [sets]: the canonical state
+	keys []string  // keys [sets]: its stateKey
+	tops []byteSet // tops [sets]: the bytes some stack accepts
+	next []int32   // next [sets][256]: 0 unknown, -1 dead, else set+1
+}
+
+// maxMemoStates bounds a memo (a variable so that a test can shrink it).
+var maxMemoStates = 1 << 12
+
+func (mm *memo) reset() {
+	if mm.ids == nil {
+		mm.ids = map[string]int32{}
+	}
+	clear(mm.ids)
+	mm.enc, mm.keys, mm.tops, mm.next = mm.enc[:0], mm.keys[:0], mm.tops[:0], mm.next[:0]
+}
+
+// intern returns the id of a state (key is its stateKey), adding it
+// when there is room.
+func (mm *memo) intern(g *gprogram, state []int32, key string) (int32, bool) {
+	if id, ok := mm.ids[key]; ok {
+		return id, true
+	}
+	if len(mm.enc) >= maxMemoStates {
+		return -1, false
+	}
+	id := int32(len(mm.enc))
+	mm.ids[key] = id
+	mm.enc = append(mm.enc, state)
+	mm.keys = append(mm.keys, key)
+	var u byteSet
+	for i := 0; i < len(state); {
+		n := int(state[i])
+		if n > 0 {
+			s := &g.elems[state[i+n]].set
+			u[0], u[1], u[2], u[3] = u[0]|s[0], u[1]|s[1], u[2]|s[2], u[3]|s[3]
+		}
+		i += 1 + n
+	}
+	mm.tops = append(mm.tops, u)
+	mm.next = append(mm.next, make([]int32, 256)...)
+	return id, true
+}
+
+// transition returns the set after byte b from set sid: its id, -1 when
+// no stack accepts b, or -2 when the memo is full (the set is then
+// w.sets[lo:hi]).
+func (mm *memo) transition(w *recognizer, sid int32, b byte) (next int32, lo, hi int) {
+	if t := mm.next[int(sid)<<8|int(b)]; t != 0 {
+		return t - 1, 0, 0
+	}
+	if !mm.tops[sid].has(b) {
+				return -1, 0, 0
+	}
+	w.reset()
+	lo, hi = w.load(mm.enc[sid])
+	lo, hi = w.step(lo, hi, b)
+	if hi == lo {
+		mm.next[int(sid)<<8|int(b)] = -1
+		return -1, 0, 0
+	}
+	state := w.save(lo, hi)
+	id, ok := mm.intern(w.g, state, stateKey(state))
+	if !ok {
+		return -2, lo, hi
+	}
+	mm.next[int(sid)<<8|int(b)] = id + 1
+	return id, 0, 0
+}
+
+// walkMemo is walkTrie over memo sets: it sets in m every token below
+// trie node whose bytes keep memo set sid alive.
+func (w *recognizer) walkMemo(mm *memo, v *Vocab, node, sid int32, m Mask) {
+	for e := v.edgeStart[node]; e < v.edgeStart[node+1]; e++ {
+		b := v.edgeByte[e]
+		if !mm.tops[sid].has(b) {
+			continue
+		}
+		t, lo, hi := mm.transition(w, sid, b)
+		if t == -1 {
+			continue
+		}
+		child := v.edgeNode[e]
+		for _, id := range v.tokIDs[v.tokStart[child]:v.tokStart[child+1]] {
+			m.Set(id)
+		}
+		if v.edgeStart[child] == v.edgeStart[child+1] {
+			continue
+		}
+		if t == -2 { // memo full: step the arena stacks below this edge
+			w.walkTrie(v, child, lo, hi, m)
+		} else {
+			w.walkMemo(mm, v, child, t, m)
+		}
 	}
 }
