@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // CompileGBNF compiles a context-free grammar in GBNF, llama.cpp's format
@@ -30,6 +31,7 @@ func CompileGBNF(src string, v *Vocab) (Constraint, error) {
 	c.start = w.save(lo, hi)
 	c.startKey = stateKey(c.start)
 	c.cache.init(maskCacheBytes / (8 * max(1, len(c.empty))))
+	c.rels.init(relCacheBytes / (8 * max(1, len(c.empty))))
 	return c, nil
 }
 
@@ -43,7 +45,10 @@ func compileGBNFProgram(src string) (*gprogram, error) {
 
 // maskCacheBytes bounds the masks a GBNF constraint keeps (least recently
 // used go first).
-const maskCacheBytes = 64 << 20
+const (
+	maskCacheBytes = 64 << 20
+	relCacheBytes  = 32 << 20
+)
 
 // gbnfConstraint is a compiled GBNF grammar over one vocabulary. Safe for
 // concurrent use: the program is read-only and the mask cache locks.
@@ -54,7 +59,9 @@ type gbnfConstraint struct {
 	startKey string
 	empty    Mask // no token allowed
 	cache    maskCache
-	memos    sync.Pool // of *memo, reused by mask computations
+	rels     lru[*relResult] // relative walks (gbnf_split.go)
+	splits   atomic.Int64    // masks computed by a split, for tests
+	memos    sync.Pool       // of *memo, reused by mask computations
 }
 
 func (c *gbnfConstraint) VocabSize() int { return c.vocab.n }
@@ -77,20 +84,26 @@ func (c *gbnfConstraint) mask(w *recognizer, key string, state []int32) Mask {
 func (c *gbnfConstraint) computeMask(w *recognizer, state []int32) Mask {
 	v := c.vocab
 	m := NewMask(v.n)
+	mm := c.getMemo()
+	defer c.memos.Put(mm)
+	if c.maskSplit(w, mm, state, m) {
+		c.splits.Add(1)
+	} else {
+		// Not split (or not exactly): walk the whole state.
+		clear(m)
+		if sid, ok := mm.intern(c.g, state, stateKey(state)); ok {
+			w.walkMemo(mm, v, 0, sid, m, nil)
+		} else {
+			w.reset()
+			lo, hi := w.load(state)
+			w.walkTrie(v, 0, lo, hi, m)
+		}
+	}
 	if stateAccepts(state) {
 		for _, id := range v.eos {
 			m.Set(id)
 		}
 	}
-	mm := c.getMemo()
-	if sid, ok := mm.intern(c.g, state, stateKey(state)); ok {
-		w.walkMemo(mm, v, 0, sid, m)
-	} else {
-		w.reset()
-		lo, hi := w.load(state)
-		w.walkTrie(v, 0, lo, hi, m)
-	}
-	c.memos.Put(mm)
 	return m
 }
 
@@ -252,59 +265,64 @@ func isEOG(v *Vocab, id int32) bool {
 	return false
 }
 
-// maskCache is a least-recently-used map from state keys to masks.
-type maskCache struct {
-	mu      sync.Mutex // protects max, entries, lru
+// lru is a least-recently-used map from state keys to values, safe for
+// concurrent use.
+type lru[V any] struct {
+	mu      sync.Mutex // protects max, entries, order
 	max     int
 	entries map[string]*list.Element
-	lru     list.List // of *maskEntry, most recent first
+	order   list.List // of *lruEntry[V], most recent first
 }
 
-type maskEntry struct {
-	key  string
-	mask Mask
+type lruEntry[V any] struct {
+	key string
+	val V
 }
 
-func (mc *maskCache) init(max int) {
-	mc.max = max
-	if mc.max < 16 {
-		mc.max = 16
+// maskCache holds the masks of states.
+type maskCache = lru[Mask]
+
+func (c *lru[V]) init(max int) {
+	c.max = max
+	if c.max < 16 {
+		c.max = 16
 	}
-	mc.entries = map[string]*list.Element{}
+	c.entries = map[string]*list.Element{}
 }
 
-func (mc *maskCache) get(key string) (Mask, bool) {
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	if e, ok := mc.entries[key]; ok {
-		mc.lru.MoveToFront(e)
-		return e.Value.(*maskEntry).mask, true
+func (c *lru[V]) get(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok {
+		c.order.MoveToFront(e)
+		return e.Value.(*lruEntry[V]).val, true
 	}
-	return nil, false
+	var zero V
+	return zero, false
 }
 
-// put stores m unless the key is there already (two outputs computed it
-// at once), and returns the stored mask.
-func (mc *maskCache) put(key string, m Mask) Mask {
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	if e, ok := mc.entries[key]; ok {
-		mc.lru.MoveToFront(e)
-		return e.Value.(*maskEntry).mask
+// put stores v unless the key is there already (two outputs computed it
+// at once), and returns the stored value.
+func (c *lru[V]) put(key string, v V) V {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok {
+		c.order.MoveToFront(e)
+		return e.Value.(*lruEntry[V]).val
 	}
-	mc.entries[key] = mc.lru.PushFront(&maskEntry{key, m})
-	for mc.lru.Len() > mc.max {
-		old := mc.lru.Back()
-		mc.lru.Remove(old)
-		delete(mc.entries, old.Value.(*maskEntry).key)
+	c.entries[key] = c.order.PushFront(&lruEntry[V]{key, v})
+	for c.order.Len() > c.max {
+		old := c.order.Back()
+		c.order.Remove(old)
+		delete(c.entries, old.Value.(*lruEntry[V]).key)
 	}
-	return m
+	return v
 }
 
-func (mc *maskCache) len() int {
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	return mc.lru.Len()
+func (c *lru[V]) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
 }
 
 var _ Constraint = (*gbnfConstraint)(nil)

@@ -98,3 +98,28 @@ func BenchmarkCompileGBNF(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGBNFMaskCold computes the masks of every state of the trace
+// on a fresh constraint (empty mask and relative-walk caches, no memo
+// shared with other runs): the cost a new grammar pays the first time.
+// One op is one whole trace; ns/mask is per state.
+func BenchmarkGBNFMaskCold(b *testing.B) {
+	for _, bv := range benchVocabs {
+		b.Run(bv.name, func(b *testing.B) {
+			v := loadVocab(b, bv.file)
+			_, _, states := gbnfBenchTrace(b, v)
+			src := readGBNF(b, "json")
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				c := compileGBNFTest(b, src, v)
+				w := &recognizer{g: c.g}
+				b.StartTimer()
+				for _, s := range states {
+					c.computeMask(w, s)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(states)), "ns/mask")
+		})
+	}
+}

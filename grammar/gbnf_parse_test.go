@@ -14,7 +14,7 @@ import (
 // accept and refuse (byte by byte through the recognizer).
 func TestGBNFSyntax(t *testing.T) {
 	for _, tc := range []struct {
-		name, src     string
+		name, src      string
 		accept, refuse []string
 	}{
 		{"escapes", `root ::= "a\n\t\r\"\\\x41\u00e9\U0001F600\[\]\-\/"`,

@@ -44,7 +44,8 @@ type recognizer struct {
 	buf      []int32    // save's positions
 	spans    [][2]int32 // save's stacks in buf
 	overflow bool       // a set passed maxGBNFStacks or a byte maxGBNFWork
-	deep     bool // a stack was dropped at maxGBNFDepth
+	deep     bool       // a stack was dropped at maxGBNFDepth
+	stats    walkStats
 }
 
 func (w *recognizer) reset() {
@@ -287,6 +288,11 @@ type memo struct {
 	keys []string  // keys [sets]: its stateKey
 	tops []byteSet // tops [sets]: the bytes some stack accepts
 	next []int32   // next [sets][256]: 0 unknown, -1 dead, else set+1
+	// Per set, for the exactness checks of a split mask (gbnf_split.go):
+	size  []int32 // stacks in the set
+	depth []int32 // entries of its deepest stack
+	acc   []bool  // it holds the empty stack
+	bound []bool  // a transition from it dropped a stack at maxGBNFDepth or came near the stack or work bounds
 }
 
 // maxMemoStates bounds a memo (a variable so that a test can shrink it).
@@ -298,6 +304,7 @@ func (mm *memo) reset() {
 	}
 	clear(mm.ids)
 	mm.enc, mm.keys, mm.tops, mm.next = mm.enc[:0], mm.keys[:0], mm.tops[:0], mm.next[:0]
+	mm.size, mm.depth, mm.acc, mm.bound = mm.size[:0], mm.depth[:0], mm.acc[:0], mm.bound[:0]
 }
 
 // intern returns the id of a state (key is its stateKey), adding it
@@ -314,15 +321,21 @@ func (mm *memo) intern(g *gprogram, state []int32, key string) (int32, bool) {
 	mm.enc = append(mm.enc, state)
 	mm.keys = append(mm.keys, key)
 	var u byteSet
+	size, depth := int32(0), int32(0)
 	for i := 0; i < len(state); {
 		n := int(state[i])
 		if n > 0 {
 			s := &g.elems[state[i+n]].set
 			u[0], u[1], u[2], u[3] = u[0]|s[0], u[1]|s[1], u[2]|s[2], u[3]|s[3]
 		}
+		size, depth = size+1, max(depth, int32(n))
 		i += 1 + n
 	}
 	mm.tops = append(mm.tops, u)
+	mm.size = append(mm.size, size)
+	mm.depth = append(mm.depth, depth)
+	mm.acc = append(mm.acc, stateAccepts(state))
+	mm.bound = append(mm.bound, false)
 	mm.next = append(mm.next, make([]int32, 256)...)
 	return id, true
 }
@@ -335,11 +348,14 @@ func (mm *memo) transition(w *recognizer, sid int32, b byte) (next int32, lo, hi
 		return t - 1, 0, 0
 	}
 	if !mm.tops[sid].has(b) {
-				return -1, 0, 0
+		return -1, 0, 0
 	}
 	w.reset()
 	lo, hi = w.load(mm.enc[sid])
 	lo, hi = w.step(lo, hi, b)
+	if w.deep || w.overflow || w.work > maxGBNFWork/2 || hi-lo > maxGBNFStacks/2 {
+		mm.bound[sid] = true
+	}
 	if hi == lo {
 		mm.next[int(sid)<<8|int(b)] = -1
 		return -1, 0, 0
@@ -354,8 +370,10 @@ func (mm *memo) transition(w *recognizer, sid int32, b byte) (next int32, lo, hi
 }
 
 // walkMemo is walkTrie over memo sets: it sets in m every token below
-// trie node whose bytes keep memo set sid alive.
-func (w *recognizer) walkMemo(mm *memo, v *Vocab, node, sid int32, m Mask) {
+// trie node whose bytes keep memo set sid alive. With bounds, it also
+// lists the trie nodes where the set holds the empty stack; with
+// w.stats, it records the sizes and bounds of the sets it meets.
+func (w *recognizer) walkMemo(mm *memo, v *Vocab, node, sid int32, m Mask, bounds *[]int32) {
 	for e := v.edgeStart[node]; e < v.edgeStart[node+1]; e++ {
 		b := v.edgeByte[e]
 		if !mm.tops[sid].has(b) {
@@ -369,13 +387,38 @@ func (w *recognizer) walkMemo(mm *memo, v *Vocab, node, sid int32, m Mask) {
 		for _, id := range v.tokIDs[v.tokStart[child]:v.tokStart[child+1]] {
 			m.Set(id)
 		}
-		if v.edgeStart[child] == v.edgeStart[child+1] {
+		if t == -2 { // memo full: step the arena stacks below this edge
+			w.stats.fellBack = true
+			if v.edgeStart[child] < v.edgeStart[child+1] {
+				w.walkTrie(v, child, lo, hi, m)
+			}
 			continue
 		}
-		if t == -2 { // memo full: step the arena stacks below this edge
-			w.walkTrie(v, child, lo, hi, m)
-		} else {
-			w.walkMemo(mm, v, child, t, m)
+		if w.stats.on {
+			w.stats.see(mm, t)
+		}
+		if bounds != nil && mm.acc[t] {
+			*bounds = append(*bounds, child)
+		}
+		if v.edgeStart[child] < v.edgeStart[child+1] {
+			w.walkMemo(mm, v, child, t, m, bounds)
 		}
 	}
+	if w.stats.on {
+		w.stats.see(mm, sid)
+	}
+}
+
+// walkStats are what a split mask checks to be exact (gbnf_split.go).
+type walkStats struct {
+	on       bool
+	size     int32 // most stacks in a set met
+	depth    int32 // deepest stack met
+	bound    bool  // a set met has a transition near a bound
+	fellBack bool  // the memo was full
+}
+
+func (s *walkStats) see(mm *memo, sid int32) {
+	s.size, s.depth = max(s.size, mm.size[sid]), max(s.depth, mm.depth[sid])
+	s.bound = s.bound || mm.bound[sid]
 }

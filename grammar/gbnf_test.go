@@ -258,8 +258,17 @@ func TestGBNFMaskMatchesReference(t *testing.T) {
 			for i := 0; i < 3; i++ {
 				gbnfWalk(t, c, r, 10, &states)
 			}
-			if len(states) > 40 {
-				states = states[:40]
+			if tc.name == "json" { // nested states, byte by byte
+				g := c.Start().(*gbnfGuide)
+				for _, b := range []byte(`{"a": [1, {"b": "xy\n", "c": [true]}, "`) {
+					states = append(states, g.state)
+					if err := g.Advance(tokenOf(v, b)); err != nil {
+						t.Fatalf("vocab %d: %q: %v", vi, b, err)
+					}
+				}
+			}
+			if len(states) > 80 {
+				states = states[len(states)-80:]
 			}
 			for _, s := range states {
 				got := c.computeMask(&recognizer{g: c.g}, s)
@@ -267,8 +276,52 @@ func TestGBNFMaskMatchesReference(t *testing.T) {
 					t.Fatalf("vocab %d %s state %v: mask has %d tokens, reference %d", vi, tc.name, s, got.Count(), want.Count())
 				}
 			}
+			if tc.name == "json" && c.splits.Load() == 0 {
+				t.Errorf("vocab %d json: no mask was split", vi)
+			}
 		}
 	}
+}
+
+// TestGBNFSplitNearBounds compares the mask with the reference on states
+// nested close to maxGBNFDepth, where a split would cut differently from
+// the whole walk and must step aside.
+func TestGBNFSplitNearBounds(t *testing.T) {
+	for _, v := range []*Vocab{mixedVocab()} {
+		for _, tc := range []struct{ grammar, open string }{{"balanced", "(["}, {"json", `[{"a":`}} {
+			c := compileGBNFTest(t, readGBNF(t, tc.grammar), v)
+			g := c.Start().(*gbnfGuide)
+			var states [][]int32
+			for i := 0; ; i++ {
+				b := tc.open[i%len(tc.open)]
+				if !g.Mask().Has(int32(b)) && !g.Mask().Has(tokenOf(v, b)) {
+					break
+				}
+				states = append(states, g.state)
+				if err := g.Advance(tokenOf(v, b)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(states) < 300 {
+				t.Fatalf("%s: nesting stopped after %d bytes", tc.grammar, len(states))
+			}
+			for _, s := range append(states[:5], states[len(states)-30:]...) {
+				if got, want := c.computeMask(&recognizer{g: c.g}, s), c.referenceMask(s); !equalMasks(got, want) {
+					t.Fatalf("%s at depth %d: %d tokens, reference %d", tc.grammar, len(s), got.Count(), want.Count())
+				}
+			}
+		}
+	}
+}
+
+// tokenOf is the id of the single-byte token b.
+func tokenOf(v *Vocab, b byte) int32 {
+	for id, p := range v.pieces {
+		if len(p) == 1 && p[0] == b {
+			return int32(id)
+		}
+	}
+	return -1
 }
 
 // mixedVocab has tokens that span terminals and split runes, every
