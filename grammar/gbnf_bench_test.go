@@ -65,7 +65,9 @@ func BenchmarkGBNFMaskCached(b *testing.B) {
 }
 
 // BenchmarkGBNFMaskUncached is the cost of computing one state's mask
-// (trie walk) for the states of a json.gbnf walk. One op is one mask.
+// without the mask cache, for the states of the trace, once the
+// relative walks (gbnf_split.go) and the memo are warm: a state met in a
+// nesting not seen before. One op is one mask.
 func BenchmarkGBNFMaskUncached(b *testing.B) {
 	for _, bv := range benchVocabs {
 		b.Run(bv.name, func(b *testing.B) {
