@@ -17,14 +17,7 @@ func readGBNF(t testing.TB, name string) string {
 	return string(b)
 }
 
-// byteVocab has one token per byte value and an end token (id 256).
-func byteVocab() *Vocab {
-	pieces := make([][]byte, 257)
-	for b := range 256 {
-		pieces[b] = []byte{byte(b)}
-	}
-	return NewVocab(pieces, []int32{256})
-}
+// byteVocab (compile_test.go) has one token per byte and an end token, id 256.
 
 func compileGBNFTest(t testing.TB, src string, v *Vocab) *gbnfConstraint {
 	t.Helper()
