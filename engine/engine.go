@@ -28,11 +28,16 @@ type Config struct {
 	// MaxBatchedTokens and MaxRunning bound one step (scheduler defaults).
 	MaxBatchedTokens int
 	MaxRunning       int
-	MaxWaiting       int            // queued requests before OVERLOADED; 1024
-	EventQueue       int            // per-request event bound before pausing; 64
-	KVMedium         kvcache.Medium // where the KV pages live, reported in KV events: unspecified for host memory, GPU for device pages
-	EventQueueBytes  int            // per-request bound of queued event bytes (eventBytes) before pausing; 4 MiB
-	ConsumerTimeout  time.Duration  // a paused consumer longer than this is cancelled; 30 s
+	// MaxStepLatency bounds a step that carries decode tokens: its prefill
+	// chunk is sized from measured step costs to stay under it
+	// (docs/design.md §10). 0: 2.5 decode-only steps; < 0: no bound (the
+	// token budget only).
+	MaxStepLatency  time.Duration
+	MaxWaiting      int            // queued requests before OVERLOADED; 1024
+	EventQueue      int            // per-request event bound before pausing; 64
+	KVMedium        kvcache.Medium // where the KV pages live, reported in KV events: unspecified for host memory, GPU for device pages
+	EventQueueBytes int            // per-request bound of queued event bytes (eventBytes) before pausing; 4 MiB
+	ConsumerTimeout time.Duration  // a paused consumer longer than this is cancelled; 30 s
 	// FinishedRetention: finished ids answer Abort with ALREADY_FINISHED
 	// this long; 10 min.
 	FinishedRetention time.Duration
@@ -147,6 +152,7 @@ type Engine struct {
 	done   chan struct{} // closed when the loop exits
 
 	lp    loopState    // owned by the loop goroutine
+	cost  *stepCost    // owned by the loop goroutine
 	draft *draftRunner // the draft model (Speculation.Draft), nil without
 }
 
@@ -195,8 +201,9 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		cache.Close()
 		return nil, fmt.Errorf("engine: KV store: %w", err)
 	}
-	sched, err := scheduler.New(scheduler.Config{MaxBatchedTokens: cfg.MaxBatchedTokens, MaxRunning: cfg.MaxRunning},
-		&kvAlloc{c: cache, log: cfg.Logger})
+	cost := &stepCost{target: cfg.MaxStepLatency}
+	sched, err := scheduler.New(scheduler.Config{MaxBatchedTokens: cfg.MaxBatchedTokens, MaxRunning: cfg.MaxRunning,
+		PrefillLimit: cost.prefillLimit}, &kvAlloc{c: cache, log: cfg.Logger})
 	if err != nil {
 		cache.Close()
 		if c, ok := kv.(interface{ Close() }); ok {
@@ -216,7 +223,7 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 	}
 	sc := sched.Config()
 	e := &Engine{draft: draft,
-		cfg: cfg, model: m, kv: kv, tok: tok, cache: cache, sched: sched, info: info, log: cfg.Logger,
+		cfg: cfg, model: m, kv: kv, tok: tok, cache: cache, sched: sched, info: info, log: cfg.Logger, cost: cost,
 		live: map[string]*request{}, finished: map[string]time.Time{},
 		wakeCh: make(chan struct{}, 1), done: make(chan struct{}),
 	}

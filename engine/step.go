@@ -52,6 +52,7 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 		return
 	}
 	e.sched.Advance(plan)
+	e.cost.observe(len(b.Tokens), time.Since(t0))
 
 	st := StepStats{Sequences: len(plan.Items), Preemptions: len(plan.Preempted)}
 	row := 0

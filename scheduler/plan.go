@@ -47,7 +47,8 @@ type planner struct {
 // Plan builds the next step: decode tokens of running sequences first, then
 // the rest of running sequences' known tokens (prefill chunks, streamed
 // input, recomputation), then admissions from the waiting queue in priority
-// then arrival order, all under MaxBatchedTokens and MaxRunning. When pages
+// then arrival order, all under MaxBatchedTokens and MaxRunning (and, when
+// decode tokens are planned, under Config.PrefillLimit). When pages
 // run out, the lowest-priority, most recently arrived running sequence is
 // preempted (its pages released, requeued with all its tokens).
 func (sc *Scheduler) Plan() Plan {
@@ -57,6 +58,11 @@ func (sc *Scheduler) Plan() Plan {
 	p.budgetDrafts()
 
 	for pass := 0; pass < 2; pass++ {
+		if pass == 1 && len(p.items) > 0 && sc.cfg.PrefillLimit != nil {
+			if limit := sc.cfg.PrefillLimit(len(p.items)); limit > 0 {
+				p.budget = min(p.budget, limit)
+			}
+		}
 		for i := 0; i < len(sc.running) && p.budget > 0; i++ {
 			s := sc.running[i]
 			if s.paused || s.todo() == 0 || p.index(s) >= 0 {

@@ -22,6 +22,13 @@ type Config struct {
 	MaxBatchedTokens int
 	// MaxRunning is the most sequences holding pages at once. Default 64.
 	MaxRunning int
+	// PrefillLimit, when set, caps the other tokens (prefill chunks,
+	// streamed input, recomputation) of a step that holds decode tokens:
+	// it gets the step's decode token count and returns the cap (<= 0: no
+	// cap beyond MaxBatchedTokens). A step without decode tokens is never
+	// capped, so a request alone prefills at full speed. The engine sizes
+	// it from measured step costs (docs/design.md §10).
+	PrefillLimit func(decodeTokens int) int
 }
 
 // Defaults for zero Config fields.

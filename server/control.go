@@ -113,7 +113,7 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		Generation: &pb.GenerationCapabilities{
 			PromptLogprobs:            logprobs(),
 			OutputLogprobs:            logprobs(),
-			GuidedDecoding:            &pb.GuidedDecodingCapabilities{Supported: ptr(false)},
+			GuidedDecoding:            m.guidedCaps(),
 			MaxNumSequences:           ptr(uint32(maxSequences(lim))),
 			SupportsPriority:          ptr(true),
 			SupportsStopInOutput:      ptr(true),
@@ -122,6 +122,7 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		},
 		SupportsLora:       ptr(false),
 		SupportsMultimodal: ptr(false),
+		ToolCallParser:     toolParserName(m),
 		Sessions:           c.s.sessionCaps(m),
 		StreamingInput:     c.s.streamingCaps(m),
 		Extra:              limitsExtra(lim),

@@ -59,9 +59,21 @@ func TestGenerateRefusedBeforeAcceptance(t *testing.T) {
 		{"prompt too large", prompt(big), nil, codes.InvalidArgument, "PAYLOAD_TOO_LARGE"},
 		{"context length exceeded", prompt("too-long"), nil, codes.InvalidArgument, "CONTEXT_LENGTH_EXCEEDED"},
 		{"unknown model", with(prompt("a"), func(r *pb.GenerateRequest) { r.Model = "nope" }), nil, codes.NotFound, "MODEL_NOT_FOUND"},
-		{"guided decoding unsupported", with(prompt("a"), func(r *pb.GenerateRequest) {
+		{"guided decoding without a tokenizer", with(prompt("a"), func(r *pb.GenerateRequest) {
 			r.Guided = &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_Regex{Regex: "a+"}}
 		}), nil, codes.Unimplemented, "UNSUPPORTED_FEATURE"},
+		{"guided structural_tag unsupported", with(prompt("a"), func(r *pb.GenerateRequest) {
+			r.Guided = &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_StructuralTag{StructuralTag: "{}"}}
+		}), nil, codes.Unimplemented, "UNSUPPORTED_FEATURE"},
+		{"guided unknown backend", with(prompt("a"), func(r *pb.GenerateRequest) {
+			r.Guided = &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_Regex{Regex: "a+"}, Backend: "xgrammar"}
+		}), nil, codes.Unimplemented, "UNSUPPORTED_FEATURE"},
+		{"guided backend without a guide", with(prompt("a"), func(r *pb.GenerateRequest) {
+			r.Guided = &pb.GuidedDecoding{Backend: "oengine"}
+		}), nil, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"guided empty choice", with(prompt("a"), func(r *pb.GenerateRequest) {
+			r.Guided = &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_Choice{Choice: &pb.ChoiceConstraint{}}}
+		}), nil, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{"media unsupported", with(prompt("a"), func(r *pb.GenerateRequest) {
 			r.Media = []*pb.MediaItem{{Modality: pb.Modality_MODALITY_IMAGE, Source: &pb.MediaItem_Url{Url: "http://x/y.png"}}}
 		}), nil, codes.Unimplemented, "UNSUPPORTED_FEATURE"},

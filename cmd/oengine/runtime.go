@@ -27,6 +27,7 @@ type engineFlags struct {
 	defaultTemp *float64
 	mmap        *bool
 	device      *string
+	stepLatency *string
 	// consumerTimeout, set by serve, is engine.Config.ConsumerTimeout
 	// (nil or 0: the engine's default).
 	consumerTimeout *time.Duration
@@ -81,6 +82,7 @@ func addEngineFlags(fs *flagSet) *engineFlags {
 		maxRunning:  fs.Int("max-running", 0, "sequences running at once (0: engine default)"),
 		defaultTemp: fs.Float64("default-temperature", 1.0, "temperature for requests that set none (0: greedy)"),
 		mmap:        fs.Bool("mmap", false, mmapUsage),
+		stepLatency: fs.String("max-step-latency", "auto", "bound on a step that carries decode tokens, met by sizing its prefill chunk from measured step costs: a `duration` (e.g. 300ms), auto (2.5 decode-only steps) or off (the token budget only)"),
 		device:      fs.String("device", "auto", "compute `device`: auto (CUDA when a device, the driver, NVRTC and cuBLAS are found, else the CPU), cpu, cuda or cuda:N"),
 	}
 	fs.limit("page-size", 1, 1<<16)
@@ -99,6 +101,9 @@ func (ef *engineFlags) check(cmd string) error {
 	}
 	if _, _, err := cuda.ParseDevice(*ef.device); err != nil {
 		return fmt.Errorf("%s: --device: %w", cmd, err)
+	}
+	if _, err := ef.maxStepLatency(); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	if strings.EqualFold(*ef.kvMemory, "auto") {
 		return nil
@@ -181,7 +186,8 @@ func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.H
 			PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
 			MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
 			DefaultTemperature: *ef.defaultTemp, GreedyDefault: *ef.defaultTemp == 0, Hooks: h, Logger: logger,
-			ConsumerTimeout: consumerTimeout(ef), Speculation: ef.spec.config(),
+			ConsumerTimeout: consumerTimeout(ef), MaxStepLatency: must(ef.maxStepLatency()),
+			Speculation: ef.spec.config(),
 		}}
 	if draft != nil {
 		opts.Draft = draft.File
@@ -196,6 +202,29 @@ func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.H
 	}
 	return &runtime{file: lf, draft: draft, Model: lm}, nil
 }
+
+// maxStepLatency is engine.Config.MaxStepLatency from --max-step-latency:
+// 0 for auto, -1 for off.
+func (ef *engineFlags) maxStepLatency() (time.Duration, error) {
+	if ef.stepLatency == nil {
+		return 0, nil
+	}
+	switch v := strings.ToLower(*ef.stepLatency); v {
+	case "auto":
+		return 0, nil
+	case "off":
+		return -1, nil
+	default:
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return 0, fmt.Errorf("--max-step-latency must be a duration above 0 (e.g. 300ms), auto or off, got %q", *ef.stepLatency)
+		}
+		return d, nil
+	}
+}
+
+// must returns v; err was checked when the flags were validated.
+func must[T any](v T, _ error) T { return v }
 
 // consumerTimeout is the engine's consumer timeout the flags ask for (0:
 // the engine's default).
