@@ -158,6 +158,9 @@ func (e *Engine) drawDrafts(j int, logits []float32) {
 		r := logits[row*V : (row+1)*V]
 		row++
 		drafts := di.it.Seq.Drafts()
+		// The draft sampler's penalty counts follow this history; when a
+		// rejection rewrote a position without shortening it they may be
+		// stale, which only changes q, and Verify uses the q drawn from.
 		h := sampling.History{Prompt: o.req.prompt, Output: append(append(e.lp.hist[:0], o.tokens...), drafts[:j]...)}
 		if len(o.spec.q) <= j {
 			o.spec.q = append(o.spec.q, make([]sampling.Dist, j+1-len(o.spec.q))...)

@@ -117,7 +117,10 @@ func (e *Engine) proposeOne(o *output) {
 		if o.spec.dsamp == nil {
 			o.spec.dsamp = sampling.New(req.params, -1-o.index)
 		}
-		drafts = append(e.lp.drafts[:0], make([]int32, k)...)
+		drafts = e.lp.drafts[:0]
+		for range k {
+			drafts = append(drafts, 0)
+		}
 	} else {
 		drafts = ngramLookup(s.Tokens(), k, e.lp.drafts[:0])
 	}
