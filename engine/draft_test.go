@@ -31,7 +31,7 @@ func TestSpecDraftModelGreedyEqualsPlain(t *testing.T) {
 		{"self draft", &fakeModel{vocab: 64, ctx: 512, echo: 7}, Config{}, true},
 		{"other draft", &fakeModel{vocab: 64, ctx: 512, echo: 7, salt: 99}, Config{}, false},
 		{"other draft adaptive chunked", &fakeModel{vocab: 64, ctx: 512, echo: 7, salt: 5}, Config{MaxBatchedTokens: 10}, false},
-		{"tiny pool preempts", &fakeModel{vocab: 64, ctx: 512, echo: 7, salt: 99}, Config{KVPages: 30, MaxBatchedTokens: 24}, false},
+		{"tiny pool preempts", &fakeModel{vocab: 64, ctx: 512, echo: 7, salt: 99}, Config{KVPages: 30, MaxBatchedTokens: 24, MaxStepLatency: -1}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

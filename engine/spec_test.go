@@ -83,7 +83,7 @@ func TestSpecNGramEqualsPlain(t *testing.T) {
 		{"k4", Config{Speculation: Speculation{NGram: true}}},
 		{"k8 adaptive", Config{Speculation: Speculation{NGram: true, Tokens: 8, Adaptive: true}}},
 		{"chunked prefill", Config{MaxBatchedTokens: 12, Speculation: Speculation{NGram: true, Tokens: 3}}},
-		{"tiny pool preempts", Config{KVPages: 70, MaxBatchedTokens: 24, Speculation: Speculation{NGram: true, Tokens: 5}}},
+		{"tiny pool preempts", Config{KVPages: 60, MaxBatchedTokens: 24, MaxStepLatency: -1, Speculation: Speculation{NGram: true, Tokens: 5}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
