@@ -277,8 +277,10 @@ func TestOpenAIErrorsFailTheRun(t *testing.T) {
 		if reps[0].Errors["http_404"] != 4 || reps[0].ErrorRate != 1 {
 			t.Fatalf("errors %v rate %v, want 4 http_404 and rate 1", reps[0].Errors, reps[0].ErrorRate)
 		}
-		if err := CheckErrorRate(reps, 0); err == nil {
-			t.Fatal("CheckErrorRate passed a run where every request failed")
+		for _, limit := range []float64{0, 1} {
+			if err := CheckErrorRate(reps, limit); err == nil {
+				t.Fatalf("CheckErrorRate(limit %g) passed a run where every request failed", limit)
+			}
 		}
 	})
 	t.Run("error fraction against the limit", func(t *testing.T) {

@@ -156,13 +156,17 @@ func (rep Report) errorCount() int {
 var ErrTooManyErrors = errors.New("bench: too many failed requests")
 
 // CheckErrorRate fails when any report's error fraction exceeds limit, or
-// a report had no request at all; the error names each such run.
+// a report had no request at all or only failed ones (whatever the limit:
+// a level where nothing succeeded measured nothing); the error names each
+// such run.
 func CheckErrorRate(reps []Report, limit float64) error {
 	var bad []string
 	for _, r := range reps {
 		switch {
 		case r.Requests == 0 && r.ContextStops == 0:
 			bad = append(bad, fmt.Sprintf("%s conc %d: no request ran", r.Scenario, r.Concurrency))
+		case r.Requests > 0 && r.errorCount() >= r.Requests:
+			bad = append(bad, fmt.Sprintf("%s conc %d: every one of %d requests failed", r.Scenario, r.Concurrency, r.Requests))
 		case r.ErrorRate > limit:
 			bad = append(bad, fmt.Sprintf("%s conc %d: %d of %d failed (%.3g > %g)", r.Scenario, r.Concurrency,
 				r.errorCount(), r.Requests, r.ErrorRate, limit))

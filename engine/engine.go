@@ -28,11 +28,16 @@ type Config struct {
 	// MaxBatchedTokens and MaxRunning bound one step (scheduler defaults).
 	MaxBatchedTokens int
 	MaxRunning       int
-	MaxWaiting       int            // queued requests before OVERLOADED; 1024
-	EventQueue       int            // per-request event bound before pausing; 64
-	KVMedium         kvcache.Medium // where the KV pages live, reported in KV events: unspecified for host memory, GPU for device pages
-	EventQueueBytes  int            // per-request bound of queued event bytes (eventBytes) before pausing; 4 MiB
-	ConsumerTimeout  time.Duration  // a paused consumer longer than this is cancelled; 30 s
+	// MaxStepLatency bounds a step that carries decode tokens: its prefill
+	// chunk is sized from measured step costs to stay under it
+	// (docs/design.md §10). 0: 2.5 decode-only steps; < 0: no bound (the
+	// token budget only).
+	MaxStepLatency  time.Duration
+	MaxWaiting      int            // queued requests before OVERLOADED; 1024
+	EventQueue      int            // per-request event bound before pausing; 64
+	KVMedium        kvcache.Medium // where the KV pages live, reported in KV events: unspecified for host memory, GPU for device pages
+	EventQueueBytes int            // per-request bound of queued event bytes (eventBytes) before pausing; 4 MiB
+	ConsumerTimeout time.Duration  // a paused consumer longer than this is cancelled; 30 s
 	// FinishedRetention: finished ids answer Abort with ALREADY_FINISHED
 	// this long; 10 min.
 	FinishedRetention time.Duration
@@ -52,6 +57,9 @@ type Config struct {
 	MaxPinnedPages         int
 	MaxPinnedPagesPerOwner int
 	KVEventWindow          int
+
+	// Speculation enables speculative decoding (spec.go).
+	Speculation Speculation
 
 	// CheckIntegrity runs the KV ledger check on every idle step and logs
 	// (debug).
@@ -143,7 +151,9 @@ type Engine struct {
 	wakeCh chan struct{} // cap 1: something for the loop
 	done   chan struct{} // closed when the loop exits
 
-	lp loopState // owned by the loop goroutine
+	lp    loopState    // owned by the loop goroutine
+	cost  *stepCost    // owned by the loop goroutine
+	draft *draftRunner // the draft model (Speculation.Draft), nil without
 }
 
 type finishedID struct {
@@ -191,8 +201,9 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		cache.Close()
 		return nil, fmt.Errorf("engine: KV store: %w", err)
 	}
-	sched, err := scheduler.New(scheduler.Config{MaxBatchedTokens: cfg.MaxBatchedTokens, MaxRunning: cfg.MaxRunning},
-		&kvAlloc{c: cache, log: cfg.Logger})
+	cost := &stepCost{target: cfg.MaxStepLatency}
+	sched, err := scheduler.New(scheduler.Config{MaxBatchedTokens: cfg.MaxBatchedTokens, MaxRunning: cfg.MaxRunning,
+		PrefillLimit: cost.prefillLimit}, &kvAlloc{c: cache, log: cfg.Logger})
 	if err != nil {
 		cache.Close()
 		if c, ok := kv.(interface{ Close() }); ok {
@@ -200,9 +211,19 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	var draft *draftRunner
+	if cfg.Speculation.Draft != nil {
+		if draft, err = newDraftRunner(cfg.Speculation.Draft, info, pages, cfg.PageSize); err != nil {
+			cache.Close()
+			if c, ok := kv.(interface{ Close() }); ok {
+				c.Close()
+			}
+			return nil, err
+		}
+	}
 	sc := sched.Config()
-	e := &Engine{
-		cfg: cfg, model: m, kv: kv, tok: tok, cache: cache, sched: sched, info: info, log: cfg.Logger,
+	e := &Engine{draft: draft,
+		cfg: cfg, model: m, kv: kv, tok: tok, cache: cache, sched: sched, info: info, log: cfg.Logger, cost: cost,
 		live: map[string]*request{}, finished: map[string]time.Time{},
 		wakeCh: make(chan struct{}, 1), done: make(chan struct{}),
 	}
@@ -215,6 +236,12 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 	}
 	if d, ok := m.(interface{ Device() string }); ok {
 		e.limits.Device = d.Device()
+	}
+	if sp := cfg.Speculation; sp.Enabled() {
+		e.limits.Speculation, e.limits.SpecTokens, e.limits.SpecAdaptive = sp.Mode(), e.specTokens(), sp.Adaptive
+		if sp.Draft != nil {
+			e.limits.DraftModel = sp.DraftName
+		}
 	}
 	for id := 0; id < info.Vocab; id++ {
 		if tok.IsEOG(int32(id)) {

@@ -478,3 +478,40 @@ func TestSeqPrefix(t *testing.T) {
 		t.Fatalf("pages leaked: %d free %d cached", len(a.free), len(a.lru))
 	}
 }
+
+// TestPrefillLimit: with decode tokens planned, prefill chunks stay under
+// the limit the policy returns for that many decode tokens; a prompt with
+// no decoding neighbour prefills with the whole budget.
+func TestPrefillLimit(t *testing.T) {
+	a := newFakeAlloc(64, 16)
+	var asked []int
+	cfg := Config{MaxBatchedTokens: 64, MaxRunning: 8, PrefillLimit: func(d int) int {
+		asked = append(asked, d)
+		return 4 * d
+	}}
+	sc := mustNew(t, cfg, a)
+	alone := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(100, 1)})
+	if got := spans(step(t, sc, a))[alone.ID()]; got != (span{0, 64}) {
+		t.Fatalf("alone: chunk %v, want the whole budget 0-64", got)
+	}
+	if len(asked) != 0 {
+		t.Fatalf("policy asked %v without decode tokens", asked)
+	}
+	step(t, sc, a) // 64-100: the rest of the prompt and its first token
+	d2 := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(3, 1)})
+	step(t, sc, a) // d2's prompt (3 tokens <= 4 * 1 decode token)
+	long := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(200, 1)})
+	for i := 0; i < 3; i++ {
+		asked = asked[:0]
+		got := spans(step(t, sc, a))
+		if len(asked) != 1 || asked[0] != 2 {
+			t.Fatalf("step %d: policy asked %v, want [2] (two decoding sequences)", i, asked)
+		}
+		if got[alone.ID()].end-got[alone.ID()].start != 1 || got[d2.ID()].end-got[d2.ID()].start != 1 {
+			t.Fatalf("step %d: decode spans %v", i, got)
+		}
+		if c := got[long.ID()]; c.end-c.start != 8 {
+			t.Fatalf("step %d: prefill chunk %v, want 8 tokens (4 x 2 decode tokens)", i, c)
+		}
+	}
+}

@@ -113,7 +113,7 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		Generation: &pb.GenerationCapabilities{
 			PromptLogprobs:            logprobs(),
 			OutputLogprobs:            logprobs(),
-			GuidedDecoding:            &pb.GuidedDecodingCapabilities{Supported: ptr(false)},
+			GuidedDecoding:            m.guidedCaps(),
 			MaxNumSequences:           ptr(uint32(maxSequences(lim))),
 			SupportsPriority:          ptr(true),
 			SupportsStopInOutput:      ptr(true),
@@ -122,6 +122,7 @@ func (c *controlService) GetModelInfo(ctx context.Context, req *pb.GetModelInfoR
 		},
 		SupportsLora:       ptr(false),
 		SupportsMultimodal: ptr(false),
+		ToolCallParser:     toolParserName(m),
 		Sessions:           c.s.sessionCaps(m),
 		StreamingInput:     c.s.streamingCaps(m),
 		Extra:              limitsExtra(lim),
@@ -149,6 +150,13 @@ func limitsExtra(lim engine.Limits) *structpb.Struct {
 	top := map[string]any{"oengine_limits": f}
 	if lim.Device != "" {
 		top["device"] = lim.Device
+	}
+	if lim.Speculation != "" { // docs/api.md, "Speculative decoding"
+		sp := map[string]any{"mode": lim.Speculation, "draft_tokens": lim.SpecTokens, "adaptive": lim.SpecAdaptive}
+		if lim.DraftModel != "" {
+			sp["draft_model"] = lim.DraftModel
+		}
+		top["speculative"] = sp
 	}
 	st, err := structpb.NewStruct(top)
 	if err != nil {

@@ -59,9 +59,21 @@ func TestGenerateRefusedBeforeAcceptance(t *testing.T) {
 		{"prompt too large", prompt(big), nil, codes.InvalidArgument, "PAYLOAD_TOO_LARGE"},
 		{"context length exceeded", prompt("too-long"), nil, codes.InvalidArgument, "CONTEXT_LENGTH_EXCEEDED"},
 		{"unknown model", with(prompt("a"), func(r *pb.GenerateRequest) { r.Model = "nope" }), nil, codes.NotFound, "MODEL_NOT_FOUND"},
-		{"guided decoding unsupported", with(prompt("a"), func(r *pb.GenerateRequest) {
+		{"guided decoding without a tokenizer", with(prompt("a"), func(r *pb.GenerateRequest) {
 			r.Guided = &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_Regex{Regex: "a+"}}
 		}), nil, codes.Unimplemented, "UNSUPPORTED_FEATURE"},
+		{"guided structural_tag unsupported", with(prompt("a"), func(r *pb.GenerateRequest) {
+			r.Guided = &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_StructuralTag{StructuralTag: "{}"}}
+		}), nil, codes.Unimplemented, "UNSUPPORTED_FEATURE"},
+		{"guided unknown backend", with(prompt("a"), func(r *pb.GenerateRequest) {
+			r.Guided = &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_Regex{Regex: "a+"}, Backend: "xgrammar"}
+		}), nil, codes.Unimplemented, "UNSUPPORTED_FEATURE"},
+		{"guided backend without a guide", with(prompt("a"), func(r *pb.GenerateRequest) {
+			r.Guided = &pb.GuidedDecoding{Backend: "oengine"}
+		}), nil, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"guided empty choice", with(prompt("a"), func(r *pb.GenerateRequest) {
+			r.Guided = &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_Choice{Choice: &pb.ChoiceConstraint{}}}
+		}), nil, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{"media unsupported", with(prompt("a"), func(r *pb.GenerateRequest) {
 			r.Media = []*pb.MediaItem{{Modality: pb.Modality_MODALITY_IMAGE, Source: &pb.MediaItem_Url{Url: "http://x/y.png"}}}
 		}), nil, codes.Unimplemented, "UNSUPPORTED_FEATURE"},
@@ -340,14 +352,14 @@ func TestGenerateStreamContract(t *testing.T) {
 			r.Sampling = &pb.SamplingParams{Temperature: proto.Float64(0.5), TopK: proto.Int32(7), Seed: proto.Uint64(9)}
 			r.Stopping = &pb.StoppingOptions{MaxTokens: proto.Uint32(2), MinTokens: proto.Uint32(1), IgnoreEos: proto.Bool(true)}
 			r.Kv = &pb.KvOptions{BypassPrefixCache: proto.Bool(true), CacheSalt: proto.String("salt")}
-			r.Extra = &structpb.Struct{Fields: map[string]*structpb.Value{"unknown": structpb.NewBoolValue(true)}}
+			r.Extra = &structpb.Struct{Fields: map[string]*structpb.Value{"unknown": structpb.NewBoolValue(true), "speculative": structpb.NewBoolValue(false)}}
 		}), mdPriority, "-5", mdRoutingKey, "rk", mdTargetDPRank, "0", "traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := f.requests()[len(f.requests())-1]
 		if *r.Sampling.Temperature != 0.5 || *r.Sampling.TopK != 7 || *r.Sampling.Seed != 9 || r.Sampling.TopP != nil ||
-			r.MaxTokens != 2 || r.MinTokens != 1 || !r.Stop.IgnoreEOS || !r.BypassPrefixCache || r.CacheSalt != "salt" || r.Priority != -5 {
+			r.MaxTokens != 2 || r.MinTokens != 1 || !r.Stop.IgnoreEOS || !r.BypassPrefixCache || r.CacheSalt != "salt" || r.Priority != -5 || !r.NoSpeculation {
 			t.Fatalf("engine request %+v", r)
 		}
 	})

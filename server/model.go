@@ -6,6 +6,7 @@ import (
 
 	"oengine/engine"
 	"oengine/model/tokenizer"
+	"oengine/toolcall"
 )
 
 // Model is one served model: the names it answers to, what runs it, and
@@ -39,6 +40,13 @@ type Model struct {
 	// ChatTemplate is the Jinja chat template (the GGUF's
 	// tokenizer.chat_template or an override); "": prompts are plain text.
 	ChatTemplate string
+	// ToolCallParser names the tool-call parser (toolcall.Names); "":
+	// the one the chat template's syntax shows (docs/api.md, "Tool
+	// calling").
+	ToolCallParser string
+
+	// guided is the constraint cache, built on first use (guided.go).
+	guided *guidedState
 }
 
 // NewModel is the served model of an engine with its tokenizer (nil: token
@@ -88,6 +96,10 @@ func (m Model) normalize(i int) (*Model, error) {
 		return nil, errors.New("server: the default (first) model cannot be auxiliary")
 	}
 	m.Aliases = append([]string(nil), m.Aliases...)
+	if m.ToolCallParser != "" && toolcall.ByName(m.ToolCallParser) == nil {
+		return nil, fmt.Errorf("server: model %q: unknown tool-call parser %q (one of %v)", m.Name, m.ToolCallParser, toolcall.Names())
+	}
+	m.guided = &guidedState{}
 	for _, n := range m.Names() {
 		if n == "" {
 			return nil, fmt.Errorf("server: model %d has an empty name", i)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"oengine/engine"
 	pb "oengine/proto/openengine/v1"
@@ -60,9 +61,6 @@ func (s *Server) buildRequest(req *pb.GenerateRequest, meta callMeta) (*Model, e
 		return nil, er, opt, invalidf("exactly one of prompt or token_ids is required")
 	}
 
-	if req.GetGuided() != nil && req.GetGuided().GetGuide() != nil {
-		return nil, er, opt, unsupportedf("guided decoding is not supported")
-	}
 	if len(req.GetMedia()) > 0 {
 		return nil, er, opt, unsupportedf("media input is not supported by a text model")
 	}
@@ -92,8 +90,23 @@ func (s *Server) buildRequest(req *pb.GenerateRequest, meta callMeta) (*Model, e
 	if err := applyResponse(&er, &opt, req.GetResponse()); err != nil {
 		return nil, er, opt, err
 	}
+	// Last: compiling is the costliest check (cached per model).
+	c, aerr := applyGuided(m, req.GetGuided())
+	if aerr != nil {
+		return nil, er, opt, aerr
+	}
+	er.Constraint = c
 	er.BypassPrefixCache = req.GetKv().GetBypassPrefixCache()
 	er.CacheSalt = req.GetKv().GetCacheSalt()
+	// extra.speculative = false opts out of speculative decoding
+	// (docs/api.md, "Speculative decoding").
+	if v, ok := req.GetExtra().GetFields()["speculative"]; ok {
+		b, isBool := v.GetKind().(*structpb.Value_BoolValue)
+		if !isBool {
+			return nil, er, opt, invalidf("extra.speculative must be a boolean")
+		}
+		er.NoSpeculation = !b.BoolValue
+	}
 	return m, er, opt, nil
 }
 

@@ -18,7 +18,7 @@ import (
 
 // engineValues is engineFlags with the pointers followed, for comparisons.
 type engineValues struct {
-	model, kvType, kvMemory, device                    string
+	model, kvType, kvMemory, device, stepLatency       string
 	threads, kvPages, pageSize, maxBatched, maxRunning int
 	defaultTemp                                        float64
 	mmap                                               bool
@@ -27,11 +27,12 @@ type engineValues struct {
 func valuesOf(ef *engineFlags) engineValues {
 	return engineValues{model: *ef.model, kvType: *ef.kvType, kvMemory: *ef.kvMemory,
 		threads: *ef.threads, kvPages: *ef.kvPages, pageSize: *ef.pageSize, maxBatched: *ef.maxBatched,
-		maxRunning: *ef.maxRunning, defaultTemp: *ef.defaultTemp, mmap: *ef.mmap, device: *ef.device}
+		maxRunning: *ef.maxRunning, defaultTemp: *ef.defaultTemp, mmap: *ef.mmap, device: *ef.device,
+		stepLatency: *ef.stepLatency}
 }
 
 // defaults is what the engine flags hold when none is given.
-var defaults = engineValues{kvType: "f16", kvMemory: "auto", pageSize: 16, defaultTemp: 1, device: "auto"}
+var defaults = engineValues{kvType: "f16", kvMemory: "auto", pageSize: 16, defaultTemp: 1, device: "auto", stepLatency: "auto"}
 
 func with(f func(*engineValues)) engineValues {
 	v := defaults
@@ -97,6 +98,19 @@ func TestParseServe(t *testing.T) {
 				t.Errorf("consumer timeout %v, want 5s", consumerTimeout(c.engine))
 			}
 		}},
+		{name: "max step latency", args: []string{"--max-step-latency", "250ms"}, engine: with(func(v *engineValues) { v.stepLatency = "250ms" }),
+			check: func(t *testing.T, c *serveConfig) {
+				if d, err := c.engine.maxStepLatency(); err != nil || d != 250*time.Millisecond {
+					t.Errorf("max step latency %v %v, want 250ms", d, err)
+				}
+			}},
+		{name: "max step latency off", args: []string{"--max-step-latency", "OFF"}, engine: with(func(v *engineValues) { v.stepLatency = "OFF" }),
+			check: func(t *testing.T, c *serveConfig) {
+				if d, _ := c.engine.maxStepLatency(); d != -1 {
+					t.Errorf("max step latency %v, want -1 (off)", d)
+				}
+			}},
+		{name: "max step latency bad", args: []string{"--max-step-latency", "0s"}, err: `serve: --max-step-latency must be a duration above 0 (e.g. 300ms), auto or off, got "0s"`},
 		{name: "consumer timeout zero", args: []string{"--consumer-timeout", "0s"}, err: "serve: --consumer-timeout must be more than 0, got 0s"},
 		{name: "model given twice", args: []string{"a.gguf", "--model", "b.gguf"}, err: `serve: model given twice: "a.gguf" as an argument and --model "b.gguf"`},
 		{name: "leftover argument", args: []string{"a.gguf", "--grpc-addr", ":1", "b"}, err: `serve: unexpected argument "b"`},

@@ -80,6 +80,10 @@ type Options struct {
 	// Kwargs are extra template variables (chat_template_kwargs, e.g.
 	// enable_thinking), see DecodeKwargs.
 	Kwargs map[string]jinja.Value
+	// Tools are the function tools offered to the model (a decoded JSON
+	// list, see DecodeTools), rendered by the template's `tools`
+	// variable; nil: the variable stays undefined.
+	Tools []jinja.Value
 }
 
 // Encoder encodes conversations for one model. It is safe for concurrent
@@ -170,7 +174,11 @@ func (e *Encoder) Render(msgs []Message, opts Options) (Prompt, error) {
 	for k, v := range opts.Kwargs {
 		kw[k] = n.value(v)
 	}
-	out, err := e.tmpl.Render(Vars{Messages: safe, AddGenerationPrompt: opts.AddGenerationPrompt, Specials: e.specials, Kwargs: kw})
+	var tools []jinja.Value
+	for _, t := range opts.Tools {
+		tools = append(tools, n.value(t))
+	}
+	out, err := e.tmpl.Render(Vars{Messages: safe, AddGenerationPrompt: opts.AddGenerationPrompt, Specials: e.specials, Kwargs: kw, Tools: tools})
 	if err != nil {
 		return Prompt{}, err
 	}

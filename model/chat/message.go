@@ -109,6 +109,22 @@ func DecodeKwargs(raw []byte) (map[string]jinja.Value, error) {
 	return out, nil
 }
 
+// DecodeTools decodes a JSON list of tool definitions (a request's
+// tools) into template values, keeping key order.
+func DecodeTools(raw []byte) ([]jinja.Value, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil, nil
+	}
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("chat: tools: %w", err)
+	}
+	if !v.IsList() {
+		return nil, errors.New("chat: tools must be a JSON list")
+	}
+	return v.AsList().Items, nil
+}
+
 // decodeJSON decodes one JSON value into a template value, objects keeping
 // their key order and integers staying integers.
 func decodeJSON(raw []byte) (jinja.Value, error) {

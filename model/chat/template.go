@@ -98,6 +98,10 @@ type Vars struct {
 	// Kwargs are extra variables (the request's chat_template_kwargs,
 	// e.g. enable_thinking), already decoded (see DecodeKwargs).
 	Kwargs map[string]jinja.Value
+	// Tools, when non-empty, is the `tools` variable: the tool
+	// definitions as JSON-like values (OpenAI's shape, {"type":
+	// "function", "function": {...}}).
+	Tools []jinja.Value
 }
 
 // reserved are the variables a request's kwargs may not replace.
@@ -123,6 +127,9 @@ func (t *Template) Render(vars Vars) (string, error) {
 	data["add_generation_prompt"] = jinja.NewBool(vars.AddGenerationPrompt)
 	data["bos_token"] = jinja.NewString(vars.Specials.BOS)
 	data["eos_token"] = jinja.NewString(vars.Specials.EOS)
+	if len(vars.Tools) > 0 {
+		data["tools"] = jinja.NewList(vars.Tools)
+	}
 	return t.renderValues(data)
 }
 

@@ -13,6 +13,7 @@ import (
 	"oengine/engine"
 	"oengine/model/chat"
 	"oengine/server"
+	"oengine/toolcall"
 )
 
 // kind is the response format: chat.completion or text_completion.
@@ -47,6 +48,7 @@ type runOpts struct {
 	choices      int  // total choices of the request
 	route        string
 	start        time.Time
+	tools        *toolcall.Parser // non-nil: parse tool calls out of the content
 }
 
 // choiceState accumulates one choice.
@@ -57,6 +59,11 @@ type choiceState struct {
 	logprobs []tokenLogprob
 	finish   string
 	done     bool
+	// Tool-call parsing (runOpts.tools): raw is the whole content so far,
+	// sent how much of it went out as content; calls the parsed calls.
+	raw   []byte
+	sent  int
+	calls []toolCallOut
 }
 
 // tokenLogprob is one generated token's logprob with its alternatives.
@@ -146,6 +153,9 @@ type sink interface {
 	begin(r *runner) error
 	// delta: new text of one choice (either part may be empty).
 	delta(r *runner, idx int, content, reasoning string, lps []tokenLogprob) error
+	// toolCalls: the calls parsed from one choice's output, before its
+	// finish.
+	toolCalls(r *runner, idx int, calls []toolcall.Call) error
 	// finish: one choice finished.
 	finish(r *runner, idx int) error
 	// end: every job ended normally.
@@ -236,6 +246,9 @@ func (r *runner) runJob(ctx context.Context, j *job) bool {
 			if c := r.choices[idx]; c.filter != nil {
 				content, reasoning = c.filter.PushSplit(ev.Text)
 			}
+			if r.o.tools != nil {
+				content = r.choices[idx].toolText(r.o.tools, content)
+			}
 			var lps []tokenLogprob
 			if r.o.logprobs {
 				lps = logprobsOf(ev.Tokens)
@@ -292,9 +305,28 @@ func (r *runner) finishChoice(idx int, reason string) error {
 	}
 	if c.filter != nil {
 		content, reasoning := c.filter.FlushSplit()
+		if r.o.tools != nil {
+			content = c.toolText(r.o.tools, content)
+		}
 		if content != "" || reasoning != "" {
 			if err := r.sink.delta(r, idx, content, reasoning, nil); err != nil {
 				return err
+			}
+		}
+	}
+	if r.o.tools != nil {
+		content, calls := c.toolFinish(r.o.tools)
+		if content != "" {
+			if err := r.sink.delta(r, idx, content, "", nil); err != nil {
+				return err
+			}
+		}
+		if len(calls) > 0 {
+			if err := r.sink.toolCalls(r, idx, calls); err != nil {
+				return err
+			}
+			if reason == "stop" {
+				reason = "tool_calls"
 			}
 		}
 	}

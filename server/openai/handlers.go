@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"oengine/engine"
@@ -43,6 +42,15 @@ func (a *api) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	er, aerr := req.engineRequest(req.MaxTokens)
 	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	rf, aerr := req.ResponseFormat.spec()
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	if er.Constraint, aerr = constraint(ms.m, rf, "response_format"); aerr != nil {
 		a.reject(w, aerr)
 		return
 	}
@@ -146,9 +154,23 @@ func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		a.reject(w, aerr)
 		return
 	}
-	if aerr := req.refuseTools(); aerr != nil {
+	plan, aerr := planTools(ms.m, req.Tools, req.ToolChoice)
+	if aerr != nil {
 		a.reject(w, aerr)
 		return
+	}
+	rf, aerr := req.ResponseFormat.spec()
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	spec, field := rf, "response_format"
+	if plan.forced != nil {
+		if rf != nil {
+			a.reject(w, invalid("response_format", "response_format cannot be combined with tool_choice required or a named function"))
+			return
+		}
+		spec, field = plan.forced, "tools"
 	}
 	switch {
 	case req.TopLogprobs != nil && !req.Logprobs:
@@ -182,7 +204,11 @@ func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if req.AddGenerationPrompt != nil {
 		gen = *req.AddGenerationPrompt
 	}
-	prompt, err := ms.enc.Render(msgs, chat.Options{AddGenerationPrompt: gen, Kwargs: kw})
+	if er.Constraint, aerr = constraint(ms.m, spec, field); aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	prompt, err := ms.enc.Render(msgs, chat.Options{AddGenerationPrompt: gen, Kwargs: kw, Tools: plan.render})
 	if err != nil {
 		a.reject(w, invalid("messages", "chat template: %v", err))
 		return
@@ -215,19 +241,8 @@ func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", id)
 	o := runOpts{kind: kindChat, id: id, model: ms.m, created: start.Unix(), stream: req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		split:        split, logprobs: er.Logprobs != nil, choices: j.n, route: RouteChat, start: start}
+		split:        split, logprobs: er.Logprobs != nil, choices: j.n, route: RouteChat, start: start, tools: plan.parser}
 	a.newRunner(o, a.sinkFor(w, req.Stream)).run(r.Context(), j, func(int) (*job, *apiError) { return nil, nil })
-}
-
-// refuseTools refuses tool calling until structured output exists.
-func (c *chatRequest) refuseTools() *apiError {
-	if t := strings.TrimSpace(string(c.Tools)); t != "" && t != "null" && t != "[]" {
-		return unsupported("tools", "tools are not supported yet")
-	}
-	if tc := strings.TrimSpace(string(c.ToolChoice)); tc != "" && tc != "null" && tc != `"none"` && tc != `"auto"` {
-		return unsupported("tool_choice", "tool_choice %s is not supported", tc)
-	}
-	return nil
 }
 
 // beginTurn continues a session with the rendered conversation: the

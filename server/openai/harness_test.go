@@ -88,8 +88,9 @@ type harnessOpts struct {
 	template               string
 	clock                  sessions.Clock // nil: the real one
 	maxSessions            int
-	writeBuffer            int // server socket send buffer (0: system default)
-	eventQueue             int // engine event queue per request (0: default)
+	writeBuffer            int    // server socket send buffer (0: system default)
+	eventQueue             int    // engine event queue per request (0: default)
+	modelFile              string // a GGUF of ../shared/testdata/models; "": tiny-llama-f16.gguf
 }
 
 // clockT is a settable clock for lease tests.
@@ -104,7 +105,10 @@ func (c *clockT) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c
 func startHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	td := testdata(t)
-	f, err := gguf.Open(filepath.Join(td, "models", "tiny-llama-f16.gguf"))
+	if o.modelFile == "" {
+		o.modelFile = "tiny-llama-f16.gguf"
+	}
+	f, err := gguf.Open(filepath.Join(td, "models", o.modelFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,14 +163,21 @@ type modelObject struct {
 	Root string `json:"root,omitempty"`
 	// MaxModelLen is the context length (vLLM's field).
 	MaxModelLen int `json:"max_model_len,omitempty"`
+	// ToolCallParser is the model's tool-call syntax (oengine; as
+	// ModelInfo.tool_call_parser, docs/api.md "Tool calling").
+	ToolCallParser string `json:"tool_call_parser,omitempty"`
 }
 
 func (a *api) modelObjects() []modelObject {
 	var out []modelObject
 	for _, m := range a.s.Models() {
+		parser := ""
+		if p := m.ToolParser(); p != nil && m.Tokenizer != nil {
+			parser = p.Name()
+		}
 		for _, n := range m.Names() {
 			out = append(out, modelObject{ID: n, Object: "model", Created: a.cfg.Created.Unix(), OwnedBy: a.cfg.OwnedBy,
-				Root: m.Name, MaxModelLen: m.Limits().ContextLen})
+				Root: m.Name, MaxModelLen: m.Limits().ContextLen, ToolCallParser: parser})
 		}
 	}
 	return out

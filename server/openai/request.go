@@ -39,11 +39,10 @@ type commonRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	// Fields that cannot be honoured: refused with 400, never ignored.
-	LogitBias      map[string]float64 `json:"logit_bias"`
-	ResponseFormat *struct {
-		Type string `json:"type"`
-	} `json:"response_format"`
-	BestOf *int `json:"best_of"`
+	LogitBias map[string]float64 `json:"logit_bias"`
+	BestOf    *int               `json:"best_of"`
+	// ResponseFormat constrains the output (structured.go).
+	ResponseFormat *responseFormat `json:"response_format"`
 }
 
 // completionRequest is POST /v1/completions.
@@ -135,8 +134,6 @@ func (c *commonRequest) refuse() *apiError {
 	switch {
 	case len(c.LogitBias) > 0:
 		return unsupported("logit_bias", "logit_bias is not supported")
-	case c.ResponseFormat != nil && c.ResponseFormat.Type != "" && c.ResponseFormat.Type != "text":
-		return unsupported("response_format", "response_format %q is not supported (only \"text\")", c.ResponseFormat.Type)
 	case c.BestOf != nil && *c.BestOf > 1 && (c.N == nil || *c.BestOf != *c.N):
 		return unsupported("best_of", "best_of other than n is not supported")
 	}

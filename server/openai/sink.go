@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/valyala/bytebufferpool"
+
+	"oengine/toolcall"
 )
 
 // Response shapes (docs/api.md).
@@ -31,9 +33,10 @@ type (
 		TextOffset    []int                `json:"text_offset"`
 	}
 	message struct {
-		Role             string  `json:"role,omitempty"`
-		Content          *string `json:"content,omitempty"`
-		ReasoningContent *string `json:"reasoning_content,omitempty"`
+		Role             string        `json:"role,omitempty"`
+		Content          *string       `json:"content,omitempty"`
+		ReasoningContent *string       `json:"reasoning_content,omitempty"`
+		ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
 	}
 	choice struct {
 		Index        int      `json:"index"`
@@ -107,6 +110,11 @@ func (b *bodySink) delta(r *runner, idx int, content, reasoning string, lps []to
 	return nil
 }
 
+func (b *bodySink) toolCalls(r *runner, idx int, calls []toolcall.Call) error {
+	r.choices[idx].calls = toolCallsOut(calls, false)
+	return nil
+}
+
 func (b *bodySink) finish(r *runner, idx int) error { return nil }
 
 func (b *bodySink) end(r *runner) error {
@@ -125,6 +133,12 @@ func (b *bodySink) end(r *runner) error {
 		switch r.o.kind {
 		case kindChat:
 			msg := &message{Role: "assistant", Content: &text}
+			if len(c.calls) > 0 {
+				msg.ToolCalls = c.calls
+				if text == "" {
+					msg.Content = nil // OpenAI: content is null beside tool calls
+				}
+			}
 			if len(c.reason) > 0 {
 				rs := string(c.reason)
 				msg.ReasoningContent = &rs
@@ -222,6 +236,12 @@ func (s *streamSink) delta(r *runner, idx int, content, reasoning string, lps []
 		resp.Choices = []choice{ch}
 		return s.chunk(resp)
 	}
+}
+
+func (s *streamSink) toolCalls(r *runner, idx int, calls []toolcall.Call) error {
+	resp := r.envelope("chat.completion.chunk")
+	resp.Choices = []choice{{Index: idx, Delta: &message{ToolCalls: toolCallsOut(calls, true)}}}
+	return s.chunk(resp)
 }
 
 func (s *streamSink) finish(r *runner, idx int) error {

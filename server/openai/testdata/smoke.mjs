@@ -91,6 +91,23 @@ if (stop.length === 2 && !first.includes(stop)) {
 	expect(stopped.choices[0].message.content === first && stopped.choices[0].finish_reason === "stop", "stop", stopped.choices[0]);
 }
 
+const schema = {
+	type: "object",
+	properties: { n: { type: "integer", minimum: 0, maximum: 9 }, ok: { type: "boolean" } },
+	required: ["n", "ok"],
+	additionalProperties: false,
+};
+const rf = await client.chat.completions.create({
+	model, messages, max_completion_tokens: 40, temperature: 1, seed: 3,
+	response_format: { type: "json_schema", json_schema: { name: "r", schema, strict: true } },
+});
+const parsed = JSON.parse(rf.choices[0].message.content);
+expect(
+	Number.isInteger(parsed.n) && parsed.n >= 0 && parsed.n <= 9 && typeof parsed.ok === "boolean" &&
+		Object.keys(parsed).length === 2 && rf.choices[0].finish_reason === "stop",
+	"response_format json_schema", rf.choices[0],
+);
+
 await expectStatus(client.chat.completions.create({ model: "no-such-model", messages }), 404, "model_not_found", "unknown model");
 await expectStatus(client.chat.completions.create({ model, messages, temperature: -1 }), 400, "invalid_request", "invalid temperature");
 await expectStatus(
