@@ -169,13 +169,18 @@ func TestServeGuidedRefused(t *testing.T) {
 }
 
 // TestGuidedSchemaInSubset: the schema docs/bench.md benchmarks with is
-// inside the subset the engine compiles.
+// inside the subset and the default limits a server compiles with.
 func TestGuidedSchemaInSubset(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("testdata", "guided-schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := grammar.CompileSchema(b, grammar.SchemaOptions{}); err != nil {
+	pieces := make([][]byte, 257) // every byte, then an end token
+	for i := range 256 {
+		pieces[i] = []byte{byte(i)}
+	}
+	v := grammar.NewVocab(pieces, []int32{256})
+	if _, err := grammar.Compile(grammar.Spec{Kind: grammar.KindJSONSchema, Source: string(b)}, v, grammar.Limits{}); err != nil {
 		t.Fatal(err)
 	}
 }

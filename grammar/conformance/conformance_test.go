@@ -34,7 +34,8 @@ func generations() int {
 }
 
 // TestSchemaConformance: every schema of testdata/positive compiles as
-// it is; for each tiny reference model, seeded generations at temperature
+// it is through grammar.Compile (the servers' front door) within the
+// default limits; for each tiny reference model, seeded generations at temperature
 // 1 through the engine under its capped copy (caps_test.go) all finish
 // with reason stop, parse with encoding/json and validate against the
 // untouched schema with santhosh-tekuri/jsonschema. Outputs cut by
@@ -57,8 +58,8 @@ func TestSchemaConformance(t *testing.T) {
 	dfas := make([]*grammar.DFA, len(schemas))
 	var compile time.Duration
 	for i, s := range schemas {
-		if _, err := grammar.CompileSchema(s.text, grammar.SchemaOptions{}); err != nil {
-			t.Fatalf("%s: the schema as shipped does not compile: %v", s.name, err)
+		if _, err := grammar.Compile(jsonSchemaSpec(s), byteVocab, grammar.Limits{}); err != nil {
+			t.Fatalf("%s: the schema as shipped does not compile within the default limits: %v", s.name, err)
 		}
 		capped, err := capSchema(s.text)
 		if err != nil {
@@ -181,7 +182,8 @@ func conformance(t *testing.T, model string, schemas []schemaFile, dfas []*gramm
 
 // TestSchemaRefused: every schema of testdata/negative is a valid JSON
 // Schema (the independent validator compiles it) that uses a keyword
-// outside the subset of docs/api.md; CompileSchema refuses it with
+// outside the subset of docs/api.md; grammar.Compile (the servers' front
+// door) refuses it with
 // ErrUnsupported naming that keyword, so no constraint (and no
 // generation) can be made from it.
 func TestSchemaRefused(t *testing.T) {
@@ -204,7 +206,7 @@ func TestSchemaRefused(t *testing.T) {
 			if !ok {
 				t.Fatalf("no expected keyword in refused.json")
 			}
-			_, err := grammar.CompileSchema(s.text, grammar.SchemaOptions{})
+			_, err := grammar.Compile(jsonSchemaSpec(s), byteVocab, grammar.Limits{})
 			if !errors.Is(err, grammar.ErrUnsupported) {
 				t.Fatalf("CompileSchema: %v, want ErrUnsupported", err)
 			}
@@ -213,4 +215,18 @@ func TestSchemaRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// byteVocab has every byte as a token, then an end token: enough for
+// grammar.Compile to say whether a spec is accepted.
+var byteVocab = func() *grammar.Vocab {
+	pieces := make([][]byte, 257)
+	for i := range 256 {
+		pieces[i] = []byte{byte(i)}
+	}
+	return grammar.NewVocab(pieces, []int32{256})
+}()
+
+func jsonSchemaSpec(s schemaFile) grammar.Spec {
+	return grammar.Spec{Kind: grammar.KindJSONSchema, Source: string(s.text)}
 }
