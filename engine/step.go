@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	mbits "math/bits"
 	"slices"
 	"time"
 
@@ -348,39 +349,53 @@ func (e *Engine) flushText(o *output) string {
 
 // applyMask writes row into *dst (reusing its capacity) with every token
 // the mask forbids set to -Inf, and reports whether any token is allowed.
-// Whole zero words of the mask are filled without testing bits.
+// Per 64-token word it copies the row then writes -Inf at the cleared
+// bits, or, for a sparse word, fills -Inf then copies the set bits: the
+// cost follows the minority of each word, not every bit (its plain twin,
+// applyMaskReference, is in the tests).
 func applyMask(dst *[]float32, row []float32, m grammar.Mask) bool {
 	d := slices.Grow((*dst)[:0], len(row))[:len(row)]
 	*dst = d
 	inf := float32(math.Inf(-1))
-	any := false
+	allowed := false
 	for w := 0; w*64 < len(row); w++ {
 		lo, hi := w*64, min(w*64+64, len(row))
 		var bits uint64
 		if w < len(m) {
 			bits = m[w]
 		}
-		switch bits {
-		case 0:
-			for i := lo; i < hi; i++ {
-				d[i] = inf
-			}
-		case ^uint64(0):
-			copy(d[lo:hi], row[lo:hi])
-			any = true
-		default:
-			any = true
-			for i := lo; i < hi; i++ {
-				if bits&(1<<uint(i-lo)) != 0 {
-					d[i] = row[i]
-				} else {
-					d[i] = inf
+		if hi-lo < 64 {
+			bits &= 1<<uint(hi-lo) - 1
+		}
+		if bits != 0 {
+			allowed = true
+		}
+		dw, rw := d[lo:hi], row[lo:hi]
+		if mbits.OnesCount64(bits) >= 32 {
+			copy(dw, rw)
+			for off := ^bits; off != 0; off &= off - 1 {
+				if i := mbits.TrailingZeros64(off); i < len(dw) {
+					dw[i] = inf
 				}
 			}
+			continue
+		}
+		copy(dw, negInf[:len(dw)])
+		for on := bits; on != 0; on &= on - 1 {
+			i := mbits.TrailingZeros64(on)
+			dw[i] = rw[i]
 		}
 	}
-	return any
+	return allowed
 }
+
+// negInf is one word's worth of -Inf to copy from.
+var negInf = func() (b [64]float32) {
+	for i := range b {
+		b[i] = float32(math.Inf(-1))
+	}
+	return b
+}()
 
 func anyFinite(d []float32) bool {
 	for _, v := range d {
