@@ -308,7 +308,7 @@ func (c *schemaCompiler) typed(s *object, t any, path string, use func(string) (
 		case "integer":
 			n, err = integerSchema(path, use)
 		case "number":
-			n = numberNode()
+			n, err = numberSchema(path, use)
 		case "string":
 			n, err = stringSchema(path, use)
 		case "array":
@@ -672,11 +672,16 @@ func integerSchema(path string, use func(string) (any, bool)) (*node, error) {
 	} else if ok && (!hasHi || x-1 < hi) {
 		hi, hasHi = x-1, true
 	}
-	if !hasLo && !hasHi {
-		return integerNode(), nil
-	}
 	if hasLo && hasHi && hi < lo {
 		return nil, unsupported(path, "integer bounds match nothing")
+	}
+	return intRange(lo, hasLo, hi, hasHi), nil
+}
+
+// intRange is the JSON integers in [lo, hi]; a missing bound is open.
+func intRange(lo int64, hasLo bool, hi int64, hasHi bool) *node {
+	if !hasLo && !hasHi {
+		return integerNode()
 	}
 	var alts []*node
 	// Non-negative part: [max(lo,0), hi].
@@ -690,6 +695,105 @@ func integerSchema(path string, use func(string) (any, bool)) (*node, error) {
 			from = -hi
 		}
 		alts = append(alts, concat(literal("-"), naturalRange(from, -lo, hasLo)))
+	}
+	return alt(alts...)
+}
+
+// maxExactBound: number bounds must be integers-exact as float64.
+const maxExactBound = 1 << 53
+
+// numberSchema is a JSON number with optional bounds (minimum, maximum,
+// exclusiveMinimum, exclusiveMaximum; any finite values within ±2^53).
+// Bounded, it produces a sound subset of the numbers in range, without
+// exponents: the integers in range, and "n.ddd" for every integer part n
+// whose whole unit interval lies in range ([n, n+1) for n >= 0, and
+// (-(k+1), -k] for "-k.ddd"). A range holding neither (narrower than a
+// unit and no integer) is refused.
+func numberSchema(path string, use func(string) (any, bool)) (*node, error) {
+	bound := func(key string) (float64, bool, error) {
+		v, ok := use(key)
+		if !ok {
+			return 0, false, nil
+		}
+		num, isNum := v.(json.Number)
+		if !isNum {
+			return 0, false, fmt.Errorf("%w: schema %s: %s is not a number", ErrSyntax, path, key)
+		}
+		f, err := strconv.ParseFloat(num.String(), 64)
+		if err != nil || math.Abs(f) >= maxExactBound {
+			return 0, false, unsupported(path, "%s %s (only numbers within ±2^53)", key, num)
+		}
+		return f, true, nil
+	}
+	type side struct {
+		v         float64
+		has, excl bool
+	}
+	var lo, hi side
+	for _, b := range []struct {
+		key  string
+		dst  *side
+		excl bool
+	}{{"minimum", &lo, false}, {"exclusiveMinimum", &lo, true}, {"maximum", &hi, false}, {"exclusiveMaximum", &hi, true}} {
+		v, ok, err := bound(b.key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		tighter := !b.dst.has || (b.dst == &lo && (v > lo.v || (v == lo.v && b.excl))) ||
+			(b.dst == &hi && (v < hi.v || (v == hi.v && b.excl)))
+		if tighter {
+			*b.dst = side{v, true, b.excl}
+		}
+	}
+	if !lo.has && !hi.has {
+		return numberNode(), nil
+	}
+	// The integers in range.
+	var iLo, iHi int64
+	if lo.has {
+		iLo = int64(math.Ceil(lo.v))
+		if lo.excl && float64(iLo) == lo.v {
+			iLo++
+		}
+	}
+	if hi.has {
+		iHi = int64(math.Floor(hi.v))
+		if hi.excl && float64(iHi) == hi.v {
+			iHi--
+		}
+	}
+	var alts []*node
+	if !lo.has || !hi.has || iLo <= iHi {
+		alts = append(alts, intRange(iLo, lo.has, iHi, hi.has))
+	}
+	frac := concat(literal("."), repeat(class(digitRanges...), 1, -1))
+	// "n.ddd", n >= 0, value in [n, n+1): n in range as an integer (so
+	// n >= lo, or n > lo when exclusive) and n+1 <= hi.
+	pLo, pHi := max(iLo, 0), int64(math.Floor(hi.v))-1
+	if !lo.has {
+		pLo = 0
+	}
+	if !hi.has || pHi >= pLo {
+		alts = append(alts, concat(naturalRange(pLo, pHi, hi.has), frac))
+	}
+	// "-k.ddd", k >= 0, value in (-(k+1), -k]: -(k+1) >= lo and -k <= hi
+	// (-k < hi when exclusive).
+	kLo, kHi := int64(0), int64(math.Floor(-lo.v))-1
+	if hi.has {
+		kLo = int64(math.Ceil(-hi.v))
+		if hi.excl && float64(kLo) == -hi.v {
+			kLo++
+		}
+		kLo = max(kLo, 0)
+	}
+	if !lo.has || kHi >= kLo {
+		alts = append(alts, concat(literal("-"), naturalRange(kLo, kHi, lo.has), frac))
+	}
+	if len(alts) == 0 {
+		return nil, unsupported(path, "number bounds [%v, %v] hold no integer and no whole unit interval", lo.v, hi.v)
 	}
 	return alt(alts...), nil
 }
