@@ -388,6 +388,24 @@ func stringSchema(path string, use func(string) (any, bool)) (*node, error) {
 	} else if hi < lo {
 		return nil, unsupported(path, "maxLength below minLength matches nothing")
 	}
+	if f, ok := use("format"); ok {
+		name, isStr := f.(string)
+		if !isStr {
+			return nil, fmt.Errorf("%w: schema %s: format is not a string", ErrSyntax, path)
+		}
+		re, known := formatPatterns[name]
+		if !known {
+			return nil, unsupported(path, "format %q (supported: %s)", name, strings.Join(formatNames(), ", "))
+		}
+		if _, hasPattern := use("pattern"); hasPattern || lo > 0 || hasHi {
+			return nil, unsupported(path, "format together with pattern, minLength or maxLength")
+		}
+		n, err := parseRegex(re)
+		if err != nil {
+			return nil, fmt.Errorf("schema %s: format %q: %w", path, name, err)
+		}
+		return concat(literal(`"`), jsonEncoded(n), literal(`"`)), nil
+	}
 	if p, ok := use("pattern"); ok {
 		pat, isStr := p.(string)
 		if !isStr {
@@ -838,4 +856,28 @@ func sameLength(lo, hi string) *node {
 	}
 	alts = append(alts, concat(digit(hi[0], hi[0]), sameLength(strings.Repeat("0", n), hi[1:])))
 	return alt(alts...)
+}
+
+// formatPatterns produce, for each supported string format, a sound subset
+// of the strings the format allows (RFC 3339 dates and times with days up
+// to 28 so every month has them, lower-case RFC 4122 UUIDs, plain ASCII
+// e-mail addresses and host names, dotted-quad IPv4, http(s) URIs).
+var formatPatterns = map[string]string{
+	"date":      `\d{4}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])`,
+	"time":      `([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)`,
+	"date-time": `\d{4}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)`,
+	"uuid":      `[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`,
+	"email":     `[a-z0-9]{1,20}([._+-][a-z0-9]{1,20}){0,2}@[a-z0-9]{1,20}(-[a-z0-9]{1,20})?(\.[a-z0-9]{1,20}){0,2}\.[a-z]{2,6}`,
+	"hostname":  `[a-z0-9]{1,20}(-[a-z0-9]{1,20})?(\.[a-z0-9]{1,20}(-[a-z0-9]{1,20})?){0,3}`,
+	"ipv4":      `(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}`,
+	"uri":       `https?://[a-z0-9]{1,20}(\.[a-z0-9]{1,20}){0,3}(/[A-Za-z0-9._~-]{0,20}){0,4}`,
+}
+
+func formatNames() []string {
+	names := make([]string, 0, len(formatPatterns))
+	for n := range formatPatterns {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

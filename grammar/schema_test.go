@@ -163,7 +163,8 @@ func TestSchemaRefused(t *testing.T) {
 		`{"type":"string","pattern":"a$b"}`,
 		`{"type":"string","pattern":"a","maxLength":3}`,
 		`{"type":"string","pattern":"(?i)a"}`,
-		`{"type":"string","format":"date"}`,
+		`{"type":"string","format":"ipv6"}`,
+		`{"type":"string","format":"date","maxLength":10}`,
 		`{"type":"integer","minimum":0.5}`,
 		`{"type":"number","minimum":0.2,"maximum":0.7}`, // no integer, no whole unit
 		`{"type":"number","minimum":1e300}`,
@@ -476,6 +477,45 @@ func TestNumberBounds(t *testing.T) {
 			}
 			if ints == 0 || fracs == 0 {
 				t.Fatalf("walks gave %d integers and %d fractions: both should occur", ints, fracs)
+			}
+		})
+	}
+}
+
+// TestStringFormats: walks under every supported format validate with the
+// independent validator asserting formats (not as annotations).
+func TestStringFormats(t *testing.T) {
+	v := byteVocab()
+	for _, name := range formatNames() {
+		t.Run(name, func(t *testing.T) {
+			schema := `{"type":"string","format":"` + name + `"}`
+			d, err := CompileSchema([]byte(schema), SchemaOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := jsonschema.NewCompiler()
+			c.AssertFormat()
+			if err := c.AddResource("mem://f.json", doc); err != nil {
+				t.Fatal(err)
+			}
+			sch, err := c.Compile("mem://f.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if validate(sch, []byte(`"not a `+name+`"`)) == nil {
+				t.Fatalf("the validator does not assert %s", name)
+			}
+			ix := NewIndex(d, v)
+			r := rand.New(rand.NewPCG(11, uint64(len(name))))
+			for range 200 {
+				out := randomWalk(t, ix, r, 4+r.IntN(60))
+				if err := validate(sch, out); err != nil {
+					t.Fatalf("%s: %v", out, err)
+				}
 			}
 		})
 	}
