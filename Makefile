@@ -26,6 +26,9 @@ test: check-layers
 ifneq ($(RACE),)
 	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestReferenceModelsFull|TestReferenceModelsEmulatedCUDA' ./model/verify
 	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestEmulatedReferenceModels' ./model/gpu
+# The JSON Schema conformance set at its full 20 generations per schema
+# (a subset runs under the detector).
+	$(GO) test -timeout 30m $(TESTFLAGS) -run 'TestSchemaConformance' ./grammar/conformance
 endif
 
 # The kernels sit below the model: nothing under kernels/ may depend on a

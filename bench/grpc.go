@@ -46,6 +46,9 @@ func (g *GRPC) Name() string { return "grpc" }
 // AcceptsTokenIDs: GenerateRequest.token_ids.
 func (g *GRPC) AcceptsTokenIDs() bool { return true }
 
+// AcceptsGuided: GenerateRequest.guided.json_schema.
+func (g *GRPC) AcceptsGuided() bool { return true }
+
 // modelName is the model to name where the server requires one (sessions):
 // Model, else the first model the server lists.
 func (g *GRPC) modelName(ctx context.Context) string {
@@ -76,6 +79,9 @@ func (g *GRPC) request(req Request) *pb.GenerateRequest {
 		Stopping: &pb.StoppingOptions{MaxTokens: proto.Uint32(uint32(req.MaxTokens)), IgnoreEos: proto.Bool(req.IgnoreEOS)},
 	}
 	setInput(gr, req.Prompt, req.TokenIDs)
+	if req.GuidedJSONSchema != "" {
+		gr.Guided = &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_JsonSchema{JsonSchema: req.GuidedJSONSchema}}
+	}
 	return gr
 }
 

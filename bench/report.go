@@ -57,6 +57,11 @@ type Report struct {
 	// not fit MaxContext (not errors, not requests).
 	ContextStops int `json:"context_stops"`
 	MaxContext   int `json:"max_context_length,omitempty"`
+	// GuidedRequests were sent constrained to a JSON Schema (succeeded or
+	// not), GuidedOutTokens their output tokens (docs/bench.md: guided
+	// requests).
+	GuidedRequests  int `json:"guided_requests,omitempty"`
+	GuidedOutTokens int `json:"guided_output_tokens,omitempty"`
 }
 
 // maxLengthExamples bounds Report.LengthExamples.
@@ -112,6 +117,10 @@ func Aggregate(rs []Result, elapsed time.Duration, slo SLO) Report {
 		rep.InTokens += r.PromptTokens
 		rep.OutTokens += r.OutputTokens
 		rep.Cached += r.CachedTokens
+		if r.Guided {
+			rep.GuidedRequests++
+			rep.GuidedOutTokens += r.OutputTokens
+		}
 	}
 	if elapsed > 0 {
 		rep.ReqPerS = float64(rep.Succeeded) / elapsed.Seconds()
@@ -194,6 +203,10 @@ func WriteTable(w io.Writer, reps []Report) {
 			for _, e := range r.LengthExamples {
 				fmt.Fprintf(w, "  e.g. %s\n", e)
 			}
+		}
+		if r.GuidedRequests > 0 {
+			fmt.Fprintf(w, "guided (%s, conc %d): %d of %d requests constrained to a JSON Schema, %d of %d output tokens\n",
+				r.Scenario, r.Concurrency, r.GuidedRequests, r.Requests, r.GuidedOutTokens, r.OutTokens)
 		}
 		if r.ContextStops > 0 {
 			fmt.Fprintf(w, "context (%s, conc %d): %d conversations stopped before a turn that would exceed %d tokens\n",

@@ -19,6 +19,9 @@ type Result struct {
 	InputTolerance int  `json:"input_tolerance,omitempty"`
 	AskedOutput    int  `json:"asked_output_tokens,omitempty"`
 	ExactOutput    bool `json:"exact_output,omitempty"` // ignore_eos: the output must be AskedOutput long
+	// Guided: the output was constrained to a JSON Schema; its length is
+	// the grammar's (it ends when the value is complete), never exact.
+	Guided bool `json:"guided,omitempty"`
 	// ContextStop marks a conversation turn that was not sent because it
 	// would not fit the server's context; it is neither a request nor an
 	// error.

@@ -74,7 +74,30 @@ type (
 	contextReporter interface {
 		ContextLength(ctx context.Context) (int, error)
 	}
+	// guidedTarget says whether a target sends Request.GuidedJSONSchema.
+	guidedTarget interface{ AcceptsGuided() bool }
 )
+
+// checkGuided refuses a guided workload that would not be sent as asked:
+// a target that cannot carry the schema, or a scenario whose requests do
+// not come from the workload's generator one by one.
+func checkGuided(t Target, cfg ServeConfig) error {
+	g := cfg.Workload.Guided
+	if g == nil || g.Fraction == 0 {
+		return nil
+	}
+	if g.Fraction < 0 || g.Fraction > 1 || g.JSONSchema == "" {
+		return fmt.Errorf("bench: guided requests need a fraction in [0, 1] and a JSON Schema (got %g, %d bytes)", g.Fraction, len(g.JSONSchema))
+	}
+	if gt, ok := t.(guidedTarget); !ok || !gt.AcceptsGuided() {
+		return fmt.Errorf("bench: guided requests need the grpc target (OpenEngine guided.json_schema), not %s", t.Name())
+	}
+	switch cfg.Scenario {
+	case "", ScenarioGenerate, ScenarioCancel, ScenarioStreamInput:
+		return nil
+	}
+	return fmt.Errorf("bench: guided requests are not supported by the %s scenario", cfg.Scenario)
+}
 
 // prepared is what RunServe learns before the first run.
 type prepared struct {
@@ -164,6 +187,9 @@ func RunServe(ctx context.Context, t Target, cfg ServeConfig, h Hooks) ([]Report
 	levels := cfg.Sweep
 	if len(levels) == 0 {
 		levels = []int{cfg.Load.Concurrency}
+	}
+	if err := checkGuided(t, cfg); err != nil {
+		return nil, err
 	}
 	p, err := prepare(ctx, t, &cfg)
 	if err != nil {
@@ -333,6 +359,9 @@ func runOne(ctx context.Context, t Target, cfg ServeConfig, l Load, r run, progr
 	}
 	if len(cfg.Workload.Prompts) > 0 {
 		rep.Config["prompts"] = len(cfg.Workload.Prompts)
+	}
+	if g := cfg.Workload.Guided; g != nil && g.Fraction > 0 {
+		rep.Config["guided_fraction"], rep.Config["guided_schema"] = g.Fraction, g.Source
 	}
 	switch cfg.Scenario {
 	case ScenarioMultiTurn:

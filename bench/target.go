@@ -48,7 +48,8 @@ func startMeter(ctx context.Context, req Request) (context.Context, *meter) {
 	}
 	m.res.Start = m.start
 	m.res.AskedInput, m.res.History, m.res.InputTolerance = req.InputTokens, req.History, req.InputTolerance
-	m.res.AskedOutput, m.res.ExactOutput = req.MaxTokens, req.IgnoreEOS
+	m.res.AskedOutput, m.res.ExactOutput = req.MaxTokens, req.IgnoreEOS && req.GuidedJSONSchema == ""
+	m.res.Guided = req.GuidedJSONSchema != ""
 	m.last = m.start
 	ctx, m.cancel = context.WithCancel(ctx)
 	if m.cancelAt == 0 {

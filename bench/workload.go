@@ -100,6 +100,28 @@ type Workload struct {
 	IgnoreEOS bool `json:"ignore_eos"`
 	// Temperature of every request (0: greedy).
 	Temperature float64 `json:"temperature"`
+	// Guided makes a fraction of the requests constrained (nil: none).
+	Guided *Guided `json:"guided,omitempty"`
+}
+
+// Guided constrains a fraction of a workload's requests to a JSON Schema
+// (docs/bench.md: guided requests). Request i is constrained when
+// floor((i+1)*Fraction) > floor(i*Fraction): exactly that fraction of
+// every prefix (rounded down), spread evenly, and the same requests
+// whatever the seed; the prompts are those of the same workload without
+// it.
+type Guided struct {
+	Fraction   float64 `json:"fraction"`
+	JSONSchema string  `json:"-"`
+	Source     string  `json:"schema"` // where the schema came from, for the report
+}
+
+// constrains says whether request i of the workload is constrained.
+func (g *Guided) constrains(i int) bool {
+	if g == nil || g.Fraction <= 0 {
+		return false
+	}
+	return math.Floor(float64(i+1)*g.Fraction) > math.Floor(float64(i)*g.Fraction)
 }
 
 // Request is one generation the load generator sends.
@@ -127,6 +149,9 @@ type Request struct {
 	// CancelAfter output tokens (0: after a short random delay).
 	Cancel      bool
 	CancelAfter int
+	// GuidedJSONSchema, when not empty, constrains the output to this
+	// JSON Schema (OpenEngine GenerateRequest.guided.json_schema).
+	GuidedJSONSchema string
 }
 
 // Generator hands out the requests of a workload, deterministically for a
@@ -145,6 +170,9 @@ func NewGenerator(w Workload) *Generator {
 // Next returns the next request (not safe for concurrent use).
 func (g *Generator) Next() Request {
 	r := Request{Index: g.n, MaxTokens: g.w.Output.Sample(g.rng), IgnoreEOS: g.w.IgnoreEOS, Temp: g.w.Temperature}
+	if g.w.Guided.constrains(g.n) {
+		r.GuidedJSONSchema = g.w.Guided.JSONSchema
+	}
 	switch {
 	case len(g.w.Prompts) > 0:
 		r.Prompt = g.w.Prompts[g.n%len(g.w.Prompts)]

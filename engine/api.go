@@ -52,6 +52,11 @@ type Request struct {
 	// disable the reuse.
 	Prefix *kvcache.Table
 
+	// NoSpeculation opts this request out of speculative decoding
+	// (Config.Speculation); its outputs decode one token per step.
+	// Constrained requests never speculate.
+	NoSpeculation bool
+
 	Priority          int32 // higher is admitted and kept first
 	CacheSalt         string
 	BypassPrefixCache bool // do not reuse cached pages (they are still stored)
@@ -221,6 +226,13 @@ type Limits struct {
 	// (Config); 0: unknown.
 	MaxPromptLogprobEntries int
 	MaxTokenCandidates      int
+	// Speculation is the drafter of speculative decoding ("ngram",
+	// "draft_model"; "": off), SpecTokens its most draft tokens per step,
+	// SpecAdaptive whether K adapts, DraftModel the draft model's name.
+	Speculation  string
+	SpecTokens   int
+	SpecAdaptive bool
+	DraftModel   string
 	// Device names where the model runs: "cpu", or the CUDA device
 	// ("cuda:0 NVIDIA H200 (sm_90, ...)") for a model on one.
 	Device string
@@ -242,6 +254,8 @@ type StepStats struct {
 	Sequences     int
 	PrefillTokens int // tokens computed that were not the last known token
 	DecodeTokens  int // sampled tokens
+	SpecDrafted   int // draft tokens verified (speculative decoding)
+	SpecAccepted  int // of those, accepted by verification
 	Preemptions   int
 	Duration      time.Duration
 }
@@ -277,7 +291,11 @@ type Stats struct {
 	PrefixHits       uint64 // tokens found
 	PromptTokens     uint64 // tokens prefilled (including recomputation)
 	GenerationTokens uint64
-	Pauses           uint64 // times a request was paused by its consumer
-	ConsumerTimeouts uint64
-	Requests         uint64 // accepted
+	// SpecDraftTokens are draft tokens verified, SpecAcceptedTokens those
+	// accepted (speculative decoding; acceptance rate = their ratio).
+	SpecDraftTokens    uint64
+	SpecAcceptedTokens uint64
+	Pauses             uint64 // times a request was paused by its consumer
+	ConsumerTimeouts   uint64
+	Requests           uint64 // accepted
 }

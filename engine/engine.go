@@ -58,6 +58,9 @@ type Config struct {
 	MaxPinnedPagesPerOwner int
 	KVEventWindow          int
 
+	// Speculation enables speculative decoding (spec.go).
+	Speculation Speculation
+
 	// CheckIntegrity runs the KV ledger check on every idle step and logs
 	// (debug).
 	CheckIntegrity bool
@@ -148,8 +151,9 @@ type Engine struct {
 	wakeCh chan struct{} // cap 1: something for the loop
 	done   chan struct{} // closed when the loop exits
 
-	lp   loopState // owned by the loop goroutine
-	cost *stepCost // owned by the loop goroutine
+	lp    loopState    // owned by the loop goroutine
+	cost  *stepCost    // owned by the loop goroutine
+	draft *draftRunner // the draft model (Speculation.Draft), nil without
 }
 
 type finishedID struct {
@@ -207,8 +211,18 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	var draft *draftRunner
+	if cfg.Speculation.Draft != nil {
+		if draft, err = newDraftRunner(cfg.Speculation.Draft, info, pages, cfg.PageSize); err != nil {
+			cache.Close()
+			if c, ok := kv.(interface{ Close() }); ok {
+				c.Close()
+			}
+			return nil, err
+		}
+	}
 	sc := sched.Config()
-	e := &Engine{
+	e := &Engine{draft: draft,
 		cfg: cfg, model: m, kv: kv, tok: tok, cache: cache, sched: sched, info: info, log: cfg.Logger, cost: cost,
 		live: map[string]*request{}, finished: map[string]time.Time{},
 		wakeCh: make(chan struct{}, 1), done: make(chan struct{}),
@@ -222,6 +236,12 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 	}
 	if d, ok := m.(interface{ Device() string }); ok {
 		e.limits.Device = d.Device()
+	}
+	if sp := cfg.Speculation; sp.Enabled() {
+		e.limits.Speculation, e.limits.SpecTokens, e.limits.SpecAdaptive = sp.Mode(), e.specTokens(), sp.Adaptive
+		if sp.Draft != nil {
+			e.limits.DraftModel = sp.DraftName
+		}
 	}
 	for id := 0; id < info.Vocab; id++ {
 		if tok.IsEOG(int32(id)) {

@@ -17,6 +17,10 @@ type fakeModel struct {
 	vocab, ctx int
 	eosAt      int           // from this position on, EOS (id 0) gets the top logit; 0 = never
 	gate       chan struct{} // when set, every Forward waits for a receive
+	echo       int           // > 0: the token echo positions back gets a bonus, so outputs repeat (n-gram drafts hit)
+	echoBonus  float32       // that bonus; 0: 5 (the hash logits span [0, 8))
+	salt       uint64        // changes every logit (a different "model" for draft tests) ...
+	perturb    float32       // ... or, when > 0, only adds salt-seeded noise of this scale (a close "model")
 	forwarded  atomic.Int64  // tokens computed
 }
 
@@ -74,6 +78,9 @@ func (m *fakeModel) Forward(k KV, b *Batch, logits []float32) error {
 		pages := b.Seqs[b.Seq[ti]]
 		pos := int(b.Pos[ti])
 		h := uint64(0x9E3779B97F4A7C15)
+		if m.perturb == 0 {
+			h ^= m.salt
+		}
 		for q := 0; q <= pos; q++ {
 			v := kv.slots[pages[q/kv.ps]][q%kv.ps]
 			if v < 0 || int(v&0xffffffff) != q {
@@ -84,6 +91,18 @@ func (m *fakeModel) Forward(k KV, b *Batch, logits []float32) error {
 		row := logits[r*m.vocab : (r+1)*m.vocab]
 		for v := range row {
 			row[v] = float32(mix(h^uint64(v)*0x9E3779B97F4A7C15)>>40) / float32(1<<24) * 8
+		}
+		if q := pos + 1 - m.echo; m.echo > 0 && q >= 0 {
+			b := m.echoBonus
+			if b == 0 {
+				b = 5
+			}
+			row[kv.slots[pages[q/kv.ps]][q%kv.ps]>>32] += b
+		}
+		if m.perturb > 0 {
+			for v := range row {
+				row[v] += m.perturb * (float32(mix(h^m.salt^uint64(v)*0x51ED270B27A3C7F1)>>40)/float32(1<<24) - 0.5)
+			}
 		}
 		row[0] -= 6 // EOS is rare ...
 		if m.eosAt > 0 && pos >= m.eosAt {

@@ -86,6 +86,20 @@ func TestGPUBatchInvariance(t *testing.T) {
 	batchInvariance(t, FromGPU(m), tok)
 }
 
+// TestGPUSpeculation: speculative decoding with the target on the CUDA
+// model (K+1 rows per speculating output in one device step) and the
+// draft on the CPU gives plain greedy decoding's tokens (logprobs within
+// 1e-4: the device's row order differs with the step's size).
+func TestGPUSpeculation(t *testing.T) {
+	g, _, tok := tinyGPUModel(t, "tiny-llama-q8_0.gguf", 64)
+	d, _ := loadRef(t, "tiny-llama-q4_0.gguf")
+	prompts := refPrompts(t)[:4]
+	specEqualsPlain(t, FromGPU(g), tok, prompts, 16, 1e-4, []specVariant{
+		{"ngram", Speculation{NGram: true}},
+		{"cpu q4_0 draft", Speculation{Draft: d, Tokens: 3}},
+	})
+}
+
 func TestGPUPrefixReuse(t *testing.T) {
 	m, _, tok := tinyGPUModel(t, "tiny-qwen2-q8_0.gguf", 512)
 	prefixReuse(t, FromGPU(m), tok)

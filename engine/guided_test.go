@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"regexp"
 	"testing"
 
@@ -102,27 +104,54 @@ func TestConstraintRefused(t *testing.T) {
 	checkLedger(t, e)
 }
 
-func TestApplyMask(t *testing.T) {
-	row := make([]float32, 150)
+// applyMaskReference is applyMask's plain twin: every token tested.
+func applyMaskReference(row []float32, m grammar.Mask) ([]float32, bool) {
+	d := make([]float32, len(row))
+	allowed := false
 	for i := range row {
-		row[i] = float32(i)
-	}
-	m := grammar.NewMask(150)
-	for i := range 64 {
-		m.Set(int32(64 + i)) // a full word
-	}
-	m.Set(3)
-	m.Set(149)
-	var dst []float32
-	if !applyMask(&dst, row, m) {
-		t.Fatal("no token allowed")
-	}
-	for i, v := range dst {
-		if allowed := m.Has(int32(i)); allowed != (v == row[i]) || (!allowed && v > -1e30) {
-			t.Fatalf("token %d: %v (allowed %v)", i, v, allowed)
+		if m.Has(int32(i)) {
+			d[i], allowed = row[i], true
+		} else {
+			d[i] = float32(math.Inf(-1))
 		}
 	}
-	if applyMask(&dst, row, grammar.NewMask(150)) {
+	return d, allowed
+}
+
+// TestApplyMask compares applyMask with its twin on masks of every density
+// (empty, sparse, dense and full words), vocabularies that end mid-word,
+// and masks with bits set beyond the vocabulary.
+func TestApplyMask(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var dst []float32
+	for trial := range 300 {
+		n := 1 + r.IntN(700)
+		row := make([]float32, n)
+		for i := range row {
+			row[i] = float32(i) - 100
+		}
+		m := grammar.NewMask(n + 64*r.IntN(2)) // sometimes a word longer than the vocabulary
+		density := r.Float64() * r.Float64()
+		if trial%5 == 0 {
+			density = 1 - density
+		}
+		for i := 0; i < len(m)*64; i++ {
+			if r.Float64() < density {
+				m[i>>6] |= 1 << (uint(i) & 63)
+			}
+		}
+		want, wantAny := applyMaskReference(row, m)
+		gotAny := applyMask(&dst, row, m)
+		if gotAny != wantAny || len(dst) != n {
+			t.Fatalf("trial %d: allowed %v (reference %v), length %d of %d", trial, gotAny, wantAny, len(dst), n)
+		}
+		for i := range want {
+			if dst[i] != want[i] {
+				t.Fatalf("trial %d (n %d, density %.2f): token %d = %v, reference %v", trial, n, density, i, dst[i], want[i])
+			}
+		}
+	}
+	if applyMask(&dst, make([]float32, 150), grammar.NewMask(150)) {
 		t.Fatal("empty mask reported as allowing a token")
 	}
 }

@@ -16,6 +16,11 @@ type loopState struct {
 	logits []float32 // [rows][vocab]
 	masked []float32 // [vocab] scratch for min_tokens masking
 	timer  *time.Timer
+
+	// speculation scratch and counters (spec.go)
+	drafts, hist, acc []int32
+	specDrafted       int // draft tokens verified in the current step
+	specAccepted      int // of those, accepted
 }
 
 // loop is the step loop: take what other goroutines queued, plan, run,
@@ -48,6 +53,7 @@ func (e *Engine) loop() {
 		now := time.Now()
 		next := e.checkPaused(now)
 
+		e.propose()
 		plan := e.sched.Plan()
 		if plan.Empty() {
 			e.publish()
@@ -119,6 +125,7 @@ func (e *Engine) initOutput(o *output) {
 	r := o.req.r
 	o.sampler = sampling.New(o.req.params, o.index)
 	o.dec = e.tok.NewDecoder()
+	o.spec.dcomp = -1
 	o.match, _ = stopstr.New(r.Stop.Strings, r.Stop.IncludeStopInOutput) // validated in prepare
 	if r.Constraint != nil {
 		o.guide = r.Constraint.Start()
@@ -237,6 +244,9 @@ func (e *Engine) shutdown() {
 		e.endRequest(req, newError(CodeCancelled, "engine closed"))
 	}
 	e.cache.Close()
+	if e.draft != nil {
+		e.draft.close()
+	}
 	if c, ok := e.kv.(interface{ Close() }); ok {
 		c.Close() // device memory (model/gpu): nothing reads the store any more
 	}

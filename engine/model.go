@@ -159,4 +159,10 @@ func (a *kvAlloc) Commit(t scheduler.Table, tokens []int32) {
 	}
 }
 
+func (a *kvAlloc) Truncate(t scheduler.Table, n int) {
+	if err := a.c.Truncate(t.(*kvTable).t, n); err != nil {
+		a.log.Error("engine: KV rollback", "err", err)
+	}
+}
+
 func (a *kvAlloc) Release(t scheduler.Table) { a.c.Release(t.(*kvTable).t) }

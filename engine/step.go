@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	mbits "math/bits"
 	"slices"
 	"time"
 
@@ -17,6 +18,12 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	t0 := time.Now()
 	for _, c := range plan.Copies {
 		e.kv.CopyPage(c.Dst, c.Src)
+		if e.draft != nil {
+			e.draft.kv.CopyPage(c.Dst, c.Src)
+		}
+	}
+	if e.draft != nil {
+		e.runDraft(plan)
 	}
 	b := &e.lp.batch
 	b.Tokens, b.Pos, b.Seq, b.Seqs, b.Logits = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Seqs[:0], b.Logits[:0]
@@ -69,7 +76,15 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 		if req.promptLP != nil && o.index == 0 {
 			e.promptLogprobs(req, it, rows)
 		}
-		if it.Sample {
+		if it.Sample && it.Draft > 0 {
+			st.PrefillTokens -= it.Draft + 1
+			n := len(o.tokens)
+			e.lp.specDrafted, e.lp.specAccepted = 0, 0
+			e.verifyStep(o, it, rows[(it.Logits()-1-it.Draft)*V:])
+			st.DecodeTokens += len(o.tokens) - n
+			st.SpecDrafted += e.lp.specDrafted
+			st.SpecAccepted += e.lp.specAccepted
+		} else if it.Sample {
 			st.PrefillTokens--
 			st.DecodeTokens++
 			e.sampleStep(o, rows[(it.Logits()-1)*V:])
@@ -79,6 +94,8 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	e.mu.Lock()
 	e.stats.PromptTokens += uint64(st.PrefillTokens)
 	e.stats.GenerationTokens += uint64(st.DecodeTokens)
+	e.stats.SpecDraftTokens += uint64(st.SpecDrafted)
+	e.stats.SpecAcceptedTokens += uint64(st.SpecAccepted)
 	e.mu.Unlock()
 	if h := e.cfg.Hooks.OnStep; h != nil {
 		h(st)
@@ -134,6 +151,7 @@ func (e *Engine) sampleStep(o *output, row []float32) {
 			}
 			c.seq = seq
 			e.initOutput(c)
+			c.spec.dcomp = o.spec.dcomp // the pages are shared
 			req.outputs = append(req.outputs, c)
 			if req.paused {
 				e.sched.SetPaused(seq, true)
@@ -154,13 +172,41 @@ func (e *Engine) sampleStep(o *output, row []float32) {
 func (e *Engine) sampleOne(o *output, row []float32, now time.Time) {
 	req := o.req
 	r := &req.r
-	gen := len(o.tokens)
+	dist, ok := e.stepRow(o, row, len(o.tokens))
+	if !ok {
+		return
+	}
+	tok := o.sampler.Sample(dist, sampling.History{Prompt: req.prompt, Output: o.tokens})
+	if o.guide != nil {
+		if err := o.guide.Advance(tok); err != nil {
+			e.endRequest(req, wrapError(CodeInternal, err, "constrained sampling"))
+			return
+		}
+	}
+	var lp *sampling.Logprobs
+	if r.Logprobs != nil {
+		lp = &sampling.Logprobs{}
+		sampling.ComputeLogprobs(row, tok, *r.Logprobs, lp)
+	}
+	_ = e.sched.Append(o.seq, tok)
+	if fin := e.deliver(o, tok, lp, now, o.seq.Known()); fin != nil {
+		e.finishOutput(o)
+	}
+}
+
+// stepRow returns the row o's next token (its gen-th, from 0) is drawn
+// from: row itself, or a copy masked by the constraint and by min_tokens
+// (end and stop tokens banned). false: the constraint allows no token; the
+// request was ended.
+func (e *Engine) stepRow(o *output, row []float32, gen int) ([]float32, bool) {
+	req := o.req
+	r := &req.r
 	dist := row
 	if o.guide != nil {
 		dist = e.lp.masked[:0]
 		if !applyMask(&dist, row, o.guide.Mask()) {
 			e.endRequest(req, newError(CodeInternal, "grammar: no token of the vocabulary can continue the constrained output"))
-			return
+			return nil, false
 		}
 		e.lp.masked = dist
 	}
@@ -192,20 +238,16 @@ func (e *Engine) sampleOne(o *output, row []float32, now time.Time) {
 			}
 		}
 	}
-	tok := o.sampler.Sample(dist, sampling.History{Prompt: req.prompt, Output: o.tokens})
-	if o.guide != nil {
-		if err := o.guide.Advance(tok); err != nil {
-			e.endRequest(req, wrapError(CodeInternal, err, "constrained sampling"))
-			return
-		}
-	}
-	var lp *sampling.Logprobs
-	if r.Logprobs != nil {
-		lp = &sampling.Logprobs{}
-		sampling.ComputeLogprobs(row, tok, *r.Logprobs, lp)
-	}
+	return dist, true
+}
+
+// deliver records tok as o's next token (already appended to its
+// sequence, which then holds known tokens), applies the stop conditions
+// and emits its events. It returns the finish when the output ended; the
+// caller then calls finishOutput.
+func (e *Engine) deliver(o *output, tok int32, lp *sampling.Logprobs, now time.Time, known int) *Finish {
+	req := o.req
 	o.tokens = append(o.tokens, tok)
-	_ = e.sched.Append(o.seq, tok)
 	if req.firstTok.IsZero() {
 		req.firstTok = now
 	}
@@ -215,16 +257,25 @@ func (e *Engine) sampleOne(o *output, row []float32, now time.Time) {
 		}
 	}
 	o.lastTok = now
-	gen++
+	gen := len(o.tokens)
 
-	text, fin := e.stopCheck(o, tok, gen)
+	text, fin := e.stopCheck(o, tok, gen, known)
 	e.emit(req, Event{Kind: EventTokens, Output: o.index, Tokens: []Token{{ID: tok, Logprobs: lp}}, Text: text})
 	if fin == nil {
-		return
+		return nil
 	}
 	fin.Tokens = gen
 	o.finished, o.finish = true, *fin
 	e.emit(req, Event{Kind: EventFinished, Output: o.index, Finish: fin})
+	return fin
+}
+
+// finishOutput retires an output that just finished: the session hook,
+// the release of its sequence, and the end of the request when it was the
+// last output.
+func (e *Engine) finishOutput(o *output) {
+	req := o.req
+	r := &req.r
 	if r.OnRetain != nil && o.index == 0 {
 		if kt, ok := o.seq.Table().(*kvTable); ok {
 			r.OnRetain(Retained{Tokens: slices.Clone(o.seq.Tokens()), Computed: o.seq.Computed(), Table: kt.t})
@@ -243,8 +294,9 @@ func (e *Engine) sampleOne(o *output, row []float32, now time.Time) {
 }
 
 // stopCheck applies the stop conditions to the token just sampled (the
-// gen-th of o) and returns the text that may be emitted now.
-func (e *Engine) stopCheck(o *output, tok int32, gen int) (string, *Finish) {
+// gen-th of o, its sequence then holding known tokens) and returns the
+// text that may be emitted now.
+func (e *Engine) stopCheck(o *output, tok int32, gen, known int) (string, *Finish) {
 	req := o.req
 	r := &req.r
 	canStop := gen-1 >= r.MinTokens // tokens before this one
@@ -275,7 +327,7 @@ func (e *Engine) stopCheck(o *output, tok int32, gen int) (string, *Finish) {
 		return text + e.flushText(o), &Finish{Reason: FinishStop, Kind: StopGrammar}
 	case gen >= req.maxTokens():
 		return text + e.flushText(o), &Finish{Reason: FinishLength, Kind: StopMaxTokens}
-	case o.seq.Known() >= req.limit:
+	case known >= req.limit:
 		return text + e.flushText(o), &Finish{Reason: FinishLength, Kind: StopContext}
 	}
 	return text, nil
@@ -297,39 +349,53 @@ func (e *Engine) flushText(o *output) string {
 
 // applyMask writes row into *dst (reusing its capacity) with every token
 // the mask forbids set to -Inf, and reports whether any token is allowed.
-// Whole zero words of the mask are filled without testing bits.
+// Per 64-token word it copies the row then writes -Inf at the cleared
+// bits, or, for a sparse word, fills -Inf then copies the set bits: the
+// cost follows the minority of each word, not every bit (its plain twin,
+// applyMaskReference, is in the tests).
 func applyMask(dst *[]float32, row []float32, m grammar.Mask) bool {
 	d := slices.Grow((*dst)[:0], len(row))[:len(row)]
 	*dst = d
 	inf := float32(math.Inf(-1))
-	any := false
+	allowed := false
 	for w := 0; w*64 < len(row); w++ {
 		lo, hi := w*64, min(w*64+64, len(row))
 		var bits uint64
 		if w < len(m) {
 			bits = m[w]
 		}
-		switch bits {
-		case 0:
-			for i := lo; i < hi; i++ {
-				d[i] = inf
-			}
-		case ^uint64(0):
-			copy(d[lo:hi], row[lo:hi])
-			any = true
-		default:
-			any = true
-			for i := lo; i < hi; i++ {
-				if bits&(1<<uint(i-lo)) != 0 {
-					d[i] = row[i]
-				} else {
-					d[i] = inf
+		if hi-lo < 64 {
+			bits &= 1<<uint(hi-lo) - 1
+		}
+		if bits != 0 {
+			allowed = true
+		}
+		dw, rw := d[lo:hi], row[lo:hi]
+		if mbits.OnesCount64(bits) >= 32 {
+			copy(dw, rw)
+			for off := ^bits; off != 0; off &= off - 1 {
+				if i := mbits.TrailingZeros64(off); i < len(dw) {
+					dw[i] = inf
 				}
 			}
+			continue
+		}
+		copy(dw, negInf[:len(dw)])
+		for on := bits; on != 0; on &= on - 1 {
+			i := mbits.TrailingZeros64(on)
+			dw[i] = rw[i]
 		}
 	}
-	return any
+	return allowed
 }
+
+// negInf is one word's worth of -Inf to copy from.
+var negInf = func() (b [64]float32) {
+	for i := range b {
+		b[i] = float32(math.Inf(-1))
+	}
+	return b
+}()
 
 func anyFinite(d []float32) bool {
 	for _, v := range d {

@@ -58,6 +58,7 @@ type output struct {
 	finished bool
 	finish   Finish
 	lastTok  time.Time
+	spec     specState
 }
 
 // Submit validates r and queues it. Errors before acceptance are *Error

@@ -308,7 +308,7 @@ func (c *schemaCompiler) typed(s *object, t any, path string, use func(string) (
 		case "integer":
 			n, err = integerSchema(path, use)
 		case "number":
-			n = numberNode()
+			n, err = numberSchema(path, use)
 		case "string":
 			n, err = stringSchema(path, use)
 		case "array":
@@ -387,6 +387,24 @@ func stringSchema(path string, use func(string) (any, bool)) (*node, error) {
 		hi = -1
 	} else if hi < lo {
 		return nil, unsupported(path, "maxLength below minLength matches nothing")
+	}
+	if f, ok := use("format"); ok {
+		name, isStr := f.(string)
+		if !isStr {
+			return nil, fmt.Errorf("%w: schema %s: format is not a string", ErrSyntax, path)
+		}
+		re, known := formatPatterns[name]
+		if !known {
+			return nil, unsupported(path, "format %q (supported: %s)", name, strings.Join(formatNames(), ", "))
+		}
+		if _, hasPattern := use("pattern"); hasPattern || lo > 0 || hasHi {
+			return nil, unsupported(path, "format together with pattern, minLength or maxLength")
+		}
+		n, err := parseRegex(re)
+		if err != nil {
+			return nil, fmt.Errorf("schema %s: format %q: %w", path, name, err)
+		}
+		return concat(literal(`"`), jsonEncoded(n), literal(`"`)), nil
 	}
 	if p, ok := use("pattern"); ok {
 		pat, isStr := p.(string)
@@ -672,11 +690,16 @@ func integerSchema(path string, use func(string) (any, bool)) (*node, error) {
 	} else if ok && (!hasHi || x-1 < hi) {
 		hi, hasHi = x-1, true
 	}
-	if !hasLo && !hasHi {
-		return integerNode(), nil
-	}
 	if hasLo && hasHi && hi < lo {
 		return nil, unsupported(path, "integer bounds match nothing")
+	}
+	return intRange(lo, hasLo, hi, hasHi), nil
+}
+
+// intRange is the JSON integers in [lo, hi]; a missing bound is open.
+func intRange(lo int64, hasLo bool, hi int64, hasHi bool) *node {
+	if !hasLo && !hasHi {
+		return integerNode()
 	}
 	var alts []*node
 	// Non-negative part: [max(lo,0), hi].
@@ -690,6 +713,105 @@ func integerSchema(path string, use func(string) (any, bool)) (*node, error) {
 			from = -hi
 		}
 		alts = append(alts, concat(literal("-"), naturalRange(from, -lo, hasLo)))
+	}
+	return alt(alts...)
+}
+
+// maxExactBound: number bounds must be integers-exact as float64.
+const maxExactBound = 1 << 53
+
+// numberSchema is a JSON number with optional bounds (minimum, maximum,
+// exclusiveMinimum, exclusiveMaximum; any finite values within ±2^53).
+// Bounded, it produces a sound subset of the numbers in range, without
+// exponents: the integers in range, and "n.ddd" for every integer part n
+// whose whole unit interval lies in range ([n, n+1) for n >= 0, and
+// (-(k+1), -k] for "-k.ddd"). A range holding neither (narrower than a
+// unit and no integer) is refused.
+func numberSchema(path string, use func(string) (any, bool)) (*node, error) {
+	bound := func(key string) (float64, bool, error) {
+		v, ok := use(key)
+		if !ok {
+			return 0, false, nil
+		}
+		num, isNum := v.(json.Number)
+		if !isNum {
+			return 0, false, fmt.Errorf("%w: schema %s: %s is not a number", ErrSyntax, path, key)
+		}
+		f, err := strconv.ParseFloat(num.String(), 64)
+		if err != nil || math.Abs(f) >= maxExactBound {
+			return 0, false, unsupported(path, "%s %s (only numbers within ±2^53)", key, num)
+		}
+		return f, true, nil
+	}
+	type side struct {
+		v         float64
+		has, excl bool
+	}
+	var lo, hi side
+	for _, b := range []struct {
+		key  string
+		dst  *side
+		excl bool
+	}{{"minimum", &lo, false}, {"exclusiveMinimum", &lo, true}, {"maximum", &hi, false}, {"exclusiveMaximum", &hi, true}} {
+		v, ok, err := bound(b.key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		tighter := !b.dst.has || (b.dst == &lo && (v > lo.v || (v == lo.v && b.excl))) ||
+			(b.dst == &hi && (v < hi.v || (v == hi.v && b.excl)))
+		if tighter {
+			*b.dst = side{v, true, b.excl}
+		}
+	}
+	if !lo.has && !hi.has {
+		return numberNode(), nil
+	}
+	// The integers in range.
+	var iLo, iHi int64
+	if lo.has {
+		iLo = int64(math.Ceil(lo.v))
+		if lo.excl && float64(iLo) == lo.v {
+			iLo++
+		}
+	}
+	if hi.has {
+		iHi = int64(math.Floor(hi.v))
+		if hi.excl && float64(iHi) == hi.v {
+			iHi--
+		}
+	}
+	var alts []*node
+	if !lo.has || !hi.has || iLo <= iHi {
+		alts = append(alts, intRange(iLo, lo.has, iHi, hi.has))
+	}
+	frac := concat(literal("."), repeat(class(digitRanges...), 1, -1))
+	// "n.ddd", n >= 0, value in [n, n+1): n in range as an integer (so
+	// n >= lo, or n > lo when exclusive) and n+1 <= hi.
+	pLo, pHi := max(iLo, 0), int64(math.Floor(hi.v))-1
+	if !lo.has {
+		pLo = 0
+	}
+	if !hi.has || pHi >= pLo {
+		alts = append(alts, concat(naturalRange(pLo, pHi, hi.has), frac))
+	}
+	// "-k.ddd", k >= 0, value in (-(k+1), -k]: -(k+1) >= lo and -k <= hi
+	// (-k < hi when exclusive).
+	kLo, kHi := int64(0), int64(math.Floor(-lo.v))-1
+	if hi.has {
+		kLo = int64(math.Ceil(-hi.v))
+		if hi.excl && float64(kLo) == -hi.v {
+			kLo++
+		}
+		kLo = max(kLo, 0)
+	}
+	if !lo.has || kHi >= kLo {
+		alts = append(alts, concat(literal("-"), naturalRange(kLo, kHi, lo.has), frac))
+	}
+	if len(alts) == 0 {
+		return nil, unsupported(path, "number bounds [%v, %v] hold no integer and no whole unit interval", lo.v, hi.v)
 	}
 	return alt(alts...), nil
 }
@@ -734,4 +856,28 @@ func sameLength(lo, hi string) *node {
 	}
 	alts = append(alts, concat(digit(hi[0], hi[0]), sameLength(strings.Repeat("0", n), hi[1:])))
 	return alt(alts...)
+}
+
+// formatPatterns produce, for each supported string format, a sound subset
+// of the strings the format allows (RFC 3339 dates and times with days up
+// to 28 so every month has them, lower-case RFC 4122 UUIDs, plain ASCII
+// e-mail addresses and host names, dotted-quad IPv4, http(s) URIs).
+var formatPatterns = map[string]string{
+	"date":      `\d{4}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])`,
+	"time":      `([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)`,
+	"date-time": `\d{4}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)`,
+	"uuid":      `[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`,
+	"email":     `[a-z0-9]{1,20}([._+-][a-z0-9]{1,20}){0,2}@[a-z0-9]{1,20}(-[a-z0-9]{1,20})?(\.[a-z0-9]{1,20}){0,2}\.[a-z]{2,6}`,
+	"hostname":  `[a-z0-9]{1,20}(-[a-z0-9]{1,20})?(\.[a-z0-9]{1,20}(-[a-z0-9]{1,20})?){0,3}`,
+	"ipv4":      `(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}`,
+	"uri":       `https?://[a-z0-9]{1,20}(\.[a-z0-9]{1,20}){0,3}(/[A-Za-z0-9._~-]{0,20}){0,4}`,
+}
+
+func formatNames() []string {
+	names := make([]string, 0, len(formatPatterns))
+	for n := range formatPatterns {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -163,9 +163,13 @@ func TestSchemaRefused(t *testing.T) {
 		`{"type":"string","pattern":"a$b"}`,
 		`{"type":"string","pattern":"a","maxLength":3}`,
 		`{"type":"string","pattern":"(?i)a"}`,
-		`{"type":"string","format":"date"}`,
+		`{"type":"string","format":"ipv6"}`,
+		`{"type":"string","format":"date","maxLength":10}`,
 		`{"type":"integer","minimum":0.5}`,
-		`{"type":"number","minimum":0}`,
+		`{"type":"number","minimum":0.2,"maximum":0.7}`, // no integer, no whole unit
+		`{"type":"number","minimum":1e300}`,
+		`{"type":"number","exclusiveMinimum":1,"exclusiveMaximum":2}`,
+		`{"type":"number","minimum":9.5,"exclusiveMaximum":10}`,
 		`{"type":"integer","minimum":3,"maximum":2}`,
 		`{"oneOf":[{"type":"string"}]}`,
 		`{"allOf":[{"type":"string"}]}`,
@@ -425,5 +429,94 @@ func TestAnyJSON(t *testing.T) {
 		if d.Match([]byte(s)) {
 			t.Errorf("accepts %s", s)
 		}
+	}
+}
+
+// TestNumberBounds: numbers under every kind of bound, walked at random
+// over bytes, all validate with the independent validator; and the walks
+// reach both integers and fractions.
+func TestNumberBounds(t *testing.T) {
+	v := byteVocab()
+	for _, schema := range []string{
+		`{"type":"number","minimum":0}`,
+		`{"type":"number","minimum":0,"maximum":1}`,
+		`{"type":"number","minimum":-2.5,"maximum":3.25}`,
+		`{"type":"number","exclusiveMinimum":-3,"exclusiveMaximum":0}`,
+		`{"type":"number","exclusiveMinimum":0,"maximum":100}`,
+		`{"type":"number","minimum":-2,"exclusiveMaximum":-0.5}`,
+		`{"type":"number","maximum":-7.5}`,
+		`{"type":"number","exclusiveMaximum":12,"maximum":13,"minimum":9.5}`,
+		`{"type":"number","minimum":0.5,"maximum":0.75,"exclusiveMinimum":0}`,
+		`{"type":["number","null"],"minimum":1.5,"maximum":1000}`,
+	} {
+		t.Run(schema, func(t *testing.T) {
+			d, err := CompileSchema([]byte(schema), SchemaOptions{})
+			if strings.Contains(schema, `"minimum":0.5,"maximum":0.75`) {
+				if !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("a range narrower than a unit with no integer: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sch := compileValidator(t, schema)
+			ix := NewIndex(d, v)
+			r := rand.New(rand.NewPCG(7, uint64(len(schema))))
+			var ints, fracs int
+			for range 300 {
+				out := randomWalk(t, ix, r, 2+r.IntN(8))
+				if err := validate(sch, out); err != nil {
+					t.Fatalf("%s: %v", out, err)
+				}
+				if bytes.Contains(out, []byte(".")) {
+					fracs++
+				} else if string(out) != "null" {
+					ints++
+				}
+			}
+			if ints == 0 || fracs == 0 {
+				t.Fatalf("walks gave %d integers and %d fractions: both should occur", ints, fracs)
+			}
+		})
+	}
+}
+
+// TestStringFormats: walks under every supported format validate with the
+// independent validator asserting formats (not as annotations).
+func TestStringFormats(t *testing.T) {
+	v := byteVocab()
+	for _, name := range formatNames() {
+		t.Run(name, func(t *testing.T) {
+			schema := `{"type":"string","format":"` + name + `"}`
+			d, err := CompileSchema([]byte(schema), SchemaOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := jsonschema.NewCompiler()
+			c.AssertFormat()
+			if err := c.AddResource("mem://f.json", doc); err != nil {
+				t.Fatal(err)
+			}
+			sch, err := c.Compile("mem://f.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if validate(sch, []byte(`"not a `+name+`"`)) == nil {
+				t.Fatalf("the validator does not assert %s", name)
+			}
+			ix := NewIndex(d, v)
+			r := rand.New(rand.NewPCG(11, uint64(len(name))))
+			for range 200 {
+				out := randomWalk(t, ix, r, 4+r.IntN(60))
+				if err := validate(sch, out); err != nil {
+					t.Fatalf("%s: %v", out, err)
+				}
+			}
+		})
 	}
 }

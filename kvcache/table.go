@@ -240,3 +240,34 @@ func (c *Cache) releaseLocked(t *Table) {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// Truncate shrinks t to its first n reserved slots (0 <= n <= Len): the
+// references to pages wholly beyond them are dropped through the same path
+// as Release (each becomes cached, free, or stays held by others), and
+// chain hashes of pages no longer full are forgotten. Speculative decoding
+// uses it to roll back the K/V slots of rejected draft tokens
+// (docs/api.md "Speculative decoding"). The kept last page may hold
+// stale slots past n; the next PrepareAppend overwrites them (copying the
+// page first when it is shared, indexed or pinned).
+func (c *Cache) Truncate(t *Table, n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkLocked(t); err != nil {
+		return err
+	}
+	if n < 0 || n > t.n {
+		return fmt.Errorf("%w: truncate a table of %d tokens to %d", ErrBadArgument, t.n, n)
+	}
+	keep := ceilDiv(n, c.pageSize)
+	for i := len(t.pages) - 1; i >= keep; i-- {
+		id := t.pages[i]
+		c.pages[id].refs--
+		c.settleLocked(id)
+	}
+	t.pages = t.pages[:keep]
+	if h := n / c.pageSize; len(t.hashes) > h {
+		t.hashes = t.hashes[:h]
+	}
+	t.n = n
+	return nil
+}

@@ -44,6 +44,11 @@ type Options struct {
 	OpenCUDA gpu.Opener
 	// Logger receives the device choice (nil: Engine.Logger, else slog.Default).
 	Logger *slog.Logger
+	// Draft, when set, is the draft model of speculative decoding
+	// (engine.Speculation.Draft; --draft-model): it must have the same
+	// vocabulary (CheckDraftVocab). It runs on the CPU with Threads and
+	// KVType. The file stays the caller's.
+	Draft *gguf.File
 }
 
 // Model is a loaded model with its engine. Close releases the engine, the
@@ -55,6 +60,7 @@ type Model struct {
 	Device    gpu.Device   // where the model runs (Device.String() for banners)
 	Tokenizer *tokenizer.Tokenizer
 	Engine    *engine.Engine
+	Draft     *llama.Model // the draft model's weights (Options.Draft), nil without
 }
 
 // Load builds the model, tokenizer and engine of f.
@@ -79,6 +85,18 @@ func Load(f *gguf.File, o Options) (*Model, error) {
 	if err != nil {
 		m.Close()
 		return nil, err
+	}
+	if o.Draft != nil {
+		if err := CheckDraftVocab(f, o.Draft); err != nil {
+			m.Close()
+			return nil, err
+		}
+		if m.Draft, err = llama.Load(o.Draft, llama.Options{Threads: o.Threads}); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("loader: draft model: %w", err)
+		}
+		cfg.Speculation.Draft = engine.FromLlama(m.Draft, o.KVType)
+		cfg.Speculation.DraftName, _ = o.Draft.String("general.name")
 	}
 	if m.Engine, err = engine.New(cfg, model, engine.WrapTokenizer(m.Tokenizer)); err != nil {
 		m.Close()
@@ -137,11 +155,35 @@ func (m *Model) loadModel(f *gguf.File, o Options, cfg *engine.Config) (engine.M
 	return engine.FromGPU(m.GPU), nil
 }
 
+// CheckDraftVocab reports whether draft can propose tokens for target:
+// both GGUF files must list the same tokenizer tokens (same ids, same
+// texts). The error names the first difference.
+func CheckDraftVocab(target, draft *gguf.File) error {
+	tt, ok1 := target.Strings("tokenizer.ggml.tokens")
+	dt, ok2 := draft.Strings("tokenizer.ggml.tokens")
+	switch {
+	case !ok1 || !ok2:
+		return errors.New("loader: draft model: a GGUF file lists no tokenizer.ggml.tokens, the vocabularies cannot be compared")
+	case len(tt) != len(dt):
+		return fmt.Errorf("loader: draft model: its vocabulary has %d tokens, the target's %d: speculative decoding needs the same vocabulary", len(dt), len(tt))
+	}
+	for i := range tt {
+		if tt[i] != dt[i] {
+			return fmt.Errorf("loader: draft model: token %d is %q, the target's is %q: speculative decoding needs the same vocabulary", i, dt[i], tt[i])
+		}
+	}
+	return nil
+}
+
 // Close stops the engine and frees the weights; safe to call twice.
 func (m *Model) Close() {
 	if m.Engine != nil {
 		m.Engine.Close()
 		m.Engine = nil
+	}
+	if m.Draft != nil {
+		m.Draft.Close()
+		m.Draft = nil
 	}
 	if m.Weights != nil {
 		m.Weights.Close()

@@ -163,3 +163,63 @@ func TestLoadOnEmulatedCUDA(t *testing.T) {
 		t.Fatalf("auto fallback: %s", fb.Device)
 	}
 }
+
+// TestLoadDraftModel: a draft model with the same vocabulary (the q4_0
+// file of the same tiny llama) loads and speculative greedy decoding gives
+// the tokens plain decoding gives; a model with another vocabulary is
+// refused with a clear error.
+func TestLoadDraftModel(t *testing.T) {
+	f := tinyFile(t)
+	open := func(name string) *gguf.File {
+		d, err := gguf.Open(filepath.Join("..", "..", "shared", "testdata", "models", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	if _, err := Load(f, Options{Threads: 1, Draft: open("tiny-qwen2-q8_0.gguf"), Engine: engine.Config{KVPages: 32}}); err == nil || !strings.Contains(err.Error(), "same vocabulary") {
+		t.Fatalf("mismatched draft: %v", err)
+	}
+	gen := func(m *Model) []int32 {
+		zero := 0.0
+		st, err := m.Engine.Submit(context.Background(), engine.Request{Prompt: "Once upon a time", MaxTokens: 24,
+			Sampling: sampling.Options{Temperature: &zero}, Stop: engine.StopParams{IgnoreEOS: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int32
+		for {
+			ev, err := st.Next(context.Background())
+			if err != nil {
+				break
+			}
+			for _, tk := range ev.Tokens {
+				out = append(out, tk.ID)
+			}
+		}
+		return out
+	}
+	plain, err := Load(f, Options{Threads: 1, Engine: engine.Config{KVPages: 32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	spec, err := Load(f, Options{Threads: 1, Draft: open("tiny-llama-q4_0.gguf"), Engine: engine.Config{KVPages: 32,
+		Speculation: engine.Speculation{Tokens: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spec.Close()
+	if lim := spec.Engine.Limits(); lim.Speculation != "draft_model" || lim.SpecTokens != 3 || lim.DraftModel == "" {
+		t.Fatalf("limits %+v", lim)
+	}
+	want, got := gen(plain), gen(spec)
+	if !slices.Equal(got, want) || len(got) != 24 {
+		t.Fatalf("speculative %v, plain %v", got, want)
+	}
+	if st := spec.Engine.Stats(); st.SpecDraftTokens == 0 {
+		t.Fatalf("no speculation: %+v", st)
+	}
+	t.Logf("drafted %d accepted %d", spec.Engine.Stats().SpecDraftTokens, spec.Engine.Stats().SpecAcceptedTokens)
+}

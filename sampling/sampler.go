@@ -30,6 +30,8 @@ type Sampler struct {
 	touched    []int32  // ids whose counts entry is non-zero
 	promptSeen int      // len(History.Prompt) already counted
 	outputSeen int      // len(History.Output) already counted
+
+	verifyBuf Dist // Verify's target distribution, reused
 }
 
 // New returns the sampler of output sequence outputIndex of a request. With
@@ -111,6 +113,18 @@ func (s *Sampler) Sample(logits []float32, h History) int32 {
 // always a best-first prefix of the vocabulary (order: better); the draw
 // walks them in id order.
 func (s *Sampler) sampleSoft(z []float32, m float32, sc *scratch) int32 {
+	cand, w, total := s.candidates(z, m, sc)
+	if len(cand) == 0 { // unreachable: m is finite and cut <= m
+		return argmax(z)
+	}
+	return s.draw(cand, w, total)
+}
+
+// candidates returns, in id order, the tokens of z that keep mass after
+// min-p, top-k and top-p, with their weights exp((z-m)/T) and the weights'
+// sum: the distribution sampleSoft draws from. m is the largest value of z
+// and is finite.
+func (s *Sampler) candidates(z []float32, m float32, sc *scratch) ([]int32, []float64, float64) {
 	t := s.p.Temperature
 	invT := 1 / t
 	// min-p: keep p_i >= min_p * p_max  <=>  z_i >= m + T*ln(min_p).
@@ -131,12 +145,15 @@ func (s *Sampler) sampleSoft(z []float32, m float32, sc *scratch) int32 {
 	} else {
 		cand, w, total = filterWeights(z, cut, m, invT, sc.idx[:0], sc.w[:0])
 	}
-	if len(cand) == 0 { // unreachable: m is finite and cut <= m
-		return argmax(z)
-	}
-	if s.p.TopP < 1 {
+	if len(cand) > 0 && s.p.TopP < 1 {
 		cand, w, total = topP(z, cand, w, total, s.p.TopP, m, invT, sc)
 	}
+	return cand, w, total
+}
+
+// draw picks one of cand with probability w[i]/total, with one uniform
+// draw from the sequence's RNG.
+func (s *Sampler) draw(cand []int32, w []float64, total float64) int32 {
 	target := s.uniform() * total
 	var acc float64
 	for i, x := range w {

@@ -59,6 +59,11 @@ type Allocator interface {
 	// of tokens, so full pages can enter the prefix cache (under the salt
 	// the table was created or matched with).
 	Commit(t Table, tokens []int32)
+	// Truncate shrinks t to its first n positions, releasing the pages
+	// wholly beyond them (the rollback of rejected draft tokens, see
+	// Scheduler.Accept). Pages it releases go through the same path as
+	// Release.
+	Truncate(t Table, n int)
 	// Release drops t's references; safe to call twice.
 	Release(t Table)
 }

@@ -165,6 +165,15 @@ func (a *fakeAlloc) unref(p int32) {
 	a.free = append(a.free, p)
 }
 
+func (a *fakeAlloc) Truncate(t Table, n int) {
+	ft := t.(*fakeTable)
+	keep := (n + a.ps - 1) / a.ps
+	for _, p := range ft.pages[keep:] {
+		a.unref(p)
+	}
+	ft.pages = ft.pages[:keep]
+}
+
 func (a *fakeAlloc) Release(t Table) {
 	ft := t.(*fakeTable)
 	if ft.released {

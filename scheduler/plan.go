@@ -5,12 +5,16 @@ import "slices"
 // Item is one sequence's share of a step: positions [Start, End) of its
 // tokens are computed; logits are produced for positions [LogitsStart, End)
 // (LogitsStart == End: none); when Sample is set the last row (position
-// End-1) is the one a new token is sampled from.
+// End-1) is the one a new token is sampled from. A speculating item ends
+// with Draft unverified draft tokens: its last Draft+1 rows are the
+// target's logits at the last verified token and at each draft token, and
+// the engine settles it with Scheduler.Accept.
 type Item struct {
 	Seq         *Seq
 	Start, End  int
 	LogitsStart int
 	Sample      bool
+	Draft       int
 	Pages       []int32 // the sequence's page table: a read-only view, valid until the next Plan
 	Copies      []Copy  // copy-on-write this item needs (also in Plan.Copies)
 }
@@ -51,6 +55,7 @@ func (sc *Scheduler) Plan() Plan {
 	slices.SortFunc(sc.running, cmpSeq)
 	slices.SortFunc(sc.waiting, cmpSeq)
 	p := planner{sc: sc, budget: sc.cfg.MaxBatchedTokens}
+	p.budgetDrafts()
 
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 && len(p.items) > 0 && sc.cfg.PrefillLimit != nil {
@@ -63,7 +68,7 @@ func (sc *Scheduler) Plan() Plan {
 			if s.paused || s.todo() == 0 || p.index(s) >= 0 {
 				continue
 			}
-			if pass == 0 && s.todo() != 1 {
+			if pass == 0 && s.todo()-s.draft != 1 {
 				continue
 			}
 			p.scheduleRunning(s)
@@ -71,6 +76,11 @@ func (sc *Scheduler) Plan() Plan {
 	}
 	if len(p.preempted) == 0 {
 		p.admit()
+	}
+	for _, s := range sc.running {
+		if s.draft > 0 && p.index(s) < 0 {
+			s.dropDraft() // not scheduled this step (budget): decode plainly later
+		}
 	}
 
 	plan := Plan{Items: p.items, Preempted: p.preempted}
@@ -98,9 +108,34 @@ func (sc *Scheduler) Advance(p *Plan) {
 			continue
 		}
 		s.computed = it.End
-		if it.End/ps > it.Start/ps {
-			sc.alloc.Commit(s.table, s.tokens[:s.computed])
+		// Pages holding draft positions are published only once verified
+		// (Accept).
+		if v := it.End - it.Draft; v/ps > it.Start/ps {
+			sc.alloc.Commit(s.table, s.tokens[:v])
 		}
+	}
+}
+
+// budgetDrafts keeps draft tokens only where the budget still gives every
+// decoding sequence its one token: sequences in plan order keep their
+// drafts while the tokens beyond one per decoding sequence last (so
+// speculation never starves a plain decoder).
+func (p *planner) budgetDrafts() {
+	spare := p.budget
+	for _, s := range p.sc.running {
+		if !s.paused && s.todo()-s.draft == 1 {
+			spare--
+		}
+	}
+	for _, s := range p.sc.running {
+		if s.draft == 0 {
+			continue
+		}
+		if s.paused || s.draft > spare {
+			s.dropDraft()
+			continue
+		}
+		spare -= s.draft
 	}
 }
 
@@ -126,6 +161,14 @@ func (p *planner) index(s *Seq) int {
 // scheduleRunning adds up to budget tokens of a running sequence, shrinking
 // the chunk or preempting others when pages are short.
 func (p *planner) scheduleRunning(s *Seq) {
+	if s.draft > 0 {
+		// A speculating sequence runs whole (last token plus drafts) or
+		// drops its drafts and decodes one token.
+		if s.todo() <= p.budget && p.tryAdd(s, s.todo()) {
+			return
+		}
+		s.dropDraft()
+	}
 	n := min(s.todo(), p.budget)
 	for {
 		if p.tryAdd(s, n) {
@@ -220,9 +263,9 @@ func (p *planner) tryAdd(s *Seq, n int) bool {
 	case s.LogitsFrom < end:
 		ls = max(start, s.LogitsFrom)
 	case sample:
-		ls = end - 1
+		ls = end - 1 - s.draft
 	}
-	p.items = append(p.items, Item{Seq: s, Start: start, End: end, LogitsStart: ls, Sample: sample, Copies: copies})
+	p.items = append(p.items, Item{Seq: s, Start: start, End: end, LogitsStart: ls, Sample: sample, Draft: s.draft, Copies: copies})
 	p.budget -= n
 	return true
 }

@@ -155,6 +155,50 @@ func (sc *Scheduler) Append(s *Seq, toks ...int32) error {
 	return nil
 }
 
+// ErrNoDraft refuses a Propose on a sequence that cannot speculate now.
+var ErrNoDraft = errors.New("scheduler: sequence cannot take draft tokens now")
+
+// Propose appends draft tokens to a running sequence that is about to
+// decode one token (input closed, exactly its last token to compute, no
+// drafts pending). The next plan computes the last token and the drafts
+// in one item (Item.Draft) or, when budget or pages are short, drops the
+// drafts and decodes plainly. After the step the engine calls Accept.
+// Draft positions are never published to the prefix cache before Accept
+// verifies them.
+func (sc *Scheduler) Propose(s *Seq, drafts []int32) error {
+	if s.state != Running || s.open || s.draft != 0 || s.todo() != 1 || len(drafts) == 0 || s.LogitsFrom != NoLogits {
+		return ErrNoDraft
+	}
+	s.tokens = append(s.tokens, drafts...)
+	s.draft = len(drafts)
+	return nil
+}
+
+// Accept settles a speculating sequence after its step: the first n draft
+// tokens are kept (their K/V was computed and is now verified), the rest
+// are removed with their K/V slots, and pages wholly beyond the kept
+// positions are released through the allocator's release path; newly full
+// verified pages are offered to the prefix cache. n is clamped to
+// [0, Draft()]. A sequence without drafts is unchanged.
+func (sc *Scheduler) Accept(s *Seq, n int) {
+	if s.draft == 0 {
+		return
+	}
+	n = max(0, min(n, s.draft))
+	keep := len(s.tokens) - s.draft + n
+	s.tokens = s.tokens[:keep]
+	s.draft = 0
+	if s.computed <= keep {
+		return // not computed (preempted or finished): nothing to roll back
+	}
+	s.computed = keep
+	if s.state != Running || s.table == nil {
+		return
+	}
+	sc.alloc.Truncate(s.table, keep)
+	sc.alloc.Commit(s.table, s.tokens[:keep])
+}
+
 // CloseInput marks the end of streamed input: the sequence may now sample.
 func (sc *Scheduler) CloseInput(s *Seq) { s.open = false }
 
@@ -243,6 +287,7 @@ func (sc *Scheduler) Idle() bool { return len(sc.running) == 0 && len(sc.waiting
 // token it has (recomputation); its arrival order is kept, so it returns
 // ahead of later arrivals of its priority.
 func (sc *Scheduler) preempt(s *Seq) {
+	s.dropDraft()
 	sc.running = remove(sc.running, s)
 	sc.releaseTable(s)
 	s.state = Waiting

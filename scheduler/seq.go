@@ -48,6 +48,7 @@ type Seq struct {
 	state    State
 	table    Table
 	width    int // running slots this sequence will occupy (n > 1 before the fork)
+	draft    int // trailing tokens that are unverified draft tokens (Propose)
 
 	prefix    Table // K/V of the first prefixLen tokens brought by the caller; released by Finish
 	prefixLen int
@@ -120,6 +121,22 @@ func (s *Seq) Priority() int32 { return s.priority }
 
 // Table returns the page table (nil unless running).
 func (s *Seq) Table() Table { return s.table }
+
+// Draft is the number of trailing known tokens that are unverified draft
+// tokens (Scheduler.Propose); 0 when the sequence is not speculating.
+func (s *Seq) Draft() int { return s.draft }
+
+// Drafts returns the draft tokens (the last Draft() known tokens). The
+// engine may overwrite them until the plan that computes them runs (a
+// draft model fills placeholders in after planning).
+func (s *Seq) Drafts() []int32 { return s.tokens[len(s.tokens)-s.draft:] }
+
+// dropDraft forgets unverified draft tokens that were never computed.
+func (s *Seq) dropDraft() {
+	s.tokens = s.tokens[:len(s.tokens)-s.draft]
+	s.draft = 0
+	s.computed = min(s.computed, len(s.tokens))
+}
 
 // todo is the number of tokens the next step may compute. While input is
 // open the last known token is held back: it is the one whose logits the

@@ -151,6 +151,13 @@ func limitsExtra(lim engine.Limits) *structpb.Struct {
 	if lim.Device != "" {
 		top["device"] = lim.Device
 	}
+	if lim.Speculation != "" { // docs/api.md, "Speculative decoding"
+		sp := map[string]any{"mode": lim.Speculation, "draft_tokens": lim.SpecTokens, "adaptive": lim.SpecAdaptive}
+		if lim.DraftModel != "" {
+			sp["draft_model"] = lim.DraftModel
+		}
+		top["speculative"] = sp
+	}
 	st, err := structpb.NewStruct(top)
 	if err != nil {
 		return nil

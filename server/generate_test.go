@@ -352,14 +352,14 @@ func TestGenerateStreamContract(t *testing.T) {
 			r.Sampling = &pb.SamplingParams{Temperature: proto.Float64(0.5), TopK: proto.Int32(7), Seed: proto.Uint64(9)}
 			r.Stopping = &pb.StoppingOptions{MaxTokens: proto.Uint32(2), MinTokens: proto.Uint32(1), IgnoreEos: proto.Bool(true)}
 			r.Kv = &pb.KvOptions{BypassPrefixCache: proto.Bool(true), CacheSalt: proto.String("salt")}
-			r.Extra = &structpb.Struct{Fields: map[string]*structpb.Value{"unknown": structpb.NewBoolValue(true)}}
+			r.Extra = &structpb.Struct{Fields: map[string]*structpb.Value{"unknown": structpb.NewBoolValue(true), "speculative": structpb.NewBoolValue(false)}}
 		}), mdPriority, "-5", mdRoutingKey, "rk", mdTargetDPRank, "0", "traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := f.requests()[len(f.requests())-1]
 		if *r.Sampling.Temperature != 0.5 || *r.Sampling.TopK != 7 || *r.Sampling.Seed != 9 || r.Sampling.TopP != nil ||
-			r.MaxTokens != 2 || r.MinTokens != 1 || !r.Stop.IgnoreEOS || !r.BypassPrefixCache || r.CacheSalt != "salt" || r.Priority != -5 {
+			r.MaxTokens != 2 || r.MinTokens != 1 || !r.Stop.IgnoreEOS || !r.BypassPrefixCache || r.CacheSalt != "salt" || r.Priority != -5 || !r.NoSpeculation {
 			t.Fatalf("engine request %+v", r)
 		}
 	})

@@ -73,24 +73,6 @@ func (m *Model) ToolParser() *toolcall.Parser {
 	return toolcall.ForTemplate(m.ChatTemplate)
 }
 
-var (
-	gbnfOnce sync.Once
-	gbnfOK   bool
-)
-
-// gbnfSupported probes whether the grammar package compiles GBNF yet.
-func gbnfSupported() bool {
-	gbnfOnce.Do(func() {
-		pieces := make([][]byte, 257)
-		for i := range 256 {
-			pieces[i] = []byte{byte(i)}
-		}
-		_, err := grammar.CompileGBNF(`root ::= "a"`, grammar.NewVocab(pieces, []int32{256}))
-		gbnfOK = err == nil
-	})
-	return gbnfOK
-}
-
 // guidedModes are the GuidedDecoding kinds this server compiles, in the
 // ModelInfo capability's terms.
 func guidedModes() []pb.GuidedDecodingMode {
@@ -99,9 +81,7 @@ func guidedModes() []pb.GuidedDecodingMode {
 		pb.GuidedDecodingMode_GUIDED_DECODING_MODE_REGEX,
 		pb.GuidedDecodingMode_GUIDED_DECODING_MODE_CHOICE,
 		pb.GuidedDecodingMode_GUIDED_DECODING_MODE_JSON_OBJECT,
-	}
-	if gbnfSupported() {
-		modes = append(modes, pb.GuidedDecodingMode_GUIDED_DECODING_MODE_EBNF_GRAMMAR)
+		pb.GuidedDecodingMode_GUIDED_DECODING_MODE_EBNF_GRAMMAR,
 	}
 	return modes
 }
@@ -145,9 +125,6 @@ func guidedSpec(g *pb.GuidedDecoding) (*grammar.Spec, *apiError) {
 	case *pb.GuidedDecoding_EbnfGrammar:
 		if k.EbnfGrammar == "" {
 			return nil, invalidf("guided.ebnf_grammar is empty")
-		}
-		if !gbnfSupported() {
-			return nil, unsupportedf("guided.ebnf_grammar (GBNF) is not supported yet")
 		}
 		return &grammar.Spec{Kind: grammar.KindGBNF, Source: k.EbnfGrammar}, nil
 	case *pb.GuidedDecoding_Choice:

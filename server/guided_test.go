@@ -93,18 +93,12 @@ func TestGuidedKinds(t *testing.T) {
 			return nil
 		}},
 		{"json_object", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_JsonObject{JsonObject: &pb.JsonObjectConstraint{}}}, nil},
-	}
-	if gbnfSupported() { // once the GBNF compiler is in
-		cases = append(cases, struct {
-			name  string
-			g     *pb.GuidedDecoding
-			check func(string) error
-		}{"ebnf_grammar", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_EbnfGrammar{EbnfGrammar: `root ::= ("red" | "green") " " [0-9] [0-9]?`}}, func(s string) error {
+		{"ebnf_grammar", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_EbnfGrammar{EbnfGrammar: `root ::= ("red" | "green") " " [0-9] [0-9]?`}}, func(s string) error {
 			if !regexp.MustCompile(`^(red|green) [0-9][0-9]?$`).MatchString(s) {
 				return fmt.Errorf("not in the grammar")
 			}
 			return nil
-		}})
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,13 +145,13 @@ func TestGuidedKinds(t *testing.T) {
 		}
 		gd := mi.GetGeneration().GetGuidedDecoding()
 		for _, m := range []pb.GuidedDecodingMode{pb.GuidedDecodingMode_GUIDED_DECODING_MODE_JSON_SCHEMA, pb.GuidedDecodingMode_GUIDED_DECODING_MODE_REGEX,
-			pb.GuidedDecodingMode_GUIDED_DECODING_MODE_CHOICE, pb.GuidedDecodingMode_GUIDED_DECODING_MODE_JSON_OBJECT} {
+			pb.GuidedDecodingMode_GUIDED_DECODING_MODE_CHOICE, pb.GuidedDecodingMode_GUIDED_DECODING_MODE_JSON_OBJECT,
+			pb.GuidedDecodingMode_GUIDED_DECODING_MODE_EBNF_GRAMMAR} {
 			if !gd.GetSupported() || !slices.Contains(gd.GetModes(), m) {
 				t.Fatalf("guided capabilities %v lack %v", gd, m)
 			}
 		}
-		if slices.Contains(gd.GetModes(), pb.GuidedDecodingMode_GUIDED_DECODING_MODE_STRUCTURAL_TAG) ||
-			slices.Contains(gd.GetModes(), pb.GuidedDecodingMode_GUIDED_DECODING_MODE_EBNF_GRAMMAR) != gbnfSupported() {
+		if slices.Contains(gd.GetModes(), pb.GuidedDecodingMode_GUIDED_DECODING_MODE_STRUCTURAL_TAG) {
 			t.Fatalf("guided capabilities %v", gd)
 		}
 	})
@@ -177,21 +171,14 @@ func TestGuidedRefused(t *testing.T) {
 	}{
 		{"bad regex", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_Regex{Regex: "a("}}, codes.InvalidArgument, "INVALID_ARGUMENT", "syntax"},
 		{"regex with a backreference", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_Regex{Regex: `(a)\1`}}, codes.InvalidArgument, "INVALID_ARGUMENT", "guided"},
-		{"schema keyword outside the subset", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_JsonSchema{JsonSchema: `{"type":"string","format":"email"}`}},
+		{"schema keyword outside the subset", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_JsonSchema{JsonSchema: `{"type":"string","format":"ipv6"}`}},
 			codes.InvalidArgument, "INVALID_ARGUMENT", "format"},
 		{"schema not JSON", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_JsonSchema{JsonSchema: `{"type":`}}, codes.InvalidArgument, "INVALID_ARGUMENT", "guided"},
 		{"automaton too large", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_Regex{Regex: `([a-z]{1000}){17}`}}, codes.InvalidArgument, "INVALID_ARGUMENT", "too large"},
 		{"source too large", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_Regex{Regex: strings.Repeat("a", 70_000)}}, codes.InvalidArgument, "INVALID_ARGUMENT", "bytes"},
 		{"structural tag", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_StructuralTag{StructuralTag: "{}"}}, codes.Unimplemented, "UNSUPPORTED_FEATURE", "structural_tag"},
-	}
-	if !gbnfSupported() {
-		cases = append(cases, struct {
-			name   string
-			g      *pb.GuidedDecoding
-			code   codes.Code
-			reason string
-			msg    string
-		}{"gbnf not yet", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_EbnfGrammar{EbnfGrammar: `root ::= "a"`}}, codes.Unimplemented, "UNSUPPORTED_FEATURE", "GBNF"})
+		{"gbnf without root", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_EbnfGrammar{EbnfGrammar: `start ::= "a"`}}, codes.InvalidArgument, "INVALID_ARGUMENT", "root"},
+		{"gbnf left recursion", &pb.GuidedDecoding{Guide: &pb.GuidedDecoding_EbnfGrammar{EbnfGrammar: `root ::= root "a" | "b"`}}, codes.InvalidArgument, "INVALID_ARGUMENT", "recursion"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

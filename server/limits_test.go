@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"oengine/engine"
 	pb "oengine/proto/openengine/v1"
 )
 
@@ -88,5 +89,17 @@ func TestStopStringLimits(t *testing.T) {
 	}
 	if _, err := h.generate(ctxT(t), stops(32, 256)); err != nil {
 		t.Fatalf("32 stop strings of 256 bytes refused: %v", err)
+	}
+}
+
+// TestSpeculativeExtra: ModelInfo.extra.speculative describes the drafter
+// when speculation is on and is absent otherwise.
+func TestSpeculativeExtra(t *testing.T) {
+	if _, ok := limitsExtra(engine.Limits{}).GetFields()["speculative"]; ok {
+		t.Fatal("speculative advertised while off")
+	}
+	sp := limitsExtra(engine.Limits{Speculation: "draft_model", SpecTokens: 5, DraftModel: "tiny"}).GetFields()["speculative"].GetStructValue().GetFields()
+	if sp["mode"].GetStringValue() != "draft_model" || sp["draft_tokens"].GetNumberValue() != 5 || sp["draft_model"].GetStringValue() != "tiny" || sp["adaptive"].GetBoolValue() {
+		t.Fatalf("speculative extra %v", sp)
 	}
 }

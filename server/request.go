@@ -2,6 +2,7 @@ package server
 
 import (
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"oengine/engine"
 	pb "oengine/proto/openengine/v1"
@@ -97,6 +98,15 @@ func (s *Server) buildRequest(req *pb.GenerateRequest, meta callMeta) (*Model, e
 	er.Constraint = c
 	er.BypassPrefixCache = req.GetKv().GetBypassPrefixCache()
 	er.CacheSalt = req.GetKv().GetCacheSalt()
+	// extra.speculative = false opts out of speculative decoding
+	// (docs/api.md, "Speculative decoding").
+	if v, ok := req.GetExtra().GetFields()["speculative"]; ok {
+		b, isBool := v.GetKind().(*structpb.Value_BoolValue)
+		if !isBool {
+			return nil, er, opt, invalidf("extra.speculative must be a boolean")
+		}
+		er.NoSpeculation = !b.BoolValue
+	}
 	return m, er, opt, nil
 }
 

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -168,7 +170,10 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	rssTol := fs.Float64("rss-tolerance", 0.10, "soak: allowed RSS growth after the run over the reference sample (fraction)")
 	slack := fs.Int("goroutine-slack", 8, "soak: server goroutines allowed above the baseline after the run")
 	settleFor := fs.Duration("settle-timeout", time.Minute, "soak: how long to wait after the load for the server to go idle")
+	guidedFrac := fs.Float64("guided-fraction", 0, "fraction of requests constrained to --guided-schema (OpenEngine guided.json_schema; grpc target)")
+	guidedSchema := fs.String("guided-schema", "", "JSON Schema file for the guided requests")
 	fs.limit("cancel-fraction", 0, 1)
+	fs.limit("guided-fraction", 0, 1)
 	fs.limit("stall-fraction", 0, 1)
 	fs.limit("rss-tolerance", 0, 10)
 	fs.limit("stall-output", 1, math.Inf(1))
@@ -224,6 +229,9 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *modes != "" {
 		cfg.Modes = strings.Split(*modes, ",")
+	}
+	if cfg.Workload.Guided, err = guidedWorkload(*guidedFrac, *guidedSchema); err != nil {
+		return err
 	}
 	if *prompts != "" {
 		if cfg.Workload.Prompts, err = bench.ReadPromptsJSONL(*prompts); err != nil {
@@ -343,4 +351,25 @@ func openTarget(ctx context.Context, kind, addr, url, model string) (bench.Targe
 		return o, desc, func() { o.Close() }, nil
 	}
 	return nil, nil, nil, fmt.Errorf("bench: unknown target %q (grpc, sse, openai or openai-chat)", kind)
+}
+
+// guidedWorkload reads --guided-fraction and --guided-schema (nil when no
+// request is guided).
+func guidedWorkload(frac float64, path string) (*bench.Guided, error) {
+	switch {
+	case frac == 0 && path == "":
+		return nil, nil
+	case path == "":
+		return nil, fmt.Errorf("bench serve: --guided-fraction %g needs --guided-schema FILE", frac)
+	case frac == 0:
+		return nil, fmt.Errorf("bench serve: --guided-schema needs --guided-fraction (0, 1]")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench serve: %w", err)
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("bench serve: --guided-schema %s is not JSON", path)
+	}
+	return &bench.Guided{Fraction: frac, JSONSchema: string(b), Source: filepath.Base(path)}, nil
 }

@@ -33,6 +33,8 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	rowMajor := fs.Bool("rowmajor", false, "keep Q4_0 weights row-major instead of the decode layout (to compare the two)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file")
 	device := fs.String("device", "auto", "compute `device`: auto, cpu, cuda or cuda:N")
+	spec := addSpecFlags(fs)
+	specPrompt := fs.String("spec-prompt", "", "prompt `text` of the speculative benchmark (default: a request to repeat a long passage)")
 	fs.limit("reps", 1, math.Inf(1))
 	fs.limit("batch", 1, math.Inf(1))
 	if err := fs.Parse(args); err != nil {
@@ -48,6 +50,12 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	if _, _, err := cuda.ParseDevice(*device); err != nil {
 		return fmt.Errorf("bench model: --device: %w", err)
+	}
+	if err := spec.check("bench model"); err != nil {
+		return err
+	}
+	if *spec.ngram || *spec.draft != "" {
+		return benchSpec(stdout, stderr, spec, *model, *specPrompt, *tg, *reps, *threads, *mmap, *asJSON, kvt)
 	}
 	dev, err := gpu.Open(*device, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
@@ -92,5 +100,44 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "device %s\n", dev)
 	}
 	bench.WriteModelTable(stdout, []bench.ModelBenchResult{res})
+	return nil
+}
+
+// benchSpec is bench model with --spec-ngram or --draft-model: greedy
+// batch-1 decode with and without speculative decoding (bench.BenchSpec).
+func benchSpec(stdout, stderr io.Writer, sf *specFlags, model, prompt string, tg, reps, threads int, mmap, asJSON bool, kvt llama.KVType) error {
+	lf, err := openModelFile(model, mmap, stderr)
+	if err != nil {
+		return err
+	}
+	defer lf.File.Close()
+	cfg := bench.SpecBenchConfig{NGram: *sf.ngram, Tokens: *sf.tokens, Adaptive: *sf.adaptive, Prompt: prompt,
+		TG: tg, Reps: reps, Threads: threads, KVType: kvt}
+	if *sf.draft != "" {
+		df, err := openModelFile(*sf.draft, mmap, stderr)
+		if err != nil {
+			return fmt.Errorf("bench model: --draft-model: %w", err)
+		}
+		defer df.File.Close()
+		cfg.Draft = df.File
+	}
+	res, err := bench.BenchSpec(lf.File, cfg)
+	if err != nil {
+		return err
+	}
+	if res.Model == "" {
+		res.Model = lf.Name
+	}
+	if asJSON {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s %s, %s K=%d: plain %.2f ± %.2f tok/s, speculative %.2f ± %.2f tok/s (%.2fx), acceptance %.1f%% (%d/%d), same output %v\n",
+		res.Model, res.Type, res.Mode, res.SpecTokens, res.PlainTokensPerS, res.PlainStd, res.SpecTokensPerS, res.SpecStd,
+		res.Speedup, 100*res.AcceptanceRate, res.AcceptedTokens, res.DraftTokens, res.SameOutput)
 	return nil
 }

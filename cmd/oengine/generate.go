@@ -95,6 +95,15 @@ func (c *generateConfig) run(stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "model %s on %s: prompt %d tokens in %.3fs (%.1f tok/s), generated %d tokens in %.3fs (%.2f tok/s)\n",
 		rt.file.Label, rt.Device, promptTokens, first.Sub(start).Seconds(), float64(promptTokens)/first.Sub(start).Seconds(),
 		out, decode, tokPerS(out-1, decode))
+	if lim := rt.Engine.Limits(); lim.Speculation != "" {
+		st := rt.Engine.Stats()
+		rate := 0.0
+		if st.SpecDraftTokens > 0 {
+			rate = float64(st.SpecAcceptedTokens) / float64(st.SpecDraftTokens)
+		}
+		fmt.Fprintf(stderr, "speculative (%s, K=%d): %d draft tokens, %d accepted (%.1f%%)\n",
+			lim.Speculation, lim.SpecTokens, st.SpecDraftTokens, st.SpecAcceptedTokens, 100*rate)
+	}
 	return nil
 }
 

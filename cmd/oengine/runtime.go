@@ -31,6 +31,43 @@ type engineFlags struct {
 	// consumerTimeout, set by serve, is engine.Config.ConsumerTimeout
 	// (nil or 0: the engine's default).
 	consumerTimeout *time.Duration
+	spec            *specFlags
+}
+
+// specFlags configure speculative decoding (docs/api.md "Speculative
+// decoding").
+type specFlags struct {
+	ngram    *bool
+	draft    *string
+	tokens   *int
+	adaptive *bool
+}
+
+func addSpecFlags(fs *flagSet) *specFlags {
+	sf := &specFlags{
+		ngram:    fs.Bool("spec-ngram", false, "speculative decoding with prompt-lookup drafts: the tokens that followed an earlier occurrence of the last 1-3 tokens"),
+		draft:    fs.String("draft-model", "", "speculative decoding with this draft GGUF `file` (same vocabulary; smaller or lower precision; runs on the CPU)"),
+		tokens:   fs.Int("spec-tokens", 4, "most draft tokens verified per step (K)"),
+		adaptive: fs.Bool("spec-adaptive", false, "adapt each output's K to its acceptance (1 to --spec-tokens)"),
+	}
+	fs.limit("spec-tokens", 1, 64)
+	return sf
+}
+
+func (sf *specFlags) check(cmd string) error {
+	if *sf.ngram && *sf.draft != "" {
+		return fmt.Errorf("%s: give --spec-ngram or --draft-model, not both", cmd)
+	}
+	return nil
+}
+
+// config returns the engine's speculation settings (the draft model itself
+// is set by the loader).
+func (sf *specFlags) config() engine.Speculation {
+	if sf == nil {
+		return engine.Speculation{}
+	}
+	return engine.Speculation{NGram: *sf.ngram, Tokens: *sf.tokens, Adaptive: *sf.adaptive}
 }
 
 func addEngineFlags(fs *flagSet) *engineFlags {
@@ -49,6 +86,7 @@ func addEngineFlags(fs *flagSet) *engineFlags {
 		device:      fs.String("device", "auto", "compute `device`: auto (CUDA when a device, the driver, NVRTC and cuBLAS are found, else the CPU), cpu, cuda or cuda:N"),
 	}
 	fs.limit("page-size", 1, 1<<16)
+	ef.spec = addSpecFlags(fs)
 	return ef
 }
 
@@ -56,6 +94,9 @@ func addEngineFlags(fs *flagSet) *engineFlags {
 // checked) for command cmd.
 func (ef *engineFlags) check(cmd string) error {
 	if err := oneOf(cmd, "kv-type", *ef.kvType, "f16", "f32"); err != nil {
+		return err
+	}
+	if err := ef.spec.check(cmd); err != nil {
 		return err
 	}
 	if _, _, err := cuda.ParseDevice(*ef.device); err != nil {
@@ -87,7 +128,8 @@ func (ef *engineFlags) kvBytes() (int64, error) {
 
 // runtime is a loaded model with its engine.
 type runtime struct {
-	file *loadedFile
+	file  *loadedFile
+	draft *loadedFile // --draft-model, nil without
 	*loader.Model
 }
 
@@ -97,6 +139,9 @@ func (r *runtime) Close() {
 	}
 	if r.file != nil {
 		r.file.File.Close()
+	}
+	if r.draft != nil {
+		r.draft.File.Close()
 	}
 }
 
@@ -129,18 +174,33 @@ func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.H
 	if hooks != nil {
 		h = hooks(name)
 	}
-	lm, err := loader.Load(lf.File, loader.Options{Name: name, Threads: *ef.threads, KVType: kvt,
+	var draft *loadedFile
+	if ef.spec != nil && *ef.spec.draft != "" {
+		if draft, err = openModelFile(*ef.spec.draft, *ef.mmap, stderr); err != nil {
+			lf.File.Close()
+			return nil, fmt.Errorf("--draft-model: %w", err)
+		}
+	}
+	opts := loader.Options{Name: name, Threads: *ef.threads, KVType: kvt,
 		Device: *ef.device, KVMemoryAuto: mem == 0, Logger: logger, Engine: engine.Config{
 			PageSize: *ef.pageSize, KVPages: *ef.kvPages, KVMemory: mem,
 			MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
 			DefaultTemperature: *ef.defaultTemp, GreedyDefault: *ef.defaultTemp == 0, Hooks: h, Logger: logger,
 			ConsumerTimeout: consumerTimeout(ef), MaxStepLatency: must(ef.maxStepLatency()),
-		}})
+			Speculation: ef.spec.config(),
+		}}
+	if draft != nil {
+		opts.Draft = draft.File
+	}
+	lm, err := loader.Load(lf.File, opts)
 	if err != nil {
 		lf.File.Close()
+		if draft != nil {
+			draft.File.Close()
+		}
 		return nil, err
 	}
-	return &runtime{file: lf, Model: lm}, nil
+	return &runtime{file: lf, draft: draft, Model: lm}, nil
 }
 
 // maxStepLatency is engine.Config.MaxStepLatency from --max-step-latency:

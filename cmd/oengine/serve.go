@@ -192,6 +192,9 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 		sc.FastModel = baseName(*fastModel)
 		fef := *ef
 		fef.model = fastModel
+		// The fast model does not speculate (and is not the draft: pass
+		// the same file to --draft-model for that, docs/api.md).
+		fef.spec = nil
 		frt, err := openRuntime(&fef, "", cfg.Metrics.EngineHooks, stderr, logger)
 		if err != nil {
 			// docs/design.md §6: a fast model that fails to load
