@@ -150,7 +150,7 @@ func TestResponseFormat(t *testing.T) {
 	t.Run("schema outside the subset is a 400", func(t *testing.T) {
 		p := params(1)
 		p.ResponseFormat = oa.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
-			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "x", Schema: map[string]any{"type": "string", "format": "uri"}}}}
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "x", Schema: map[string]any{"type": "string", "format": "ipv6"}}}}
 		_, err := c.Chat.Completions.New(ctxT(t), p)
 		var ae *oa.Error
 		if !errors.As(err, &ae) || ae.StatusCode != 400 || ae.Code != "invalid_request" || ae.Param != "response_format" || !strings.Contains(ae.Message, "format") {
