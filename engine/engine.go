@@ -30,7 +30,7 @@ type Config struct {
 	MaxRunning       int
 	// MaxStepLatency bounds a step that carries decode tokens: its prefill
 	// chunk is sized from measured step costs to stay under it
-	// (docs/design.md §10). 0: 2.5 decode-only steps; < 0: no bound (the
+	// (docs/design.md §10). 0: 4 decode-only steps; < 0: no bound (the
 	// token budget only).
 	MaxStepLatency  time.Duration
 	MaxWaiting      int            // queued requests before OVERLOADED; 1024
@@ -201,7 +201,7 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		cache.Close()
 		return nil, fmt.Errorf("engine: KV store: %w", err)
 	}
-	cost := &stepCost{target: cfg.MaxStepLatency}
+	cost := &stepCost{target: cfg.MaxStepLatency, budget: cfg.MaxBatchedTokens}
 	sched, err := scheduler.New(scheduler.Config{MaxBatchedTokens: cfg.MaxBatchedTokens, MaxRunning: cfg.MaxRunning,
 		PrefillLimit: cost.prefillLimit}, &kvAlloc{c: cache, log: cfg.Logger})
 	if err != nil {

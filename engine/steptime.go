@@ -18,19 +18,27 @@ import (
 // modelled duration of the decode-only step.
 
 const (
-	// autoStepFactor: the default target is this many decode-only steps.
-	autoStepFactor = 2.5
+	// autoStepFactor: the default target is this many decode-only steps
+	// (measured: docs/performance.md "Step latency").
+	autoStepFactor = 4
 	// stepCostDecay weighs the past: about the last 1/(1-decay) steps count.
 	stepCostDecay = 0.97
 	// minStepSamples before the model is trusted (no cap until then).
 	minStepSamples = 8
 	// minPrefillChunk keeps long prompts progressing under any target.
 	minPrefillChunk = 16
+	// coldPrefillDivisor: until the model is fitted, a step with decode
+	// tokens takes at most MaxBatchedTokens/coldPrefillDivisor prefill
+	// tokens; besides protecting the decoders this gives the fit steps of
+	// different sizes to learn from (a burst of long prompts would
+	// otherwise run only full-budget steps).
+	coldPrefillDivisor = 4
 )
 
 // stepCost is the fitted step-duration model. Owned by the loop goroutine.
 type stepCost struct {
 	target  time.Duration // Config.MaxStepLatency: > 0 fixed, 0 auto, < 0 off
+	budget  int           // the step token budget (Config.MaxBatchedTokens)
 	samples int
 	// Decayed sums of weight, x = tokens, y = seconds, x², x·y.
 	sw, sx, sy, sxx, sxy float64
@@ -69,14 +77,15 @@ func (c *stepCost) fit() (fixed, perToken float64, ok bool) {
 }
 
 // prefillLimit is the scheduler's Config.PrefillLimit: the prefill tokens a
-// step with decode tokens may take (0: no cap).
+// step with decode tokens may take (0: no cap). Before the fit it is a
+// quarter of the budget.
 func (c *stepCost) prefillLimit(decode int) int {
 	if c.target < 0 {
 		return 0
 	}
 	fixed, per, ok := c.fit()
 	if !ok {
-		return 0
+		return max(c.budget/coldPrefillDivisor, minPrefillChunk)
 	}
 	decodeStep := fixed + per*float64(decode)
 	target := c.target.Seconds()

@@ -19,20 +19,20 @@ func TestStepCost(t *testing.T) {
 			c.observe(tokens, time.Duration(d*float64(time.Second)))
 		}
 	}
-	c := &stepCost{}
+	c := &stepCost{budget: 512}
 	feed(c, minStepSamples-1)
-	if n := c.prefillLimit(4); n != 0 {
-		t.Fatalf("cap %d before enough steps were seen", n)
+	if n := c.prefillLimit(4); n != 512/coldPrefillDivisor {
+		t.Fatalf("cap %d before enough steps were seen, want the cold cap %d", n, 512/coldPrefillDivisor)
 	}
 	feed(c, 200)
 	fixed, per, ok := c.fit()
 	if !ok || math.Abs(fixed-0.050) > 0.005 || math.Abs(per-0.002) > 0.0001 {
 		t.Fatalf("fit %v s + %v s/token (ok %v), want 0.050 + 0.002", fixed, per, ok)
 	}
-	// Auto: 2.5 decode steps of 4 tokens (58 ms) = 145 ms, leaving 87 ms
-	// or about 43 prefill tokens.
-	if n := c.prefillLimit(4); n < 40 || n > 47 {
-		t.Fatalf("auto cap %d, want about 43", n)
+	// Auto: 4 decode steps of 4 tokens (58 ms) = 232 ms, leaving 174 ms
+	// or about 87 prefill tokens.
+	if n := c.prefillLimit(4); n < 82 || n > 92 {
+		t.Fatalf("auto cap %d, want about 87", n)
 	}
 	c.target = 100 * time.Millisecond // (100 - 58) / 2 = 21
 	if n := c.prefillLimit(4); n < 19 || n > 23 {
@@ -47,11 +47,11 @@ func TestStepCost(t *testing.T) {
 		t.Fatalf("cap %d with the bound off", n)
 	}
 
-	same := &stepCost{}
+	same := &stepCost{budget: 512}
 	for range 50 {
 		same.observe(16, 80*time.Millisecond)
 	}
-	if n := same.prefillLimit(16); n != 0 {
-		t.Fatalf("cap %d from steps that were all the same size (no slope)", n)
+	if n := same.prefillLimit(16); n != 512/coldPrefillDivisor {
+		t.Fatalf("cap %d from steps that were all the same size (no slope), want the cold cap", n)
 	}
 }
