@@ -102,7 +102,10 @@ func TestBatchInvariance(t *testing.T) {
 		}{
 			{"default", Config{}},
 			{"chunked prefill", Config{MaxBatchedTokens: 16}},
-			{"tiny pool preempts", Config{KVPages: 60, MaxBatchedTokens: 24}},
+			// The step-latency bound sizes chunks from measured time; off,
+			// the plans (and the preemption this case asserts) do not
+			// depend on how busy the machine is.
+			{"tiny pool preempts", Config{KVPages: 60, MaxBatchedTokens: 24, MaxStepLatency: -1}},
 			{"few running", Config{MaxRunning: 3, MaxBatchedTokens: 8}},
 		}
 		for _, tc := range cases {
@@ -786,7 +789,9 @@ func TestRequestPrefix(t *testing.T) {
 // runs alone, and the ledger holds only the session's pins afterwards.
 func TestRequestPrefixPreempted(t *testing.T) {
 	m := &fakeModel{vocab: 64, ctx: 512}
-	e := newFakeEngine(t, Config{KVPages: 24, MaxBatchedTokens: 8}, m) // page size 4
+	// Page size 4; the step-latency bound is off so that the plans, and the
+	// preemption asserted below, do not depend on measured step times.
+	e := newFakeEngine(t, Config{KVPages: 24, MaxBatchedTokens: 8, MaxStepLatency: -1}, m)
 	c := e.Cache()
 	hist := fakeTok{}.Encode("abcdefghij", tokenizer.EncodeOptions{}) // 10 tokens: 2 pages and a half
 	run(t, e, Request{TokenIDs: hist, MaxTokens: 1, Sampling: greedy(), OnRetain: func(rt Retained) {
