@@ -7,32 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"oengine/model/gguf"
-	"oengine/model/llama"
-	"oengine/model/tokenizer"
 	"oengine/sampling"
 )
-
-// loadRef loads a reference model of shared/testdata/models with its
-// tokenizer.
-func loadRef(t *testing.T, name string) (Model, Tokenizer) {
-	t.Helper()
-	f, err := gguf.Open(filepath.Join(sharedTestdata(t), "models", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := llama.Load(f, llama.Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	return FromLlama(m, llama.KVF16), WrapTokenizer(tok)
-}
 
 // refPrompts are the prompts of shared/testdata/models/prompts.txt.
 func refPrompts(t *testing.T) []string {

@@ -2,12 +2,12 @@ package engine
 
 import (
 	"oengine/internal/refdata"
-	"path/filepath"
-	"testing"
-
 	"oengine/model/gguf"
 	"oengine/model/llama"
 	"oengine/model/tokenizer"
+	"path/filepath"
+	"testing"
+
 	"oengine/sampling"
 )
 
@@ -17,11 +17,11 @@ func sharedTestdata(t testing.TB) string {
 	return refdata.Dir(t)
 }
 
-// tinyModel loads tiny-llama-f16 with its tokenizer.
-func tinyModel(t testing.TB) (Model, Tokenizer) {
+// loadRef loads a reference model of shared/testdata/models with its
+// tokenizer.
+func loadRef(t testing.TB, name string) (Model, Tokenizer) {
 	t.Helper()
-	path := filepath.Join(sharedTestdata(t), "models", "tiny-llama-f16.gguf")
-	f, err := gguf.Open(path)
+	f, err := gguf.Open(filepath.Join(sharedTestdata(t), "models", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +36,12 @@ func tinyModel(t testing.TB) (Model, Tokenizer) {
 	}
 	t.Cleanup(m.Close)
 	return FromLlama(m, llama.KVF16), WrapTokenizer(tok)
+}
+
+// tinyModel loads tiny-llama-f16 with its tokenizer.
+func tinyModel(t testing.TB) (Model, Tokenizer) {
+	t.Helper()
+	return loadRef(t, "tiny-llama-f16.gguf")
 }
 
 func newRealEngine(t testing.TB, cfg Config, m Model, tok Tokenizer) *Engine {
