@@ -331,13 +331,9 @@ func (c *schemaCompiler) typed(s *object, t any, path string, use func(string) (
 
 // count reads a non-negative integer keyword; ok is false when absent.
 func count(path, key string, use func(string) (any, bool)) (n int, ok bool, err error) {
-	v, present := use(key)
-	if !present {
-		return 0, false, nil
-	}
-	num, isNum := v.(json.Number)
-	if !isNum {
-		return 0, false, fmt.Errorf("%w: schema %s: %s is not a number", ErrSyntax, path, key)
+	num, present, err := numberKeyword(path, key, use)
+	if !present || err != nil {
+		return 0, false, err
 	}
 	i, err := strconv.Atoi(num.String())
 	if err != nil || i < 0 {
@@ -654,17 +650,26 @@ func jsonKind(v any) string {
 	return "unknown"
 }
 
+// numberKeyword reads a numeric keyword; ok is false when it is absent.
+func numberKeyword(path, key string, use func(string) (any, bool)) (num json.Number, ok bool, err error) {
+	v, present := use(key)
+	if !present {
+		return "", false, nil
+	}
+	num, isNum := v.(json.Number)
+	if !isNum {
+		return "", false, fmt.Errorf("%w: schema %s: %s is not a number", ErrSyntax, path, key)
+	}
+	return num, true, nil
+}
+
 // integerSchema is an integer with optional inclusive or exclusive bounds
 // (integers within int64 when given).
 func integerSchema(path string, use func(string) (any, bool)) (*node, error) {
 	bound := func(key string) (int64, bool, error) {
-		v, ok := use(key)
-		if !ok {
-			return 0, false, nil
-		}
-		num, isNum := v.(json.Number)
-		if !isNum {
-			return 0, false, fmt.Errorf("%w: schema %s: %s is not a number", ErrSyntax, path, key)
+		num, ok, err := numberKeyword(path, key, use)
+		if !ok || err != nil {
+			return 0, false, err
 		}
 		i, err := strconv.ParseInt(num.String(), 10, 64)
 		if err != nil || i <= math.MinInt64+1 || i >= math.MaxInt64-1 {
@@ -729,13 +734,9 @@ const maxExactBound = 1 << 53
 // unit and no integer) is refused.
 func numberSchema(path string, use func(string) (any, bool)) (*node, error) {
 	bound := func(key string) (float64, bool, error) {
-		v, ok := use(key)
-		if !ok {
-			return 0, false, nil
-		}
-		num, isNum := v.(json.Number)
-		if !isNum {
-			return 0, false, fmt.Errorf("%w: schema %s: %s is not a number", ErrSyntax, path, key)
+		num, ok, err := numberKeyword(path, key, use)
+		if !ok || err != nil {
+			return 0, false, err
 		}
 		f, err := strconv.ParseFloat(num.String(), 64)
 		if err != nil || math.Abs(f) >= maxExactBound {
