@@ -63,7 +63,7 @@ type choiceState struct {
 	// sent how much of it went out as content; calls the parsed calls.
 	raw   []byte
 	sent  int
-	calls []toolCallOut
+	calls []toolCallJSON
 }
 
 // tokenLogprob is one generated token's logprob with its alternatives.

@@ -86,14 +86,7 @@ type chatMessage struct {
 	ReasoningContent string          `json:"reasoning_content"`
 	Name             string          `json:"name"`
 	ToolCallID       string          `json:"tool_call_id"`
-	ToolCalls        []struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
+	ToolCalls        []toolCallJSON  `json:"tool_calls"`
 }
 
 // readJSON reads the body (at most max bytes: 413 beyond) into v.

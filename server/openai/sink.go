@@ -33,10 +33,10 @@ type (
 		TextOffset    []int                `json:"text_offset"`
 	}
 	message struct {
-		Role             string        `json:"role,omitempty"`
-		Content          *string       `json:"content,omitempty"`
-		ReasoningContent *string       `json:"reasoning_content,omitempty"`
-		ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+		Role             string         `json:"role,omitempty"`
+		Content          *string        `json:"content,omitempty"`
+		ReasoningContent *string        `json:"reasoning_content,omitempty"`
+		ToolCalls        []toolCallJSON `json:"tool_calls,omitempty"`
 	}
 	choice struct {
 		Index        int      `json:"index"`

@@ -161,8 +161,10 @@ func planTools(m *server.Model, rawTools, rawChoice json.RawMessage) (toolPlan, 
 	return p, nil
 }
 
-// toolCallOut is one call in a response (whole or a stream delta).
-type toolCallOut struct {
+// toolCallJSON is one tool call as the API writes it: in a response
+// (whole or a stream delta, with Index) and in an assistant message of a
+// request (Index absent).
+type toolCallJSON struct {
 	Index    *int   `json:"index,omitempty"` // stream deltas only
 	ID       string `json:"id"`
 	Type     string `json:"type"`
@@ -173,10 +175,10 @@ type toolCallOut struct {
 }
 
 // toolCallsOut gives parsed calls their ids (call_ + 96 random bits).
-func toolCallsOut(calls []toolcall.Call, indexed bool) []toolCallOut {
-	out := make([]toolCallOut, len(calls))
+func toolCallsOut(calls []toolcall.Call, indexed bool) []toolCallJSON {
+	out := make([]toolCallJSON, len(calls))
 	for i, c := range calls {
-		o := toolCallOut{ID: newID("call_"), Type: "function"}
+		o := toolCallJSON{ID: newID("call_"), Type: "function"}
 		o.Function.Name, o.Function.Arguments = c.Name, c.Arguments
 		if indexed {
 			k := i
