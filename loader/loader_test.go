@@ -94,26 +94,7 @@ func TestLoadOnEmulatedCUDA(t *testing.T) {
 		}
 		return d.Device, nil
 	}
-	zero := 0.0
-	req := engine.Request{Prompt: "Hello there, said the", MaxTokens: 8, Sampling: sampling.Options{Temperature: &zero},
-		Stop: engine.StopParams{IgnoreEOS: true}}
-	tokens := func(m *Model) []int32 {
-		st, err := m.Engine.Submit(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []int32
-		for {
-			ev, err := st.Next(context.Background())
-			if err != nil {
-				break
-			}
-			for _, tk := range ev.Tokens {
-				out = append(out, tk.ID)
-			}
-		}
-		return out
-	}
+	tokens := func(m *Model) []int32 { return greedyTokens(t, m, "Hello there, said the", 8) }
 	cpuM, err := Load(f, Options{Threads: 1, Device: "cpu", Engine: engine.Config{PageSize: 16, KVPages: 32}})
 	if err != nil {
 		t.Fatal(err)
@@ -181,25 +162,7 @@ func TestLoadDraftModel(t *testing.T) {
 	if _, err := Load(f, Options{Threads: 1, Draft: open("tiny-qwen2-q8_0.gguf"), Engine: engine.Config{KVPages: 32}}); err == nil || !strings.Contains(err.Error(), "same vocabulary") {
 		t.Fatalf("mismatched draft: %v", err)
 	}
-	gen := func(m *Model) []int32 {
-		zero := 0.0
-		st, err := m.Engine.Submit(context.Background(), engine.Request{Prompt: "Once upon a time", MaxTokens: 24,
-			Sampling: sampling.Options{Temperature: &zero}, Stop: engine.StopParams{IgnoreEOS: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []int32
-		for {
-			ev, err := st.Next(context.Background())
-			if err != nil {
-				break
-			}
-			for _, tk := range ev.Tokens {
-				out = append(out, tk.ID)
-			}
-		}
-		return out
-	}
+	gen := func(m *Model) []int32 { return greedyTokens(t, m, "Once upon a time", 24) }
 	plain, err := Load(f, Options{Threads: 1, Engine: engine.Config{KVPages: 32}})
 	if err != nil {
 		t.Fatal(err)
@@ -222,4 +185,26 @@ func TestLoadDraftModel(t *testing.T) {
 		t.Fatalf("no speculation: %+v", st)
 	}
 	t.Logf("drafted %d accepted %d", spec.Engine.Stats().SpecDraftTokens, spec.Engine.Stats().SpecAcceptedTokens)
+}
+
+// greedyTokens generates n tokens of prompt greedily, ignoring EOS.
+func greedyTokens(t *testing.T, m *Model, prompt string, n int) []int32 {
+	t.Helper()
+	zero := 0.0
+	st, err := m.Engine.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: n,
+		Sampling: sampling.Options{Temperature: &zero}, Stop: engine.StopParams{IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int32
+	for {
+		ev, err := st.Next(context.Background())
+		if err != nil {
+			break
+		}
+		for _, tk := range ev.Tokens {
+			out = append(out, tk.ID)
+		}
+	}
+	return out
 }
