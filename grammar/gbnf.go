@@ -46,8 +46,8 @@ func compileGBNFProgram(src string) (*gprogram, error) {
 // maskCacheBytes bounds the masks a GBNF constraint keeps (least recently
 // used go first).
 const (
-	maskCacheBytes = 64 << 20
-	relCacheBytes  = 32 << 20
+	maskCacheBytes = 16 << 20
+	relCacheBytes  = 8 << 20
 )
 
 // gbnfConstraint is a compiled GBNF grammar over one vocabulary. Safe for

@@ -107,11 +107,20 @@ type Index struct {
 	dfa   *DFA
 	vocab *Vocab
 	masks []atomic.Pointer[Mask] // masks [states], filled on first use
+	// budget bounds the bytes of cached masks: past it, masks of new
+	// states are computed on every use instead of kept, so one constraint
+	// holds at most this much however many states a generation visits.
+	budget int64
+	used   atomic.Int64
 }
+
+// IndexMaskBytes is the mask cache budget of one Index (16 MiB: about 860
+// masks of a 151k-token vocabulary).
+const IndexMaskBytes = 16 << 20
 
 // NewIndex returns an Index with an empty mask cache.
 func NewIndex(d *DFA, v *Vocab) *Index {
-	return &Index{dfa: d, vocab: v, masks: make([]atomic.Pointer[Mask], d.NumStates())}
+	return &Index{dfa: d, vocab: v, masks: make([]atomic.Pointer[Mask], d.NumStates()), budget: IndexMaskBytes}
 }
 
 // DFA returns the automaton.
@@ -127,11 +136,19 @@ func (ix *Index) Mask(s int32) Mask {
 	// No lock: two sequences reaching a new state together may both
 	// compute its (identical) mask; the first stored wins.
 	m := ix.ComputeMask(s)
+	if size := int64(len(m) * 8); ix.used.Add(size) > ix.budget {
+		ix.used.Add(-size)
+		return m
+	}
 	if !ix.masks[s].CompareAndSwap(nil, &m) {
+		ix.used.Add(-int64(len(m) * 8)) // another sequence stored it first
 		return *ix.masks[s].Load()
 	}
 	return m
 }
+
+// cachedBytes is the size of the masks kept.
+func (ix *Index) cachedBytes() int64 { return ix.used.Load() }
 
 // ComputeMask computes the mask of state s without the cache: a
 // depth-first walk of the token trie alongside the DFA, pruning every

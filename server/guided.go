@@ -14,8 +14,12 @@ import (
 // pieces the constraint is compiled against).
 var ErrNoVocabulary = errors.New("server: guided decoding needs the model's tokenizer")
 
-// guidedCacheEntries bounds each model's compiled-constraint cache.
-const guidedCacheEntries = 128
+// guidedCacheEntries bounds each model's compiled-constraint cache. With
+// the per-constraint bounds (an automaton of at most 16384 states, 16 MiB
+// of cached masks for a regular kind, 24 MiB of mask caches for a
+// grammar) a model's constraints hold well under 1 GiB whatever clients
+// send (docs/api.md "Guided decoding").
+const guidedCacheEntries = 16
 
 // guidedState is a model's constraint cache, built on first use: the
 // token trie costs tens of milliseconds on a large vocabulary, and
