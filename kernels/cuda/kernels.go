@@ -62,10 +62,18 @@ func Supports(t ggml.Type) bool {
 	return ok
 }
 
+// moreKernels are the kernel names that the ops files other than ops.go
+// launch; each such file registers its names from an init function with
+// registerKernels, so adding a family of kernels touches no shared list.
+var moreKernels []kernelName
+
+func registerKernels(names ...kernelName) { moreKernels = append(moreKernels, names...) }
+
 // allKernels returns every kernel name the Go code can launch.
 func allKernels() []kernelName {
 	out := []kernelName{kRMSNorm, kAdd, kAddBias, kSiLUMul, kSiLUMulSplit, kRopeKVWrite,
 		kRopeInplace, kAttnDecode, kAttnCombine, kAttnPrefill, kArgmax, kSampleTopKTopP, kF32ToF16, kGatherRows}
+	out = append(out, moreKernels...)
 	for _, tk := range weightKernels {
 		out = append(out, tk.gemv, tk.getRows, tk.dequantF16)
 	}

@@ -96,8 +96,8 @@ ENTRIES(q8_0, QQ8_0)
 	}
 }
 
-// TestEveryCUFileIsCompiled: each embedded .cu file is in sourceOrder and
-// no listed file is missing.
+// TestEveryCUFileIsCompiled: each embedded .cu file is compiled, common.cu
+// first, and no listed file is missing.
 func TestEveryCUFileIsCompiled(t *testing.T) {
 	ents, err := kernelFS.ReadDir("kernels")
 	if err != nil {
@@ -107,7 +107,10 @@ func TestEveryCUFileIsCompiled(t *testing.T) {
 	for _, e := range ents {
 		files = append(files, e.Name())
 	}
-	order := append([]string(nil), sourceOrder...)
+	order := sourceOrder()
+	if order[0] != "common.cu" {
+		t.Fatalf("compile order %v: common.cu must come first", order)
+	}
 	sort.Strings(order)
 	sort.Strings(files)
 	if strings.Join(files, ",") != strings.Join(order, ",") {

@@ -8,18 +8,33 @@ import (
 )
 
 // The kernels are CUDA C files under kernels/, embedded in the binary and
-// compiled by NVRTC at start-up as one program, in sourceOrder (common.cu
-// first: it defines the types and helpers the others use).
+// compiled by NVRTC at start-up as one program: common.cu first (it defines
+// the types and helpers the others use), then every other .cu file in name
+// order. A new file of kernels needs no edit here.
 
 //go:embed kernels/*.cu
 var kernelFS embed.FS
 
-var sourceOrder = []string{"common.cu", "quant.cu", "norm.cu", "rope.cu", "attn.cu", "sample.cu"}
+// sourceOrder returns the embedded .cu files in compile order.
+func sourceOrder() []string {
+	ents, err := kernelFS.ReadDir("kernels")
+	if err != nil {
+		panic("cuda: embedded kernel sources unreadable: " + err.Error()) // build-time invariant
+	}
+	order := []string{"common.cu"}
+	for _, e := range ents {
+		if n := e.Name(); n != "common.cu" && strings.HasSuffix(n, ".cu") {
+			order = append(order, n)
+		}
+	}
+	sort.Strings(order[1:])
+	return order
+}
 
 // Source returns the complete CUDA C program compiled by NVRTC.
 func Source() string {
 	var b strings.Builder
-	for _, name := range sourceOrder {
+	for _, name := range sourceOrder() {
 		data, err := kernelFS.ReadFile("kernels/" + name)
 		if err != nil {
 			panic("cuda: embedded kernel source missing: " + name) // build-time invariant

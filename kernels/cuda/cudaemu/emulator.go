@@ -41,9 +41,44 @@ func Open(lg *slog.Logger) (*Device, error) {
 	return &Device{Device: d, mem: mem}, nil
 }
 
+// twin computes what one kernel family computes, from the launch's grid,
+// block and arguments in signature order.
+type twin func(e *emulator, k string, grid, block cuda.Dim3, a []cuda.Arg) error
+
+// twins holds the kernels emulated outside this file, by exact name or by
+// name prefix (a family such as "gemv_q8_"); each file of twins registers
+// them from an init function with register, so adding a family touches no
+// shared switch.
+var twins = map[string]twin{}
+var twinPrefixes = map[string]twin{}
+
+func register(name string, f twin)         { twins[name] = f }
+func registerPrefix(prefix string, f twin) { twinPrefixes[prefix] = f }
+
+// lookupTwin returns the registered twin for kernel k, if any; prefixes
+// are tried longest first so that "gemv_q8_" wins over "gemv_".
+func lookupTwin(k string) (twin, bool) {
+	if f, ok := twins[k]; ok {
+		return f, true
+	}
+	best := ""
+	for p := range twinPrefixes {
+		if strings.HasPrefix(k, p) && len(p) > len(best) {
+			best = p
+		}
+	}
+	if best == "" {
+		return nil, false
+	}
+	return twinPrefixes[best], true
+}
+
 // Emulated reports whether the emulator implements kernel.
 func Emulated(kernel string) bool {
 	if emulated[kernel] {
+		return true
+	}
+	if _, ok := lookupTwin(kernel); ok {
 		return true
 	}
 	for _, p := range []string{"gemv_", "get_rows_", "dequant_f16_"} {
@@ -156,6 +191,9 @@ func ropeCS(pos int32, nRot int, thetaScale, freqScale float32, factors []float3
 
 func (e *emulator) exec(mem *cuda.FakeMemory, k string, grid, block cuda.Dim3, shmem uint32, a []cuda.Arg) error {
 	e.mem = mem
+	if f, ok := lookupTwin(k); ok {
+		return f(e, k, grid, block, a)
+	}
 	switch {
 	case k == kRMSNorm:
 		n := a[3].Int()
