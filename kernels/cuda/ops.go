@@ -290,7 +290,12 @@ const (
 // scratch buffer unless W is F16) and x. The F16 path rounds activations
 // (and quantized weights) to F16: a reduced-precision path. BF16 and F32
 // weights always stay on the GEMV kernels: their range exceeds F16's.
+// Quantized weights with int8-activation kernels take GemvQ8 for up to
+// GemvQ8MaxTokens tokens (x quantized to q8_1 first; see ops_q8.go).
 func (s *Stream) MatMul(y DevPtr, w Weight, x DevPtr, n int) error {
+	if UseQ8(w.Type, n) {
+		return s.matMulQ8(y, w, x, n)
+	}
 	if !useGemm(w.Type, n, s.blas != nil) {
 		return s.Gemv(y, w, x, n)
 	}
