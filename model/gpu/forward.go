@@ -219,7 +219,9 @@ func (m *Decoder) uploadBatch(s *cuda.Stream, kv *KV, b *DecoderBatch, hb hostBa
 
 // step queues the whole forward pass (no host synchronisation). The kernels
 // of one step, in order: get_rows (embedding); per layer rms_norm, 3 GEMVs
-// (or GEMMs) for q, k, v, [add_bias ×3 (qwen2)], [rms_norm ×2 (qwen3
+// (or GEMMs) for q, k, v (for quantized weights and at most
+// cuda.GemvQ8MaxTokens tokens: rms_norm_q8_1 then gemv_q8_* ×3, and each
+// later GEMV below is quantize_q8_1 + gemv_q8_*, the norms fused likewise), [add_bias ×3 (qwen2)], [rms_norm ×2 (qwen3
 // q/k-norm)], rope_kv_write, attention (attn_decode_f16 + attn_combine, or
 // attn_prefill_f16 when a tile holds several tokens), GEMV o, add_f32,
 // rms_norm, GEMV gate, GEMV up, silu_mul, GEMV down, add_f32; then
@@ -233,18 +235,23 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 	if m.ExactMatMul {
 		mm = s.Gemv
 	}
+	// The int8-activation path (decode and short chunks of quantized
+	// weights): one q8_1 buffer, sized once for the largest step so that it
+	// never moves under a captured graph.
+	var xq cuda.DevPtr
+	if !m.ExactMatMul && T <= cuda.GemvQ8MaxTokens {
+		var err error
+		if xq, err = s.Q8Scratch(min(m.maxT, cuda.GemvQ8MaxTokens), max(c.Dim, c.FFN, qd)); err != nil {
+			return err
+		}
+	}
 	if err := s.GetRows(m.x, m.embed, m.tokens, T); err != nil {
 		return err
 	}
 	prefill := len(hb.tstart) < T // some tiles hold several tokens
 	for li, l := range m.layers {
 		kc, vc := kv.kc[li], kv.vc[li]
-		if err := run(
-			s.RMSNorm(m.h, m.x, l.attnNorm, T, c.Dim, c.NormEps),
-			mm(m.q, l.q, m.h, T),
-			mm(m.k, l.k, m.h, T),
-			mm(m.v, l.v, m.h, T),
-		); err != nil {
+		if err := m.normMatMuls(s, mm, xq, m.x, l.attnNorm, T, []cuda.DevPtr{m.q, m.k, m.v}, []cuda.Weight{l.q, l.k, l.v}); err != nil {
 			return err
 		}
 		if l.qBias != 0 {
@@ -273,9 +280,7 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 		if err := run(
 			mm(m.tmp, l.o, m.a, T),
 			s.Add(m.x, m.x, m.tmp, T*c.Dim),
-			s.RMSNorm(m.h, m.x, l.ffnNorm, T, c.Dim, c.NormEps),
-			mm(m.gate, l.gate, m.h, T),
-			mm(m.up, l.up, m.h, T),
+			m.normMatMuls(s, mm, xq, m.x, l.ffnNorm, T, []cuda.DevPtr{m.gate, m.up}, []cuda.Weight{l.gate, l.up}),
 			s.SiLUMul(m.gate, m.gate, m.up, T*c.FFN),
 			mm(m.tmp, l.down, m.gate, T),
 			s.Add(m.x, m.x, m.tmp, T*c.Dim),
@@ -288,7 +293,53 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 	}
 	return run(
 		s.GatherRows(m.h, m.x, m.lidx, nlog, c.Dim),
-		s.RMSNorm(m.h, m.h, m.outNorm, nlog, c.Dim, c.NormEps),
-		mm(m.logits, m.out, m.h, nlog),
+		m.normMatMuls(s, mm, xq, m.h, m.outNorm, nlog, []cuda.DevPtr{m.logits}, []cuda.Weight{m.out}),
 	)
+}
+
+// normMatMuls computes outs[j] = RMSNorm(x)·ws[j]ᵀ for the n rows of x
+// [n][Dim], the weights of one use site (q, k, v; gate, up; output). With
+// a q8 buffer xq the norm is fused with the q8_1 quantization
+// (rms_norm_q8_1), shared by every weight of the site that has an
+// int8-activation GEMV; m.h receives the float32 rows (for the other
+// weights) only when one needs them. Without xq: RMSNorm into m.h, then mm.
+func (m *Decoder) normMatMuls(s *cuda.Stream, mm func(y cuda.DevPtr, w cuda.Weight, x cuda.DevPtr, n int) error,
+	xq, x, norm cuda.DevPtr, n int, outs []cuda.DevPtr, ws []cuda.Weight) error {
+	c := m.cfg
+	nq8 := 0
+	for _, w := range ws {
+		if xq != 0 && cuda.UseQ8(w.Type, n) {
+			nq8++
+		}
+	}
+	if nq8 == 0 {
+		if err := s.RMSNorm(m.h, x, norm, n, c.Dim, c.NormEps); err != nil {
+			return err
+		}
+		for j, w := range ws {
+			if err := mm(outs[j], w, m.h, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var h cuda.DevPtr
+	if nq8 < len(ws) {
+		h = m.h
+	}
+	if err := s.RMSNormQ8(xq, h, x, norm, n, c.Dim, c.NormEps); err != nil {
+		return err
+	}
+	for j, w := range ws {
+		var err error
+		if cuda.UseQ8(w.Type, n) {
+			err = s.GemvQ8(outs[j], w, xq, n)
+		} else {
+			err = mm(outs[j], w, m.h, n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -117,6 +117,7 @@ type emulator struct {
 	mu    sync.Mutex                 // protects dense (launches come from one goroutine; graphs replay on it too)
 	dense map[cuda.DevPtr][]float32  // dequantized weights by address (weights never change; the fake never reuses addresses)
 	mats  map[cuda.DevPtr]cpu.Matrix // the same as F32 matrices
+	units map[cuda.DevPtr][]q8Unit   // the same as the int8 GEMV's weight units (emulator_q8.go)
 	pool  *cpu.Pool                  // one thread: runs on the device goroutine
 	// scratch for cpu.Attend (the prefill kernel's twin: float32 dots, a
 	// two-pass softmax, float32 accumulation).

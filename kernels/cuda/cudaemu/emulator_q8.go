@@ -154,12 +154,18 @@ func scaleMinK4(j int, q []byte) (sc, m int32) {
 	return int32(q[j+4]&0x0f) | int32(q[j-4]>>6)<<4, int32(q[j+4]>>4) | int32(q[j]>>6)<<4
 }
 
+// idot is the exact integer dot of a and b (len(b) >= len(a), a multiple
+// of 16).
 func idot(a []int8, b []int8) int32 {
-	var s int32
-	for i := range a {
-		s += int32(a[i]) * int32(b[i])
+	b = b[:len(a)]
+	var s0, s1, s2, s3 int32
+	for i := 0; i+3 < len(a); i += 4 {
+		s0 += int32(a[i]) * int32(b[i])
+		s1 += int32(a[i+1]) * int32(b[i+1])
+		s2 += int32(a[i+2]) * int32(b[i+2])
+		s3 += int32(a[i+3]) * int32(b[i+3])
 	}
-	return s
+	return s0 + s1 + s2 + s3
 }
 
 func f32mul(a, b float32) float32 { return float32(a * b) }
@@ -189,15 +195,14 @@ func dotQ8Unit(t ggml.Type, w *q8Unit, xq []int8, xd []float32, acc float32) flo
 	panic("cudaemu: no q8 unit for " + t.String())
 }
 
-// warpSum is warp_sum: the xor butterfly over 32 lanes (every lane ends
-// with the same value).
+// warpSum is warp_sum: the xor butterfly over 32 lanes. Every lane ends
+// with the same value (lanes l and l^o add the same two numbers), so lane
+// l < o of each level is enough: v[l] + v[l+o], overwriting v.
 func warpSum(v *[32]float32) float32 {
 	for o := 16; o > 0; o >>= 1 {
-		var nv [32]float32
-		for l := range nv {
-			nv[l] = float32(v[l] + v[l^o])
+		for l := 0; l < o; l++ {
+			v[l] = float32(v[l] + v[l+o])
 		}
-		*v = nv
 	}
 	return v[0]
 }
@@ -250,15 +255,12 @@ func (e *emulator) gemvQ8(k string, grid, block cuda.Dim3, a []cuda.Arg) error {
 			xds[t][b] = cpu.F16ToF32(binary.LittleEndian.Uint16(row[cols+4*b:]))
 		}
 	}
-	units := make([]q8Unit, nunits)
+	all := e.q8Units(typ, a[0].Ptr(), W, rb, rows, nunits)
 	nb := ue / 32
 	// Warp w of block b owns rows (warps*b + w)*rpw ...; every row is owned
 	// once, so the twin walks the rows in order.
 	for r := 0; r < rows; r++ {
-		row := W[r*rb : (r+1)*rb]
-		for u := range units {
-			loadQ8Unit(typ, row, u, &units[u])
-		}
+		units := all[r*nunits : (r+1)*nunits]
 		for t := 0; t < ntok; t++ {
 			var lanes [32]float32
 			for u := range units {
@@ -268,4 +270,25 @@ func (e *emulator) gemvQ8(k string, grid, block cuda.Dim3, a []cuda.Arg) error {
 		}
 	}
 	return nil
+}
+
+// q8Units returns the weight units of every row of the matrix at p, loaded
+// once and cached (weights never change; the fake never reuses addresses).
+func (e *emulator) q8Units(typ ggml.Type, p cuda.DevPtr, W []byte, rb, rows, nunits int) []q8Unit {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if u, ok := e.units[p]; ok && len(u) == rows*nunits {
+		return u
+	}
+	u := make([]q8Unit, rows*nunits)
+	for r := 0; r < rows; r++ {
+		for i := 0; i < nunits; i++ {
+			loadQ8Unit(typ, W[r*rb:(r+1)*rb], i, &u[r*nunits+i])
+		}
+	}
+	if e.units == nil {
+		e.units = map[cuda.DevPtr][]q8Unit{}
+	}
+	e.units[p] = u
+	return u
 }

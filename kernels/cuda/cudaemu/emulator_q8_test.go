@@ -335,6 +335,32 @@ func TestQ8UnitsMatchDequantize(t *testing.T) {
 	}
 }
 
+// warpSum is the butterfly of warp_sum: 32 lanes simulated in full
+// (lane l adds lane l^o at each level) give every lane warpSum's value.
+func TestWarpSumIsTheButterfly(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 100 {
+		var v, b [32]float32
+		for i := range v {
+			v[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(6))))
+		}
+		b = v
+		for o := 16; o > 0; o >>= 1 {
+			var nb [32]float32
+			for l := range nb {
+				nb[l] = b[l] + b[l^o]
+			}
+			b = nb
+		}
+		got := warpSum(&v)
+		for l := range b {
+			if b[l] != got {
+				t.Fatalf("lane %d: butterfly %v, warpSum %v", l, b[l], got)
+			}
+		}
+	}
+}
+
 // The GEMV twin refuses a launch whose geometry is not the kernel's
 // (cuda.Q8Bucket): rows would go unwritten on the device.
 func TestGemvQ8TwinChecksGeometry(t *testing.T) {
