@@ -31,11 +31,12 @@ const GemvQ8MaxTokens = 64
 // q8Warps is the number of warps per block of the GEMV kernels.
 const q8Warps = 4
 
-// q8Bucket is one compiled token bucket: kernels for nt tokens, each warp
-// owning rpw rows (mmvq.cu's GEMV_Q8 lines carry the same numbers).
-type q8Bucket struct{ nt, rpw, unr int }
+// q8Bucket is one compiled token bucket: kernels for up to nt tokens, run
+// in groups of tg, each warp owning rpw rows and loading unr units per lane
+// at a time (mmvq.cu's GEMV_Q8 lines carry the same numbers).
+type q8Bucket struct{ nt, tg, rpw, unr int }
 
-var q8Buckets = []q8Bucket{{1, 1, 4}, {2, 1, 4}, {4, 2, 2}, {8, 2, 1}, {16, 2, 1}, {32, 2, 1}, {64, 1, 1}}
+var q8Buckets = []q8Bucket{{1, 1, 1, 4}, {2, 2, 1, 4}, {4, 4, 2, 2}, {8, 8, 2, 1}, {16, 16, 2, 1}, {32, 16, 2, 1}, {64, 16, 2, 1}}
 
 // Q8Bucket returns the token bucket (kernel NT) and rows per warp the GEMV
 // uses for n tokens (1 ≤ n ≤ GemvQ8MaxTokens).

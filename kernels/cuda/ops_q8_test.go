@@ -34,16 +34,20 @@ func TestQ8BucketsMatchSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(`(?m)^GEMV_Q8\((\w+)_t(\d+), (\w+), (\d+), (\d+), (\d+)\)`)
+	re := regexp.MustCompile(`(?m)^GEMV_Q8\((\w+)_t(\d+), (\w+), (\d+), (\d+), (\d+), (\d+)\)`)
 	got := map[string]q8Bucket{}
 	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
-		nt, _ := strconv.Atoi(m[4])
-		rpw, _ := strconv.Atoi(m[5])
-		unr, _ := strconv.Atoi(m[6])
+		var v [4]int
+		for i := range v {
+			v[i], _ = strconv.Atoi(m[4+i])
+		}
 		if m[2] != m[4] {
 			t.Errorf("%s_t%s instantiates NT=%s", m[1], m[2], m[4])
 		}
-		got[m[1]+"_t"+m[2]] = q8Bucket{nt, rpw, unr}
+		if want := map[string]string{"q4_0": "MQ4_0", "q8_0": "MQ8_0", "q4_k": "MQ4_K", "q6_k": "MQ6_K"}[m[1]]; m[3] != want {
+			t.Errorf("%s_t%s uses %s", m[1], m[2], m[3])
+		}
+		got[m[1]+"_t"+m[2]] = q8Bucket{v[0], v[1], v[2], v[3]}
 	}
 	if len(got) != len(q8Types)*len(q8Buckets) {
 		t.Fatalf("%d GEMV_Q8 lines, want %d", len(got), len(q8Types)*len(q8Buckets))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -40,10 +41,26 @@ func emuOpen(t *testing.T) *Device {
 	return d
 }
 
+// gpuOpen returns the real device 0, or nil without one (a failure under
+// REQUIRE_GPU=1): the q8 tests run on it too, against the same CPU
+// references and bit for bit against the emulator's twins.
+func gpuOpen(t *testing.T) *cuda.Device {
+	t.Helper()
+	d, err := cuda.Open(0, cuda.Options{})
+	if err != nil {
+		if os.Getenv("REQUIRE_GPU") == "1" {
+			t.Fatalf("REQUIRE_GPU=1 but no usable GPU: %v", err)
+		}
+		return nil
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 // quantizeOnDevice runs QuantizeQ8 (or RMSNormQ8 with weight w when w is
 // not nil) on the emulated device and returns the q8_1 bytes and, for the
 // norm, the f32 rows.
-func quantizeOnDevice(t *testing.T, d *Device, x, w []float32, n, cols int) ([]byte, []float32) {
+func quantizeOnDevice(t *testing.T, d *cuda.Device, x, w []float32, n, cols int) ([]byte, []float32) {
 	t.Helper()
 	xq := make([]byte, cuda.Q8Bytes(n, cols))
 	var out []float32
@@ -128,20 +145,40 @@ func checkQ8Rows(t *testing.T, x []float32, xq []byte, n, cols int) {
 }
 
 func TestQuantizeQ8Layout(t *testing.T) {
-	d := emuOpen(t)
+	emu, dev := emuOpen(t), gpuOpen(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, cols := range []int{32, 96, 4096} {
 		const n = 3
 		x := randActs(rng, n, cols)
 		copy(x[32:64], make([]float32, 32)) // an all-zero block: d = 0, q = 0
-		xq, _ := quantizeOnDevice(t, d, x, nil, n, cols)
+		xq, _ := quantizeOnDevice(t, emu.Device, x, nil, n, cols)
 		checkQ8Rows(t, x, xq, n, cols)
+		if dev != nil {
+			g, _ := quantizeOnDevice(t, dev, x, nil, n, cols)
+			checkQ8Rows(t, x, g, n, cols)
+			sameBytes(t, "quantize_q8_1", g, xq, n, cols)
+		}
+	}
+}
+
+// sameBytes compares the device's q8_1 rows with the twin's (padding
+// excluded).
+func sameBytes(t *testing.T, what string, got, want []byte, n, cols int) {
+	t.Helper()
+	rb := cuda.Q8RowBytes(cols)
+	for r := 0; r < n; r++ {
+		for i := 0; i < cols+cols/8; i++ {
+			if got[r*rb+i] != want[r*rb+i] {
+				t.Errorf("%s row %d byte %d: device %#x, twin %#x", what, r, i, got[r*rb+i], want[r*rb+i])
+				return
+			}
+		}
 	}
 }
 
 // The fused norm writes what RMSNorm writes and the quantization of it.
 func TestRMSNormQ8(t *testing.T) {
-	d := emuOpen(t)
+	emu, dev := emuOpen(t), gpuOpen(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	const n, cols = 5, 256
 	x := randActs(rng, n, cols)
@@ -149,7 +186,23 @@ func TestRMSNormQ8(t *testing.T) {
 	for i := range w {
 		w[i] = float32(0.5 + rng.Float64())
 	}
-	xq, out := quantizeOnDevice(t, d, x, w, n, cols)
+	if dev != nil {
+		// The device's sum of squares is a float32 tree, not cpu.RMSNorm's
+		// float64 loop: the rows agree within a few ulps, and the q8 rows
+		// are the quantization of the rows it wrote.
+		g, gout := quantizeOnDevice(t, dev, x, w, n, cols)
+		for r := 0; r < n; r++ {
+			want := make([]float32, cols)
+			cpu.RMSNorm(want, x[r*cols:(r+1)*cols], w, 1e-5)
+			for i, v := range want {
+				if math.Abs(float64(gout[r*cols+i]-v)) > 4e-6*math.Abs(float64(v))+1e-30 {
+					t.Fatalf("device row %d [%d]: %v, cpu %v", r, i, gout[r*cols+i], v)
+				}
+			}
+		}
+		checkQ8Rows(t, gout, g, n, cols)
+	}
+	xq, out := quantizeOnDevice(t, emu.Device, x, w, n, cols)
 	want := make([]float32, n*cols)
 	for r := 0; r < n; r++ {
 		cpu.RMSNorm(want[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], w, 1e-5)
@@ -164,7 +217,7 @@ func TestRMSNormQ8(t *testing.T) {
 
 // gemvQ8OnDevice uploads the encoded weights and the q8_1 activations of
 // x and returns y [n][rows] from GemvQ8 (and the q8 bytes).
-func gemvQ8OnDevice(t *testing.T, d *Device, typ ggml.Type, rows, cols int, wdata []byte, x []float32, n int) ([]float32, []byte) {
+func gemvQ8OnDevice(t *testing.T, d *cuda.Device, typ ggml.Type, rows, cols int, wdata []byte, x []float32, n int) ([]float32, []byte) {
 	t.Helper()
 	y := make([]float32, n*rows)
 	xq := make([]byte, cuda.Q8Bytes(n, cols))
@@ -209,7 +262,7 @@ func gemvQ8OnDevice(t *testing.T, d *Device, typ ggml.Type, rows, cols int, wdat
 // a partial last block of warps, several units per lane and more tokens
 // than one launch holds.
 func TestGemvQ8MatchesCPU(t *testing.T) {
-	d := emuOpen(t)
+	emu, dev := emuOpen(t), gpuOpen(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	const rows = 37
 	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0, ggml.TypeQ4_K, ggml.TypeQ6_K} {
@@ -234,8 +287,19 @@ func TestGemvQ8MatchesCPU(t *testing.T) {
 			for _, n := range ns {
 				t.Run(fmt.Sprintf("%s/%d/n=%d", typ, cols, n), func(t *testing.T) {
 					x := randActs(rng, n, cols)
-					y, xq := gemvQ8OnDevice(t, d, typ, rows, cols, wdata, x, n)
+					y, xq := gemvQ8OnDevice(t, emu.Device, typ, rows, cols, wdata, x, n)
 					checkGemvQ8(t, y, wdq, x, xq, rows, cols, n)
+					if dev != nil {
+						g, gq := gemvQ8OnDevice(t, dev, typ, rows, cols, wdata, x, n)
+						checkGemvQ8(t, g, wdq, x, gq, rows, cols, n)
+						sameBytes(t, "quantize_q8_1", gq, xq, n, cols)
+						for i := range g {
+							if g[i] != y[i] {
+								t.Errorf("y[%d]: device %v, twin %v (the twin must be bit-exact)", i, g[i], y[i])
+								break
+							}
+						}
+					}
 				})
 			}
 		}

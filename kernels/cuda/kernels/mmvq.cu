@@ -286,12 +286,14 @@ __device__ __forceinline__ void load_xb(XB<Q::NB>& x, const u8* xt, int cols, in
 // [ntok][ldy] f32. Geometry: blocks of 4 warps; warp w of block b owns rows
 // r0 = (4b + w)*RPW .. r0+RPW-1 (grid ceil(rows / (4*RPW))); lane l reads
 // units u = l, l+32, l+64, ... of each of its rows, UNR units at a time
-// (all loads first: bytes in flight), and keeps RPW*NT partial sums in
+// (UNR/2 for Q4_K; all loads first: bytes in flight), and keeps RPW*NT partial sums in
 // registers, added in increasing u. The activation words of a unit are
 // loaded once per token and used for the RPW rows. A warp-wide xor
 // butterfly (offsets 16, 8, 4, 2, 1) sums the lanes; lane t%32 writes y[t].
+// Not inlined: the 16-token body is compiled once per type for the 16, 32
+// and 64 buckets (ptxas time at start-up).
 template <class Q, int NT, int RPW, int UNR>
-__device__ __forceinline__ void gemv_q8(const u8* W, u64 rowBytes, const u8* xq, float* y, int rows, int cols, int ntok, int ldy) {
+__device__ __noinline__ void gemv_q8(const u8* W, u64 rowBytes, const u8* xq, float* y, int rows, int cols, int ntok, int ldy) {
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int r0 = (blockIdx.x * (blockDim.x >> 5) + warp) * RPW;
     if (r0 >= rows) return; // whole warps only
@@ -305,15 +307,18 @@ __device__ __forceinline__ void gemv_q8(const u8* W, u64 rowBytes, const u8* xq,
     const u8* wrow[RPW];
 #pragma unroll
     for (int rr = 0; rr < RPW; rr++) wrow[rr] = W + (u64)min(r0 + rr, rows - 1) * rowBytes;
-    for (int u0 = lane; u0 < nunits; u0 += 32 * UNR) {
-        Q w[UNR][RPW];
+    // Units of two q8 blocks (Q4_K) carry twice the bytes: half the unroll
+    // keeps the bytes in flight and the registers of the other types.
+    enum { U = Q::NB == 2 && UNR > 1 ? UNR / 2 : UNR };
+    for (int u0 = lane; u0 < nunits; u0 += 32 * U) {
+        Q w[U][RPW];
 #pragma unroll
-        for (int k = 0; k < UNR; k++)
+        for (int k = 0; k < U; k++)
 #pragma unroll
             for (int rr = 0; rr < RPW; rr++)
                 if (u0 + 32 * k < nunits) w[k][rr].load(wrow[rr], u0 + 32 * k);
 #pragma unroll
-        for (int k = 0; k < UNR; k++) {
+        for (int k = 0; k < U; k++) {
             int u = u0 + 32 * k;
             if (u < nunits) {
 #pragma unroll
@@ -340,40 +345,51 @@ __device__ __forceinline__ void gemv_q8(const u8* W, u64 rowBytes, const u8* xq,
     }
 }
 
+// gemv_q8_groups runs gemv_q8 over the tokens in groups of TG: buckets
+// above 16 tokens re-read their warp's rows (RPW rows, a few KiB) once per
+// group from L1/L2 instead of holding NT*RPW sums in registers (which makes
+// ptxas minutes slower and spills); DRAM still streams each weight once.
+template <class Q, int TG, int RPW, int UNR>
+__device__ __forceinline__ void gemv_q8_groups(const u8* W, u64 rowBytes, const u8* xq, float* y, int rows, int cols, int ntok, int ldy) {
+    u64 xstride = q8_row_bytes(cols);
+    for (int t0 = 0; t0 < ntok; t0 += TG)
+        gemv_q8<Q, TG, RPW, UNR>(W, rowBytes, xq + (u64)t0 * xstride, y + (u64)t0 * ldy, rows, cols, min(TG, ntok - t0), ldy);
+}
+
 // One entry point per weight type and token bucket NT (the launch picks the
-// smallest NT >= ntok); RPW and UNR per bucket must match q8Buckets in
-// ops_q8.go (a test parses these lines).
-#define GEMV_Q8(NAME, Q, NT, RPW, UNR)                                                                 \
+// smallest NT >= ntok), TG tokens per group; TG, RPW and UNR per bucket
+// must match q8Buckets in ops_q8.go (a test parses these lines).
+#define GEMV_Q8(NAME, Q, NT, TG, RPW, UNR)                                                             \
     extern "C" __global__ void gemv_q8_##NAME(const u8* W, u64 rowBytes, const u8* xq, float* y,     \
                                               int rows, int cols, int ntok, int ldy) {              \
-        gemv_q8<Q, NT, RPW, UNR>(W, rowBytes, xq, y, rows, cols, ntok, ldy);                        \
+        gemv_q8_groups<Q, TG, RPW, UNR>(W, rowBytes, xq, y, rows, cols, ntok, ldy);                 \
     }
 
-GEMV_Q8(q4_0_t1, MQ4_0, 1, 1, 4)
-GEMV_Q8(q4_0_t2, MQ4_0, 2, 1, 4)
-GEMV_Q8(q4_0_t4, MQ4_0, 4, 2, 2)
-GEMV_Q8(q4_0_t8, MQ4_0, 8, 2, 1)
-GEMV_Q8(q4_0_t16, MQ4_0, 16, 2, 1)
-GEMV_Q8(q4_0_t32, MQ4_0, 32, 2, 1)
-GEMV_Q8(q4_0_t64, MQ4_0, 64, 1, 1)
-GEMV_Q8(q8_0_t1, MQ8_0, 1, 1, 4)
-GEMV_Q8(q8_0_t2, MQ8_0, 2, 1, 4)
-GEMV_Q8(q8_0_t4, MQ8_0, 4, 2, 2)
-GEMV_Q8(q8_0_t8, MQ8_0, 8, 2, 1)
-GEMV_Q8(q8_0_t16, MQ8_0, 16, 2, 1)
-GEMV_Q8(q8_0_t32, MQ8_0, 32, 2, 1)
-GEMV_Q8(q8_0_t64, MQ8_0, 64, 1, 1)
-GEMV_Q8(q4_k_t1, MQ4_K, 1, 1, 4)
-GEMV_Q8(q4_k_t2, MQ4_K, 2, 1, 4)
-GEMV_Q8(q4_k_t4, MQ4_K, 4, 2, 2)
-GEMV_Q8(q4_k_t8, MQ4_K, 8, 2, 1)
-GEMV_Q8(q4_k_t16, MQ4_K, 16, 2, 1)
-GEMV_Q8(q4_k_t32, MQ4_K, 32, 2, 1)
-GEMV_Q8(q4_k_t64, MQ4_K, 64, 1, 1)
-GEMV_Q8(q6_k_t1, MQ6_K, 1, 1, 4)
-GEMV_Q8(q6_k_t2, MQ6_K, 2, 1, 4)
-GEMV_Q8(q6_k_t4, MQ6_K, 4, 2, 2)
-GEMV_Q8(q6_k_t8, MQ6_K, 8, 2, 1)
-GEMV_Q8(q6_k_t16, MQ6_K, 16, 2, 1)
-GEMV_Q8(q6_k_t32, MQ6_K, 32, 2, 1)
-GEMV_Q8(q6_k_t64, MQ6_K, 64, 1, 1)
+GEMV_Q8(q4_0_t1, MQ4_0, 1, 1, 1, 4)
+GEMV_Q8(q4_0_t2, MQ4_0, 2, 2, 1, 4)
+GEMV_Q8(q4_0_t4, MQ4_0, 4, 4, 2, 2)
+GEMV_Q8(q4_0_t8, MQ4_0, 8, 8, 2, 1)
+GEMV_Q8(q4_0_t16, MQ4_0, 16, 16, 2, 1)
+GEMV_Q8(q4_0_t32, MQ4_0, 32, 16, 2, 1)
+GEMV_Q8(q4_0_t64, MQ4_0, 64, 16, 2, 1)
+GEMV_Q8(q8_0_t1, MQ8_0, 1, 1, 1, 4)
+GEMV_Q8(q8_0_t2, MQ8_0, 2, 2, 1, 4)
+GEMV_Q8(q8_0_t4, MQ8_0, 4, 4, 2, 2)
+GEMV_Q8(q8_0_t8, MQ8_0, 8, 8, 2, 1)
+GEMV_Q8(q8_0_t16, MQ8_0, 16, 16, 2, 1)
+GEMV_Q8(q8_0_t32, MQ8_0, 32, 16, 2, 1)
+GEMV_Q8(q8_0_t64, MQ8_0, 64, 16, 2, 1)
+GEMV_Q8(q4_k_t1, MQ4_K, 1, 1, 1, 4)
+GEMV_Q8(q4_k_t2, MQ4_K, 2, 2, 1, 4)
+GEMV_Q8(q4_k_t4, MQ4_K, 4, 4, 2, 2)
+GEMV_Q8(q4_k_t8, MQ4_K, 8, 8, 2, 1)
+GEMV_Q8(q4_k_t16, MQ4_K, 16, 16, 2, 1)
+GEMV_Q8(q4_k_t32, MQ4_K, 32, 16, 2, 1)
+GEMV_Q8(q4_k_t64, MQ4_K, 64, 16, 2, 1)
+GEMV_Q8(q6_k_t1, MQ6_K, 1, 1, 1, 4)
+GEMV_Q8(q6_k_t2, MQ6_K, 2, 2, 1, 4)
+GEMV_Q8(q6_k_t4, MQ6_K, 4, 4, 2, 2)
+GEMV_Q8(q6_k_t8, MQ6_K, 8, 8, 2, 1)
+GEMV_Q8(q6_k_t16, MQ6_K, 16, 16, 2, 1)
+GEMV_Q8(q6_k_t32, MQ6_K, 32, 16, 2, 1)
+GEMV_Q8(q6_k_t64, MQ6_K, 64, 16, 2, 1)
