@@ -61,7 +61,8 @@ func benchGemvQ8(b *testing.B, d *Device, typ ggml.Type, rows, cols, n int) {
 		}
 		defer s.Free(w.Ptr)
 		x, _ := s.Alloc(uint64(4 * n * cols))
-		xq, _ := s.Alloc(uint64(Q8Bytes(n, cols)))
+		kind := Q8KindOf(typ)
+		xq, _ := s.Alloc(uint64(n * Q8ActRowBytes(kind, cols)))
 		y, _ := s.Alloc(uint64(4 * n * rows))
 		defer s.Free(x)
 		defer s.Free(xq)
@@ -69,7 +70,7 @@ func benchGemvQ8(b *testing.B, d *Device, typ ggml.Type, rows, cols, n int) {
 		if err := s.UploadF32(x, randF32(rand.New(rand.NewPCG(4, 4)), n*cols, 1)); err != nil {
 			return err
 		}
-		if err := s.QuantizeQ8(xq, x, n, cols); err != nil {
+		if err := s.QuantizeAct(kind, xq, x, n, cols); err != nil {
 			return err
 		}
 		for i := 0; i < 3; i++ { // warm-up

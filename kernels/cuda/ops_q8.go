@@ -12,18 +12,25 @@ import (
 // integer dot products, reading each weight byte once for all the step's
 // tokens (up to GemvQ8MaxTokens per launch).
 //
-// q8_1 activations [n][Q8RowBytes(cols)]: row t holds qs int8 [cols], then
-// cols/32 words (d f16 = amax/127 | s f16 = d·Σqs << 16), then zero padding
-// to 16 bytes. The integer values are those kernels/cpu computes for its
-// Q8_0 activations (round half to even of x·(127/amax)).
+// Activations come in the format kernels/cpu pairs with each weight type
+// (the CPU engine matches llama.cpp with them):
+//   - q8_1 (Q4_0, Q8_0 weights) [n][Q8RowBytes(cols)]: row t holds qs int8
+//     [cols], then cols/32 words (d f16 = amax/127 | s f16 = d·Σqs << 16),
+//     then zero padding to 16 bytes; qs = round-half-even(x·(127/amax)),
+//     kernels/cpu's Q8_0 activations.
+//   - q8_K (Q4_K, Q6_K weights) [n][Q8KRowBytes(cols)]: qs int8 [cols],
+//     then cols/256 f32 scales d = 1/iscale with iscale = -127/vmax (vmax
+//     the first value of largest |x| of the 256-block), qs =
+//     clamp(round-half-even(iscale·x), ±127): kernels/cpu's Q8_K bytes.
 //
 // Accuracy against the float dot Σ w·x with unquantized activations:
-// |err| ≤ Σ_i |w_i| · 0.57·amax(i)/127 + 2^-20·Σ_i |w_i·x_i|·(cols/32 +
-// 64): amax(i) is the largest |x| of element i's 32-block; the first term
-// is the activation rounding (|x - d·q| ≤ d'/2 with d' = amax/127 plus the
-// f16 rounding of d, |d - d'|·127 ≤ 2^-11·amax), the second the float32
-// scaling and summation (one rounding per block in a lane, then a 32-lane
-// tree). Weights are used exactly as cpu.Dequantize decodes them.
+// |err| ≤ Σ_i |w_i| · 0.57·amax(i)/127 + 2^-20·Σ_i |w_i·x_i|·(units per
+// lane + 8): amax(i) is the largest |x| of element i's activation block
+// (32 or 256 values); the first term is the activation rounding (|x - d·q|
+// ≤ d'/2 with d' = amax/127, plus for q8_1 the f16 rounding of d, |d -
+// d'|·127 ≤ 2^-11·amax), the second the float32 scaling and summation (a
+// few roundings per unit in a lane, then a 32-lane tree). Weights are used
+// exactly as cpu.Dequantize decodes them.
 
 // GemvQ8MaxTokens is the number of tokens one GemvQ8 launch handles.
 const GemvQ8MaxTokens = 64
@@ -57,16 +64,39 @@ const Q8Warps = q8Warps
 // suffix.
 var q8Types = map[ggml.Type]string{ggml.TypeQ4_0: "q4_0", ggml.TypeQ8_0: "q8_0", ggml.TypeQ4_K: "q4_k", ggml.TypeQ6_K: "q6_k"}
 
+// Q8Kind is an int8 activation format.
+type Q8Kind uint8
+
+const (
+	Q8None Q8Kind = iota // no int8 path: float32 activations
+	Q8_1                 // 32-blocks, f16 scale and sum (Q4_0, Q8_0 weights)
+	Q8K                  // 256-blocks, f32 scale (K-quant weights)
+)
+
+// Q8KindOf returns the activation format GemvQ8 expects for weights of
+// type t (Q8None: no int8 GEMV).
+func Q8KindOf(t ggml.Type) Q8Kind {
+	switch t {
+	case ggml.TypeQ4_0, ggml.TypeQ8_0:
+		return Q8_1
+	case ggml.TypeQ4_K, ggml.TypeQ6_K:
+		return Q8K
+	}
+	return Q8None
+}
+
 // q8Kernels[t][i] is the GEMV of type t for bucket q8Buckets[i].
 var q8Kernels = map[ggml.Type][]kernelName{}
 
 const (
-	kQuantizeQ8 kernelName = "quantize_q8_1"
-	kRMSNormQ8  kernelName = "rms_norm_q8_1"
+	kQuantizeQ8  kernelName = "quantize_q8_1"
+	kRMSNormQ8   kernelName = "rms_norm_q8_1"
+	kQuantizeQ8K kernelName = "quantize_q8_k"
+	kRMSNormQ8K  kernelName = "rms_norm_q8_k"
 )
 
 func init() {
-	registerKernels(kQuantizeQ8, kRMSNormQ8)
+	registerKernels(kQuantizeQ8, kRMSNormQ8, kQuantizeQ8K, kRMSNormQ8K)
 	for t, suf := range q8Types {
 		for _, b := range q8Buckets {
 			k := kernelName(fmt.Sprintf("gemv_q8_%s_t%d", suf, b.nt))
@@ -85,22 +115,46 @@ func Q8RowBytes(cols int) int { return (cols + cols/8 + 15) &^ 15 }
 // Q8Bytes is the size of n tokens' q8_1 activations of cols values.
 func Q8Bytes(n, cols int) int { return n * Q8RowBytes(cols) }
 
-func checkQ8Cols(cols int) error {
-	if cols <= 0 || cols%32 != 0 {
-		return fmt.Errorf("cuda: q8_1 activations need a positive multiple of 32 values per row, got %d", cols)
+// Q8KRowBytes is the size of one token's q8_K activations of cols values.
+func Q8KRowBytes(cols int) int { return (cols + cols/64 + 15) &^ 15 }
+
+// Q8ActRowBytes is the row size of activations of kind k.
+func Q8ActRowBytes(k Q8Kind, cols int) int {
+	if k == Q8K {
+		return Q8KRowBytes(cols)
+	}
+	return Q8RowBytes(cols)
+}
+
+func checkQ8Cols(k Q8Kind, cols int) error {
+	block := 32
+	if k == Q8K {
+		block = 256
+	}
+	if cols <= 0 || cols%block != 0 {
+		return fmt.Errorf("cuda: int8 activations need a positive multiple of %d values per row, got %d", block, cols)
 	}
 	return nil
 }
 
 // QuantizeQ8 writes xq [rows] q8_1 rows = q8_1(x [rows][cols] f32).
 func (s *Stream) QuantizeQ8(xq, x DevPtr, rows, cols int) error {
-	if err := checkQ8Cols(cols); err != nil {
+	return s.QuantizeAct(Q8_1, xq, x, rows, cols)
+}
+
+// QuantizeAct writes xq [rows] rows of kind k from x [rows][cols] f32.
+func (s *Stream) QuantizeAct(k Q8Kind, xq, x DevPtr, rows, cols int) error {
+	if err := checkQ8Cols(k, cols); err != nil {
 		return err
 	}
 	if rows <= 0 {
 		return nil
 	}
 	const threads = 128
+	if k == Q8K { // a warp per 256-block
+		return s.launch(kQuantizeQ8K, Dim3{uint32(blocks(cols/256, threads/32)), uint32(rows), 1}, D1(threads), 0,
+			P(x), P(xq), I(rows), I(cols))
+	}
 	return s.launch(kQuantizeQ8, Dim3{uint32(blocks(cols/4, threads)), uint32(rows), 1}, D1(threads), 0,
 		P(x), P(xq), I(rows), I(cols))
 }
@@ -109,18 +163,27 @@ func (s *Stream) QuantizeQ8(xq, x DevPtr, rows, cols int) error {
 // out, rows, n): the normalized rows go to xq as q8_1 and, unless out is
 // 0, to out [rows][n] f32 as well. w may be 0 (no weight).
 func (s *Stream) RMSNormQ8(xq, out, x, w DevPtr, rows, n int, eps float32) error {
-	if err := checkQ8Cols(n); err != nil {
+	return s.RMSNormAct(Q8_1, xq, out, x, w, rows, n, eps)
+}
+
+// RMSNormAct is RMSNormQ8 writing activations of kind k.
+func (s *Stream) RMSNormAct(k Q8Kind, xq, out, x, w DevPtr, rows, n int, eps float32) error {
+	if err := checkQ8Cols(k, n); err != nil {
 		return err
 	}
 	if rows <= 0 {
 		return nil
 	}
-	return s.launch(kRMSNormQ8, D1(rows), D1(256), 0, P(xq), P(out), P(x), P(w), I(n), F(eps))
+	kn := kRMSNormQ8
+	if k == Q8K {
+		kn = kRMSNormQ8K
+	}
+	return s.launch(kn, D1(rows), D1(256), 0, P(xq), P(out), P(x), P(w), I(n), F(eps))
 }
 
-// GemvQ8 computes y [n][w.Rows] = x [n][w.Cols] · Wᵀ from the q8_1
-// activations xq of x (QuantizeQ8 / RMSNormQ8 with the same n and w.Cols),
-// one launch per GemvQ8MaxTokens tokens.
+// GemvQ8 computes y [n][w.Rows] = x [n][w.Cols] · Wᵀ from the activations
+// xq of x in the format Q8KindOf(w.Type) (QuantizeAct / RMSNormAct with
+// the same n and w.Cols), one launch per GemvQ8MaxTokens tokens.
 func (s *Stream) GemvQ8(y DevPtr, w Weight, xq DevPtr, n int) error {
 	ks, ok := q8Kernels[w.Type]
 	if !ok {
@@ -129,10 +192,11 @@ func (s *Stream) GemvQ8(y DevPtr, w Weight, xq DevPtr, n int) error {
 	if _, err := checkWeight(w.Type, w.Rows, w.Cols); err != nil {
 		return err
 	}
-	if err := checkQ8Cols(w.Cols); err != nil {
+	kind := Q8KindOf(w.Type)
+	if err := checkQ8Cols(kind, w.Cols); err != nil {
 		return err
 	}
-	xs := Q8RowBytes(w.Cols)
+	xs := Q8ActRowBytes(kind, w.Cols)
 	for t0 := 0; t0 < n; t0 += GemvQ8MaxTokens {
 		nt := min(GemvQ8MaxTokens, n-t0)
 		bi := 0
@@ -154,21 +218,26 @@ func (s *Stream) GemvQ8(y DevPtr, w Weight, xq DevPtr, n int) error {
 // steps of at most GemvQ8MaxTokens tokens (decode and short chunks).
 func UseQ8(t ggml.Type, n int) bool { return SupportsQ8(t) && n > 0 && n <= GemvQ8MaxTokens }
 
-// Q8Scratch returns the stream's q8_1 activation buffer, at least n rows of
-// cols values (grown outside graph capture; size it for the largest step
-// first, as Decoder steps do).
-func (s *Stream) Q8Scratch(n, cols int) (DevPtr, error) {
-	return s.scratchBuf("q8_act", uint64(Q8Bytes(n, cols)))
+// Q8Scratch returns the stream's activation buffer of kind k, at least n
+// rows of cols values (grown outside graph capture; size it for the
+// largest step first, as Decoder steps do).
+func (s *Stream) Q8Scratch(k Q8Kind, n, cols int) (DevPtr, error) {
+	name := "q8_act"
+	if k == Q8K {
+		name = "q8k_act"
+	}
+	return s.scratchBuf(name, uint64(n*Q8ActRowBytes(k, cols)))
 }
 
-// matMulQ8 is MatMul's int8-activation path: x is quantized into the q8
-// scratch, then GemvQ8.
+// matMulQ8 is MatMul's int8-activation path: x is quantized into the
+// scratch of its kind, then GemvQ8.
 func (s *Stream) matMulQ8(y DevPtr, w Weight, x DevPtr, n int) error {
-	xq, err := s.Q8Scratch(n, w.Cols)
+	k := Q8KindOf(w.Type)
+	xq, err := s.Q8Scratch(k, n, w.Cols)
 	if err != nil {
 		return err
 	}
-	if err := s.QuantizeQ8(xq, x, n, w.Cols); err != nil {
+	if err := s.QuantizeAct(k, xq, x, n, w.Cols); err != nil {
 		return err
 	}
 	return s.GemvQ8(y, w, xq, n)

@@ -15,6 +15,8 @@ func sigOpsQ8() []func(s *Stream) error {
 	ops := []func(s *Stream) error{
 		func(s *Stream) error { return s.QuantizeQ8(1, 2, 3, 256) },
 		func(s *Stream) error { return s.RMSNormQ8(1, 2, 3, 4, 3, 256, 1e-5) },
+		func(s *Stream) error { return s.QuantizeAct(Q8K, 1, 2, 3, 512) },
+		func(s *Stream) error { return s.RMSNormAct(Q8K, 1, 2, 3, 4, 3, 512, 1e-5) },
 	}
 	for typ := range q8Types {
 		w := Weight{Type: typ, Rows: 8, Cols: 256, Ptr: 1}
@@ -110,6 +112,16 @@ func TestQ8RowBytes(t *testing.T) {
 	}
 	if Q8Bytes(3, 4096) != 3*4608 {
 		t.Fatal("Q8Bytes")
+	}
+	for cols, want := range map[int]int{256: 272, 4096: 4160, 14336: 14560} {
+		if got := Q8ActRowBytes(Q8K, cols); got != want {
+			t.Errorf("Q8KRowBytes(%d) = %d, want %d", cols, got, want)
+		}
+	}
+	for typ, want := range map[ggml.Type]Q8Kind{ggml.TypeQ4_0: Q8_1, ggml.TypeQ8_0: Q8_1, ggml.TypeQ4_K: Q8K, ggml.TypeQ6_K: Q8K, ggml.TypeF16: Q8None} {
+		if got := Q8KindOf(typ); got != want {
+			t.Errorf("Q8KindOf(%s) = %d, want %d", typ, got, want)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"oengine/kernels/cuda"
 )
@@ -220,8 +221,9 @@ func (m *Decoder) uploadBatch(s *cuda.Stream, kv *KV, b *DecoderBatch, hb hostBa
 // step queues the whole forward pass (no host synchronisation). The kernels
 // of one step, in order: get_rows (embedding); per layer rms_norm, 3 GEMVs
 // (or GEMMs) for q, k, v (for quantized weights and at most
-// cuda.GemvQ8MaxTokens tokens: rms_norm_q8_1 then gemv_q8_* ×3, and each
-// later GEMV below is quantize_q8_1 + gemv_q8_*, the norms fused likewise), [add_bias ×3 (qwen2)], [rms_norm ×2 (qwen3
+// cuda.GemvQ8MaxTokens tokens: rms_norm_q8_1 or rms_norm_q8_k, by weight
+// type, then gemv_q8_* ×3; each later GEMV below is quantize_q8_1/_k +
+// gemv_q8_*, the norms fused likewise), [add_bias ×3 (qwen2)], [rms_norm ×2 (qwen3
 // q/k-norm)], rope_kv_write, attention (attn_decode_f16 + attn_combine, or
 // attn_prefill_f16 when a tile holds several tokens), GEMV o, add_f32,
 // rms_norm, GEMV gate, GEMV up, silu_mul, GEMV down, add_f32; then
@@ -236,13 +238,16 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 		mm = s.Gemv
 	}
 	// The int8-activation path (decode and short chunks of quantized
-	// weights): one q8_1 buffer, sized once for the largest step so that it
-	// never moves under a captured graph.
-	var xq cuda.DevPtr
+	// weights): one buffer per activation kind, sized once for the largest
+	// step so that it never moves under a captured graph.
+	var xq q8Bufs
 	if !m.ExactMatMul && T <= cuda.GemvQ8MaxTokens {
-		var err error
-		if xq, err = s.Q8Scratch(min(m.maxT, cuda.GemvQ8MaxTokens), max(c.Dim, c.FFN, qd)); err != nil {
-			return err
+		xq = q8Bufs{}
+		for _, k := range []cuda.Q8Kind{cuda.Q8_1, cuda.Q8K} {
+			var err error
+			if xq[k], err = s.Q8Scratch(k, min(m.maxT, cuda.GemvQ8MaxTokens), max(c.Dim, c.FFN, qd)); err != nil {
+				return err
+			}
 		}
 	}
 	if err := s.GetRows(m.x, m.embed, m.tokens, T); err != nil {
@@ -297,43 +302,53 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 	)
 }
 
+// q8Bufs holds a step's int8 activation buffer per cuda.Q8Kind (zero: no
+// int8 path).
+type q8Bufs [3]cuda.DevPtr
+
 // normMatMuls computes outs[j] = RMSNorm(x)·ws[j]ᵀ for the n rows of x
 // [n][Dim], the weights of one use site (q, k, v; gate, up; output). With
-// a q8 buffer xq the norm is fused with the q8_1 quantization
-// (rms_norm_q8_1), shared by every weight of the site that has an
-// int8-activation GEMV; m.h receives the float32 rows (for the other
-// weights) only when one needs them. Without xq: RMSNorm into m.h, then mm.
+// int8 buffers the norm is fused with the quantization to the first kind
+// the site's weights need (rms_norm_q8_1 or rms_norm_q8_k), once for every
+// weight of that kind; a second kind is quantized from m.h, which receives
+// the float32 rows only when some weight needs them. Without: RMSNorm into
+// m.h, then mm.
 func (m *Decoder) normMatMuls(s *cuda.Stream, mm func(y cuda.DevPtr, w cuda.Weight, x cuda.DevPtr, n int) error,
-	xq, x, norm cuda.DevPtr, n int, outs []cuda.DevPtr, ws []cuda.Weight) error {
+	xq q8Bufs, x, norm cuda.DevPtr, n int, outs []cuda.DevPtr, ws []cuda.Weight) error {
 	c := m.cfg
-	nq8 := 0
+	var kinds []cuda.Q8Kind // in first-use order
+	f32 := false
 	for _, w := range ws {
-		if xq != 0 && cuda.UseQ8(w.Type, n) {
-			nq8++
+		k := cuda.Q8KindOf(w.Type)
+		switch {
+		case xq[k] == 0 || !cuda.UseQ8(w.Type, n):
+			f32 = true
+		case !slices.Contains(kinds, k):
+			kinds = append(kinds, k)
 		}
 	}
-	if nq8 == 0 {
+	if len(kinds) == 0 {
 		if err := s.RMSNorm(m.h, x, norm, n, c.Dim, c.NormEps); err != nil {
 			return err
 		}
-		for j, w := range ws {
-			if err := mm(outs[j], w, m.h, n); err != nil {
+	} else {
+		var h cuda.DevPtr
+		if f32 || len(kinds) > 1 {
+			h = m.h
+		}
+		if err := s.RMSNormAct(kinds[0], xq[kinds[0]], h, x, norm, n, c.Dim, c.NormEps); err != nil {
+			return err
+		}
+		for _, k := range kinds[1:] {
+			if err := s.QuantizeAct(k, xq[k], m.h, n, c.Dim); err != nil {
 				return err
 			}
 		}
-		return nil
-	}
-	var h cuda.DevPtr
-	if nq8 < len(ws) {
-		h = m.h
-	}
-	if err := s.RMSNormQ8(xq, h, x, norm, n, c.Dim, c.NormEps); err != nil {
-		return err
 	}
 	for j, w := range ws {
 		var err error
-		if cuda.UseQ8(w.Type, n) {
-			err = s.GemvQ8(outs[j], w, xq, n)
+		if k := cuda.Q8KindOf(w.Type); xq[k] != 0 && cuda.UseQ8(w.Type, n) {
+			err = s.GemvQ8(outs[j], w, xq[k], n)
 		} else {
 			err = mm(outs[j], w, m.h, n)
 		}

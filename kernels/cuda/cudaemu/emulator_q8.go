@@ -12,8 +12,8 @@ import (
 	"oengine/kernels/cuda"
 )
 
-// Twins of kernels/cuda/kernels/mmvq.cu: q8_1 activation quantization and
-// the int8-activation GEMV. They compute what the kernels compute: the same
+// Twins of kernels/cuda/kernels/mmvq.cu: q8_1 and q8_K activation
+// quantization and the int8-activation GEMV. They compute what the kernels compute: the same
 // integer values and integer block dots, the same float32 operations per
 // block in the same order, the same per-lane partial sums (lane l of a warp
 // takes units l, l+32, ...) and the same 32-lane xor butterfly; the GEMV
@@ -22,6 +22,8 @@ import (
 func init() {
 	register("quantize_q8_1", (*emulator).quantizeQ8)
 	register("rms_norm_q8_1", (*emulator).rmsNormQ8)
+	register("quantize_q8_k", (*emulator).quantizeQ8)
+	register("rms_norm_q8_k", (*emulator).rmsNormQ8)
 	// One prefix per type: "gemv_q8_" alone would also catch gemv_q8_0,
 	// the float32-activation GEMV of Q8_0 weights.
 	for suf := range q8Suffix {
@@ -56,15 +58,51 @@ func Q8Row(x []float32, row []byte) {
 	}
 }
 
+// Q8KRow quantizes x (a multiple of 256 values) to one q8_K row as
+// quantize_q8_k does: kernels/cpu's Q8_K blocks (cpu.Quantize), qs then the
+// f32 scales (layout in kernels/cuda/ops_q8.go).
+func Q8KRow(x []float32, row []byte) {
+	cols := len(x)
+	var blk [292]byte // Q8_K: d f32 | qs[256] | bsums[16] int16
+	for b := 0; b < cols/256; b++ {
+		if err := cpu.Quantize(ggml.TypeQ8_K, x[256*b:256*b+256], blk[:]); err != nil {
+			panic("cudaemu: " + err.Error()) // a multiple of 256 values: cannot fail
+		}
+		copy(row[256*b:256*b+256], blk[4:260])
+		copy(row[cols+4*b:cols+4*b+4], blk[:4])
+	}
+}
+
+// q8Kind returns the activation kind of a quantize/norm kernel name.
+func q8Kind(k string) cuda.Q8Kind {
+	if strings.HasSuffix(k, "_q8_k") {
+		return cuda.Q8K
+	}
+	return cuda.Q8_1
+}
+
+func quantRow(kind cuda.Q8Kind, x []float32, row []byte) {
+	if kind == cuda.Q8K {
+		Q8KRow(x, row)
+	} else {
+		Q8Row(x, row)
+	}
+}
+
 func (e *emulator) quantizeQ8(k string, grid, block cuda.Dim3, a []cuda.Arg) error {
 	x, xq := view[float32](e, a[0].Ptr()), view[byte](e, a[1].Ptr())
 	rows, cols := a[2].Int(), a[3].Int()
-	if int(grid.Y) != rows || int(grid.X*block.X)*4 < cols {
+	kind := q8Kind(k)
+	per := int(block.X) * 4 // values per block: 4 per thread, or 256 per warp
+	if kind == cuda.Q8K {
+		per = int(block.X) / 32 * 256
+	}
+	if int(grid.Y) != rows || int(grid.X)*per < cols {
 		return fmt.Errorf("emulator: %s grid %v block %v for %dx%d", k, grid, block, rows, cols)
 	}
-	rb := cuda.Q8RowBytes(cols)
+	rb := cuda.Q8ActRowBytes(kind, cols)
 	for r := 0; r < rows; r++ {
-		Q8Row(x[r*cols:(r+1)*cols], xq[r*rb:(r+1)*rb])
+		quantRow(kind, x[r*cols:(r+1)*cols], xq[r*rb:(r+1)*rb])
 	}
 	return nil
 }
@@ -72,7 +110,8 @@ func (e *emulator) quantizeQ8(k string, grid, block cuda.Dim3, a []cuda.Arg) err
 func (e *emulator) rmsNormQ8(k string, grid, block cuda.Dim3, a []cuda.Arg) error {
 	xq, out, x, w := view[byte](e, a[0].Ptr()), view[float32](e, a[1].Ptr()), view[float32](e, a[2].Ptr()), view[float32](e, a[3].Ptr())
 	n, eps := a[4].Int(), a[5].Float()
-	rb := cuda.Q8RowBytes(n)
+	kind := q8Kind(k)
+	rb := cuda.Q8ActRowBytes(kind, n)
 	tmp := make([]float32, n)
 	for r := 0; r < int(grid.X); r++ {
 		var wr []float32
@@ -83,7 +122,7 @@ func (e *emulator) rmsNormQ8(k string, grid, block cuda.Dim3, a []cuda.Arg) erro
 		if out != nil {
 			copy(out[r*n:(r+1)*n], tmp)
 		}
-		Q8Row(tmp, xq[r*rb:(r+1)*rb])
+		quantRow(kind, tmp, xq[r*rb:(r+1)*rb])
 	}
 	return nil
 }
@@ -171,26 +210,28 @@ func idot(a []int8, b []int8) int32 {
 func f32mul(a, b float32) float32 { return float32(a * b) }
 
 // dotQ8Unit transliterates M*::dot: acc updated with unit w against a
-// token's activations xq [UE] with block scales xd [UE/32].
+// token's activations xq [UE] with the scale xd of each of its q8_1 blocks
+// (Q4_0, Q8_0) or of its q8_K block (Q4_K, Q6_K: xd[0]).
 func dotQ8Unit(t ggml.Type, w *q8Unit, xq []int8, xd []float32, acc float32) float32 {
 	switch t {
 	case ggml.TypeQ4_0, ggml.TypeQ8_0:
 		s := idot(w.q[:32], xq[:32])
 		return float32(acc + f32mul(float32(s), f32mul(w.d, xd[0])))
 	case ggml.TypeQ4_K:
+		var isum, summs int32
 		for i := 0; i < 2; i++ {
-			s := idot(w.q[32*i:32*i+32], xq[32*i:32*i+32])
 			var xs int32
 			for _, q := range xq[32*i : 32*i+32] {
 				xs += int32(q)
 			}
-			tv := float32(f32mul(float32(w.sc[i]*s), f32mul(w.d, xd[i])) - f32mul(float32(w.mn[i]*xs), f32mul(w.dmin, xd[i])))
-			acc = float32(acc + tv)
+			isum += w.sc[i] * idot(w.q[32*i:32*i+32], xq[32*i:32*i+32])
+			summs += w.mn[i] * xs
 		}
-		return acc
+		tv := float32(f32mul(f32mul(xd[0], w.d), float32(isum)) - f32mul(f32mul(xd[0], w.dmin), float32(summs)))
+		return float32(acc + tv)
 	case ggml.TypeQ6_K:
 		s0, s1 := idot(w.q[:16], xq[:16]), idot(w.q[16:32], xq[16:32])
-		return float32(acc + f32mul(float32(w.sc[0]*s0+w.sc[1]*s1), f32mul(w.d, xd[0])))
+		return float32(acc + f32mul(f32mul(xd[0], w.d), float32(w.sc[0]*s0+w.sc[1]*s1)))
 	}
 	panic("cudaemu: no q8 unit for " + t.String())
 }
@@ -240,8 +281,12 @@ func (e *emulator) gemvQ8(k string, grid, block cuda.Dim3, a []cuda.Arg) error {
 	xq, y := view[byte](e, a[2].Ptr()), view[float32](e, a[3].Ptr())
 	ue := q8UnitElems(typ)
 	nunits := cols / ue
-	xs := cuda.Q8RowBytes(cols)
-	// The activations of each token, decoded once.
+	kind := cuda.Q8KindOf(typ)
+	xs := cuda.Q8ActRowBytes(kind, cols)
+	// The activations of each token, decoded once, and the scales each
+	// unit reads (xd[u*nb:(u+1)*nb]): its q8_1 blocks' d, or its q8_K
+	// block's d.
+	nb := ue / 32
 	xqs := make([][]int8, ntok)
 	xds := make([][]float32, ntok)
 	for t := 0; t < ntok; t++ {
@@ -252,11 +297,14 @@ func (e *emulator) gemvQ8(k string, grid, block cuda.Dim3, a []cuda.Arg) error {
 		}
 		xds[t] = make([]float32, cols/32)
 		for b := range xds[t] {
-			xds[t][b] = cpu.F16ToF32(binary.LittleEndian.Uint16(row[cols+4*b:]))
+			if kind == cuda.Q8K {
+				xds[t][b] = math.Float32frombits(binary.LittleEndian.Uint32(row[cols+4*(32*b/256):]))
+			} else {
+				xds[t][b] = cpu.F16ToF32(binary.LittleEndian.Uint16(row[cols+4*b:]))
+			}
 		}
 	}
 	all := e.q8Units(typ, a[0].Ptr(), W, rb, rows, nunits)
-	nb := ue / 32
 	// Warp w of block b owns rows (warps*b + w)*rpw ...; every row is owned
 	// once, so the twin walks the rows in order.
 	for r := 0; r < rows; r++ {

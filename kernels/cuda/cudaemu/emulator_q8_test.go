@@ -60,9 +60,9 @@ func gpuOpen(t *testing.T) *cuda.Device {
 // quantizeOnDevice runs QuantizeQ8 (or RMSNormQ8 with weight w when w is
 // not nil) on the emulated device and returns the q8_1 bytes and, for the
 // norm, the f32 rows.
-func quantizeOnDevice(t *testing.T, d *cuda.Device, x, w []float32, n, cols int) ([]byte, []float32) {
+func quantizeOnDevice(t *testing.T, d *cuda.Device, kind cuda.Q8Kind, x, w []float32, n, cols int) ([]byte, []float32) {
 	t.Helper()
-	xq := make([]byte, cuda.Q8Bytes(n, cols))
+	xq := make([]byte, n*cuda.Q8ActRowBytes(kind, cols))
 	var out []float32
 	err := d.Do(func(s *cuda.Stream) error {
 		px, _ := s.Alloc(uint64(4 * len(x)))
@@ -73,7 +73,7 @@ func quantizeOnDevice(t *testing.T, d *cuda.Device, x, w []float32, n, cols int)
 			return err
 		}
 		if w == nil {
-			if err := s.QuantizeQ8(pq, px, n, cols); err != nil {
+			if err := s.QuantizeAct(kind, pq, px, n, cols); err != nil {
 				return err
 			}
 		} else {
@@ -84,7 +84,7 @@ func quantizeOnDevice(t *testing.T, d *cuda.Device, x, w []float32, n, cols int)
 			if err := s.UploadF32(pw, w); err != nil {
 				return err
 			}
-			if err := s.RMSNormQ8(pq, po, px, pw, n, cols, 1e-5); err != nil {
+			if err := s.RMSNormAct(kind, pq, po, px, pw, n, cols, 1e-5); err != nil {
 				return err
 			}
 			out = make([]float32, len(x))
@@ -103,8 +103,12 @@ func quantizeOnDevice(t *testing.T, d *cuda.Device, x, w []float32, n, cols int)
 // checkQ8Rows checks the q8_1 layout of ops_q8.go against x: for every
 // block, qs is kernels/cpu's rounding of x·(127/amax), d is F16(amax/127),
 // s is F16(d·Σqs), and |x - d·q| ≤ 0.57·amax/127.
-func checkQ8Rows(t *testing.T, x []float32, xq []byte, n, cols int) {
+func checkQ8Rows(t *testing.T, kind cuda.Q8Kind, x []float32, xq []byte, n, cols int) {
 	t.Helper()
+	if kind == cuda.Q8K {
+		checkQ8KRows(t, x, xq, n, cols)
+		return
+	}
 	rb := cuda.Q8RowBytes(cols)
 	if rb%16 != 0 || rb < cols+cols/8 {
 		t.Fatalf("row bytes %d for %d values", rb, cols)
@@ -144,32 +148,78 @@ func checkQ8Rows(t *testing.T, x []float32, xq []byte, n, cols int) {
 	}
 }
 
+// checkQ8KRows checks the q8_K layout of ops_q8.go against x: qs and d
+// are the bytes of kernels/cpu's Q8_K blocks (cpu.Quantize), and |x - d·q|
+// ≤ 0.5·amax/127 (plus float32 rounding).
+func checkQ8KRows(t *testing.T, x []float32, xq []byte, n, cols int) {
+	t.Helper()
+	rb := cuda.Q8KRowBytes(cols)
+	if rb%16 != 0 || rb < cols+cols/64 {
+		t.Fatalf("row bytes %d for %d values", rb, cols)
+	}
+	var blk [292]byte
+	for r := 0; r < n; r++ {
+		row := xq[r*rb:]
+		for b := 0; b < cols/256; b++ {
+			xb := x[r*cols+256*b : r*cols+256*b+256]
+			if err := cpu.Quantize(ggml.TypeQ8_K, xb, blk[:]); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := binary.LittleEndian.Uint32(row[cols+4*b:]), binary.LittleEndian.Uint32(blk[:]); got != want {
+				t.Fatalf("row %d block %d: d %#x, cpu %#x", r, b, got, want)
+			}
+			d := math.Float32frombits(binary.LittleEndian.Uint32(row[cols+4*b:]))
+			var amax float64
+			for _, v := range xb {
+				amax = math.Max(amax, math.Abs(float64(v)))
+			}
+			for j, v := range xb {
+				q := int8(row[256*b+j])
+				if q != int8(blk[4+j]) {
+					t.Fatalf("row %d [%d]: q %d, cpu %d", r, 256*b+j, q, int8(blk[4+j]))
+				}
+				if e := math.Abs(float64(v) - float64(d)*float64(q)); e > 0.5000001*amax/127 {
+					t.Fatalf("row %d [%d]: |x - d·q| = %g > bound %g", r, 256*b+j, e, 0.5*amax/127)
+				}
+			}
+		}
+	}
+}
+
 func TestQuantizeQ8Layout(t *testing.T) {
 	emu, dev := emuOpen(t), gpuOpen(t)
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, cols := range []int{32, 96, 4096} {
+	for _, tc := range []struct {
+		kind cuda.Q8Kind
+		cols int
+	}{{cuda.Q8_1, 32}, {cuda.Q8_1, 96}, {cuda.Q8_1, 4096}, {cuda.Q8K, 256}, {cuda.Q8K, 768}, {cuda.Q8K, 4096}} {
 		const n = 3
-		x := randActs(rng, n, cols)
-		copy(x[32:64], make([]float32, 32)) // an all-zero block: d = 0, q = 0
-		xq, _ := quantizeOnDevice(t, emu.Device, x, nil, n, cols)
-		checkQ8Rows(t, x, xq, n, cols)
+		x := randActs(rng, n, tc.cols)
+		copy(x[tc.cols:tc.cols+min(256, tc.cols)], make([]float32, 256)) // all-zero blocks: d = 0, q = 0
+		x[2*tc.cols+5], x[2*tc.cols+9] = -1e4, 1e4 // the largest |x| twice, opposite signs: the first sets the q8_K scale
+		xq, _ := quantizeOnDevice(t, emu.Device, tc.kind, x, nil, n, tc.cols)
+		checkQ8Rows(t, tc.kind, x, xq, n, tc.cols)
 		if dev != nil {
-			g, _ := quantizeOnDevice(t, dev, x, nil, n, cols)
-			checkQ8Rows(t, x, g, n, cols)
-			sameBytes(t, "quantize_q8_1", g, xq, n, cols)
+			g, _ := quantizeOnDevice(t, dev, tc.kind, x, nil, n, tc.cols)
+			checkQ8Rows(t, tc.kind, x, g, n, tc.cols)
+			sameBytes(t, tc.kind, g, xq, n, tc.cols)
 		}
 	}
 }
 
 // sameBytes compares the device's q8_1 rows with the twin's (padding
 // excluded).
-func sameBytes(t *testing.T, what string, got, want []byte, n, cols int) {
+func sameBytes(t *testing.T, kind cuda.Q8Kind, got, want []byte, n, cols int) {
 	t.Helper()
-	rb := cuda.Q8RowBytes(cols)
+	rb := cuda.Q8ActRowBytes(kind, cols)
+	used := cols + cols/8
+	if kind == cuda.Q8K {
+		used = cols + cols/64
+	}
 	for r := 0; r < n; r++ {
-		for i := 0; i < cols+cols/8; i++ {
+		for i := 0; i < used; i++ {
 			if got[r*rb+i] != want[r*rb+i] {
-				t.Errorf("%s row %d byte %d: device %#x, twin %#x", what, r, i, got[r*rb+i], want[r*rb+i])
+				t.Errorf("kind %d row %d byte %d: device %#x, twin %#x", kind, r, i, got[r*rb+i], want[r*rb+i])
 				return
 			}
 		}
@@ -178,9 +228,15 @@ func sameBytes(t *testing.T, what string, got, want []byte, n, cols int) {
 
 // The fused norm writes what RMSNorm writes and the quantization of it.
 func TestRMSNormQ8(t *testing.T) {
+	for _, kind := range []cuda.Q8Kind{cuda.Q8_1, cuda.Q8K} {
+		testRMSNormQ8(t, kind)
+	}
+}
+
+func testRMSNormQ8(t *testing.T, kind cuda.Q8Kind) {
 	emu, dev := emuOpen(t), gpuOpen(t)
 	rng := rand.New(rand.NewPCG(3, 4))
-	const n, cols = 5, 256
+	const n, cols = 5, 768
 	x := randActs(rng, n, cols)
 	w := make([]float32, cols)
 	for i := range w {
@@ -190,7 +246,7 @@ func TestRMSNormQ8(t *testing.T) {
 		// The device's sum of squares is a float32 tree, not cpu.RMSNorm's
 		// float64 loop: the rows agree within a few ulps, and the q8 rows
 		// are the quantization of the rows it wrote.
-		g, gout := quantizeOnDevice(t, dev, x, w, n, cols)
+		g, gout := quantizeOnDevice(t, dev, kind, x, w, n, cols)
 		for r := 0; r < n; r++ {
 			want := make([]float32, cols)
 			cpu.RMSNorm(want, x[r*cols:(r+1)*cols], w, 1e-5)
@@ -200,9 +256,9 @@ func TestRMSNormQ8(t *testing.T) {
 				}
 			}
 		}
-		checkQ8Rows(t, gout, g, n, cols)
+		checkQ8Rows(t, kind, gout, g, n, cols)
 	}
-	xq, out := quantizeOnDevice(t, emu.Device, x, w, n, cols)
+	xq, out := quantizeOnDevice(t, emu.Device, kind, x, w, n, cols)
 	want := make([]float32, n*cols)
 	for r := 0; r < n; r++ {
 		cpu.RMSNorm(want[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], w, 1e-5)
@@ -212,7 +268,7 @@ func TestRMSNormQ8(t *testing.T) {
 			t.Fatalf("[%d]: %v, want %v", i, out[i], want[i])
 		}
 	}
-	checkQ8Rows(t, want, xq, n, cols)
+	checkQ8Rows(t, kind, want, xq, n, cols)
 }
 
 // gemvQ8OnDevice uploads the encoded weights and the q8_1 activations of
@@ -220,7 +276,8 @@ func TestRMSNormQ8(t *testing.T) {
 func gemvQ8OnDevice(t *testing.T, d *cuda.Device, typ ggml.Type, rows, cols int, wdata []byte, x []float32, n int) ([]float32, []byte) {
 	t.Helper()
 	y := make([]float32, n*rows)
-	xq := make([]byte, cuda.Q8Bytes(n, cols))
+	kind := cuda.Q8KindOf(typ)
+	xq := make([]byte, n*cuda.Q8ActRowBytes(kind, cols))
 	err := d.Do(func(s *cuda.Stream) error {
 		w, err := s.UploadWeight(typ, rows, cols, wdata)
 		if err != nil {
@@ -236,7 +293,7 @@ func gemvQ8OnDevice(t *testing.T, d *cuda.Device, typ ggml.Type, rows, cols int,
 		if err := s.UploadF32(px, x); err != nil {
 			return err
 		}
-		if err := s.QuantizeQ8(pq, px, n, cols); err != nil {
+		if err := s.QuantizeAct(kind, pq, px, n, cols); err != nil {
 			return err
 		}
 		if err := s.GemvQ8(py, w, pq, n); err != nil {
@@ -288,11 +345,11 @@ func TestGemvQ8MatchesCPU(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%d/n=%d", typ, cols, n), func(t *testing.T) {
 					x := randActs(rng, n, cols)
 					y, xq := gemvQ8OnDevice(t, emu.Device, typ, rows, cols, wdata, x, n)
-					checkGemvQ8(t, y, wdq, x, xq, rows, cols, n)
+					checkGemvQ8(t, cuda.Q8KindOf(typ), y, wdq, x, xq, rows, cols, n)
 					if dev != nil {
 						g, gq := gemvQ8OnDevice(t, dev, typ, rows, cols, wdata, x, n)
-						checkGemvQ8(t, g, wdq, x, gq, rows, cols, n)
-						sameBytes(t, "quantize_q8_1", gq, xq, n, cols)
+						checkGemvQ8(t, cuda.Q8KindOf(typ), g, wdq, x, gq, rows, cols, n)
+						sameBytes(t, cuda.Q8KindOf(typ), gq, xq, n, cols)
 						for i := range g {
 							if g[i] != y[i] {
 								t.Errorf("y[%d]: device %v, twin %v (the twin must be bit-exact)", i, g[i], y[i])
@@ -306,20 +363,29 @@ func TestGemvQ8MatchesCPU(t *testing.T) {
 	}
 }
 
-func checkGemvQ8(t *testing.T, y, wdq, x []float32, xq []byte, rows, cols, n int) {
+func checkGemvQ8(t *testing.T, kind cuda.Q8Kind, y, wdq, x []float32, xq []byte, rows, cols, n int) {
 	t.Helper()
-	xs := cuda.Q8RowBytes(cols)
+	xs := cuda.Q8ActRowBytes(kind, cols)
+	bs := 32 // activation block
+	if kind == cuda.Q8K {
+		bs = 256
+	}
 	perLane := float64((cols/32+31)/32 + 8) // float32 roundings on one path
 	var worst float64
 	for tk := 0; tk < n; tk++ {
 		xt := x[tk*cols : (tk+1)*cols]
 		row := xq[tk*xs:]
-		xh := make([]float64, cols) // dequantized q8 activations
-		amax := make([]float64, cols/32)
+		xh := make([]float64, cols) // dequantized int8 activations
+		amax := make([]float64, cols/bs)
 		for c := range xh {
-			d := cpu.F16ToF32(binary.LittleEndian.Uint16(row[cols+4*(c/32):]))
+			var d float32
+			if kind == cuda.Q8K {
+				d = math.Float32frombits(binary.LittleEndian.Uint32(row[cols+4*(c/256):]))
+			} else {
+				d = cpu.F16ToF32(binary.LittleEndian.Uint16(row[cols+4*(c/32):]))
+			}
 			xh[c] = float64(d) * float64(int8(row[c]))
-			amax[c/32] = math.Max(amax[c/32], math.Abs(float64(xt[c])))
+			amax[c/bs] = math.Max(amax[c/bs], math.Abs(float64(xt[c])))
 		}
 		for r := 0; r < rows; r++ {
 			w := wdq[r*cols : (r+1)*cols]
@@ -330,7 +396,7 @@ func checkGemvQ8(t *testing.T, y, wdq, x []float32, xq []byte, rows, cols, n int
 			for c, v := range w {
 				ref += float64(v) * float64(xt[c])
 				refq += float64(v) * xh[c]
-				quantErr += math.Abs(float64(v)) * 0.57 * amax[c/32] / 127
+				quantErr += math.Abs(float64(v)) * 0.57 * amax[c/bs] / 127
 				mag += math.Abs(float64(v) * float64(xt[c]))
 				magq += (math.Abs(float64(v)) + wmax) * math.Abs(xh[c])
 			}

@@ -13,14 +13,26 @@
 // as kernels/cpu quantizes activations (quant_act.go), so the integer
 // activations are the CPU engine's.
 //
+// K-quant weights (Q4_K, Q6_K) take q8_K activations instead, as
+// kernels/cpu and llama.cpp's CPU backend pair them: rows of
+// q8k_row_bytes(cols) bytes (cols a multiple of 256):
+//   qs int8 [cols]          x[c] ≈ d_B * qs[c], B = c/256
+//   d  f32  [cols/256]      d_B = 1/iscale, iscale = -127/vmax (vmax: the
+//                           first value of largest |x| in the block),
+//                           qs = clamp(round-half-even(iscale*x), ±127)
+//   zero padding to a multiple of 16 bytes.
+//
 // Numerics of gemv_q8_*: per 32-block of a row, an exact integer dot of the
 // weight's integer values with qs, then one float32 scaling (multiplies
 // and adds written with __fmul_rn/__fadd_rn: no FMA contraction, so the
 // emulator's twin computes the same bits). The Q4_0 offset of -8 and the
 // Q6_K offset of -32 are subtracted in the integer domain (per byte, on
 // the weights, once per unit for all tokens); Q4_K's minimum term uses the
-// exact integer sum of qs (dp4a with 0x01010101), not the f16 s. The s
-// field is kept for the layout's other users (Q4_1/Q5_1-style weights).
+// exact integer sum of qs (dp4a with 0x01010101). The q8_1 s field is
+// kept for the layout's other users (Q4_1/Q5_1-style weights). K-quant
+// units combine their sub-block dots in the integer domain and scale once
+// per unit as kernels/cpu scales once per super-block:
+// (d_x*d)*isum - (d_x*dmin)*Σ m*bsum (Q4_K), (d_x*d)*Σ sc*dot (Q6_K).
 
 __device__ __forceinline__ int dp4a(int a, int b, int c) {
     int r;
@@ -36,6 +48,7 @@ __device__ __forceinline__ int f2i_rn(float f) {
 }
 
 __device__ __forceinline__ u64 q8_row_bytes(int cols) { return ((u64)cols + (u64)(cols / 8) + 15) & ~(u64)15; }
+__device__ __forceinline__ u64 q8k_row_bytes(int cols) { return ((u64)cols + (u64)(cols / 64) + 15) & ~(u64)15; }
 
 // Per-byte b - k for bytes b with b + 128 - k < 256 (no carry between
 // bytes): add 128-k to every byte, then flip the top bit.
@@ -112,6 +125,91 @@ extern "C" __global__ void rms_norm_q8_1(u8* xq, float* out, const float* x, con
     }
 }
 
+// q8k_store8 quantizes 256-block blk of a q8_K row from the 32 lanes of a
+// warp, lane l holding elements 8l..8l+7 in v. Every lane must call it.
+__device__ __forceinline__ void q8k_store8(u8* row, int cols, int blk, const float* v) {
+    int lane = threadIdx.x & 31;
+    float am = 0.0f;
+    int idx = 0x7fffffff;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        float a = fabsf(v[i]);
+        if (a > am) { am = a; idx = 8 * lane + i; }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) { // largest |x|, first index on ties (cpu absMax)
+        float oam = __shfl_xor_sync(FULL_MASK, am, o);
+        int oidx = __shfl_xor_sync(FULL_MASK, idx, o);
+        if (oam > am || (oam == am && oidx < idx)) { am = oam; idx = oidx; }
+    }
+    float mine = v[0];
+#pragma unroll
+    for (int i = 1; i < 8; i++)
+        if (i == (idx & 7)) mine = v[i];
+    float vmax = __shfl_sync(FULL_MASK, mine, (idx >> 3) & 31);
+    u32 w0 = 0, w1 = 0;
+    float d = 0.0f;
+    if (am != 0.0f) {
+        float iscale = -127.0f / vmax;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            int q = max(-127, min(127, f2i_rn(__fmul_rn(iscale, v[i]))));
+            if (i < 4) w0 |= (u32)(q & 0xff) << (8 * i);
+            else w1 |= (u32)(q & 0xff) << (8 * (i - 4));
+        }
+        d = 1.0f / iscale;
+    }
+    uint2 q2;
+    q2.x = w0; q2.y = w1;
+    *(uint2*)(row + (u64)blk * 256 + 8 * lane) = q2;
+    if (lane == 0) ((float*)(row + cols))[blk] = d;
+}
+
+// quantize_q8_k: xq = q8_K(x) for x [rows][cols] f32 (cols a multiple of
+// 256). Grid (ceil(cols/256 / warps), rows); block: warps of 32 threads,
+// warp w of block b quantizing 256-block 4b+w... (blockDim/32 per block).
+extern "C" __global__ void quantize_q8_k(const float* x, u8* xq, int rows, int cols) {
+    int blk = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (blk >= cols / 256 || (int)blockIdx.y >= rows) return; // whole warps
+    const float4* p = (const float4*)(x + (u64)blockIdx.y * cols + (u64)blk * 256 + 8 * lane);
+    float4 a = p[0], b = p[1];
+    float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    q8k_store8(xq + (u64)blockIdx.y * q8k_row_bytes(cols), cols, blk, v);
+}
+
+// rms_norm_q8_k is rms_norm_q8_1 writing q8_K rows (n a multiple of 256).
+// Grid: rows; block: a multiple of 32 threads; warp w quantizes 256-blocks
+// w, w + warps, ...
+extern "C" __global__ void rms_norm_q8_k(u8* xq, float* out, const float* x, const float* w, int n, float eps) {
+    __shared__ float sh[32];
+    const float* xr = x + (u64)blockIdx.x * n;
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
+    ss = block_sum(ss, sh);
+    float scale = rsqrtf(ss / (float)n + eps);
+    u8* row = xq + (u64)blockIdx.x * q8k_row_bytes(n);
+    float* o = out ? out + (u64)blockIdx.x * n : 0;
+    int lane = threadIdx.x & 31;
+    for (int blk = threadIdx.x >> 5; blk < n / 256; blk += blockDim.x >> 5) {
+        int i = blk * 256 + 8 * lane;
+        float4 a = *(const float4*)(xr + i), b = *(const float4*)(xr + i + 4);
+        float v[8] = {a.x * scale, a.y * scale, a.z * scale, a.w * scale, b.x * scale, b.y * scale, b.z * scale, b.w * scale};
+        if (w) {
+            float4 c = *(const float4*)(w + i), e = *(const float4*)(w + i + 4);
+            v[0] = v[0] * c.x; v[1] = v[1] * c.y; v[2] = v[2] * c.z; v[3] = v[3] * c.w;
+            v[4] = v[4] * e.x; v[5] = v[5] * e.y; v[6] = v[6] * e.z; v[7] = v[7] * e.w;
+        }
+        if (o) {
+            float4 r0, r1;
+            r0.x = v[0]; r0.y = v[1]; r0.z = v[2]; r0.w = v[3];
+            r1.x = v[4]; r1.y = v[5]; r1.z = v[6]; r1.w = v[7];
+            *(float4*)(o + i) = r0;
+            *(float4*)(o + i + 4) = r1;
+        }
+        q8k_store8(row, n, blk, v);
+    }
+}
+
 // XB holds one token's activations for one weight unit of NB q8 blocks:
 // the 8*NB ints of qs (element 4k..4k+3 in v[k]), the scales d and, where
 // the weight type needs them, the exact integer sums of each block.
@@ -129,7 +227,7 @@ struct XB {
 // Q4_0 (18 B / 32, only 2-byte aligned): d f16 | qs[16]; byte j holds
 // element j (low nibble) and j+16 (high nibble). Loaded as 16-bit halves.
 struct MQ4_0 {
-    enum { UE = 32, NB = 1, SUMS = 0 };
+    enum { UE = 32, NB = 1, SUMS = 0, XK = 0 };
     int q[8];
     float d;
     __device__ void load(const u8* row, int u) {
@@ -152,7 +250,7 @@ struct MQ4_0 {
 
 // Q8_0 (34 B / 32, 2-byte aligned): d f16 | qs[32] int8.
 struct MQ8_0 {
-    enum { UE = 32, NB = 1, SUMS = 0 };
+    enum { UE = 32, NB = 1, SUMS = 0, XK = 0 };
     int q[8];
     float d;
     __device__ void load(const u8* row, int u) {
@@ -180,7 +278,7 @@ __device__ __forceinline__ int kbyte(u32 s0, u32 s1, u32 s2, int i) {
 // the low and high halves of the same 32 qs bytes. Loads: the 16-byte
 // header (d, dmin, scales[12]) and the 32 qs bytes as 128-bit words.
 struct MQ4_K {
-    enum { UE = 64, NB = 2, SUMS = 1 };
+    enum { UE = 64, NB = 2, SUMS = 1, XK = 1 };
     int q[16];
     int sc[2], mn[2];
     float d, dmin;
@@ -211,16 +309,17 @@ struct MQ4_K {
         }
     }
     __device__ float dot(const XB<2>& x, float acc) const {
+        int isum = 0;
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             int s = 0;
 #pragma unroll
             for (int k = 0; k < 8; k++) s = dp4a(q[8 * i + k], x.v[8 * i + k], s);
-            float t = __fsub_rn(__fmul_rn((float)(sc[i] * s), __fmul_rn(d, x.d[i])),
-                                __fmul_rn((float)(mn[i] * x.s[i]), __fmul_rn(dmin, x.d[i])));
-            acc = __fadd_rn(acc, t);
+            isum += sc[i] * s;
         }
-        return acc;
+        int summs = mn[0] * x.s[0] + mn[1] * x.s[1];
+        float t = __fsub_rn(__fmul_rn(__fmul_rn(x.d[0], d), (float)isum), __fmul_rn(__fmul_rn(x.d[0], dmin), (float)summs));
+        return __fadd_rn(acc, t);
     }
 };
 
@@ -229,7 +328,7 @@ struct MQ4_K {
 // in ql[64n + 32(k&1) + l] (nibble k>>1), its high 2 bits in qh[32n + l]
 // (bits 2k, 2k+1), scale scales[2j + l/16], value d*scale*(q-32).
 struct MQ6_K {
-    enum { UE = 32, NB = 1, SUMS = 0 };
+    enum { UE = 32, NB = 1, SUMS = 0, XK = 1 };
     int q[8];
     int sc0, sc1;
     float d;
@@ -255,11 +354,12 @@ struct MQ6_K {
         for (int k = 0; k < 4; k++) s0 = dp4a(q[k], x.v[k], s0);
 #pragma unroll
         for (int k = 4; k < 8; k++) s1 = dp4a(q[k], x.v[k], s1);
-        return __fadd_rn(acc, __fmul_rn((float)(sc0 * s0 + sc1 * s1), __fmul_rn(d, x.d[0])));
+        return __fadd_rn(acc, __fmul_rn(__fmul_rn(x.d[0], d), (float)(sc0 * s0 + sc1 * s1)));
     }
 };
 
-// load_xb reads unit u of token row xt (q8_1) with 128-bit loads.
+// load_xb reads unit u of token row xt (q8_1, or q8_K for XK types) with
+// 128-bit loads; for q8_K every d[b] is the unit's 256-block scale.
 template <class Q>
 __device__ __forceinline__ void load_xb(XB<Q::NB>& x, const u8* xt, int cols, int u) {
     const uint4* p = (const uint4*)(xt + (u64)u * Q::UE);
@@ -269,9 +369,10 @@ __device__ __forceinline__ void load_xb(XB<Q::NB>& x, const u8* xt, int cols, in
         x.v[4 * i] = (int)a.x; x.v[4 * i + 1] = (int)a.y; x.v[4 * i + 2] = (int)a.z; x.v[4 * i + 3] = (int)a.w;
     }
     const u32* ds = (const u32*)(xt + cols) + u * Q::NB;
+    float dk = Q::XK ? ((const float*)(xt + cols))[(u * Q::UE) >> 8] : 0.0f;
 #pragma unroll
     for (int b = 0; b < Q::NB; b++) {
-        x.d[b] = h2f((u16)(ds[b] & 0xffff));
+        x.d[b] = Q::XK ? dk : h2f((u16)(ds[b] & 0xffff));
         x.s[b] = 0;
         if (Q::SUMS) {
 #pragma unroll
@@ -282,7 +383,7 @@ __device__ __forceinline__ void load_xb(XB<Q::NB>& x, const u8* xt, int cols, in
 
 // gemv_q8: y[t][r] = Σ_c W[r][c] * xq[t][c] for t < ntok ≤ NT (one launch
 // for every token of a decode step, so each weight byte is read once).
-// W [rows][cols] typed (row r at r*rowBytes), xq [ntok] q8_1 rows, y
+// W [rows][cols] typed (row r at r*rowBytes), xq [ntok] q8_1 (q8_K) rows, y
 // [ntok][ldy] f32. Geometry: blocks of 4 warps; warp w of block b owns rows
 // r0 = (4b + w)*RPW .. r0+RPW-1 (grid ceil(rows / (4*RPW))); lane l reads
 // units u = l, l+32, l+64, ... of each of its rows, UNR units at a time
@@ -297,7 +398,7 @@ __device__ __noinline__ void gemv_q8(const u8* W, u64 rowBytes, const u8* xq, fl
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int r0 = (blockIdx.x * (blockDim.x >> 5) + warp) * RPW;
     if (r0 >= rows) return; // whole warps only
-    u64 xstride = q8_row_bytes(cols);
+    u64 xstride = Q::XK ? q8k_row_bytes(cols) : q8_row_bytes(cols);
     int nunits = cols / Q::UE;
     float acc[RPW][NT];
 #pragma unroll
@@ -351,7 +452,7 @@ __device__ __noinline__ void gemv_q8(const u8* W, u64 rowBytes, const u8* xq, fl
 // ptxas minutes slower and spills); DRAM still streams each weight once.
 template <class Q, int TG, int RPW, int UNR>
 __device__ __forceinline__ void gemv_q8_groups(const u8* W, u64 rowBytes, const u8* xq, float* y, int rows, int cols, int ntok, int ldy) {
-    u64 xstride = q8_row_bytes(cols);
+    u64 xstride = Q::XK ? q8k_row_bytes(cols) : q8_row_bytes(cols);
     for (int t0 = 0; t0 < ntok; t0 += TG)
         gemv_q8<Q, TG, RPW, UNR>(W, rowBytes, xq + (u64)t0 * xstride, y + (u64)t0 * ldy, rows, cols, min(TG, ntok - t0), ldy);
 }
