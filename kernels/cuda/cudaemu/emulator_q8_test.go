@@ -196,7 +196,7 @@ func TestQuantizeQ8Layout(t *testing.T) {
 		const n = 3
 		x := randActs(rng, n, tc.cols)
 		copy(x[tc.cols:tc.cols+min(256, tc.cols)], make([]float32, 256)) // all-zero blocks: d = 0, q = 0
-		x[2*tc.cols+5], x[2*tc.cols+9] = -1e4, 1e4 // the largest |x| twice, opposite signs: the first sets the q8_K scale
+		x[2*tc.cols+5], x[2*tc.cols+9] = -1e4, 1e4                       // the largest |x| twice, opposite signs: the first sets the q8_K scale
 		xq, _ := quantizeOnDevice(t, emu.Device, tc.kind, x, nil, n, tc.cols)
 		checkQ8Rows(t, tc.kind, x, xq, n, tc.cols)
 		if dev != nil {
