@@ -346,9 +346,11 @@ func TestGemvQ8MatchesCPU(t *testing.T) {
 					x := randActs(rng, n, cols)
 					y, xq := gemvQ8OnDevice(t, emu.Device, typ, rows, cols, wdata, x, n)
 					checkGemvQ8(t, cuda.Q8KindOf(typ), y, wdq, x, xq, rows, cols, n)
+					checkCPUEngine(t, typ, y, wdata, wdq, x, rows, cols, n)
 					if dev != nil {
 						g, gq := gemvQ8OnDevice(t, dev, typ, rows, cols, wdata, x, n)
 						checkGemvQ8(t, cuda.Q8KindOf(typ), g, wdq, x, gq, rows, cols, n)
+						checkCPUEngine(t, typ, g, wdata, wdq, x, rows, cols, n)
 						sameBytes(t, cuda.Q8KindOf(typ), gq, xq, n, cols)
 						for i := range g {
 							if g[i] != y[i] {
@@ -358,6 +360,39 @@ func TestGemvQ8MatchesCPU(t *testing.T) {
 						}
 					}
 				})
+			}
+		}
+	}
+}
+
+// checkCPUEngine compares y with the CPU engine's MatMul (kernels/cpu,
+// int8 activations of the same rounding, integer block dots): only the
+// float32 scaling and summation order differ, so the two agree within a
+// few float32 roundings of Σ|w|·|x̂| (|x̂| ≤ |x| + amax/127 of the
+// element's 256 values). Different activations (another block size or
+// rounding) differ by the quantization noise, orders of magnitude more.
+func checkCPUEngine(t *testing.T, typ ggml.Type, y []float32, wdata []byte, wdq, x []float32, rows, cols, n int) {
+	t.Helper()
+	m, err := cpu.NewMatrix(typ, rows, cols, wdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, n*rows)
+	cpu.NewPool(1).MatMul(want, m, x, n)
+	for tk := 0; tk < n; tk++ {
+		xt := x[tk*cols : (tk+1)*cols]
+		amax := make([]float64, cols/256)
+		for c, v := range xt {
+			amax[c/256] = math.Max(amax[c/256], math.Abs(float64(v)))
+		}
+		for r := 0; r < rows; r++ {
+			var mag float64
+			for c, v := range wdq[r*cols : (r+1)*cols] {
+				mag += math.Abs(float64(v)) * (math.Abs(float64(xt[c])) + amax[c/256]/127)
+			}
+			got, ref := float64(y[tk*rows+r]), float64(want[tk*rows+r])
+			if e, bound := math.Abs(got-ref), math.Ldexp(float64(cols/32+40), -23)*mag+1e-30; e > bound {
+				t.Fatalf("token %d row %d: %g, CPU engine %g: error %g > bound %g", tk, r, got, ref, e, bound)
 			}
 		}
 	}
