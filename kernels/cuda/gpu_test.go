@@ -134,7 +134,7 @@ func TestGPUInfo(t *testing.T) {
 // TestGPUGemvAndMatMul: y = x·Wᵀ for every weight type against
 // cpu.MatMulRef (float64 over exactly decoded weights). The device
 // accumulates in float32: tolerance 1e-5 of Σ|w·x| plus 1e-6.
-// The cuBLAS path (see MatMul) rounds x and W to F16: 2e-3.
+// The GEMM paths (see MatMul) round x and W to F16: 2e-3 (x to BF16: 4e-3).
 func TestGPUGemvAndMatMul(t *testing.T) {
 	d := gpu(t)
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -176,10 +176,13 @@ func TestGPUGemvAndMatMul(t *testing.T) {
 					return s.DownloadF32(got, yp)
 				})
 				rel := 1e-5
-				cublas := false
-				d.Do(func(s *Stream) error { cublas = s.HasBLAS(); return nil })
-				if cublas && (n >= GemmDequantMinTokens || typ == ggml.TypeF16 && n >= GemmMinTokens) {
+				var route matmulPath
+				d.Do(func(s *Stream) error { route = matmulRoute(typ, n, s.HasBLAS(), s.Info().CC()); return nil })
+				switch route {
+				case pathMMA, pathCublasF16:
 					rel = 2e-3 // F16 operands
+				case pathCublasBF16:
+					rel = 4e-3 // BF16 activations
 				}
 				for i := 0; i < n; i++ {
 					for r := 0; r < rows; r++ {

@@ -277,59 +277,42 @@ func (s *Stream) GemmF16(y, w16, x16 DevPtr, rows, cols, n int) error {
 }
 
 // GemmMinTokens is the batch size from which MatMul uses cuBLAS for F16
-// weights; GemmDequantMinTokens for the other types, which are first
-// dequantized to F16 (a full pass over the weights, paid back only by
-// large batches).
-const (
-	GemmMinTokens        = 16
-	GemmDequantMinTokens = 128
-)
+// and BF16 weights (quantized weights: MMAMinTokens, ops_mma.go).
+const GemmMinTokens = 16
 
-// MatMul computes y [n][w.Rows] = x [n][w.Cols] · Wᵀ: GEMV kernels for small
-// n or without cuBLAS, else cuBLAS on F16 copies of W (dequantized into a
-// scratch buffer unless W is F16) and x. The F16 path rounds activations
-// (and quantized weights) to F16: a reduced-precision path. BF16 and F32
-// weights always stay on the GEMV kernels: their range exceeds F16's.
+// MatMul computes y [n][w.Rows] = x [n][w.Cols] · Wᵀ on the path
+// matmulRoute picks: the GEMV kernels (float32 throughout) for small n;
+// for large n, quantized (and, without cuBLAS, F16) weights on the
+// tensor-core gemm_mma kernels, F16 and BF16 weights on cuBLAS with the
+// activations rounded to the weights' type. The GEMM paths round the
+// activations (and quantized weights) to F16, or to BF16 for BF16 weights:
+// reduced-precision paths, accumulating in f32. F32 weights always stay on
+// the GEMV kernels.
 func (s *Stream) MatMul(y DevPtr, w Weight, x DevPtr, n int) error {
-	if !useGemm(w.Type, n, s.blas != nil) {
-		return s.Gemv(y, w, x, n)
+	switch matmulRoute(w.Type, n, s.blas != nil, s.info.CC()) {
+	case pathMMA:
+		return s.GemmMMA(y, w, x, n)
+	case pathCublasF16:
+		return s.gemmCublas(y, w, x, n, false)
+	case pathCublasBF16:
+		return s.gemmCublas(y, w, x, n, true)
 	}
-	if _, err := checkWeight(w.Type, w.Rows, w.Cols); err != nil {
-		return err
-	}
-	w16 := w.Ptr
-	if w.Type != ggml.TypeF16 {
-		p, err := s.scratchBuf("gemm_w16", uint64(w.Rows*w.Cols*2))
-		if err != nil {
-			return err
-		}
-		if err := s.DequantF16(p, w); err != nil {
-			return err
-		}
-		w16 = p
-	}
-	x16, err := s.scratchBuf("gemm_x16", uint64(n*w.Cols*2))
-	if err != nil {
-		return err
-	}
-	if err := s.ToF16(x16, x, n*w.Cols); err != nil {
-		return err
-	}
-	return s.GemmF16(y, w16, x16, w.Rows, w.Cols, n)
+	return s.Gemv(y, w, x, n)
 }
 
-// useGemm reports whether MatMul takes the cuBLAS path for n tokens of
-// weights of type t.
-func useGemm(t ggml.Type, n int, blas bool) bool {
+// matmulRoute picks MatMul's path for n tokens of weights of type t, with
+// or without cuBLAS, on a device of compute capability cc.
+func matmulRoute(t ggml.Type, n int, blas bool, cc int) matmulPath {
 	switch {
-	case !blas || n < GemmMinTokens:
-		return false
-	case t == ggml.TypeF16:
-		return true
-	case t == ggml.TypeBF16 || t == ggml.TypeF32:
-		return false // no F16 rounding of values beyond its range
+	case t == ggml.TypeF16 && blas && n >= GemmMinTokens:
+		return pathCublasF16
+	case t == ggml.TypeBF16 && blas && n >= GemmMinTokens:
+		return pathCublasBF16
 	}
-	return n >= GemmDequantMinTokens
+	if _, ok := mmaKernels[t]; ok && cc >= mmaMinCC && n >= MMAMinTokens {
+		return pathMMA
+	}
+	return pathGemv
 }
 
 // GatherRows copies out[i] = in[idx[i]] for n rows of cols float32 values

@@ -63,6 +63,7 @@ func TestLaunchArgumentsMatchSignatures(t *testing.T) {
 			func(s *Stream) error { return s.DequantF16(1, w) },
 		)
 	}
+	ops = append(ops, mmaSigOps()...)
 	for i, op := range ops {
 		if err := d.Do(op); err != nil {
 			t.Errorf("op %d: %v", i, err)

@@ -114,9 +114,10 @@ const (
 
 type emulator struct {
 	mem   *cuda.FakeMemory           // set at the first launch
-	mu    sync.Mutex                 // protects dense (launches come from one goroutine; graphs replay on it too)
+	mu    sync.Mutex                 // protects dense, mats and mma (launches come from one goroutine; graphs replay on it too)
 	dense map[cuda.DevPtr][]float32  // dequantized weights by address (weights never change; the fake never reuses addresses)
 	mats  map[cuda.DevPtr]cpu.Matrix // the same as F32 matrices
+	mma   map[cuda.DevPtr]cpu.Matrix // the same rounded to F16 (gemm_mma twin, emulator_mma.go)
 	pool  *cpu.Pool                  // one thread: runs on the device goroutine
 	// scratch for cpu.Attend (the prefill kernel's twin: float32 dots, a
 	// two-pass softmax, float32 accumulation).

@@ -1,0 +1,188 @@
+// quant_mma.cu: prefill and large-batch matrix products on tensor cores for
+// GGML-typed weights, without a full-matrix dequantization buffer. (Named to
+// compile after quant.cu, whose Q*::unit decoders it uses.)
+//
+// gemm_mma_<type>: y[t][r] = sum_c W[r][c] * x16[t][c] for t < n, r < rows.
+//   W [rows][cols] in its GGML type (row r at byte r*rowBytes, decoded by the
+//   Q*::unit decoders of quant.cu), x16 [n][cols] F16 (the activations,
+//   converted once per call by f32_to_f16), y [n][rows] f32.
+//
+// Block tile: MMA_BM (128) weight rows x MMA_BN (128) tokens; K steps of
+// MMA_BK (64) columns. Each K step the block decodes its 128x64 weight tile
+// straight from the quantized bytes into shared memory as F16 (one 32-element
+// unit per thread for Q8_0/Q4_0/Q4_K, two 16-element units for Q6_K, four
+// 8-element units for F16), copies its 128x64 activation tile with 128-bit
+// loads, and its 8 warps (2 along rows x 4 along tokens) each run 4x4
+// m16n8k16 MMAs per 16 columns on a 64-row x 32-token warp tile with f32
+// accumulators. Shared memory: two tiles of 128 rows x MMA_LDS (72) halves =
+// 36864 bytes (static, under the 48 KiB static limit); __launch_bounds__
+// keeps two blocks per SM so that one block's loads overlap the other's MMAs.
+// Rows, tokens and columns past the ends are zero-filled in shared memory and
+// never stored. Requires sm_80 (the Go side routes here only for CC >= 80).
+//
+// Fragment layouts relied on (PTX ISA, "Matrix Fragments for mma.m16n8k16
+// with floating point type", .f16 A/B, .f32 C/D). With g = laneid >> 2 and
+// q = laneid % 4, and element i of an .f16x2 register pair in the low half
+// for the lower index:
+//   A (16x16, row): reg0 = (a0,a1) at row g,   cols 2q, 2q+1
+//                   reg1 = (a2,a3) at row g+8, cols 2q, 2q+1
+//                   reg2 = (a4,a5) at row g,   cols 2q+8, 2q+9
+//                   reg3 = (a6,a7) at row g+8, cols 2q+8, 2q+9
+//   B (16x8, col):  reg0 = (b0,b1) at rows(k) 2q, 2q+1,   col(n) g
+//                   reg1 = (b2,b3) at rows(k) 2q+8, 2q+9, col(n) g
+//   C/D (16x8 f32): c0,c1 at row g, cols 2q, 2q+1; c2,c3 at row g+8, same cols
+// Here A is the weight tile (rows = weight rows, K contiguous in shared
+// memory) and B is the activation tile stored token-major (K contiguous per
+// token), so every fragment register is one aligned 32-bit shared load.
+// mma_test.go replays this index math in a 32-lane warp simulator that
+// applies the formulas above and compares with a plain matmul.
+//
+// f32_to_bf16: y[i] = bf16(x[i]) (nearest, ties to even; NaN stays NaN) for
+// the cuBLAS BF16 GEMM's activations.
+
+#define MMA_BM 128
+#define MMA_BN 128
+#define MMA_BK 64
+#define MMA_LDS (MMA_BK + 8) // shared row stride in halves: 144 B, conflict-free fragment loads
+#define MMA_THREADS 256
+
+__device__ __forceinline__ u32 pack_h2(float lo, float hi) {
+    return (u32)f2h(lo) | ((u32)f2h(hi) << 16);
+}
+
+// mma_16816: d += a·b on one m16n8k16 tile (f16 inputs, f32 accumulators).
+__device__ __forceinline__ void mma_16816(float* d, const u32* a, const u32* b) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    __trap();
+#endif
+}
+
+// mma_load_w decodes the weight tile rows [m0, m0+BM) x cols [k0, k0+BK)
+// into sw [BM][MMA_LDS] as F16; out-of-range rows and units are zeros.
+template <class Q>
+__device__ __forceinline__ void mma_load_w(u16* sw, const u8* W, u64 rowBytes, int rows, int cols, int m0, int k0) {
+    const int upr = MMA_BK / Q::UE; // units per tile row
+    float w[Q::UE];
+    for (int i = threadIdx.x; i < MMA_BM * upr; i += MMA_THREADS) {
+        int r = i / upr, j = i % upr;
+        int gr = m0 + r, u = k0 / Q::UE + j;
+        if (gr < rows && u * Q::UE < cols) {
+            Q::unit(W + (u64)gr * rowBytes, u, w);
+        } else {
+#pragma unroll
+            for (int e = 0; e < Q::UE; e++) w[e] = 0.0f;
+        }
+        uint4* o = (uint4*)(sw + r * MMA_LDS + j * Q::UE);
+#pragma unroll
+        for (int e = 0; e < Q::UE / 8; e++) {
+            o[e] = make_uint4(pack_h2(w[8 * e], w[8 * e + 1]), pack_h2(w[8 * e + 2], w[8 * e + 3]),
+                              pack_h2(w[8 * e + 4], w[8 * e + 5]), pack_h2(w[8 * e + 6], w[8 * e + 7]));
+        }
+    }
+}
+
+// mma_load_x copies the activation tile tokens [n0, n0+BN) x cols [k0,
+// k0+BK) of x16 [n][cols] into sx [BN][MMA_LDS]: 8 halves (16 bytes) per
+// load, 4 loads per thread; missing tokens and columns are zeros.
+__device__ __forceinline__ void mma_load_x(u16* sx, const u16* x16, int n, int cols, int n0, int k0) {
+    const int cpr = MMA_BK / 8; // 16-byte chunks per tile row
+#pragma unroll
+    for (int p = 0; p < MMA_BN * cpr / MMA_THREADS; p++) {
+        int i = threadIdx.x + p * MMA_THREADS;
+        int t = i / cpr, c = i % cpr;
+        int gt = n0 + t, k = k0 + 8 * c;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (gt < n && k < cols) v = *(const uint4*)(x16 + (u64)gt * cols + k);
+        *(uint4*)(sx + t * MMA_LDS + 8 * c) = v;
+    }
+}
+
+template <class Q>
+__device__ void gemm_mma(const u8* W, u64 rowBytes, const u16* x16, float* y, int rows, int cols, int n) {
+    __shared__ __align__(16) u16 sw[MMA_BM * MMA_LDS];
+    __shared__ __align__(16) u16 sx[MMA_BN * MMA_LDS];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int g = lane >> 2, q = lane & 3;
+    int m0 = blockIdx.x * MMA_BM, n0 = blockIdx.y * MMA_BN;
+    int wm = (warp >> 2) * 64; // warp tile: rows wm..wm+63
+    int wn = (warp & 3) * 32;  //            tokens wn..wn+31
+    float acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+
+    for (int k0 = 0; k0 < cols; k0 += MMA_BK) {
+        mma_load_w<Q>(sw, W, rowBytes, rows, cols, m0, k0);
+        mma_load_x(sx, x16, n, cols, n0, k0);
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < MMA_BK; kk += 16) {
+            u32 a[4][4], b[4][2];
+#pragma unroll
+            for (int mi = 0; mi < 4; mi++) {
+                const u16* p = sw + (wm + 16 * mi + g) * MMA_LDS + kk + 2 * q;
+                a[mi][0] = *(const u32*)p;
+                a[mi][1] = *(const u32*)(p + 8 * MMA_LDS);
+                a[mi][2] = *(const u32*)(p + 8);
+                a[mi][3] = *(const u32*)(p + 8 * MMA_LDS + 8);
+            }
+#pragma unroll
+            for (int ni = 0; ni < 4; ni++) {
+                const u16* p = sx + (wn + 8 * ni + g) * MMA_LDS + kk + 2 * q;
+                b[ni][0] = *(const u32*)p;
+                b[ni][1] = *(const u32*)(p + 8);
+            }
+#pragma unroll
+            for (int mi = 0; mi < 4; mi++)
+#pragma unroll
+                for (int ni = 0; ni < 4; ni++) mma_16816(acc[mi][ni], a[mi], b[ni]);
+        }
+        __syncthreads();
+    }
+
+#pragma unroll
+    for (int mi = 0; mi < 4; mi++) {
+#pragma unroll
+        for (int ni = 0; ni < 4; ni++) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int r = m0 + wm + 16 * mi + g + 8 * (e >> 1);
+                int t = n0 + wn + 8 * ni + 2 * q + (e & 1);
+                if (r < rows && t < n) y[(u64)t * rows + r] = acc[mi][ni][e];
+            }
+        }
+    }
+}
+
+#define MMA_ENTRY(SUF, Q)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS, 2)                                           \
+        gemm_mma_##SUF(const u8* W, u64 rowBytes, const u16* x16, float* y, int rows, int cols, int n) { \
+        gemm_mma<Q>(W, rowBytes, x16, y, rows, cols, n);                                                   \
+    }
+
+MMA_ENTRY(f16, QF16)
+MMA_ENTRY(q8_0, QQ8_0)
+MMA_ENTRY(q4_0, QQ4_0)
+MMA_ENTRY(q4_k, QQ4_K)
+MMA_ENTRY(q6_k, QQ6_K)
+
+extern "C" __global__ void f32_to_bf16(const float* x, u16* y, u64 n) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 b = __float_as_uint(x[i]);
+    if ((b & 0x7fffffffu) > 0x7f800000u) {
+        y[i] = (u16)(b >> 16) | 0x40; // NaN stays a (quiet) NaN
+        return;
+    }
+    b += 0x7fffu + ((b >> 16) & 1u);
+    y[i] = (u16)(b >> 16);
+}
