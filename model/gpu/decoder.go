@@ -98,7 +98,8 @@ type Decoder struct {
 	graphKV          *KV // the KV the graphs were captured with
 
 	// ExactMatMul keeps every matmul on the float32 GEMV kernels; otherwise
-	// batches of cuda.GemmMinTokens or more use cuBLAS on F16 operands.
+	// large batches take cuda.MatMul's GEMM paths on F16 (BF16) operands:
+	// tensor cores for quantized weights, cuBLAS for F16 and BF16.
 	ExactMatMul bool
 	// UseGraphs makes Forward and Greedy replay CUDA graphs for decode
 	// steps (one token per sequence): one graph per batch size, page-table
