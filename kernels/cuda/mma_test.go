@@ -162,6 +162,25 @@ func simLoadX(sx []uint16, x16 []uint16, n, cols, n0, k0 int) {
 
 func ld32(s []uint16, i int) uint32 { return uint32(s[i]) | uint32(s[i+1])<<16 }
 
+// ldmatrixX4 applies ldmatrix.sync.aligned.m8n8.x4.shared.b16 (PTX ISA,
+// "ldmatrix"): lanes 8j..8j+7 give the addresses (here offsets in halves)
+// of rows 0..7 of 8x8 matrix j, 16-byte aligned; register j of lane l
+// receives row l/4, columns 2(l%4) and 2(l%4)+1 of matrix j, the lower
+// column in the low half.
+func ldmatrixX4(t *testing.T, s []uint16, addr *[32]int) (r [32][4]uint32) {
+	for lane, a := range addr {
+		if a%8 != 0 || a < 0 || a+8 > len(s) {
+			t.Fatalf("ldmatrix row address %d (halves) of lane %d: unaligned or outside the tile", a, lane)
+		}
+	}
+	for l := 0; l < 32; l++ {
+		for j := 0; j < 4; j++ {
+			r[l][j] = ld32(s, addr[8*j+l/4]+2*(l%4))
+		}
+	}
+	return r
+}
+
 // simGemmMMA runs gemm_mma<typ> for every block of the grid, line for line;
 // swapA exchanges A registers 1 and 2 (a wrong layout, for the test that
 // shows the simulator notices one).
@@ -178,20 +197,36 @@ func simGemmMMA(t *testing.T, typ ggml.Type, W []byte, rowBytes int, x16 []uint1
 				for kk := 0; kk < simBK; kk += 16 {
 					for warp := 0; warp < 8; warp++ {
 						wm, wn := (warp>>2)*64, (warp&3)*32
+						// Each lane's ldmatrix row addresses (in halves).
+						var aRow, bRow [32]int
+						for lane := 0; lane < 32; lane++ {
+							lr, lm := lane&7, lane>>3
+							aRow[lane] = (wm+lr+8*(lm&1))*simLDS + 8*(lm>>1)
+							bRow[lane] = (wn+lr+8*(lm>>1))*simLDS + 8*(lm&1)
+						}
 						var a [4][32][4]uint32
 						var b [4][32][2]uint32
-						for lane := 0; lane < 32; lane++ {
-							g, q := lane>>2, lane&3
-							for mi := 0; mi < 4; mi++ {
-								p := (wm+16*mi+g)*simLDS + kk + 2*q
-								a[mi][lane] = [4]uint32{ld32(sw, p), ld32(sw, p+8*simLDS), ld32(sw, p+8), ld32(sw, p+8*simLDS+8)}
-								if swapA {
+						for mi := 0; mi < 4; mi++ {
+							var addr [32]int
+							for lane := range addr {
+								addr[lane] = aRow[lane] + 16*mi*simLDS + kk
+							}
+							a[mi] = ldmatrixX4(t, sw, &addr)
+							if swapA {
+								for lane := range a[mi] {
 									a[mi][lane][1], a[mi][lane][2] = a[mi][lane][2], a[mi][lane][1]
 								}
 							}
-							for ni := 0; ni < 4; ni++ {
-								p := (wn+8*ni+g)*simLDS + kk + 2*q
-								b[ni][lane] = [2]uint32{ld32(sx, p), ld32(sx, p+8)}
+						}
+						for nj := 0; nj < 2; nj++ {
+							var addr [32]int
+							for lane := range addr {
+								addr[lane] = bRow[lane] + 16*nj*simLDS + kk
+							}
+							r := ldmatrixX4(t, sx, &addr)
+							for lane := range r {
+								b[2*nj][lane] = [2]uint32{r[lane][0], r[lane][1]}
+								b[2*nj+1][lane] = [2]uint32{r[lane][2], r[lane][3]}
 							}
 						}
 						for mi := 0; mi < 4; mi++ {

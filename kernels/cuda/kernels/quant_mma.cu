@@ -33,9 +33,15 @@
 //   C/D (16x8 f32): c0,c1 at row g, cols 2q, 2q+1; c2,c3 at row g+8, same cols
 // Here A is the weight tile (rows = weight rows, K contiguous in shared
 // memory) and B is the activation tile stored token-major (K contiguous per
-// token), so every fragment register is one aligned 32-bit shared load.
-// mma_test.go replays this index math in a 32-lane warp simulator that
-// applies the formulas above and compares with a plain matmul.
+// token). Both are read with ldmatrix.m8n8.x4 (PTX ISA, "ldmatrix"): lanes
+// 8j..8j+7 give the row addresses of 8x8 matrix j, and register j of lane l
+// receives row l/4, columns 2(l%4), 2(l%4)+1 of matrix j: with A's four
+// matrices at (rows, cols) offsets (0,0), (8,0), (0,8), (8,8) that is
+// exactly A's reg0..reg3; B's at (tokens, cols) (0,0), (0,8), (8,0), (8,8)
+// give reg0, reg1 of two 8-token tiles. The 144-byte row stride puts the
+// 8 rows of each matrix in distinct banks. mma_test.go replays this index
+// math in a 32-lane warp simulator that applies the ldmatrix and mma rules
+// above and compares with a plain matmul.
 //
 // f32_to_bf16: y[i] = bf16(x[i]) (nearest, ties to even; NaN stays NaN) for
 // the cuBLAS BF16 GEMM's activations.
@@ -46,13 +52,50 @@
 #define MMA_LDS (MMA_BK + 8) // shared row stride in halves: 144 B, conflict-free fragment loads
 #define MMA_THREADS 256
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define MMA_SM80 1
+#else
+#define MMA_SM80 0
+#endif
+
+// pack_h2 rounds lo and hi to F16 (nearest even) and packs them, lo in the
+// low half. On sm_80 one cvt.rn.f16x2.f32 does both: PTX stores the value
+// converted from its first source in the upper half, from the second in the
+// lower half.
 __device__ __forceinline__ u32 pack_h2(float lo, float hi) {
+#if MMA_SM80
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#else
     return (u32)f2h(lo) | ((u32)f2h(hi) << 16);
+#endif
+}
+
+// smem_addr returns the shared-state-space address of p (for ldmatrix).
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+    u32 a;
+    asm("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+// ldsm_x4 loads four 8x8 F16 matrices: lanes 8j..8j+7 give the addresses
+// of rows 0..7 of matrix j (16 bytes each); register j of lane l receives
+// row l/4, columns 2(l%4) and 2(l%4)+1 of matrix j (the lower column in
+// the low half).
+__device__ __forceinline__ void ldsm_x4(u32* r, u32 addr) {
+#if MMA_SM80
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+#else
+    __trap();
+#endif
 }
 
 // mma_16816: d += a·b on one m16n8k16 tile (f16 inputs, f32 accumulators).
 __device__ __forceinline__ void mma_16816(float* d, const u32* a, const u32* b) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#if MMA_SM80
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
@@ -120,6 +163,15 @@ __device__ void gemm_mma(const u8* W, u64 rowBytes, const u16* x16, float* y, in
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 
+    // ldmatrix row addresses: lane l gives row l%8 of matrix l/8. For A
+    // (16 rows x 16 columns) matrix j covers rows 8(j&1).., columns 8(j>>1)..
+    // so that register j is A fragment register j; for B (16 tokens x 16
+    // columns) matrix j covers tokens 8(j>>1).., columns 8(j&1).., giving
+    // the two B registers of two 8-token tiles.
+    int lr = lane & 7, lm = lane >> 3;
+    u32 aRow = smem_addr(sw + (wm + lr + 8 * (lm & 1)) * MMA_LDS + 8 * (lm >> 1));
+    u32 bRow = smem_addr(sx + (wn + lr + 8 * (lm >> 1)) * MMA_LDS + 8 * (lm & 1));
+
     for (int k0 = 0; k0 < cols; k0 += MMA_BK) {
         mma_load_w<Q>(sw, W, rowBytes, rows, cols, m0, k0);
         mma_load_x(sx, x16, n, cols, n0, k0);
@@ -128,18 +180,15 @@ __device__ void gemm_mma(const u8* W, u64 rowBytes, const u16* x16, float* y, in
         for (int kk = 0; kk < MMA_BK; kk += 16) {
             u32 a[4][4], b[4][2];
 #pragma unroll
-            for (int mi = 0; mi < 4; mi++) {
-                const u16* p = sw + (wm + 16 * mi + g) * MMA_LDS + kk + 2 * q;
-                a[mi][0] = *(const u32*)p;
-                a[mi][1] = *(const u32*)(p + 8 * MMA_LDS);
-                a[mi][2] = *(const u32*)(p + 8);
-                a[mi][3] = *(const u32*)(p + 8 * MMA_LDS + 8);
-            }
+            for (int mi = 0; mi < 4; mi++) ldsm_x4(a[mi], aRow + 2 * (16 * mi * MMA_LDS + kk));
 #pragma unroll
-            for (int ni = 0; ni < 4; ni++) {
-                const u16* p = sx + (wn + 8 * ni + g) * MMA_LDS + kk + 2 * q;
-                b[ni][0] = *(const u32*)p;
-                b[ni][1] = *(const u32*)(p + 8);
+            for (int nj = 0; nj < 2; nj++) {
+                u32 r[4];
+                ldsm_x4(r, bRow + 2 * (16 * nj * MMA_LDS + kk));
+                b[2 * nj][0] = r[0];
+                b[2 * nj][1] = r[1];
+                b[2 * nj + 1][0] = r[2];
+                b[2 * nj + 1][1] = r[3];
             }
 #pragma unroll
             for (int mi = 0; mi < 4; mi++)
