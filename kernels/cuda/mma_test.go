@@ -119,23 +119,127 @@ func warpMMA(t *testing.T, d *[32][4]float32, a *[32][4]uint32, b *[32][2]uint32
 	}
 }
 
+// i2fOff mirrors i2f_off: (float)v - off through the 2^23 trick.
+func i2fOff(v uint32, off float32) float32 {
+	return math.Float32frombits(0x4B000000|v) - (8388608 + off)
+}
+
+// packH2 mirrors pack_h2: lo in the low half, both rounded to nearest.
+func packH2(lo, hi float32) uint32 {
+	return uint32(cpu.F32ToF16(lo)) | uint32(cpu.F32ToF16(hi))<<16
+}
+
+func le16u(b []byte, i int) uint32 { return uint32(b[2*i]) | uint32(b[2*i+1])<<8 }
+
+// emulTile mirrors the T* tile decoders of quant_mma.cu: unit u of row to
+// UE/2 packed F16 pairs.
+func emulTile(typ ggml.Type, row []byte, u int, h []uint32) {
+	switch typ {
+	case ggml.TypeF16:
+		for i := 0; i < 4; i++ {
+			h[i] = le16u(row[u*16:], 2*i) | le16u(row[u*16:], 2*i+1)<<16
+		}
+	case ggml.TypeQ8_0:
+		b := row[u*34:]
+		d := cpu.F16ToF32(le16(b))
+		for i := 0; i < 16; i++ {
+			w := le16u(b[2:], i) ^ 0x8080
+			h[i] = packH2(i2fOff(w&0xff, 128)*d, i2fOff(w>>8, 128)*d)
+		}
+	case ggml.TypeQ4_0:
+		b := row[u*18:]
+		d := cpu.F16ToF32(le16(b))
+		for i := 0; i < 8; i++ {
+			w := le16u(b[2:], i)
+			h[i] = packH2(i2fOff(w&15, 8)*d, i2fOff((w>>8)&15, 8)*d)
+			h[8+i] = packH2(i2fOff((w>>4)&15, 8)*d, i2fOff((w>>12)&15, 8)*d)
+		}
+	case ggml.TypeQ4_K:
+		b := row[(u>>3)*144:]
+		s := u & 7
+		d, dmin := cpu.F16ToF32(le16(b)), cpu.F16ToF32(le16(b[2:]))
+		sc, m := emulScaleMinK4(s, b[4:])
+		dl, ml := d*float32(sc), dmin*float32(m)
+		q := b[16+32*(s>>1):]
+		shift := uint(s&1) * 4
+		for i := 0; i < 8; i++ {
+			x := (le16u(q, 2*i) | le16u(q, 2*i+1)<<16) >> shift
+			h[2*i] = packH2(dl*i2fOff(x&15, 0)-ml, dl*i2fOff((x>>8)&15, 0)-ml)
+			h[2*i+1] = packH2(dl*i2fOff((x>>16)&15, 0)-ml, dl*i2fOff((x>>24)&15, 0)-ml)
+		}
+	case ggml.TypeQ6_K:
+		b := row[(u>>4)*210:]
+		g := u & 15
+		n, k, hf := g>>3, (g&7)>>1, g&1
+		d := cpu.F16ToF32(le16(b[208:]))
+		dl := d * float32(int8(b[192+g]))
+		ql := b[64*n+32*(k&1)+16*hf:]
+		qh := b[128+32*n+16*hf:]
+		lshift, hshift := uint(k>>1)*4, uint(2*k)
+		for i := 0; i < 8; i++ {
+			lo, hi := le16u(ql, i)>>lshift, le16u(qh, i)>>hshift
+			q0, q1 := (lo&15)|(hi&3)<<4, ((lo>>8)&15)|((hi>>8)&3)<<4
+			h[i] = packH2(dl*i2fOff(q0, 32), dl*i2fOff(q1, 32))
+		}
+	}
+}
+
 // simLoadW mirrors mma_load_w: the block's threads decode units of the
 // weight tile rows [m0, m0+BM) x cols [k0, k0+BK) into sw as F16.
 func simLoadW(sw []uint16, typ ggml.Type, W []byte, rowBytes, rows, cols, m0, k0 int) {
 	ue := weightKernels[typ].unit
 	upr := simBK / ue
-	w := make([]float32, ue)
+	h := make([]uint32, ue/2)
 	for tid := 0; tid < simThreads; tid++ {
 		for i := tid; i < simBM*upr; i += simThreads {
 			r, j := i/upr, i%upr
 			gr, u := m0+r, k0/ue+j
 			if gr < rows && u*ue < cols {
-				emulUnit(typ, W[gr*rowBytes:], u, w)
+				emulTile(typ, W[gr*rowBytes:], u, h)
 			} else {
-				clear(w)
+				clear(h)
 			}
-			for e := 0; e < ue; e++ {
-				sw[r*simLDS+j*ue+e] = cpu.F32ToF16(w[e])
+			for e, v := range h {
+				sw[r*simLDS+j*ue+2*e], sw[r*simLDS+j*ue+2*e+1] = uint16(v), uint16(v>>16)
+			}
+		}
+	}
+}
+
+// The tile decoders, transliterated, give exactly F32ToF16 of
+// cpu.Dequantize for every unit of random rows of every type (the 2^23
+// integer conversion and the 16-bit loads change nothing), and are the
+// unit decoders of quant.cu rounded to F16.
+func TestTileDecodersMatchCPU(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for typ := range mmaKernels {
+		const rows, cols = 6, 512
+		data := encode(t, typ, randF32(rng, rows*cols, 2), rows, cols)
+		if typ == ggml.TypeQ4_K || typ == ggml.TypeQ6_K {
+			for i := range data { // every bit pattern of scales, mins and quants
+				if typ == ggml.TypeQ4_K && i%144 >= 4 || typ == ggml.TypeQ6_K && i%210 < 208 {
+					data[i] = byte(rng.Uint32())
+				}
+			}
+		}
+		rb, _ := typ.RowBytes(cols)
+		ue := weightKernels[typ].unit
+		want, f := make([]float32, cols), make([]float32, ue)
+		h := make([]uint32, ue/2)
+		for r := 0; r < rows; r++ {
+			row := data[r*rb : (r+1)*rb]
+			if err := cpu.Dequantize(typ, row, want); err != nil {
+				t.Fatal(err)
+			}
+			for u := 0; u < cols/ue; u++ {
+				emulTile(typ, row, u, h)
+				emulUnit(typ, row, u, f)
+				for e := 0; e < ue; e++ {
+					got := uint16(h[e/2] >> (16 * (e & 1)))
+					if w := cpu.F32ToF16(want[u*ue+e]); got != w || got != cpu.F32ToF16(f[e]) {
+						t.Fatalf("%s row %d unit %d elem %d: tile %#04x, F16 of cpu.Dequantize %#04x, of unit %#04x", typ, r, u, e, got, w, cpu.F32ToF16(f[e]))
+					}
+				}
 			}
 		}
 	}

@@ -1,11 +1,12 @@
 // quant_mma.cu: prefill and large-batch matrix products on tensor cores for
 // GGML-typed weights, without a full-matrix dequantization buffer. (Named to
-// compile after quant.cu, whose Q*::unit decoders it uses.)
+// compile after quant.cu, whose block layouts and scale_min_k4 it uses.)
 //
 // gemm_mma_<type>: y[t][r] = sum_c W[r][c] * x16[t][c] for t < n, r < rows.
-//   W [rows][cols] in its GGML type (row r at byte r*rowBytes, decoded by the
-//   Q*::unit decoders of quant.cu), x16 [n][cols] F16 (the activations,
-//   converted once per call by f32_to_f16), y [n][rows] f32.
+//   W [rows][cols] in its GGML type (row r at byte r*rowBytes, decoded in
+//   the units of quant.cu by the T* tile decoders below), x16 [n][cols] F16
+//   (the activations, converted once per call by f32_to_f16), y [n][rows]
+//   f32.
 //
 // Block tile: MMA_BM (128) weight rows x MMA_BN (128) tokens; K steps of
 // MMA_BK (64) columns. Each K step the block decodes its 128x64 weight tile
@@ -106,27 +107,119 @@ __device__ __forceinline__ void mma_16816(float* d, const u32* a, const u32* b) 
 #endif
 }
 
+// Tile decoders: unit u (UE elements, the units of quant.cu) of one row
+// straight to UE/2 packed F16 pairs h (element 2i in the low half of h[i]).
+// The float32 values before rounding are those of quant.cu's Q*::unit
+// (same products, same order), but the small integers become floats with
+// the exact 2^23 trick (an integer OR and an FADD, full-rate instructions,
+// instead of the conversion unit, which would otherwise rival the MMAs
+// for time), bytes come in 16-bit loads (the blocks are only 2-byte
+// aligned; Q4_K's nibbles in two 16-byte loads) and pack_h2 rounds two
+// values per instruction. F16 weights are copied as they are.
+
+// i2f_off returns (float)v - off exactly, for 0 <= v < 2^23 and integer
+// off <= 128 (2^23 + v is exact in float32; so is the difference).
+__device__ __forceinline__ float i2f_off(u32 v, float off) {
+    return __uint_as_float(0x4B000000u | v) - (8388608.0f + off);
+}
+
+struct TF16 {
+    enum { UE = 8 };
+    __device__ static void half(const u8* row, int u, u32* h) {
+        uint4 v = *(const uint4*)(row + (size_t)u * 16);
+        h[0] = v.x; h[1] = v.y; h[2] = v.z; h[3] = v.w;
+    }
+};
+
+struct TQ8_0 {
+    enum { UE = 32 };
+    __device__ static void half(const u8* row, int u, u32* h) {
+        const u8* b = row + (size_t)u * 34;
+        float d = h2f(ld16(b));
+        const u16* qs = (const u16*)(b + 2);
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            u32 w = qs[i] ^ 0x8080u; // int8 q as q + 128
+            h[i] = pack_h2(i2f_off(w & 0xff, 128.0f) * d, i2f_off(w >> 8, 128.0f) * d);
+        }
+    }
+};
+
+struct TQ4_0 {
+    enum { UE = 32 };
+    __device__ static void half(const u8* row, int u, u32* h) {
+        const u8* b = row + (size_t)u * 18;
+        float d = h2f(ld16(b));
+        const u16* qs = (const u16*)(b + 2);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            u32 w = qs[i]; // bytes 2i, 2i+1: elements 2i, 2i+1 (low nibbles), 2i+16, 2i+17 (high)
+            h[i] = pack_h2(i2f_off(w & 15, 8.0f) * d, i2f_off((w >> 8) & 15, 8.0f) * d);
+            h[8 + i] = pack_h2(i2f_off((w >> 4) & 15, 8.0f) * d, i2f_off((w >> 12) & 15, 8.0f) * d);
+        }
+    }
+};
+
+struct TQ4_K {
+    enum { UE = 32 };
+    __device__ static void half(const u8* row, int u, u32* h) {
+        const u8* b = row + (size_t)(u >> 3) * 144;
+        int s = u & 7;
+        float d = h2f(ld16(b)), dmin = h2f(ld16(b + 2));
+        int sc, m;
+        scale_min_k4(s, b + 4, &sc, &m);
+        float dl = d * (float)sc, ml = dmin * (float)m;
+        const uint4* q = (const uint4*)(b + 16 + 32 * (s >> 1)); // 16-byte aligned: 144-byte blocks
+        uint4 v0 = q[0], v1 = q[1];
+        u32 w[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+        int shift = (s & 1) * 4;
+#pragma unroll
+        for (int i = 0; i < 8; i++) { // word i: elements 4i..4i+3
+            u32 x = w[i] >> shift;
+            h[2 * i] = pack_h2(dl * i2f_off(x & 15, 0.0f) - ml, dl * i2f_off((x >> 8) & 15, 0.0f) - ml);
+            h[2 * i + 1] = pack_h2(dl * i2f_off((x >> 16) & 15, 0.0f) - ml, dl * i2f_off((x >> 24) & 15, 0.0f) - ml);
+        }
+    }
+};
+
+struct TQ6_K {
+    enum { UE = 16 };
+    __device__ static void half(const u8* row, int u, u32* h) {
+        const u8* b = row + (size_t)(u >> 4) * 210;
+        int g = u & 15;
+        int n = g >> 3, k = (g & 7) >> 1, hf = g & 1;
+        float d = h2f(ld16(b + 208));
+        float dl = d * (float)((const i8*)(b + 192))[g];
+        const u16* ql = (const u16*)(b + 64 * n + 32 * (k & 1) + 16 * hf);
+        const u16* qh = (const u16*)(b + 128 + 32 * n + 16 * hf);
+        int lshift = (k >> 1) * 4, hshift = 2 * k;
+#pragma unroll
+        for (int i = 0; i < 8; i++) { // elements 2i, 2i+1
+            u32 lo = (u32)ql[i] >> lshift, hi = (u32)qh[i] >> hshift;
+            u32 q0 = (lo & 15) | ((hi & 3) << 4), q1 = ((lo >> 8) & 15) | (((hi >> 8) & 3) << 4);
+            h[i] = pack_h2(dl * i2f_off(q0, 32.0f), dl * i2f_off(q1, 32.0f));
+        }
+    }
+};
+
 // mma_load_w decodes the weight tile rows [m0, m0+BM) x cols [k0, k0+BK)
 // into sw [BM][MMA_LDS] as F16; out-of-range rows and units are zeros.
-template <class Q>
+template <class T>
 __device__ __forceinline__ void mma_load_w(u16* sw, const u8* W, u64 rowBytes, int rows, int cols, int m0, int k0) {
-    const int upr = MMA_BK / Q::UE; // units per tile row
-    float w[Q::UE];
+    const int upr = MMA_BK / T::UE; // units per tile row
+    u32 h[T::UE / 2];
     for (int i = threadIdx.x; i < MMA_BM * upr; i += MMA_THREADS) {
         int r = i / upr, j = i % upr;
-        int gr = m0 + r, u = k0 / Q::UE + j;
-        if (gr < rows && u * Q::UE < cols) {
-            Q::unit(W + (u64)gr * rowBytes, u, w);
+        int gr = m0 + r, u = k0 / T::UE + j;
+        if (gr < rows && u * T::UE < cols) {
+            T::half(W + (u64)gr * rowBytes, u, h);
         } else {
 #pragma unroll
-            for (int e = 0; e < Q::UE; e++) w[e] = 0.0f;
+            for (int e = 0; e < T::UE / 2; e++) h[e] = 0;
         }
-        uint4* o = (uint4*)(sw + r * MMA_LDS + j * Q::UE);
+        uint4* o = (uint4*)(sw + r * MMA_LDS + j * T::UE);
 #pragma unroll
-        for (int e = 0; e < Q::UE / 8; e++) {
-            o[e] = make_uint4(pack_h2(w[8 * e], w[8 * e + 1]), pack_h2(w[8 * e + 2], w[8 * e + 3]),
-                              pack_h2(w[8 * e + 4], w[8 * e + 5]), pack_h2(w[8 * e + 6], w[8 * e + 7]));
-        }
+        for (int e = 0; e < T::UE / 8; e++) o[e] = make_uint4(h[4 * e], h[4 * e + 1], h[4 * e + 2], h[4 * e + 3]);
     }
 }
 
@@ -146,7 +239,7 @@ __device__ __forceinline__ void mma_load_x(u16* sx, const u16* x16, int n, int c
     }
 }
 
-template <class Q>
+template <class T>
 __device__ void gemm_mma(const u8* W, u64 rowBytes, const u16* x16, float* y, int rows, int cols, int n) {
     __shared__ __align__(16) u16 sw[MMA_BM * MMA_LDS];
     __shared__ __align__(16) u16 sx[MMA_BN * MMA_LDS];
@@ -173,7 +266,7 @@ __device__ void gemm_mma(const u8* W, u64 rowBytes, const u16* x16, float* y, in
     u32 bRow = smem_addr(sx + (wn + lr + 8 * (lm >> 1)) * MMA_LDS + 8 * (lm & 1));
 
     for (int k0 = 0; k0 < cols; k0 += MMA_BK) {
-        mma_load_w<Q>(sw, W, rowBytes, rows, cols, m0, k0);
+        mma_load_w<T>(sw, W, rowBytes, rows, cols, m0, k0);
         mma_load_x(sx, x16, n, cols, n0, k0);
         __syncthreads();
 #pragma unroll
@@ -212,17 +305,17 @@ __device__ void gemm_mma(const u8* W, u64 rowBytes, const u16* x16, float* y, in
     }
 }
 
-#define MMA_ENTRY(SUF, Q)                                                                                   \
+#define MMA_ENTRY(SUF, T)                                                                                   \
     extern "C" __global__ void __launch_bounds__(MMA_THREADS, 2)                                           \
         gemm_mma_##SUF(const u8* W, u64 rowBytes, const u16* x16, float* y, int rows, int cols, int n) { \
-        gemm_mma<Q>(W, rowBytes, x16, y, rows, cols, n);                                                   \
+        gemm_mma<T>(W, rowBytes, x16, y, rows, cols, n);                                                   \
     }
 
-MMA_ENTRY(f16, QF16)
-MMA_ENTRY(q8_0, QQ8_0)
-MMA_ENTRY(q4_0, QQ4_0)
-MMA_ENTRY(q4_k, QQ4_K)
-MMA_ENTRY(q6_k, QQ6_K)
+MMA_ENTRY(f16, TF16)
+MMA_ENTRY(q8_0, TQ8_0)
+MMA_ENTRY(q4_0, TQ4_0)
+MMA_ENTRY(q4_k, TQ4_K)
+MMA_ENTRY(q6_k, TQ6_K)
 
 extern "C" __global__ void f32_to_bf16(const float* x, u16* y, u64 n) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
