@@ -23,14 +23,13 @@ const (
 	simThreads          = 256
 )
 
-// mmaSigOps launches every kernel of ops_mma.go for the signature test.
-func mmaSigOps() []func(s *Stream) error {
-	var ops []func(s *Stream) error
+// Every kernel of ops_mma.go is launched by the signature test.
+func init() {
 	for typ := range mmaKernels {
 		w := Weight{Type: typ, Rows: 200, Cols: 256, Ptr: 1}
-		ops = append(ops, func(s *Stream) error { return s.GemmMMA(3, w, 2, 130) })
+		sigOps = append(sigOps, func(s *Stream) error { return s.GemmMMA(3, w, 2, 130) })
 	}
-	return append(ops, func(s *Stream) error { return s.ToBF16(1, 2, 100) })
+	sigOps = append(sigOps, func(s *Stream) error { return s.ToBF16(1, 2, 100) })
 }
 
 // ptxLayout holds the PTX ISA's m16n8k16 .f16/.f32 fragment formulas
