@@ -12,8 +12,8 @@
 // MMA_BK (64) columns. Each K step the block decodes its 128x64 weight tile
 // straight from the quantized bytes into shared memory as F16 (one 32-element
 // unit per thread for Q8_0/Q4_0/Q4_K, two 16-element units for Q6_K, four
-// 8-element units for F16), copies its 128x64 activation tile with 128-bit
-// loads, and its 8 warps (2 along rows x 4 along tokens) each run 4x4
+// 8-element units for F16) while its 128x64 activation tile arrives by
+// 16-byte cp.async copies, and its 8 warps (2 along rows x 4 along tokens) each run 4x4
 // m16n8k16 MMAs per 16 columns on a 64-row x 32-token warp tile with f32
 // accumulators. Shared memory: two tiles of 128 rows x MMA_LDS (72) halves =
 // 36864 bytes (static, under the 48 KiB static limit); __launch_bounds__
@@ -73,7 +73,8 @@ __device__ __forceinline__ u32 pack_h2(float lo, float hi) {
 #endif
 }
 
-// smem_addr returns the shared-state-space address of p (for ldmatrix).
+// smem_addr returns the shared-state-space address of p (for ldmatrix and
+// cp.async).
 __device__ __forceinline__ u32 smem_addr(const void* p) {
     u32 a;
     asm("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(a) : "l"(p));
@@ -223,9 +224,12 @@ __device__ __forceinline__ void mma_load_w(u16* sw, const u8* W, u64 rowBytes, i
     }
 }
 
-// mma_load_x copies the activation tile tokens [n0, n0+BN) x cols [k0,
-// k0+BK) of x16 [n][cols] into sx [BN][MMA_LDS]: 8 halves (16 bytes) per
-// load, 4 loads per thread; missing tokens and columns are zeros.
+// mma_load_x starts copying the activation tile tokens [n0, n0+BN) x cols
+// [k0, k0+BK) of x16 [n][cols] into sx [BN][MMA_LDS]: 8 halves (16 bytes)
+// per copy, 4 per thread; missing tokens and columns are zeros. On sm_80
+// the copies are cp.async (16 bytes, zero-filled when the source size is
+// 0), so they run while the thread decodes its weights; mma_wait_x waits
+// for them.
 __device__ __forceinline__ void mma_load_x(u16* sx, const u16* x16, int n, int cols, int n0, int k0) {
     const int cpr = MMA_BK / 8; // 16-byte chunks per tile row
 #pragma unroll
@@ -233,10 +237,22 @@ __device__ __forceinline__ void mma_load_x(u16* sx, const u16* x16, int n, int c
         int i = threadIdx.x + p * MMA_THREADS;
         int t = i / cpr, c = i % cpr;
         int gt = n0 + t, k = k0 + 8 * c;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (gt < n && k < cols) v = *(const uint4*)(x16 + (u64)gt * cols + k);
-        *(uint4*)(sx + t * MMA_LDS + 8 * c) = v;
+        bool in = gt < n && k < cols;
+        const u16* src = in ? x16 + (u64)gt * cols + k : x16;
+#if MMA_SM80
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(sx + t * MMA_LDS + 8 * c)),
+                     "l"(src), "r"(in ? 16 : 0)
+                     : "memory");
+#else
+        *(uint4*)(sx + t * MMA_LDS + 8 * c) = in ? *(const uint4*)src : make_uint4(0, 0, 0, 0);
+#endif
     }
+}
+
+__device__ __forceinline__ void mma_wait_x() {
+#if MMA_SM80
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
 }
 
 template <class T>
@@ -266,8 +282,9 @@ __device__ void gemm_mma(const u8* W, u64 rowBytes, const u16* x16, float* y, in
     u32 bRow = smem_addr(sx + (wn + lr + 8 * (lm >> 1)) * MMA_LDS + 8 * (lm & 1));
 
     for (int k0 = 0; k0 < cols; k0 += MMA_BK) {
-        mma_load_w<T>(sw, W, rowBytes, rows, cols, m0, k0);
         mma_load_x(sx, x16, n, cols, n0, k0);
+        mma_load_w<T>(sw, W, rowBytes, rows, cols, m0, k0);
+        mma_wait_x();
         __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < MMA_BK; kk += 16) {
