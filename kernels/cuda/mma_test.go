@@ -26,7 +26,7 @@ const (
 // Every kernel of ops_mma.go is launched by the signature test.
 func init() {
 	for typ := range mmaKernels {
-		w := Weight{Type: typ, Rows: 200, Cols: 256, Ptr: 1}
+		w := Weight{Type: typ, Rows: 200, Cols: 256, Ptr: 256}
 		sigOps = append(sigOps, func(s *Stream) error { return s.GemmMMA(3, w, 2, 130) })
 	}
 	sigOps = append(sigOps, func(s *Stream) error { return s.ToBF16(1, 2, 100) })
@@ -513,7 +513,7 @@ func TestMatMulMMALaunches(t *testing.T) {
 	}
 	for _, tc := range tests {
 		got = nil
-		w := Weight{Type: tc.typ, Rows: tc.rows, Cols: 256, Ptr: 1}
+		w := Weight{Type: tc.typ, Rows: tc.rows, Cols: 256, Ptr: 256}
 		if err := d.Do(func(s *Stream) error { return s.MatMul(2, w, 3, tc.n) }); err != nil {
 			t.Fatal(err)
 		}
@@ -531,6 +531,11 @@ func TestMatMulMMALaunches(t *testing.T) {
 				t.Errorf("MatMul dequantizes the whole matrix: %v", l)
 			}
 		}
+	}
+	// The tile decoders' 16-byte loads need an aligned weight.
+	w := Weight{Type: ggml.TypeQ4_K, Rows: 128, Cols: 256, Ptr: 256 + 2}
+	if err := d.Do(func(s *Stream) error { return s.GemmMMA(2, w, 3, 128) }); err == nil || !strings.Contains(err.Error(), "aligned") {
+		t.Errorf("misaligned weight: %v", err)
 	}
 }
 

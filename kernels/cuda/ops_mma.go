@@ -66,6 +66,7 @@ func act16Bytes(n, cols int) uint64 { return uint64(n) * uint64(cols) * 2 }
 // GemmMMA computes y [n][w.Rows] = x [n][w.Cols] · Wᵀ on tensor cores: x is
 // rounded to F16 once into the "gemm_x16" scratch, then gemm_mma_<type>
 // decodes W tile by tile into shared memory as F16 and accumulates in f32.
+// It needs sm_80 and W at a 16-byte aligned address (as Alloc returns).
 func (s *Stream) GemmMMA(y DevPtr, w Weight, x DevPtr, n int) error {
 	k, ok := mmaKernels[w.Type]
 	if !ok {
@@ -76,6 +77,9 @@ func (s *Stream) GemmMMA(y DevPtr, w Weight, x DevPtr, n int) error {
 	}
 	if cc := s.info.CC(); cc < mmaMinCC {
 		return fmt.Errorf("cuda: tensor-core GEMM needs sm_%d, device is sm_%d", mmaMinCC, cc)
+	}
+	if w.Ptr%16 != 0 { // the tile decoders make 16-byte loads (Alloc gives 256-byte alignment)
+		return fmt.Errorf("cuda: tensor-core GEMM needs 16-byte aligned weights, %s weight at %#x", w.Type, uint64(w.Ptr))
 	}
 	if n <= 0 {
 		return nil
