@@ -483,8 +483,8 @@ func TestMatMulRoute(t *testing.T) {
 }
 
 // MatMul's launches on the fake driver (no cuBLAS): the quantized GEMM
-// converts x to F16 once and covers every row and token with its grid; no
-// launch dequantizes a whole weight matrix.
+// converts x to F16 once and covers every row and token with its grid;
+// nothing else runs (no pass over the whole weight matrix).
 func TestMatMulMMALaunches(t *testing.T) {
 	type launch struct {
 		k           kernelName
@@ -525,11 +525,6 @@ func TestMatMulMMALaunches(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s n=%d: launches %v, want %v", tc.typ, tc.n, got, tc.want)
-		}
-		for _, l := range got {
-			if strings.HasPrefix(string(l.k), "dequant_f16_") {
-				t.Errorf("MatMul dequantizes the whole matrix: %v", l)
-			}
 		}
 	}
 	// The tile decoders' 16-byte loads need an aligned weight.

@@ -243,16 +243,6 @@ func (s *Stream) GetRows(out DevPtr, w Weight, ids DevPtr, n int) error {
 	return s.launch(tk.getRows, D1(n), D1(256), 0, P(w.Ptr), U64(uint64(w.RowBytes())), P(ids), P(out), I(n), I(w.Rows), I(w.Cols))
 }
 
-// DequantF16 writes W as F16 [Rows][Cols] to out.
-func (s *Stream) DequantF16(out DevPtr, w Weight) error {
-	tk, err := checkWeight(w.Type, w.Rows, w.Cols)
-	if err != nil {
-		return err
-	}
-	units := w.Rows * (w.Cols / tk.unit)
-	return s.launch(tk.dequantF16, D1(blocks(units, 256)), D1(256), 0, P(w.Ptr), U64(uint64(w.RowBytes())), P(out), I(w.Rows), I(w.Cols))
-}
-
 // ToF16 converts n float32 values at x to F16 at y.
 func (s *Stream) ToF16(y, x DevPtr, n int) error {
 	return s.launch(kF32ToF16, D1(blocks(n, 256)), D1(256), 0, P(x), P(y), U64(uint64(n)))

@@ -65,7 +65,6 @@ func TestLaunchArgumentsMatchSignatures(t *testing.T) {
 		ops = append(ops,
 			func(s *Stream) error { return s.Gemv(1, w, 2, 3) },
 			func(s *Stream) error { return s.GetRows(1, w, 2, 3) },
-			func(s *Stream) error { return s.DequantF16(1, w) },
 		)
 	}
 	ops = append(ops, sigOps...)

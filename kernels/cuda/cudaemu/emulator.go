@@ -81,7 +81,7 @@ func Emulated(kernel string) bool {
 	if _, ok := lookupTwin(kernel); ok {
 		return true
 	}
-	for _, p := range []string{"gemv_", "get_rows_", "dequant_f16_"} {
+	for _, p := range []string{"gemv_", "get_rows_"} {
 		if strings.HasPrefix(kernel, p) {
 			_, ok := suffixTypes[strings.TrimPrefix(kernel, p)]
 			return ok
@@ -306,15 +306,6 @@ func (e *emulator) exec(mem *cuda.FakeMemory, k string, grid, block cuda.Dim3, s
 			} else {
 				clear(o)
 			}
-		}
-	case strings.HasPrefix(k, "dequant_f16_"):
-		typ := typeOf(k, "dequant_f16_")
-		W, rb, out := view[byte](e, a[0].Ptr()), a[1].Uint(), view[uint16](e, a[2].Ptr())
-		rows, cols := a[3].Int(), a[4].Int()
-		row := make([]float32, cols)
-		for r := 0; r < rows; r++ {
-			cpu.Dequantize(typ, W[r*rb:(r+1)*rb], row)
-			cpu.StoreRowF16(out[r*cols:(r+1)*cols], row)
 		}
 	default:
 		return fmt.Errorf("emulator: kernel %s not emulated", k)
