@@ -356,3 +356,58 @@ func TestPrefillTilesMMA(t *testing.T) {
 		t.Fatal("MMAPrefillSupports: head dims 64 and 128 only")
 	}
 }
+
+// TestGPUAttnPrefillMMA runs attn_prefill_mma on the device (skips without
+// one) against its twin (the same roundings: differences of float32
+// summation order, which may move a weight by one F16 step) and against the
+// float32 reference (the F16 bound).
+func TestGPUAttnPrefillMMA(t *testing.T) {
+	d := gpu(t)
+	rng := rand.New(rand.NewPCG(47, 48))
+	for _, sh := range faShapes() {
+		t.Run(sh.name, func(t *testing.T) {
+			c := newFACase(rng, sh.Hq, sh.Hk, sh.D, sh.page, sh.lens, sh.runs)
+			got := c.runDevice(t, d)
+			w1, m1 := maxDiff(got, c.ref(t))
+			w2, m2 := maxDiff(got, c.reference())
+			t.Logf("vs twin: max %.3g mean %.3g; vs float32 reference: max %.3g mean %.3g", w1, m1, w2, m2)
+			if w1 > 5e-4 || m1 > 2e-6 {
+				t.Errorf("device vs twin: max %.3g mean %.3g", w1, m1)
+			}
+			if w2 > faRefMax || m2 > faRefMean {
+				t.Errorf("device vs float32 reference: max %.3g mean %.3g", w2, m2)
+			}
+		})
+	}
+}
+
+// runDevice computes the case's attention with AttnPrefillMMA on d.
+func (c faCase) runDevice(t *testing.T, d *Device) []float32 {
+	out := make([]float32, len(c.q))
+	for i := range out {
+		out[i] = float32(math.NaN())
+	}
+	do(t, d, func(s *Stream) error {
+		var ptrs []DevPtr
+		defer func() {
+			for _, p := range ptrs {
+				s.Free(p)
+			}
+		}()
+		up := func(v []byte) DevPtr {
+			p, _ := s.Alloc(uint64(max(4, len(v))))
+			s.Upload(p, v)
+			ptrs = append(ptrs, p)
+			return p
+		}
+		st, ln := PrefillTilesMMA(c.seq, c.pos, c.a)
+		kc, vc, tables := up(bytesOf(c.kc)), up(bytesOf(c.vc)), up(bytesOf(c.tables))
+		seq, np, sp, lp := up(bytesOf(c.seq)), up(bytesOf(c.npos)), up(bytesOf(st)), up(bytesOf(ln))
+		qp, op := up(bytesOf(c.q)), up(bytesOf(out))
+		if err := s.AttnPrefillMMA(op, qp, kc, vc, tables, seq, np, sp, lp, len(st), c.a); err != nil {
+			return err
+		}
+		return s.DownloadF32(out, op)
+	})
+	return out
+}

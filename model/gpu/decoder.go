@@ -105,6 +105,11 @@ type Decoder struct {
 	// stride and attention split count (powers of two for Forward; Greedy
 	// uses the context's), captured at the first step of each.
 	UseGraphs bool
+	// ScalarPrefill keeps prefill attention on the scalar attn_prefill_f16
+	// kernel (float32 Q and softmax weights) instead of the tensor-core
+	// attn_prefill_mma (F16 Q and weights), which runs for head dims 64 and
+	// 128 otherwise.
+	ScalarPrefill bool
 }
 
 // DecoderBatch is one step: any mix of prompt chunks and decode tokens, as
