@@ -8,8 +8,9 @@ import (
 
 // BenchmarkGPUAttnPrefill: causal prefill attention of one 2048-token
 // prompt with Llama-3-8B heads (32 query heads, 8 KV heads, head dim 128,
-// pages of 16), on tensor cores (attn_prefill_mma, tiles of 16 tokens) and
-// on the scalar kernel (attn_prefill_f16, tiles of 8 tokens). It reports
+// pages of 16), on tensor cores (attn_prefill_mma, tiles of 16 tokens;
+// split: hi+lo F16 pairs as the decoder runs it, f16: plain F16 Q and P)
+// and on the scalar kernel (attn_prefill_f16, tiles of 8 tokens). It reports
 // TFLOPS counting 4·D flops per (query head, key) pair the mask keeps
 // (Q·Kᵀ and P·V) and the time per launch.
 func BenchmarkGPUAttnPrefill(b *testing.B) {
@@ -26,9 +27,9 @@ func BenchmarkGPUAttnPrefill(b *testing.B) {
 	}
 	flops := 4 * float64(D) * Hq * float64(T) * float64(T+1) / 2
 	for _, k := range []struct {
-		name string
-		mma  bool
-	}{{"kernel=mma", true}, {"kernel=f16", false}} {
+		name       string
+		mma, split bool
+	}{{"kernel=mma-split", true, true}, {"kernel=mma-f16", true, false}, {"kernel=f16", false, false}} {
 		b.Run(k.name, func(b *testing.B) {
 			var el time.Duration
 			do(b, d, func(s *Stream) error {
@@ -64,7 +65,9 @@ func BenchmarkGPUAttnPrefill(b *testing.B) {
 				launch := s.AttnPrefill
 				if k.mma {
 					st, ln = PrefillTilesMMA(c.seq, c.pos, c.a)
-					launch = s.AttnPrefillMMA
+					launch = func(out, q, kc, vc, tables, seq, npos, ts, tl DevPtr, n int, a AttnParams) error {
+						return s.AttnPrefillMMA(out, q, kc, vc, tables, seq, npos, ts, tl, n, a, k.split)
+					}
 				}
 				sp, _ := up(bytesOf(st))
 				lp, err := up(bytesOf(ln))

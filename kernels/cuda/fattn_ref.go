@@ -9,11 +9,12 @@ import (
 
 // AttnPrefillMMARef computes on the host what attn_prefill_mma computes:
 // per tile and KV head, each query row (token tileStart + r/G, head kh*G +
-// r%G) rounded to F16, scores s = (q·k)·scale·log2(e) in float32 over the
-// F16 keys, then for every chunk of MMAKeys positions the online softmax of
-// the kernel: m' = max(m, max s), l = l·2^(m-m') + Σ p, o = o·2^(m-m') +
-// Σ p·v with p = 2^(s-m') rounded to F16; out = o / l. Positions at or
-// beyond a row's npos are masked.
+// r%G) rounded to F16 (with split: hi + lo, hi = f16(x), lo = f16(x-hi)),
+// scores s = (q·k)·scale·log2(e) in float32 over the F16 keys, then for
+// every chunk of MMAKeys positions the online softmax of the kernel:
+// m' = max(m, max s), l = l·2^(m-m') + Σ p, o = o·2^(m-m') + Σ p·v with
+// p = 2^(s-m') rounded the same way; out = o / l. Positions at or beyond a
+// row's npos are masked.
 //
 // It differs from the kernel only in summation order (the tensor cores'
 // f32 accumulation order is not specified; here dot products are summed in
@@ -22,14 +23,14 @@ import (
 // of AttnPrefillMMA: q, out [T][Heads][HeadDim]; kc, vc [slots][KVHeads*
 // HeadDim] F16; tables [nseq][MaxPages]; seq, npos [T]; tileStart,
 // tileLen [ntiles].
-func AttnPrefillMMARef(out, q []float32, kc, vc []uint16, tables, seq, npos, tileStart, tileLen []int32, a AttnParams) error {
+func AttnPrefillMMARef(out, q []float32, kc, vc []uint16, tables, seq, npos, tileStart, tileLen []int32, a AttnParams, split bool) error {
 	if err := a.check(); err != nil {
 		return err
 	}
 	G, D, Hq, Hk := a.Heads/a.KVHeads, a.HeadDim, a.Heads, a.KVHeads
 	sl := a.Scale * float32(math.Log2E)
 	var kf, vf []float32
-	qh := make([]float32, D)
+	qh := make([]float64, D)
 	o := make([]float32, D)
 	s := make([]float32, MMAKeys)
 	for tile := range tileStart {
@@ -64,7 +65,7 @@ func AttnPrefillMMARef(out, q []float32, kc, vc []uint16, tables, seq, npos, til
 				rn := int(npos[t])
 				qrow := q[(t*Hq+h)*D : (t*Hq+h+1)*D]
 				for d := range qh {
-					qh[d] = cpu.F16ToF32(cpu.F32ToF16(qrow[d]))
+					qh[d] = splitF16(qrow[d], split)
 				}
 				clear(o)
 				m, l := float32(math.Inf(-1)), float32(0)
@@ -75,7 +76,7 @@ func AttnPrefillMMARef(out, q []float32, kc, vc []uint16, tables, seq, npos, til
 						kr := kf[(c0+j)*D : (c0+j+1)*D]
 						var dot float64
 						for d, x := range qh {
-							dot += float64(x) * float64(kr[d])
+							dot += x * float64(kr[d])
 						}
 						s[j] = float32(dot) * sl
 						mx = max(mx, s[j])
@@ -86,7 +87,7 @@ func AttnPrefillMMARef(out, q []float32, kc, vc []uint16, tables, seq, npos, til
 						o[d] *= alpha
 					}
 					for j := 0; j < n; j++ {
-						p := cpu.F16ToF32(cpu.F32ToF16(float32(math.Exp2(float64(s[j] - mx)))))
+						p := float32(splitF16(float32(math.Exp2(float64(s[j]-mx))), split))
 						l += p
 						vr := vf[(c0+j)*D : (c0+j+1)*D]
 						for d := range o {
@@ -107,4 +108,14 @@ func AttnPrefillMMARef(out, q []float32, kc, vc []uint16, tables, seq, npos, til
 		}
 	}
 	return nil
+}
+
+// splitF16 is x rounded as attn_prefill_mma carries it: f16(x), plus
+// f16(x - f16(x)) with split (exact in float64).
+func splitF16(x float32, split bool) float64 {
+	hi := cpu.F16ToF32(cpu.F32ToF16(x))
+	if !split {
+		return float64(hi)
+	}
+	return float64(hi) + float64(cpu.F16ToF32(cpu.F32ToF16(x-hi)))
 }

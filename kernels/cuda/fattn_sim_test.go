@@ -142,16 +142,28 @@ func (b *faBlock) load(buf int, cache []uint16, c0 int) {
 	}
 }
 
+// faSplit transliterates fa_split: hi = f16(x), lo = f16(x - hi) or 0.
+func faSplit(x float32, split bool) (hi, lo uint16) {
+	hi = f2h(x)
+	if split {
+		lo = f2h(x - h2f(hi))
+	}
+	return hi, lo
+}
+
 // faQFrags transliterates the Q fragment loads of one warp: A fragments
-// [KT] of rows r0 = 16w+g (regs 0, 2) and r1 = r0+8 (regs 1, 3); qrow(r)
-// returns a query row or nil for padding.
-func faQFrags(D, warp int, qrow func(r int) []float32) [][32][4]uint32 {
-	qa := make([][32][4]uint32, D/16)
-	pair := func(row []float32, c int) uint32 {
+// [KT] of rows r0 = 16w+g (regs 0, 2) and r1 = r0+8 (regs 1, 3), of Q
+// (hi) and of its remainder (lo, zero without split); qrow(r) returns a
+// query row or nil for padding.
+func faQFrags(D, warp int, split bool, qrow func(r int) []float32) (qa, ql [][32][4]uint32) {
+	qa, ql = make([][32][4]uint32, D/16), make([][32][4]uint32, D/16)
+	pair := func(row []float32, c int) (uint32, uint32) {
 		if row == nil {
-			return 0
+			return 0, 0
 		}
-		return packHalves(f2h(row[c]), f2h(row[c+1]))
+		h0, l0 := faSplit(row[c], split)
+		h1, l1 := faSplit(row[c+1], split)
+		return packHalves(h0, h1), packHalves(l0, l1)
 	}
 	for lane := 0; lane < 32; lane++ {
 		g, c := lane>>2, lane&3
@@ -159,10 +171,15 @@ func faQFrags(D, warp int, qrow func(r int) []float32) [][32][4]uint32 {
 		q0, q1 := qrow(r0), qrow(r0+8)
 		for k := 0; k < D/16; k++ {
 			col := k*16 + 2*c
-			qa[k][lane] = [4]uint32{pair(q0, col), pair(q1, col), pair(q0, col+8), pair(q1, col+8)}
+			for i, src := range [4]struct {
+				row []float32
+				col int
+			}{{q0, col}, {q1, col}, {q0, col + 8}, {q1, col + 8}} {
+				qa[k][lane][i], ql[k][lane][i] = pair(src.row, src.col)
+			}
 		}
 	}
-	return qa
+	return qa, ql
 }
 
 // faKAddr and faVAddr transliterate kaddr and vaddr (in halves, relative
@@ -178,8 +195,9 @@ func faVAddr(lane, KS int) int {
 }
 
 // faScores transliterates S = Q·Kᵀ of one warp over the K buffer: s [ST]
-// accumulator tiles (keys 8j..8j+7 of the chunk).
-func faScores(b *faBlock, qa [][32][4]uint32) [][32][4]float32 {
+// accumulator tiles (keys 8j..8j+7 of the chunk); ql, when not nil, is
+// the remainder of Q (split).
+func faScores(b *faBlock, qa, ql [][32][4]uint32) [][32][4]float32 {
 	s := make([][32][4]float32, faKC/8)
 	for k := 0; k < b.D/16; k++ {
 		for j := 0; j < faKC/16; j++ {
@@ -196,13 +214,19 @@ func faScores(b *faBlock, qa [][32][4]uint32) [][32][4]float32 {
 			qk := qa[k]
 			ptxMMA16816(&s[2*j], &qk, &b0)
 			ptxMMA16816(&s[2*j+1], &qk, &b1)
+			if ql != nil {
+				lk := ql[k]
+				ptxMMA16816(&s[2*j], &lk, &b0)
+				ptxMMA16816(&s[2*j+1], &lk, &b1)
+			}
 		}
 	}
 	return s
 }
 
-// faPV transliterates O += P·V of one warp over the V buffer.
-func faPV(b *faBlock, pa [][32][4]uint32, o [][32][4]float32) {
+// faPV transliterates O += P·V of one warp over the V buffer; pl, when not
+// nil, is the remainder of P (split).
+func faPV(b *faBlock, pa, pl [][32][4]uint32, o [][32][4]float32) {
 	for k := 0; k < faKC/16; k++ {
 		for j := 0; j < b.D/16; j++ {
 			var addr [32]int
@@ -218,6 +242,11 @@ func faPV(b *faBlock, pa [][32][4]uint32, o [][32][4]float32) {
 			pk := pa[k]
 			ptxMMA16816(&o[2*j], &pk, &b0)
 			ptxMMA16816(&o[2*j+1], &pk, &b1)
+			if pl != nil {
+				lk := pl[k]
+				ptxMMA16816(&o[2*j], &lk, &b0)
+				ptxMMA16816(&o[2*j+1], &lk, &b1)
+			}
 		}
 	}
 }
@@ -236,9 +265,13 @@ func faPFrags(p [][32][4]uint16) [][32][4]uint32 {
 }
 
 // simAttnPrefillMMA runs attn_prefill_mma's grid (ntiles, Hk) block by
-// block, warp by warp and lane by lane, as kernels/fattn.cu does.
+// block (blocks share nothing, so their order, which the kernel reverses,
+// does not matter), warp by warp and lane by lane, as kernels/fattn.cu
+// does. A sequential simulation cannot check the placement of
+// __syncthreads and cp.async waits; it follows the kernel's order of
+// loads and reads.
 func simAttnPrefillMMA(out, q []float32, kc, vc []uint16, tables []int32, maxPages int, seq, npos, tileStart, tileLen []int32,
-	Hq, Hk, D, pageSize int, scale float32) (loads, zeros int) {
+	Hq, Hk, D, pageSize int, scale float32, split bool) (loads, zeros int) {
 	KS, NT := D+8, D/8
 	for tile := range tileStart {
 		for kh := 0; kh < Hk; kh++ {
@@ -263,10 +296,10 @@ func simAttnPrefillMMA(out, q []float32, kc, vc []uint16, tables []int32, maxPag
 				active bool
 				wlast  int
 				n      [32][2]int
-				qa     [][32][4]uint32
+				qa, ql [][32][4]uint32
 				m, l   [32][2]float32
 				o      [][32][4]float32
-				pa     [][32][4]uint32
+				pa, pl [][32][4]uint32
 			}
 			ws := make([]warpState, 4)
 			sl := scale * float32(math.Log2E)
@@ -280,7 +313,10 @@ func simAttnPrefillMMA(out, q []float32, kc, vc []uint16, tables []int32, maxPag
 					st.n[lane] = [2]int{int(npos[t0+min(r0/G, nt-1)]), int(npos[t0+min((r0+8)/G, nt-1)])}
 					st.m[lane] = [2]float32{float32(math.Inf(-1)), float32(math.Inf(-1))}
 				}
-				st.qa = faQFrags(D, w, qrow)
+				st.qa, st.ql = faQFrags(D, w, split, qrow)
+				if !split {
+					st.ql = nil
+				}
 				st.o = make([][32][4]float32, NT)
 			}
 			b.load(b.ksb, kc, 0)
@@ -291,7 +327,7 @@ func simAttnPrefillMMA(out, q []float32, kc, vc []uint16, tables []int32, maxPag
 					if !(st.active && c0 < st.wlast) {
 						continue
 					}
-					s := faScores(b, st.qa)
+					s := faScores(b, st.qa, st.ql)
 					var mx [32][2]float32
 					for lane := 0; lane < 32; lane++ {
 						c := lane & 3
@@ -316,7 +352,7 @@ func simAttnPrefillMMA(out, q []float32, kc, vc []uint16, tables []int32, maxPag
 							}
 						}
 					}
-					p := make([][32][4]uint16, len(s))
+					p, lo := make([][32][4]uint16, len(s)), make([][32][4]uint16, len(s))
 					for lane := 0; lane < 32; lane++ {
 						var base, alpha [2]float32
 						for h := 0; h < 2; h++ {
@@ -336,12 +372,15 @@ func simAttnPrefillMMA(out, q []float32, kc, vc []uint16, tables []int32, maxPag
 						}
 						for j := range s {
 							for e := 0; e < 4; e++ {
-								p[j][lane][e] = f2h(exp2f(s[j][lane][e] - base[e>>1]))
-								st.l[lane][e>>1] += h2f(p[j][lane][e])
+								p[j][lane][e], lo[j][lane][e] = faSplit(exp2f(s[j][lane][e]-base[e>>1]), split)
+								st.l[lane][e>>1] += h2f(p[j][lane][e]) + h2f(lo[j][lane][e])
 							}
 						}
 					}
-					st.pa = faPFrags(p)
+					st.pa, st.pl = faPFrags(p), nil
+					if split {
+						st.pl = faPFrags(lo)
+					}
 				}
 				if c0+faKC < b.last {
 					b.load(b.ksb, kc, c0+faKC)
@@ -349,7 +388,7 @@ func simAttnPrefillMMA(out, q []float32, kc, vc []uint16, tables []int32, maxPag
 				for w := range ws {
 					st := &ws[w]
 					if st.active && c0 < st.wlast {
-						faPV(b, st.pa, st.o)
+						faPV(b, st.pa, st.pl, st.o)
 					}
 				}
 			}

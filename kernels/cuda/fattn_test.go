@@ -92,11 +92,11 @@ func (c faCase) referenceWith(fast bool) []float32 {
 	return out
 }
 
-func (c faCase) ref(t *testing.T) []float32 {
+func (c faCase) ref(t *testing.T, split bool) []float32 {
 	t.Helper()
 	st, ln := PrefillTilesMMA(c.seq, c.pos, c.a)
 	out := make([]float32, len(c.q))
-	if err := AttnPrefillMMARef(out, c.q, c.kc, c.vc, c.tables, c.seq, c.npos, st, ln, c.a); err != nil {
+	if err := AttnPrefillMMARef(out, c.q, c.kc, c.vc, c.tables, c.seq, c.npos, st, ln, c.a, split); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -117,11 +117,23 @@ func maxDiff(a, b []float32) (worst, mean float64) {
 
 // F16 Q and P against the float32 reference: with |v| ~ N(0,1) values and
 // queries of scale 2, an output moves by at most a few 1e-3 (relative F16
-// rounding 2^-11 on q, hence on the scores, and on every weight p).
+// rounding 2^-11 on q, hence on the scores, and on every weight p). With
+// split (hi+lo pairs, 2^-22) the outputs stay within float32 noise.
 const (
 	faRefMax  = 4e-3
 	faRefMean = 2.5e-4
+	// split
+	faSplitMax  = 1e-5
+	faSplitMean = 3e-7
 )
+
+// faBounds returns the bounds against the float32 reference.
+func faBounds(split bool) (float64, float64) {
+	if split {
+		return faSplitMax, faSplitMean
+	}
+	return faRefMax, faRefMean
+}
 
 type faShape struct {
 	name            string
@@ -149,29 +161,31 @@ func faShapes() []faShape {
 func TestAttnPrefillMMATranslit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	for _, sh := range faShapes() {
-		t.Run(sh.name, func(t *testing.T) {
-			c := newFACase(rng, sh.Hq, sh.Hk, sh.D, sh.page, sh.lens, sh.runs)
-			st, ln := PrefillTilesMMA(c.seq, c.pos, c.a)
-			got := make([]float32, len(c.q))
-			for i := range got {
-				got[i] = float32(math.NaN()) // every output must be written
-			}
-			loads, zeros := simAttnPrefillMMA(got, c.q, c.kc, c.vc, c.tables, c.a.MaxPages, c.seq, c.npos, st, ln,
-				sh.Hq, sh.Hk, sh.D, sh.page, c.a.Scale)
-			if loads == 0 || zeros == loads {
-				t.Fatalf("%d copies, %d zero-filled", loads, zeros)
-			}
-			twin := c.ref(t)
-			w1, m1 := maxDiff(got, twin)
-			w2, m2 := maxDiff(got, c.reference())
-			t.Logf("vs twin: max %.3g mean %.3g; vs float32 reference: max %.3g mean %.3g", w1, m1, w2, m2)
-			if w, m := w1, m1; w > 5e-4 || m > 2e-6 {
-				t.Errorf("transliteration vs twin: max %.3g mean %.3g", w, m)
-			}
-			if w, m := w2, m2; w > faRefMax || m > faRefMean {
-				t.Errorf("transliteration vs float32 reference: max %.3g mean %.3g (bounds %g, %g)", w, m, faRefMax, faRefMean)
-			}
-		})
+		c := newFACase(rng, sh.Hq, sh.Hk, sh.D, sh.page, sh.lens, sh.runs)
+		want := c.reference()
+		for _, split := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/split=%v", sh.name, split), func(t *testing.T) {
+				st, ln := PrefillTilesMMA(c.seq, c.pos, c.a)
+				got := make([]float32, len(c.q))
+				for i := range got {
+					got[i] = float32(math.NaN()) // every output must be written
+				}
+				loads, zeros := simAttnPrefillMMA(got, c.q, c.kc, c.vc, c.tables, c.a.MaxPages, c.seq, c.npos, st, ln,
+					sh.Hq, sh.Hk, sh.D, sh.page, c.a.Scale, split)
+				if loads == 0 || zeros == loads {
+					t.Fatalf("%d copies, %d zero-filled", loads, zeros)
+				}
+				w1, m1 := maxDiff(got, c.ref(t, split))
+				w2, m2 := maxDiff(got, want)
+				t.Logf("vs twin: max %.3g mean %.3g; vs float32 reference: max %.3g mean %.3g", w1, m1, w2, m2)
+				if w1 > 5e-4 || m1 > 2e-6 {
+					t.Errorf("transliteration vs twin: max %.3g mean %.3g", w1, m1)
+				}
+				if bw, bm := faBounds(split); w2 > bw || m2 > bm {
+					t.Errorf("transliteration vs float32 reference: max %.3g mean %.3g (bounds %g, %g)", w2, m2, bw, bm)
+				}
+			})
+		}
 	}
 }
 
@@ -185,21 +199,28 @@ func TestAttnPrefillMMARef(t *testing.T) {
 		faShape{"gqa4 d64 page64 three sequences", false, 8, 2, 64, 64, []int{300, 5, 129}, []faRun{{2, 0, 129}, {0, 0, 300}, {1, 4, 5}}},
 	)
 	for _, sh := range shapes {
-		t.Run(sh.name, func(t *testing.T) {
-			c := newFACase(rng, sh.Hq, sh.Hk, sh.D, sh.page, sh.lens, sh.runs)
-			want := c.referenceWith(sh.fast)
-			got := c.ref(t)
-			w, m := maxDiff(got, want)
-			t.Logf("vs float32 reference: max %.3g mean %.3g", w, m)
-			if w > faRefMax || m > faRefMean {
-				t.Errorf("twin vs float32 reference: max %.3g mean %.3g (bounds %g, %g)", w, m, faRefMax, faRefMean)
-			}
-			// The F16 rounding is really there: the twin is not the
-			// float32 computation.
-			if w == 0 {
-				t.Error("twin equals the float32 reference exactly: no F16 rounding of Q and P")
-			}
-		})
+		c := newFACase(rng, sh.Hq, sh.Hk, sh.D, sh.page, sh.lens, sh.runs)
+		want := c.referenceWith(sh.fast)
+		var f16Err float64
+		for _, split := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/split=%v", sh.name, split), func(t *testing.T) {
+				w, m := maxDiff(c.ref(t, split), want)
+				t.Logf("vs float32 reference: max %.3g mean %.3g", w, m)
+				if bw, bm := faBounds(split); w > bw || m > bm {
+					t.Errorf("twin vs float32 reference: max %.3g mean %.3g (bounds %g, %g)", w, m, bw, bm)
+				}
+				// The F16 rounding is really there, and split really
+				// removes most of it.
+				if !split {
+					f16Err = m
+					if w == 0 {
+						t.Error("twin equals the float32 reference exactly: no F16 rounding of Q and P")
+					}
+				} else if m > f16Err/20 {
+					t.Errorf("split mean error %.3g, F16 %.3g: the remainders are not applied", m, f16Err)
+				}
+			})
+		}
 	}
 }
 
@@ -228,8 +249,8 @@ func TestMMAFragmentLayoutsWarpSim(t *testing.T) {
 			for r := range Q {
 				Q[r] = randF32(rng, D, 1)
 			}
-			qa := faQFrags(D, warp, func(r int) []float32 { return Q[r] })
-			s := faScores(b, qa)
+			qa, _ := faQFrags(D, warp, false, func(r int) []float32 { return Q[r] })
+			s := faScores(b, qa, nil)
 			// S in accumulator layout: tile j, lane, element e -> row
 			// 16·warp + g + 8(e>>1), key 8j + 2c + (e&1).
 			for j := range s {
@@ -264,7 +285,7 @@ func TestMMAFragmentLayoutsWarpSim(t *testing.T) {
 			}
 			check := func(b *faBlock) error {
 				o := make([][32][4]float32, D/8)
-				faPV(b, faPFrags(p), o)
+				faPV(b, faPFrags(p), nil, o)
 				for j := range o {
 					for lane := 0; lane < 32; lane++ {
 						for e := 0; e < 4; e++ {
@@ -365,24 +386,27 @@ func TestGPUAttnPrefillMMA(t *testing.T) {
 	d := gpu(t)
 	rng := rand.New(rand.NewPCG(47, 48))
 	for _, sh := range faShapes() {
-		t.Run(sh.name, func(t *testing.T) {
-			c := newFACase(rng, sh.Hq, sh.Hk, sh.D, sh.page, sh.lens, sh.runs)
-			got := c.runDevice(t, d)
-			w1, m1 := maxDiff(got, c.ref(t))
-			w2, m2 := maxDiff(got, c.reference())
-			t.Logf("vs twin: max %.3g mean %.3g; vs float32 reference: max %.3g mean %.3g", w1, m1, w2, m2)
-			if w1 > 5e-4 || m1 > 2e-6 {
-				t.Errorf("device vs twin: max %.3g mean %.3g", w1, m1)
-			}
-			if w2 > faRefMax || m2 > faRefMean {
-				t.Errorf("device vs float32 reference: max %.3g mean %.3g", w2, m2)
-			}
-		})
+		c := newFACase(rng, sh.Hq, sh.Hk, sh.D, sh.page, sh.lens, sh.runs)
+		want := c.reference()
+		for _, split := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/split=%v", sh.name, split), func(t *testing.T) {
+				got := c.runDevice(t, d, split)
+				w1, m1 := maxDiff(got, c.ref(t, split))
+				w2, m2 := maxDiff(got, want)
+				t.Logf("vs twin: max %.3g mean %.3g; vs float32 reference: max %.3g mean %.3g", w1, m1, w2, m2)
+				if w1 > 5e-4 || m1 > 2e-6 {
+					t.Errorf("device vs twin: max %.3g mean %.3g", w1, m1)
+				}
+				if bw, bm := faBounds(split); w2 > bw || m2 > bm {
+					t.Errorf("device vs float32 reference: max %.3g mean %.3g (bounds %g, %g)", w2, m2, bw, bm)
+				}
+			})
+		}
 	}
 }
 
 // runDevice computes the case's attention with AttnPrefillMMA on d.
-func (c faCase) runDevice(t *testing.T, d *Device) []float32 {
+func (c faCase) runDevice(t *testing.T, d *Device, split bool) []float32 {
 	out := make([]float32, len(c.q))
 	for i := range out {
 		out[i] = float32(math.NaN())
@@ -404,7 +428,7 @@ func (c faCase) runDevice(t *testing.T, d *Device) []float32 {
 		kc, vc, tables := up(bytesOf(c.kc)), up(bytesOf(c.vc)), up(bytesOf(c.tables))
 		seq, np, sp, lp := up(bytesOf(c.seq)), up(bytesOf(c.npos)), up(bytesOf(st)), up(bytesOf(ln))
 		qp, op := up(bytesOf(c.q)), up(bytesOf(out))
-		if err := s.AttnPrefillMMA(op, qp, kc, vc, tables, seq, np, sp, lp, len(st), c.a); err != nil {
+		if err := s.AttnPrefillMMA(op, qp, kc, vc, tables, seq, np, sp, lp, len(st), c.a, split); err != nil {
 			return err
 		}
 		return s.DownloadF32(out, op)

@@ -43,12 +43,15 @@ func PrefillTilesMMA(seq, pos []int32, a AttnParams) (start, length []int32) {
 // [MMAKeys][HeadDim+8] F16.
 func mmaShared(a AttnParams) int { return 2 * MMAKeys * (a.HeadDim + 8) * 2 }
 
-// AttnPrefillMMA computes what AttnPrefill computes, on tensor cores, with
-// Q and the softmax weights P rounded to F16 (f32 accumulation, f32
-// softmax statistics): out [T][Heads][HeadDim] f32 from q [T][Heads]
-// [HeadDim] f32 over the paged F16 cache kc, vc [slots][KVHeads*HeadDim].
-// tileStart, tileLen: [ntiles] int32 (device) from PrefillTilesMMA.
-func (s *Stream) AttnPrefillMMA(out, q, kc, vc, tables, seq, npos, tileStart, tileLen DevPtr, ntiles int, a AttnParams) error {
+// AttnPrefillMMA computes what AttnPrefill computes, on tensor cores (f32
+// accumulation, f32 softmax statistics): out [T][Heads][HeadDim] f32 from
+// q [T][Heads][HeadDim] f32 over the paged F16 cache kc, vc [slots]
+// [KVHeads*HeadDim]. tileStart, tileLen: [ntiles] int32 (device) from
+// PrefillTilesMMA. With split, Q and the softmax weights P are carried as
+// hi+lo F16 pairs (two products each: float32 precision, what the decode
+// kernel computes within float32 rounding); without, they are rounded to
+// F16 (half the tensor-core work, relative error about 2^-11).
+func (s *Stream) AttnPrefillMMA(out, q, kc, vc, tables, seq, npos, tileStart, tileLen DevPtr, ntiles int, a AttnParams, split bool) error {
 	if !MMAPrefillSupports(a) {
 		if err := a.check(); err != nil {
 			return err
@@ -57,5 +60,5 @@ func (s *Stream) AttnPrefillMMA(out, q, kc, vc, tables, seq, npos, tileStart, ti
 	}
 	return s.launch(kAttnPrefillMMA, Dim3{uint32(ntiles), uint32(a.KVHeads), 1}, D1(128), uint32(mmaShared(a)),
 		P(q), P(kc), P(vc), P(tables), I(a.MaxPages), P(seq), P(npos), P(tileStart), P(tileLen),
-		I(a.Heads), I(a.KVHeads), I(a.HeadDim), I(a.PageSize), F(a.Scale), P(out))
+		I(a.Heads), I(a.KVHeads), I(a.HeadDim), I(a.PageSize), F(a.Scale), I(b2i(split)), P(out))
 }

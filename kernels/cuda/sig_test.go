@@ -50,7 +50,7 @@ func TestLaunchArgumentsMatchSignatures(t *testing.T) {
 		func(s *Stream) error { return s.Rope(1, 2, 3, r) },
 		func(s *Stream) error { return s.AttnDecode(1, 2, 3, 4, 5, 6, 7, 3, 40, a) },
 		func(s *Stream) error { return s.AttnPrefill(1, 2, 3, 4, 5, 6, 7, 8, 9, 2, a) },
-		func(s *Stream) error { return s.AttnPrefillMMA(1, 2, 3, 4, 5, 6, 7, 8, 9, 2, a) },
+		func(s *Stream) error { return s.AttnPrefillMMA(1, 2, 3, 4, 5, 6, 7, 8, 9, 2, a, true) },
 		func(s *Stream) error { return s.ToF16(1, 2, 100) },
 		func(s *Stream) error { return s.Argmax(1, 2, 3, 1000) },
 		func(s *Stream) error { return s.SampleTopKTopP(1, 2, 3, 4, 5, 6, 2, 1000) },

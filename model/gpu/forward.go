@@ -276,7 +276,7 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 		var err error
 		switch {
 		case prefill && mma:
-			err = s.AttnPrefillMMA(m.a, m.q, kc, vc, m.tables, m.seq, m.npos, m.tstart, m.tlen, len(hb.tstart), ap)
+			err = s.AttnPrefillMMA(m.a, m.q, kc, vc, m.tables, m.seq, m.npos, m.tstart, m.tlen, len(hb.tstart), ap, !m.F16Prefill)
 		case prefill:
 			err = s.AttnPrefill(m.a, m.q, kc, vc, m.tables, m.seq, m.npos, m.tstart, m.tlen, len(hb.tstart), ap)
 		default:

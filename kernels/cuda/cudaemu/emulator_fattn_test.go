@@ -78,8 +78,8 @@ func (c mmaCase) reference() []float32 {
 }
 
 // run computes the batch's attention on the emulated device with the
-// tensor-core kernel (mma) or the scalar prefill kernel.
-func (c mmaCase) run(t *testing.T, d *Device, mma bool) []float32 {
+// tensor-core kernel (mma, split or not) or the scalar prefill kernel.
+func (c mmaCase) run(t *testing.T, d *Device, mma, split bool) []float32 {
 	t.Helper()
 	out := make([]float32, len(c.q))
 	err := d.Do(func(s *cuda.Stream) error {
@@ -115,11 +115,12 @@ func (c mmaCase) run(t *testing.T, d *Device, mma bool) []float32 {
 			return err
 		}
 		ptrs = append(ptrs, o)
-		launch := s.AttnPrefill
 		if mma {
-			launch = s.AttnPrefillMMA
+			err = s.AttnPrefillMMA(o, dev[7], dev[0], dev[1], dev[2], dev[3], dev[4], dev[5], dev[6], len(st), c.a, split)
+		} else {
+			err = s.AttnPrefill(o, dev[7], dev[0], dev[1], dev[2], dev[3], dev[4], dev[5], dev[6], len(st), c.a)
 		}
-		if err := launch(o, dev[7], dev[0], dev[1], dev[2], dev[3], dev[4], dev[5], dev[6], len(st), c.a); err != nil {
+		if err != nil {
 			return err
 		}
 		return s.DownloadF32(out, o)
@@ -149,11 +150,12 @@ func diff(a, b []float32) (worst, mean float64) {
 	return worst, mean / float64(len(a))
 }
 
-// Bounds of the F16 rounding of Q and P (see kernels/cuda/fattn_test.go:
-// N(0,1) keys and values, queries of scale 2).
+// Bounds of the F16 rounding of Q and P, and of the split form (hi+lo F16
+// pairs: float32 noise); see kernels/cuda/fattn_test.go (N(0,1) keys and
+// values, queries of scale 2).
 const (
-	mmaMax  = 4e-3
-	mmaMean = 2.5e-4
+	mmaMax, mmaMean           = 4e-3, 2.5e-4
+	mmaSplitMax, mmaSplitMean = 1e-5, 3e-7
 )
 
 func TestEmulatedAttnPrefillMMA(t *testing.T) {
@@ -180,16 +182,22 @@ func TestEmulatedAttnPrefillMMA(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newMMACase(rng, tc.Hq, tc.Hk, tc.D, tc.page, tc.lens, tc.runs)
 			want := c.reference()
-			got := c.run(t, d, true)
-			w, m := diff(got, want)
-			t.Logf("attn_prefill_mma vs float32 reference: max %.3g mean %.3g", w, m)
+			f16 := c.run(t, d, true, false)
+			w, m := diff(f16, want)
+			t.Logf("attn_prefill_mma F16 vs float32 reference: max %.3g mean %.3g", w, m)
 			if w > mmaMax || m > mmaMean || w == 0 {
-				t.Errorf("attn_prefill_mma vs float32 reference: max %.3g mean %.3g (bounds %g, %g; exact equality would mean no F16 rounding)",
+				t.Errorf("attn_prefill_mma F16 vs float32 reference: max %.3g mean %.3g (bounds %g, %g; exact equality would mean no F16 rounding)",
 					w, m, mmaMax, mmaMean)
 			}
-			scalar := c.run(t, d, false)
-			if w, m := diff(got, scalar); w > mmaMax || m > mmaMean {
-				t.Errorf("attn_prefill_mma vs attn_prefill_f16: max %.3g mean %.3g", w, m)
+			split := c.run(t, d, true, true)
+			w, m = diff(split, want)
+			t.Logf("attn_prefill_mma split vs float32 reference: max %.3g mean %.3g", w, m)
+			if w > mmaSplitMax || m > mmaSplitMean {
+				t.Errorf("attn_prefill_mma split vs float32 reference: max %.3g mean %.3g (bounds %g, %g)", w, m, mmaSplitMax, mmaSplitMean)
+			}
+			scalar := c.run(t, d, false, false)
+			if w, m := diff(split, scalar); w > mmaSplitMax || m > mmaSplitMean {
+				t.Errorf("attn_prefill_mma split vs attn_prefill_f16: max %.3g mean %.3g", w, m)
 			}
 		})
 	}
@@ -204,7 +212,7 @@ func TestAttnPrefillMMARefusesHeadDim(t *testing.T) {
 	}
 	defer d.Close()
 	a := cuda.AttnParams{Heads: 4, KVHeads: 2, HeadDim: 96, PageSize: 16, MaxPages: 2, Scale: 0.1}
-	err = d.Do(func(s *cuda.Stream) error { return s.AttnPrefillMMA(1, 2, 3, 4, 5, 6, 7, 8, 9, 1, a) })
+	err = d.Do(func(s *cuda.Stream) error { return s.AttnPrefillMMA(1, 2, 3, 4, 5, 6, 7, 8, 9, 1, a, true) })
 	if err == nil {
 		t.Fatal("head dim 96 accepted")
 	}

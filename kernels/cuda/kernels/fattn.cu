@@ -3,7 +3,8 @@
 // (attn.cu); the products run as mma.sync m16n8k16 (F16 inputs, f32
 // accumulation) and the softmax is the online form over chunks of keys.
 //
-// Block (tile, kh): the R = tileLen*G query rows of KV head kh for the
+// Block (x, kh) handles tile ntiles-1-x (longest blocks first): the
+// R = tileLen*G query rows of KV head kh for the
 // tile's tokens (row r: token tileStart + r/G, head kh*G + r%G), R <= 64.
 // 4 warps; warp w owns rows 16w .. 16w+15 (rows >= R are padding: zero
 // queries, never written). Per chunk of FA_KC = 64 key positions:
@@ -21,6 +22,12 @@
 //      the rounded values, so the normalisation matches what is multiplied).
 //   4. O [16][D] += P·V: P's A fragments are S's accumulator fragments
 //      (no shuffles), V fragments come from ldmatrix.x4.trans.
+// split = 1 keeps float32 precision: Q and P are each carried as two F16
+// terms, hi = f16(x) and lo = f16(x - hi), and both products run (Qhi·Kᵀ +
+// Qlo·Kᵀ, Phi·V + Plo·V; K and V are F16 in the cache, so exact): twice
+// the tensor-core work, scores and weights within about 2^-22 relative
+// instead of 2^-11, the precision of attn_prefill_f16 and attn_decode_f16.
+// split = 0 is the plain F16 form.
 // out = O / l, f32, [T][Hq][D] as attn_prefill_f16. Warps whose rows need
 // no key of a chunk skip its products. Head dims 64 and 128.
 // Dynamic shared memory: 2 * FA_KC * (D+8) * 2 bytes (18432 for D 64,
@@ -82,11 +89,26 @@ __device__ __forceinline__ void fa_mma(float* c, const u32* a, u32 b0, u32 b1) {
 
 __device__ __forceinline__ u32 fa_pack(u16 lo, u16 hi) { return (u32)lo | ((u32)hi << 16); }
 
-// fa_qpair returns q[c], q[c+1] of a query row as two F16 (0 for padding).
-__device__ __forceinline__ u32 fa_qpair(const float* row, int c) {
-    if (row == 0) return 0;
+// fa_split rounds x to F16 (hi) and, with split, its remainder to F16 (lo;
+// else 0).
+__device__ __forceinline__ u16 fa_split(float x, int split, u16* lo) {
+    u16 hi = f2h(x);
+    *lo = split ? f2h(x - h2f(hi)) : (u16)0;
+    return hi;
+}
+
+// fa_qpair sets *hi, *lo to q[c], q[c+1] of a query row as F16 pairs
+// (fa_split; 0 for padding).
+__device__ __forceinline__ void fa_qpair(const float* row, int c, int split, u32* hi, u32* lo) {
+    if (row == 0) {
+        *hi = *lo = 0;
+        return;
+    }
     float2 v = *(const float2*)(row + c);
-    return fa_pack(f2h(v.x), f2h(v.y));
+    u16 l0, l1;
+    u16 h0 = fa_split(v.x, split, &l0), h1 = fa_split(v.y, split, &l1);
+    *hi = fa_pack(h0, h1);
+    *lo = fa_pack(l0, l1);
 }
 
 // fa_load queues the copies of chunk c0's rows of cache (K or V of KV head
@@ -111,13 +133,15 @@ __device__ __forceinline__ void fa_load(u32 buf, const u16* cache, const i32* ta
 template <int D>
 __device__ __forceinline__ void fa_prefill(const float* q, const u16* kc, const u16* vc, const i32* tables,
                                            int maxPages, const i32* seq, const i32* npos, const i32* tileStart,
-                                           const i32* tileLen, int Hq, int Hk, int pageSize, float scale, float* out,
-                                           u16* sm) {
+                                           const i32* tileLen, int Hq, int Hk, int pageSize, float scale, int split,
+                                           float* out, u16* sm) {
     const int KS = D + 8;   // shared row stride (halves)
     const int NT = D / 8;   // 8-wide output column tiles
     const int KT = D / 16;  // 16-deep steps over the head dim
     const int ST = FA_KC / 8;
-    int tile = blockIdx.x, kh = blockIdx.y;
+    // Tiles in reverse: the last tiles of a prompt attend to the most keys,
+    // so the longest blocks start first and the short ones fill the tail.
+    int tile = gridDim.x - 1 - blockIdx.x, kh = blockIdx.y;
     int t0 = tileStart[tile], nt = tileLen[tile];
     int G = Hq / Hk, R = nt * G;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -134,14 +158,14 @@ __device__ __forceinline__ void fa_prefill(const float* q, const u16* kc, const 
     bool active = rb < R;
     const float* q0 = r0 < R ? q + ((u64)(t0 + r0 / G) * Hq + kh * G + r0 % G) * D : 0;
     const float* q1 = r1 < R ? q + ((u64)(t0 + r1 / G) * Hq + kh * G + r1 % G) * D : 0;
-    u32 qa[KT][4];
+    u32 qa[KT][4], ql[KT][4];  // A fragments of Q (hi) and its remainder (lo)
 #pragma unroll
     for (int k = 0; k < KT; k++) {
         int col = k * 16 + 2 * c;
-        qa[k][0] = fa_qpair(q0, col);
-        qa[k][1] = fa_qpair(q1, col);
-        qa[k][2] = fa_qpair(q0, col + 8);
-        qa[k][3] = fa_qpair(q1, col + 8);
+        fa_qpair(q0, col, split, &qa[k][0], &ql[k][0]);
+        fa_qpair(q1, col, split, &qa[k][1], &ql[k][1]);
+        fa_qpair(q0, col + 8, split, &qa[k][2], &ql[k][2]);
+        fa_qpair(q1, col + 8, split, &qa[k][3], &ql[k][3]);
     }
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     float o[NT][4];
@@ -165,7 +189,7 @@ __device__ __forceinline__ void fa_prefill(const float* q, const u16* kc, const 
         fa_wait1();  // K of this chunk has landed
         __syncthreads();
         bool run = active && c0 < wlast;
-        u32 pa[FA_KC / 16][4];
+        u32 pa[FA_KC / 16][4], pl[FA_KC / 16][4];  // P (hi) and remainder (lo)
         if (run) {
             float s[ST][4];
 #pragma unroll
@@ -178,6 +202,10 @@ __device__ __forceinline__ void fa_prefill(const float* q, const u16* kc, const 
                     fa_ldsm4(b, kaddr + (u32)(j * 16 * KS + k * 16) * 2);
                     fa_mma(s[2 * j], qa[k], b[0], b[1]);
                     fa_mma(s[2 * j + 1], qa[k], b[2], b[3]);
+                    if (split) {
+                        fa_mma(s[2 * j], ql[k], b[0], b[1]);
+                        fa_mma(s[2 * j + 1], ql[k], b[2], b[3]);
+                    }
                 }
             }
             float mx[2] = {m[0], m[1]};
@@ -213,16 +241,18 @@ __device__ __forceinline__ void fa_prefill(const float* q, const u16* kc, const 
             }
 #pragma unroll
             for (int j = 0; j < ST; j++) {
-                u16 p[4];
+                u16 p[4], lo[4];
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    p[e] = f2h(exp2f(s[j][e] - base[e >> 1]));
-                    l[e >> 1] += h2f(p[e]);
+                    p[e] = fa_split(exp2f(s[j][e] - base[e >> 1]), split, &lo[e]);
+                    l[e >> 1] += h2f(p[e]) + h2f(lo[e]);
                 }
                 // S accumulator tile j = keys 8j..8j+7 is half of P's A
                 // fragment for keys 16(j/2)..: regs (j&1)*2 (row r0), +1 (r1).
                 pa[j >> 1][(j & 1) * 2] = fa_pack(p[0], p[1]);
                 pa[j >> 1][(j & 1) * 2 + 1] = fa_pack(p[2], p[3]);
+                pl[j >> 1][(j & 1) * 2] = fa_pack(lo[0], lo[1]);
+                pl[j >> 1][(j & 1) * 2 + 1] = fa_pack(lo[2], lo[3]);
             }
         }
         fa_wait0();  // V of this chunk has landed
@@ -240,6 +270,10 @@ __device__ __forceinline__ void fa_prefill(const float* q, const u16* kc, const 
                     fa_ldsm4t(b, vaddr + (u32)(k * 16 * KS + j * 16) * 2);
                     fa_mma(o[2 * j], pa[k], b[0], b[1]);
                     fa_mma(o[2 * j + 1], pa[k], b[2], b[3]);
+                    if (split) {
+                        fa_mma(o[2 * j], pl[k], b[0], b[1]);
+                        fa_mma(o[2 * j + 1], pl[k], b[2], b[3]);
+                    }
                 }
             }
         }
@@ -267,18 +301,19 @@ __device__ __forceinline__ void fa_prefill(const float* q, const u16* kc, const 
     }
 }
 
-// attn_prefill_mma: arguments as attn_prefill_f16; tiles from
+// attn_prefill_mma: arguments as attn_prefill_f16 plus split (0: F16 Q
+// and P; 1: hi+lo F16 pairs, float32 precision); tiles from
 // PrefillTilesMMA (tileLen*G <= 64); D is 64 or 128. Grid (ntiles, Hk),
 // block 128 threads, dynamic shared memory 2*64*(D+8)*2 bytes.
 extern "C" __global__ void attn_prefill_mma(const float* q, const u16* kc, const u16* vc, const i32* tables,
                                             int maxPages, const i32* seq, const i32* npos, const i32* tileStart,
                                             const i32* tileLen, int Hq, int Hk, int D, int pageSize, float scale,
-                                            float* out) {
+                                            int split, float* out) {
     extern __shared__ uint4 fa_sm[];
     u16* sm = (u16*)fa_sm;
     if (D == 128) {
-        fa_prefill<128>(q, kc, vc, tables, maxPages, seq, npos, tileStart, tileLen, Hq, Hk, pageSize, scale, out, sm);
+        fa_prefill<128>(q, kc, vc, tables, maxPages, seq, npos, tileStart, tileLen, Hq, Hk, pageSize, scale, split, out, sm);
     } else if (D == 64) {
-        fa_prefill<64>(q, kc, vc, tables, maxPages, seq, npos, tileStart, tileLen, Hq, Hk, pageSize, scale, out, sm);
+        fa_prefill<64>(q, kc, vc, tables, maxPages, seq, npos, tileStart, tileLen, Hq, Hk, pageSize, scale, split, out, sm);
     }
 }
