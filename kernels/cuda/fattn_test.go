@@ -9,6 +9,14 @@ import (
 	"oengine/kernels/cpu"
 )
 
+func init() {
+	// TestLaunchArgumentsMatchSignatures checks both forms of the launch.
+	a := AttnParams{Heads: 8, KVHeads: 2, HeadDim: 64, PageSize: 16, MaxPages: 4, Scale: 0.125}
+	sigOps = append(sigOps,
+		func(s *Stream) error { return s.AttnPrefillMMA(1, 2, 3, 4, 5, 6, 7, 8, 9, 2, a, true) },
+		func(s *Stream) error { return s.AttnPrefillMMA(1, 2, 3, 4, 5, 6, 7, 8, 9, 2, a, false) })
+}
+
 // faCase is a paged F16 KV cache holding several sequences and a batch of
 // query tokens over it (runs of prompt positions and single tokens).
 type faCase struct {

@@ -161,7 +161,7 @@ func (s *Stream) AttnDecode(out, q, kc, vc, tables, seq, npos DevPtr, T, maxNPos
 	if err != nil {
 		return err
 	}
-	if err := s.launch(kAttnDecode, Dim3{uint32(T * a.KVHeads), uint32(nsplit), 1}, D1(128), 0,
+	if err := s.launch(decodeKernel(a.HeadDim), Dim3{uint32(T * a.KVHeads), uint32(nsplit), 1}, D1(128), 0,
 		P(q), P(kc), P(vc), P(tables), I(a.MaxPages), P(seq), P(npos), I(a.Heads), I(a.KVHeads),
 		I(a.HeadDim), I(a.PageSize), I(DecodeSplit), F(a.Scale), P(pml), P(pacc)); err != nil {
 		return err

@@ -228,12 +228,13 @@ func (m *Decoder) uploadBatch(s *cuda.Stream, kv *KV, b *DecoderBatch, hb hostBa
 }
 
 // step queues the whole forward pass (no host synchronisation). The kernels
-// of one step, in order: get_rows (embedding); per layer rms_norm, 3 GEMVs
+// of one step, in order: get_rows (embedding), rms_norm; per layer 3 GEMVs
 // (or GEMMs) for q, k, v, [add_bias ×3 (qwen2)], [rms_norm ×2 (qwen3
 // q/k-norm)], rope_kv_write, attention (attn_decode_f16 + attn_combine, or
 // when a tile holds several tokens attn_prefill_mma for head dims 64 and
-// 128, attn_prefill_f16 for others), GEMV o, add_f32,
-// rms_norm, GEMV gate, GEMV up, silu_mul, GEMV down, add_f32; then
+// 128, attn_prefill_f16 for others), GEMV o, add_rms_norm (residual + FFN
+// norm), GEMV gate, GEMV up, silu_mul, GEMV down, add_rms_norm (residual +
+// the next layer's attention norm; add_f32 after the last layer); then
 // gather_rows_f32, rms_norm and the output GEMV for the wanted rows.
 func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 	c, T := m.cfg, hb.T
@@ -251,8 +252,12 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 	mma := m.mmaPrefill(ap)       // the tiles are PrefillTilesMMA's (resolve)
 	for li, l := range m.layers {
 		kc, vc := kv.kc[li], kv.vc[li]
+		if li == 0 { // later layers' attention norm is fused into the previous residual add
+			if err := s.RMSNorm(m.h, m.x, l.attnNorm, T, c.Dim, c.NormEps); err != nil {
+				return err
+			}
+		}
 		if err := run(
-			s.RMSNorm(m.h, m.x, l.attnNorm, T, c.Dim, c.NormEps),
 			mm(m.q, l.q, m.h, T),
 			mm(m.k, l.k, m.h, T),
 			mm(m.v, l.v, m.h, T),
@@ -287,14 +292,23 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 		}
 		if err := run(
 			mm(m.tmp, l.o, m.a, T),
-			s.Add(m.x, m.x, m.tmp, T*c.Dim),
-			s.RMSNorm(m.h, m.x, l.ffnNorm, T, c.Dim, c.NormEps),
+			s.AddRMSNorm(m.x, m.tmp, l.ffnNorm, m.h, T, c.Dim, c.NormEps),
 			mm(m.gate, l.gate, m.h, T),
 			mm(m.up, l.up, m.h, T),
 			s.SiLUMul(m.gate, m.gate, m.up, T*c.FFN),
 			mm(m.tmp, l.down, m.gate, T),
-			s.Add(m.x, m.x, m.tmp, T*c.Dim),
 		); err != nil {
+			return err
+		}
+		// The FFN's residual add is fused with the next layer's attention
+		// norm; the last layer's add stands alone (the output norm runs on
+		// the gathered rows only).
+		if li+1 < len(m.layers) {
+			err = s.AddRMSNorm(m.x, m.tmp, m.layers[li+1].attnNorm, m.h, T, c.Dim, c.NormEps)
+		} else {
+			err = s.Add(m.x, m.x, m.tmp, T*c.Dim)
+		}
+		if err != nil {
 			return err
 		}
 	}
