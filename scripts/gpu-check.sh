@@ -25,8 +25,10 @@
 #                   each), and model/gpu's reference and greedy tests (40 s)
 #   serve    90 s   oengine serve --device cuda + oengine bench serve at
 #                   concurrency 1, 8, 64 (every request must complete)
-#   perf     95 s   copy bandwidth, cuBLAS GEMM rate, decode batch 1 / 32
-#                   and 2048-token prefill on seeded llama3-8b shapes
+#   perf     95 s   copy bandwidth, cuBLAS GEMM rate, quantized tensor-core
+#                   GEMM at 2048 tokens against cuBLAS on the same shapes,
+#                   decode batch 1 / 32 and 2048-token prefill on seeded
+#                   llama3-8b shapes
 #                   (F16, Q8_0, Q4_0); llama.cpp side by side: skipped
 # Files: summary.txt smoke.txt kernels.txt models.txt serve.txt perf.txt
 #
@@ -179,7 +181,7 @@ serve() {
 }
 
 perf() {
-	(cd "$root/kernels/cuda" && stage perf 20 "$BIN/cuda.test" -test.run '^$' -test.bench 'GPUCopy|GPUGemm' \
+	(cd "$root/kernels/cuda" && stage perf 20 "$BIN/cuda.test" -test.run '^$' -test.bench 'GPUCopy|GPUGemm|GPUQuantGemm' \
 		-test.benchtime 1x -test.timeout=18s)
 	(cd "$root/model/gpu" && stage perf 75 "$BIN/gpu.test" -test.run '^$' -test.bench 'GPUDecode|GPUPrefill' \
 		-test.benchtime 1x -test.timeout=70s)
@@ -190,6 +192,15 @@ figures() {
 	awk '
 	/BenchmarkGPUCopy/ { for (i = 1; i < NF; i++) if ($(i+1) == "GB/s") bw = $i }
 	/BenchmarkGPUGemm/ { for (i = 1; i < NF; i++) if ($(i+1) == "TFLOPS") gemm = $i }
+	/BenchmarkGPUQuantGemm\// {
+		k = $1; sub(/^BenchmarkGPUQuantGemm\//, "", k); sub(/-[0-9]+$/, "", k)
+		for (i = 1; i < NF; i++) {
+			if ($(i+1) == "TFLOPS") qg[k] = $i
+			if ($(i+1) == "cuBLAS_TFLOPS") qb[k] = $i
+			if ($(i+1) == "of_cuBLAS") qr[k] = $i
+		}
+		if ((k in qr) && !(k in seen)) { seen[k] = 1; qn[++nq] = k }
+	}
 	/BenchmarkGPUDecode\// {
 		split($1, p, "/"); t = p[3]; sub(/-[0-9]+$/, "", t)
 		for (i = 1; i < NF; i++) {
@@ -206,6 +217,11 @@ figures() {
 	}
 	END {
 		printf "copy bandwidth %s GB/s, cuBLAS F16 GEMM %s TFLOPS (llama3-8b layer shapes, 2048 tokens)\n", bw, gemm
+		for (j = 1; j <= nq; j++) {
+			k = qn[j]
+			printf "quantized GEMM %-16s %6.1f TFLOPS = %.2f of cuBLAS F16 on the shape (%.1f) (target >= 0.5: %s)\n",
+				k, qg[k], qr[k], qb[k], (qr[k] >= 0.5) ? "met" : "NOT met"
+		}
 		for (t in types) {
 			frac = (bw > 0) ? gb[t] * b1[t] / bw : 0
 			need = (t == "F16") ? 0.75 : 0.6

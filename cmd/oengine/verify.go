@@ -45,7 +45,7 @@ func parseVerify(args []string) (*verifyConfig, error) {
 	fs.BoolVar(&o.GGMLAVX512, "ggml-avx512", true, "in GGML mode, use the summation orders of an AVX-512 build of llama.cpp (the shared reference data was written by one); false: AVX2")
 	fs.BoolVar(&o.GGMLForced, "ggml-forced", false, "also teacher-force in GGML mode, feeding the prompt as llama.cpp did (default: oengine's own kernels, chunked)")
 	fs.StringVar(&c.device, "device", "auto", "compute `device`: auto, cpu, cuda or cuda:N (on CUDA the check runs the CUDA forward pass with F16 K/V; the GGML modes are CPU only)")
-	fs.BoolVar(&o.CUDAExact, "cuda-exact", false, "on CUDA, keep every matmul on the float32 GEMV kernels (default: the serving arithmetic, cuBLAS on F16 operands for large chunks)")
+	fs.BoolVar(&o.CUDAExact, "cuda-exact", false, "on CUDA, keep every matmul on the float32 GEMV kernels (default: the serving arithmetic: int8 activations for quantized decode, tensor cores on F16 operands for chunks of 64+ tokens)")
 	fs.limit("page-size", 1, 1<<16)
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -29,19 +29,17 @@ const (
 	kGatherRows     kernelName = "gather_rows_f32"
 )
 
-// typeKernels are the per-weight-type kernels: GEMV, row gather and
-// dequantization to F16.
+// typeKernels are the per-weight-type kernels: GEMV and row gather.
 type typeKernels struct {
-	gemv, getRows, dequantF16 kernelName
-	unit                      int // elements per decoding unit (cols must be a multiple)
+	gemv, getRows kernelName
+	unit          int // elements per decoding unit (cols must be a multiple)
 }
 
 func typeK(suffix string, unit int) typeKernels {
 	return typeKernels{
-		gemv:       kernelName("gemv_" + suffix),
-		getRows:    kernelName("get_rows_" + suffix),
-		dequantF16: kernelName("dequant_f16_" + suffix),
-		unit:       unit,
+		gemv:    kernelName("gemv_" + suffix),
+		getRows: kernelName("get_rows_" + suffix),
+		unit:    unit,
 	}
 }
 
@@ -75,7 +73,7 @@ func allKernels() []kernelName {
 		kRopeInplace, kAttnDecode, kAttnCombine, kAttnPrefill, kArgmax, kSampleTopKTopP, kF32ToF16, kGatherRows}
 	out = append(out, moreKernels...)
 	for _, tk := range weightKernels {
-		out = append(out, tk.gemv, tk.getRows, tk.dequantF16)
+		out = append(out, tk.gemv, tk.getRows)
 	}
 	return out
 }

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"oengine/ggml"
 )
 
 // TestKernelNamesExist: every kernel the Go code can launch is an extern "C"
@@ -127,30 +125,5 @@ func TestEveryCUFileIsCompiled(t *testing.T) {
 	}
 	if regexp.MustCompile(`(?m)^\s*#\s*include`).MatchString(src) {
 		t.Fatal("kernels must not #include (NVRTC has no CUDA headers here)")
-	}
-}
-
-// MatMul's choice between the GEMV kernels and cuBLAS on F16 operands:
-// BF16 and F32 weights never go through F16.
-func TestUseGemm(t *testing.T) {
-	tests := []struct {
-		t    ggml.Type
-		n    int
-		blas bool
-		want bool
-	}{
-		{ggml.TypeF16, 1, true, false},
-		{ggml.TypeF16, GemmMinTokens, true, true},
-		{ggml.TypeF16, 512, false, false},
-		{ggml.TypeBF16, 4096, true, false},
-		{ggml.TypeF32, 4096, true, false},
-		{ggml.TypeQ4_0, GemmMinTokens, true, false},
-		{ggml.TypeQ4_0, GemmDequantMinTokens, true, true},
-		{ggml.TypeQ6_K, 2048, true, true},
-	}
-	for _, tc := range tests {
-		if got := useGemm(tc.t, tc.n, tc.blas); got != tc.want {
-			t.Errorf("useGemm(%s, %d, %v) = %v, want %v", tc.t, tc.n, tc.blas, got, tc.want)
-		}
 	}
 }

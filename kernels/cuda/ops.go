@@ -161,7 +161,7 @@ func (s *Stream) AttnDecode(out, q, kc, vc, tables, seq, npos DevPtr, T, maxNPos
 	if err != nil {
 		return err
 	}
-	if err := s.launch(kAttnDecode, Dim3{uint32(T * a.KVHeads), uint32(nsplit), 1}, D1(128), 0,
+	if err := s.launch(decodeKernel(a.HeadDim), Dim3{uint32(T * a.KVHeads), uint32(nsplit), 1}, D1(128), 0,
 		P(q), P(kc), P(vc), P(tables), I(a.MaxPages), P(seq), P(npos), I(a.Heads), I(a.KVHeads),
 		I(a.HeadDim), I(a.PageSize), I(DecodeSplit), F(a.Scale), P(pml), P(pacc)); err != nil {
 		return err
@@ -173,7 +173,12 @@ func (s *Stream) AttnDecode(out, q, kc, vc, tables, seq, npos DevPtr, T, maxNPos
 // consecutive tokens of one sequence at consecutive positions, at most
 // PrefillRows(a)/G tokens each. seq, pos: [T] (host copies).
 func PrefillTiles(seq, pos []int32, a AttnParams) (start, length []int32) {
-	per := max(1, PrefillRows(a)/(a.Heads/a.KVHeads))
+	return prefillTiles(seq, pos, max(1, PrefillRows(a)/(a.Heads/a.KVHeads)))
+}
+
+// prefillTiles splits a batch into runs of consecutive tokens of one
+// sequence at consecutive positions, at most per tokens each.
+func prefillTiles(seq, pos []int32, per int) (start, length []int32) {
 	for t := 0; t < len(seq); {
 		n := 1
 		for t+n < len(seq) && n < per && seq[t+n] == seq[t] && pos[t+n] == pos[t+n-1]+1 {
@@ -243,16 +248,6 @@ func (s *Stream) GetRows(out DevPtr, w Weight, ids DevPtr, n int) error {
 	return s.launch(tk.getRows, D1(n), D1(256), 0, P(w.Ptr), U64(uint64(w.RowBytes())), P(ids), P(out), I(n), I(w.Rows), I(w.Cols))
 }
 
-// DequantF16 writes W as F16 [Rows][Cols] to out.
-func (s *Stream) DequantF16(out DevPtr, w Weight) error {
-	tk, err := checkWeight(w.Type, w.Rows, w.Cols)
-	if err != nil {
-		return err
-	}
-	units := w.Rows * (w.Cols / tk.unit)
-	return s.launch(tk.dequantF16, D1(blocks(units, 256)), D1(256), 0, P(w.Ptr), U64(uint64(w.RowBytes())), P(out), I(w.Rows), I(w.Cols))
-}
-
 // ToF16 converts n float32 values at x to F16 at y.
 func (s *Stream) ToF16(y, x DevPtr, n int) error {
 	return s.launch(kF32ToF16, D1(blocks(n, 256)), D1(256), 0, P(x), P(y), U64(uint64(n)))
@@ -277,64 +272,46 @@ func (s *Stream) GemmF16(y, w16, x16 DevPtr, rows, cols, n int) error {
 }
 
 // GemmMinTokens is the batch size from which MatMul uses cuBLAS for F16
-// weights; GemmDequantMinTokens for the other types, which are first
-// dequantized to F16 (a full pass over the weights, paid back only by
-// large batches).
-const (
-	GemmMinTokens        = 16
-	GemmDequantMinTokens = 128
-)
+// and BF16 weights (quantized weights: MMAMinTokens, ops_mma.go).
+const GemmMinTokens = 16
 
-// MatMul computes y [n][w.Rows] = x [n][w.Cols] · Wᵀ: GEMV kernels for small
-// n or without cuBLAS, else cuBLAS on F16 copies of W (dequantized into a
-// scratch buffer unless W is F16) and x. The F16 path rounds activations
-// (and quantized weights) to F16: a reduced-precision path. BF16 and F32
-// weights always stay on the GEMV kernels: their range exceeds F16's.
-// Quantized weights with int8-activation kernels take GemvQ8 for up to
-// GemvQ8MaxTokens tokens (x quantized to q8_1 first; see ops_q8.go).
+// MatMul computes y [n][w.Rows] = x [n][w.Cols] · Wᵀ on the path
+// matmulRoute picks: the GEMV kernels (float32 throughout) for small n;
+// for large n, quantized (and, without cuBLAS, F16) weights on the
+// tensor-core gemm_mma kernels, F16 and BF16 weights on cuBLAS with the
+// activations rounded to the weights' type. The GEMM paths round the
+// activations (and quantized weights) to F16, or to BF16 for BF16 weights:
+// reduced-precision paths, accumulating in f32. F32 weights always stay on
+// the GEMV kernels. Where the GEMV path remains, quantized weights with
+// int8-activation kernels take GemvQ8 (x quantized first; ops_q8.go).
 func (s *Stream) MatMul(y DevPtr, w Weight, x DevPtr, n int) error {
-	if UseQ8(w.Type, n) {
+	if s.UsesQ8(w.Type, n) {
 		return s.matMulQ8(y, w, x, n)
 	}
-	if !useGemm(w.Type, n, s.blas != nil) {
-		return s.Gemv(y, w, x, n)
+	switch matmulRoute(w.Type, n, s.blas != nil, s.info.CC()) {
+	case pathMMA:
+		return s.GemmMMA(y, w, x, n)
+	case pathCublasF16:
+		return s.gemmCublas(y, w, x, n, false)
+	case pathCublasBF16:
+		return s.gemmCublas(y, w, x, n, true)
 	}
-	if _, err := checkWeight(w.Type, w.Rows, w.Cols); err != nil {
-		return err
-	}
-	w16 := w.Ptr
-	if w.Type != ggml.TypeF16 {
-		p, err := s.scratchBuf("gemm_w16", uint64(w.Rows*w.Cols*2))
-		if err != nil {
-			return err
-		}
-		if err := s.DequantF16(p, w); err != nil {
-			return err
-		}
-		w16 = p
-	}
-	x16, err := s.scratchBuf("gemm_x16", uint64(n*w.Cols*2))
-	if err != nil {
-		return err
-	}
-	if err := s.ToF16(x16, x, n*w.Cols); err != nil {
-		return err
-	}
-	return s.GemmF16(y, w16, x16, w.Rows, w.Cols, n)
+	return s.Gemv(y, w, x, n)
 }
 
-// useGemm reports whether MatMul takes the cuBLAS path for n tokens of
-// weights of type t.
-func useGemm(t ggml.Type, n int, blas bool) bool {
+// matmulRoute picks MatMul's path for n tokens of weights of type t, with
+// or without cuBLAS, on a device of compute capability cc.
+func matmulRoute(t ggml.Type, n int, blas bool, cc int) matmulPath {
 	switch {
-	case !blas || n < GemmMinTokens:
-		return false
-	case t == ggml.TypeF16:
-		return true
-	case t == ggml.TypeBF16 || t == ggml.TypeF32:
-		return false // no F16 rounding of values beyond its range
+	case t == ggml.TypeF16 && blas && n >= GemmMinTokens:
+		return pathCublasF16
+	case t == ggml.TypeBF16 && blas && n >= GemmMinTokens:
+		return pathCublasBF16
 	}
-	return n >= GemmDequantMinTokens
+	if _, ok := mmaKernels[t]; ok && cc >= mmaMinCC && n >= MMAMinTokens {
+		return pathMMA
+	}
+	return pathGemv
 }
 
 // GatherRows copies out[i] = in[idx[i]] for n rows of cols float32 values

@@ -213,10 +213,18 @@ func (s *Stream) GemvQ8(y DevPtr, w Weight, xq DevPtr, n int) error {
 	return nil
 }
 
-// UseQ8 reports whether MatMul takes the int8-activation path for n
-// tokens of weights of type t: quantized weights of a supported type in
-// steps of at most GemvQ8MaxTokens tokens (decode and short chunks).
+// UseQ8 reports whether GemvQ8 can take n tokens of weights of type t:
+// quantized weights of a supported type in steps of at most
+// GemvQ8MaxTokens tokens (decode and short chunks).
 func UseQ8(t ggml.Type, n int) bool { return SupportsQ8(t) && n > 0 && n <= GemvQ8MaxTokens }
+
+// UsesQ8 reports whether MatMul takes the int8-activation GEMV for n tokens
+// of weights of type t on this stream: where UseQ8 holds and MatMul would
+// otherwise run the float32 GEMV (from MMAMinTokens tokens the tensor-core
+// GEMM takes quantized weights on sm_80+).
+func (s *Stream) UsesQ8(t ggml.Type, n int) bool {
+	return UseQ8(t, n) && matmulRoute(t, n, s.blas != nil, s.info.CC()) == pathGemv
+}
 
 // Q8Scratch returns the stream's activation buffer of kind k, at least n
 // rows of cols values (grown outside graph capture; size it for the

@@ -9,6 +9,8 @@ import (
 	"oengine/ggml"
 )
 
+func init() { sigOps = append(sigOps, sigOpsQ8()...) }
+
 // sigOpsQ8 are the operations of ops_q8.go for
 // TestLaunchArgumentsMatchSignatures: every q8 kernel is launched once.
 func sigOpsQ8() []func(s *Stream) error {

@@ -51,7 +51,7 @@ func Source() string {
 func signatures(src string) map[string][]argKind {
 	src = reContLine.ReplaceAllString(src, " ")
 	out := map[string][]argKind{}
-	re := regexp.MustCompile(`extern\s+"C"\s+__global__\s+void\s+([A-Za-z_][A-Za-z0-9_#]*)\s*\(([^)]*)\)`)
+	re := regexp.MustCompile(`extern\s+"C"\s+__global__\s+void\s+` + launchBounds + `([A-Za-z_][A-Za-z0-9_#]*)\s*\(([^)]*)\)`)
 	for _, m := range re.FindAllStringSubmatch(src, -1) {
 		var kinds []argKind
 		for _, p := range strings.Split(m[2], ",") {
@@ -90,8 +90,12 @@ func signatures(src string) map[string][]argKind {
 	return out
 }
 
+// launchBounds matches an optional __launch_bounds__(...) between void and
+// a kernel's name.
+const launchBounds = `(?:__launch_bounds__\s*\([^)]*\)\s*)?`
+
 var (
-	reEntry    = regexp.MustCompile(`extern\s+"C"\s+__global__\s+void\s+([A-Za-z_][A-Za-z0-9_#]*)\s*\(`)
+	reEntry    = regexp.MustCompile(`extern\s+"C"\s+__global__\s+void\s+` + launchBounds + `([A-Za-z_][A-Za-z0-9_#]*)\s*\(`)
 	reDefine   = regexp.MustCompile(`(?m)^#define\s+([A-Za-z_][A-Za-z0-9_]*)\(([^)]*)\)`)
 	reContLine = regexp.MustCompile(`\\\n`)
 )

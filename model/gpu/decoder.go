@@ -98,13 +98,24 @@ type Decoder struct {
 	graphKV          *KV // the KV the graphs were captured with
 
 	// ExactMatMul keeps every matmul on the float32 GEMV kernels; otherwise
-	// batches of cuda.GemmMinTokens or more use cuBLAS on F16 operands.
+	// large batches take cuda.MatMul's GEMM paths on F16 (BF16) operands:
+	// tensor cores for quantized weights, cuBLAS for F16 and BF16.
 	ExactMatMul bool
 	// UseGraphs makes Forward and Greedy replay CUDA graphs for decode
 	// steps (one token per sequence): one graph per batch size, page-table
 	// stride and attention split count (powers of two for Forward; Greedy
 	// uses the context's), captured at the first step of each.
 	UseGraphs bool
+	// ScalarPrefill keeps prefill attention on the scalar attn_prefill_f16
+	// kernel instead of the tensor-core attn_prefill_mma, which runs for
+	// head dims 64 and 128 otherwise.
+	ScalarPrefill bool
+	// F16Prefill runs attn_prefill_mma with Q and the softmax weights
+	// rounded to F16 (half its tensor-core work, relative error ~2^-11).
+	// By default they are hi+lo F16 pairs: float32 precision, so a token's
+	// logits agree with the decode kernel's (speculative verification) and
+	// do not depend on how the prompt was chunked beyond float32 rounding.
+	F16Prefill bool
 }
 
 // DecoderBatch is one step: any mix of prompt chunks and decode tokens, as

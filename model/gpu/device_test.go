@@ -108,8 +108,8 @@ func TestKVMemoryAuto(t *testing.T) {
 	// The fake driver reports 100 GiB free of 141 GiB.
 	total := float64(141 << 30)
 	headroom := int64(HeadroomFraction * total)
-	want := int64(100<<30) - m.Workspace(16, false) - headroom
-	if got != want || m.Workspace(16, false) <= 0 {
+	want := int64(100<<30) - m.Workspace(16) - headroom
+	if got != want || m.Workspace(16) <= 0 {
 		t.Fatalf("KV budget %d, want %d", got, want)
 	}
 	if err := m.CheckKVMemory(got, 16); err != nil {

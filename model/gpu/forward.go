@@ -84,8 +84,18 @@ func (m *Decoder) resolve(kv *KV, b *DecoderBatch, logits []float32, full bool) 
 			return hb, fmt.Errorf("gpu: logits index %d outside the batch", l)
 		}
 	}
-	hb.tstart, hb.tlen = cuda.PrefillTiles(b.Seq, b.Pos, m.attn(kv, hb.width))
+	if ap := m.attn(kv, hb.width); m.mmaPrefill(ap) {
+		hb.tstart, hb.tlen = cuda.PrefillTilesMMA(b.Seq, b.Pos, ap)
+	} else {
+		hb.tstart, hb.tlen = cuda.PrefillTiles(b.Seq, b.Pos, ap)
+	}
 	return hb, nil
+}
+
+// mmaPrefill reports whether prefill steps use the tensor-core attention
+// kernel (attn_prefill_mma): head dims it handles, unless ScalarPrefill.
+func (m *Decoder) mmaPrefill(ap cuda.AttnParams) bool {
+	return !m.ScalarPrefill && cuda.MMAPrefillSupports(ap)
 }
 
 func (m *Decoder) attn(kv *KV, width int) cuda.AttnParams {
@@ -219,15 +229,18 @@ func (m *Decoder) uploadBatch(s *cuda.Stream, kv *KV, b *DecoderBatch, hb hostBa
 }
 
 // step queues the whole forward pass (no host synchronisation). The kernels
-// of one step, in order: get_rows (embedding); per layer rms_norm, 3 GEMVs
-// (or GEMMs) for q, k, v (for quantized weights and at most
-// cuda.GemvQ8MaxTokens tokens: rms_norm_q8_1 or rms_norm_q8_k, by weight
-// type, then gemv_q8_* ×3; each later GEMV below is quantize_q8_1/_k +
-// gemv_q8_*, the norms fused likewise), [add_bias ×3 (qwen2)], [rms_norm ×2 (qwen3
+// of one step, in order: get_rows (embedding), rms_norm; per layer 3 GEMVs
+// (or GEMMs) for q, k, v, [add_bias ×3 (qwen2)], [rms_norm ×2 (qwen3
 // q/k-norm)], rope_kv_write, attention (attn_decode_f16 + attn_combine, or
-// attn_prefill_f16 when a tile holds several tokens), GEMV o, add_f32,
-// rms_norm, GEMV gate, GEMV up, silu_mul, GEMV down, add_f32; then
-// gather_rows_f32, rms_norm and the output GEMV for the wanted rows.
+// when a tile holds several tokens attn_prefill_mma for head dims 64 and
+// 128, attn_prefill_f16 for others), GEMV o, add_rms_norm (residual + FFN
+// norm), GEMV gate, GEMV up, silu_mul, GEMV down, add_rms_norm (residual +
+// the next layer's attention norm; add_f32 after the last layer); then
+// gather_rows_f32, rms_norm and the output GEMV for the wanted rows. For
+// quantized weights and steps of at most cuda.GemvQ8MaxTokens tokens each
+// GEMV is gemv_q8_* on int8 activations quantized once per use site and
+// activation kind (quantize_q8_1/_k after add_rms_norm; the first layer's
+// and the output norm fused: rms_norm_q8_1/_k): see matMuls.
 func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 	c, T := m.cfg, hb.T
 	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
@@ -242,7 +255,6 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 	// step so that it never moves under a captured graph.
 	var xq q8Bufs
 	if !m.ExactMatMul && T <= cuda.GemvQ8MaxTokens {
-		xq = q8Bufs{}
 		for _, k := range []cuda.Q8Kind{cuda.Q8_1, cuda.Q8K} {
 			var err error
 			if xq[k], err = s.Q8Scratch(k, min(m.maxT, cuda.GemvQ8MaxTokens), max(c.Dim, c.FFN, qd)); err != nil {
@@ -254,9 +266,16 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 		return err
 	}
 	prefill := len(hb.tstart) < T // some tiles hold several tokens
+	mma := m.mmaPrefill(ap)       // the tiles are PrefillTilesMMA's (resolve)
 	for li, l := range m.layers {
 		kc, vc := kv.kc[li], kv.vc[li]
-		if err := m.normMatMuls(s, mm, xq, m.x, l.attnNorm, T, []cuda.DevPtr{m.q, m.k, m.v}, []cuda.Weight{l.q, l.k, l.v}); err != nil {
+		// Later layers' attention norm is fused into the previous residual
+		// add (m.h holds the normalized rows).
+		x, norm := m.h, cuda.DevPtr(0)
+		if li == 0 {
+			x, norm = m.x, l.attnNorm
+		}
+		if err := m.matMuls(s, mm, xq, x, norm, T, []cuda.DevPtr{m.q, m.k, m.v}, []cuda.Weight{l.q, l.k, l.v}); err != nil {
 			return err
 		}
 		if l.qBias != 0 {
@@ -274,9 +293,12 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 			return err
 		}
 		var err error
-		if prefill {
+		switch {
+		case prefill && mma:
+			err = s.AttnPrefillMMA(m.a, m.q, kc, vc, m.tables, m.seq, m.npos, m.tstart, m.tlen, len(hb.tstart), ap, !m.F16Prefill)
+		case prefill:
 			err = s.AttnPrefill(m.a, m.q, kc, vc, m.tables, m.seq, m.npos, m.tstart, m.tlen, len(hb.tstart), ap)
-		} else {
+		default:
 			err = s.AttnDecode(m.a, m.q, kc, vc, m.tables, m.seq, m.npos, T, hb.maxNPos, ap)
 		}
 		if err != nil {
@@ -284,12 +306,22 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 		}
 		if err := run(
 			mm(m.tmp, l.o, m.a, T),
-			s.Add(m.x, m.x, m.tmp, T*c.Dim),
-			m.normMatMuls(s, mm, xq, m.x, l.ffnNorm, T, []cuda.DevPtr{m.gate, m.up}, []cuda.Weight{l.gate, l.up}),
+			s.AddRMSNorm(m.x, m.tmp, l.ffnNorm, m.h, T, c.Dim, c.NormEps),
+			m.matMuls(s, mm, xq, m.h, 0, T, []cuda.DevPtr{m.gate, m.up}, []cuda.Weight{l.gate, l.up}),
 			s.SiLUMul(m.gate, m.gate, m.up, T*c.FFN),
 			mm(m.tmp, l.down, m.gate, T),
-			s.Add(m.x, m.x, m.tmp, T*c.Dim),
 		); err != nil {
+			return err
+		}
+		// The FFN's residual add is fused with the next layer's attention
+		// norm; the last layer's add stands alone (the output norm runs on
+		// the gathered rows only).
+		if li+1 < len(m.layers) {
+			err = s.AddRMSNorm(m.x, m.tmp, m.layers[li+1].attnNorm, m.h, T, c.Dim, c.NormEps)
+		} else {
+			err = s.Add(m.x, m.x, m.tmp, T*c.Dim)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -298,7 +330,7 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 	}
 	return run(
 		s.GatherRows(m.h, m.x, m.lidx, nlog, c.Dim),
-		m.normMatMuls(s, mm, xq, m.h, m.outNorm, nlog, []cuda.DevPtr{m.logits}, []cuda.Weight{m.out}),
+		m.matMuls(s, mm, xq, m.h, m.outNorm, nlog, []cuda.DevPtr{m.logits}, []cuda.Weight{m.out}),
 	)
 }
 
@@ -306,14 +338,15 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 // int8 path).
 type q8Bufs [3]cuda.DevPtr
 
-// normMatMuls computes outs[j] = RMSNorm(x)·ws[j]ᵀ for the n rows of x
-// [n][Dim], the weights of one use site (q, k, v; gate, up; output). With
-// int8 buffers the norm is fused with the quantization to the first kind
-// the site's weights need (rms_norm_q8_1 or rms_norm_q8_k), once for every
-// weight of that kind; a second kind is quantized from m.h, which receives
-// the float32 rows only when some weight needs them. Without: RMSNorm into
-// m.h, then mm.
-func (m *Decoder) normMatMuls(s *cuda.Stream, mm func(y cuda.DevPtr, w cuda.Weight, x cuda.DevPtr, n int) error,
+// matMuls computes outs[j] = h·ws[j]ᵀ for the weights of one use site (q,
+// k, v; gate, up; output), h = m.h [n][Dim] = RMSNorm(x)·norm, or h = x =
+// m.h already normalized when norm is 0. With int8 buffers the rows are
+// quantized once per activation kind the site's weights need (the first
+// fused with the norm when there is one: rms_norm_q8_1 or rms_norm_q8_k;
+// else quantize_q8_1/_k from m.h), and those weights run gemv_q8_*; m.h
+// receives the float32 rows only when something reads them. Without: the
+// norm into m.h, then mm.
+func (m *Decoder) matMuls(s *cuda.Stream, mm func(y cuda.DevPtr, w cuda.Weight, x cuda.DevPtr, n int) error,
 	xq q8Bufs, x, norm cuda.DevPtr, n int, outs []cuda.DevPtr, ws []cuda.Weight) error {
 	c := m.cfg
 	var kinds []cuda.Q8Kind // in first-use order
@@ -321,17 +354,20 @@ func (m *Decoder) normMatMuls(s *cuda.Stream, mm func(y cuda.DevPtr, w cuda.Weig
 	for _, w := range ws {
 		k := cuda.Q8KindOf(w.Type)
 		switch {
-		case xq[k] == 0 || !cuda.UseQ8(w.Type, n):
+		case xq[k] == 0 || !s.UsesQ8(w.Type, n):
 			f32 = true
 		case !slices.Contains(kinds, k):
 			kinds = append(kinds, k)
 		}
 	}
-	if len(kinds) == 0 {
+	rest := kinds
+	switch {
+	case norm == 0:
+	case len(kinds) == 0:
 		if err := s.RMSNorm(m.h, x, norm, n, c.Dim, c.NormEps); err != nil {
 			return err
 		}
-	} else {
+	default:
 		var h cuda.DevPtr
 		if f32 || len(kinds) > 1 {
 			h = m.h
@@ -339,15 +375,16 @@ func (m *Decoder) normMatMuls(s *cuda.Stream, mm func(y cuda.DevPtr, w cuda.Weig
 		if err := s.RMSNormAct(kinds[0], xq[kinds[0]], h, x, norm, n, c.Dim, c.NormEps); err != nil {
 			return err
 		}
-		for _, k := range kinds[1:] {
-			if err := s.QuantizeAct(k, xq[k], m.h, n, c.Dim); err != nil {
-				return err
-			}
+		rest = kinds[1:]
+	}
+	for _, k := range rest {
+		if err := s.QuantizeAct(k, xq[k], m.h, n, c.Dim); err != nil {
+			return err
 		}
 	}
 	for j, w := range ws {
 		var err error
-		if k := cuda.Q8KindOf(w.Type); xq[k] != 0 && cuda.UseQ8(w.Type, n) {
+		if k := cuda.Q8KindOf(w.Type); xq[k] != 0 && s.UsesQ8(w.Type, n) {
 			err = s.GemvQ8(outs[j], w, xq[k], n)
 		} else {
 			err = mm(outs[j], w, m.h, n)

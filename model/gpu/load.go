@@ -25,8 +25,8 @@ type Options struct {
 	// 0 means the model's training context, at most DefaultContext when
 	// the file states none.
 	Context int
-	// ExactMatMul keeps every matmul on the float32 GEMV kernels (no F16
-	// cuBLAS path for large batches).
+	// ExactMatMul keeps every matmul on the float32 GEMV kernels (no
+	// reduced-precision GEMM path for large batches).
 	ExactMatMul bool
 	// NoGraphs runs every step's kernels one launch at a time; by default
 	// decode steps replay CUDA graphs (Decoder.UseGraphs).

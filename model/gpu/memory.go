@@ -3,7 +3,6 @@ package gpu
 import (
 	"fmt"
 
-	"oengine/ggml"
 	"oengine/kernels/cuda"
 )
 
@@ -21,9 +20,11 @@ const (
 // Workspace returns the device bytes the decoder will still allocate on
 // its first steps with KV pages of pageSize positions: the packed step
 // buffer (token arrays and page tables as wide as the context), the
-// attention split partials, the sampling parameters and, with cuBLAS, the
-// F16 copies of the activations and of the largest non-F16 matrix.
-func (m *Decoder) Workspace(pageSize int, blas bool) int64 {
+// attention split partials, the sampling parameters and the 16-bit copy of
+// the activations that MatMul's GEMM paths (cuBLAS, tensor cores) take.
+// No weight matrix is ever copied: the tensor-core GEMM decodes weight
+// tiles in shared memory.
+func (m *Decoder) Workspace(pageSize int) int64 {
 	c := m.cfg
 	T := int64(m.maxT)
 	width := int64((c.Context + pageSize - 1) / pageSize)
@@ -31,17 +32,11 @@ func (m *Decoder) Workspace(pageSize int, blas bool) int64 {
 	nsplit := int64((c.Context + cuda.DecodeSplit - 1) / cuda.DecodeSplit)
 	ws += T * int64(c.Heads) * nsplit * int64(c.HeadDim+2) * 4
 	ws += 16 * T
-	if blas {
-		var w16, cols int64
-		for _, w := range m.weights {
-			cols = max(cols, int64(w.Cols))
-			if w.Type != ggml.TypeF16 && w.Type != ggml.TypeBF16 && w.Type != ggml.TypeF32 { // dequantized for cuBLAS
-				w16 = max(w16, int64(w.Rows)*int64(w.Cols)*2)
-			}
-		}
-		ws += w16 + T*cols*2
+	var cols int64
+	for _, w := range m.weights {
+		cols = max(cols, int64(w.Cols))
 	}
-	return ws
+	return ws + T*cols*2
 }
 
 // KVMemoryAuto returns the bytes the KV pool may take on the decoder's
@@ -50,18 +45,16 @@ func (m *Decoder) Workspace(pageSize int, blas bool) int64 {
 // left.
 func (m *Decoder) KVMemoryAuto(pageSize int) (int64, error) {
 	var free, total uint64
-	var blas bool
 	err := m.dev.Do(func(s *cuda.Stream) error {
 		var err error
 		free, total, err = s.MemInfo()
-		blas = s.HasBLAS()
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
 	headroom := max(int64(MinHeadroom), int64(HeadroomFraction*float64(total)))
-	ws := m.Workspace(pageSize, blas)
+	ws := m.Workspace(pageSize)
 	n := int64(free) - ws - headroom
 	if n < m.cfg.KVBytesPerPage(pageSize) {
 		return 0, fmt.Errorf("gpu: no device memory left for the KV cache: %d MiB free after the weights, %d MiB workspace, %d MiB headroom",

@@ -81,7 +81,7 @@ func Emulated(kernel string) bool {
 	if _, ok := lookupTwin(kernel); ok {
 		return true
 	}
-	for _, p := range []string{"gemv_", "get_rows_", "dequant_f16_"} {
+	for _, p := range []string{"gemv_", "get_rows_"} {
 		if strings.HasPrefix(kernel, p) {
 			_, ok := suffixTypes[strings.TrimPrefix(kernel, p)]
 			return ok
@@ -114,10 +114,11 @@ const (
 
 type emulator struct {
 	mem   *cuda.FakeMemory           // set at the first launch
-	mu    sync.Mutex                 // protects dense (launches come from one goroutine; graphs replay on it too)
+	mu    sync.Mutex                 // protects dense, mats, mma and units (launches come from one goroutine; graphs replay on it too)
 	dense map[cuda.DevPtr][]float32  // dequantized weights by address (weights never change; the fake never reuses addresses)
 	mats  map[cuda.DevPtr]cpu.Matrix // the same as F32 matrices
-	units map[cuda.DevPtr][]q8Unit   // the same as the int8 GEMV's weight units (emulator_q8.go)
+	mma   map[cuda.DevPtr]cpu.Matrix // the same rounded to F16 (gemm_mma twin, emulator_mma.go)
+	units map[cuda.DevPtr][]q8Unit   // the int8 GEMV's weight units (emulator_q8.go)
 	pool  *cpu.Pool                  // one thread: runs on the device goroutine
 	// scratch for cpu.Attend (the prefill kernel's twin: float32 dots, a
 	// two-pass softmax, float32 accumulation).
@@ -306,15 +307,6 @@ func (e *emulator) exec(mem *cuda.FakeMemory, k string, grid, block cuda.Dim3, s
 			} else {
 				clear(o)
 			}
-		}
-	case strings.HasPrefix(k, "dequant_f16_"):
-		typ := typeOf(k, "dequant_f16_")
-		W, rb, out := view[byte](e, a[0].Ptr()), a[1].Uint(), view[uint16](e, a[2].Ptr())
-		rows, cols := a[3].Int(), a[4].Int()
-		row := make([]float32, cols)
-		for r := 0; r < rows; r++ {
-			cpu.Dequantize(typ, W[r*rb:(r+1)*rb], row)
-			cpu.StoreRowF16(out[r*cols:(r+1)*cols], row)
 		}
 	default:
 		return fmt.Errorf("emulator: kernel %s not emulated", k)

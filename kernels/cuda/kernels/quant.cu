@@ -1,6 +1,6 @@
 // quant.cu: weight decoding and everything that reads GGML-typed weights:
-// GEMV (decode-time matmul), embedding row gather and dequantization to F16
-// for the cuBLAS prefill GEMM.
+// GEMV (decode-time matmul) and embedding row gather (the tensor-core GEMM
+// of quant_mma.cu decodes the same layouts tile by tile).
 //
 // A weight matrix W [rows][cols] is stored row-major in its GGML type; row r
 // starts at byte r*rowBytes. Each type is decoded in "units" of UE
@@ -194,21 +194,6 @@ __device__ void get_rows(const u8* W, u64 rowBytes, const i32* ids, float* out, 
     }
 }
 
-// dequant_f16: out[r][c] = f16(W[r][c]); out [rows][cols] f16 row-major.
-// Grid: ceil(rows*cols/UE / blockDim); one thread per unit.
-template <class Q>
-__device__ void dequant_f16(const u8* W, u64 rowBytes, u16* out, int rows, int cols) {
-    int nunits = cols / Q::UE;
-    u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (u64)rows * nunits) return;
-    int r = (int)(idx / nunits), u = (int)(idx % nunits);
-    float w[Q::UE];
-    Q::unit(W + (u64)r * rowBytes, u, w);
-    u16* o = out + (u64)r * cols + (u64)u * Q::UE;
-#pragma unroll
-    for (int e = 0; e < Q::UE; e++) o[e] = f2h(w[e]);
-}
-
 #define QUANT_ENTRIES(SUF, Q)                                                                          \
     extern "C" __global__ void gemv_##SUF(const u8* W, u64 rowBytes, const float* x, float* y,      \
                                           int rows, int cols, int ntok, int ldy) {                  \
@@ -217,10 +202,6 @@ __device__ void dequant_f16(const u8* W, u64 rowBytes, u16* out, int rows, int c
     extern "C" __global__ void get_rows_##SUF(const u8* W, u64 rowBytes, const i32* ids, float* out, \
                                               int n, int rows, int cols) {                          \
         get_rows<Q>(W, rowBytes, ids, out, n, rows, cols);                                          \
-    }                                                                                                \
-    extern "C" __global__ void dequant_f16_##SUF(const u8* W, u64 rowBytes, u16* out, int rows,     \
-                                                 int cols) {                                        \
-        dequant_f16<Q>(W, rowBytes, out, rows, cols);                                               \
     }
 
 QUANT_ENTRIES(f32, QF32)
