@@ -22,7 +22,10 @@
 //   - ops.go: the operations with their shapes (GEMV per weight type, RMSNorm,
 //     RoPE fused with the paged KV write, paged attention, sampling, ...);
 //     ops_fattn.go: prefill attention on tensor cores (kernels/fattn.cu,
-//     twin AttnPrefillMMARef in fattn_ref.go).
+//     twin AttnPrefillMMARef in fattn_ref.go); ops_q8.go: the decode GEMV
+//     of quantized weights on int8 activations (kernels/mmvq.cu: q8_1 and
+//     q8_K quantization, fused with RMSNorm, and dp4a dots for up to 64
+//     tokens per launch; twins in cudaemu/emulator_q8.go).
 //   - probe.go: Probe / Usable / ParseDevice / Select for --device
 //     auto|cpu|cuda[:N].
 //
