@@ -196,6 +196,15 @@ func (s *Stream) GemvQ8(y DevPtr, w Weight, xq DevPtr, n int) error {
 	if err := checkQ8Cols(kind, w.Cols); err != nil {
 		return err
 	}
+	// Q4_K units are read with 16-byte loads (rows are 144·k bytes), the
+	// other types with 2-byte loads.
+	align := DevPtr(2)
+	if w.Type == ggml.TypeQ4_K {
+		align = 16
+	}
+	if w.Ptr%align != 0 {
+		return fmt.Errorf("cuda: %s weight at %#x is not %d-byte aligned for the int8 GEMV", w.Type, uint64(w.Ptr), align)
+	}
 	xs := Q8ActRowBytes(kind, w.Cols)
 	for t0 := 0; t0 < n; t0 += GemvQ8MaxTokens {
 		nt := min(GemvQ8MaxTokens, n-t0)

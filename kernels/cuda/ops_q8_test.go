@@ -21,7 +21,7 @@ func sigOpsQ8() []func(s *Stream) error {
 		func(s *Stream) error { return s.RMSNormAct(Q8K, 1, 2, 3, 4, 3, 512, 1e-5) },
 	}
 	for typ := range q8Types {
-		w := Weight{Type: typ, Rows: 8, Cols: 256, Ptr: 1}
+		w := Weight{Type: typ, Rows: 8, Cols: 256, Ptr: 16}
 		for _, b := range q8Buckets {
 			n := b.nt
 			ops = append(ops, func(s *Stream) error { return s.GemvQ8(1, w, 2, n) })
@@ -140,6 +140,28 @@ func TestUseQ8(t *testing.T) {
 	} {
 		if got := UseQ8(tc.t, tc.n); got != tc.want {
 			t.Errorf("UseQ8(%s, %d) = %v", tc.t, tc.n, got)
+		}
+	}
+}
+
+// GemvQ8 refuses weights its loads cannot read: Q4_K rows need 16-byte
+// alignment, the others 2 bytes.
+func TestGemvQ8Alignment(t *testing.T) {
+	d, _, err := OpenFake(func(*FakeMemory, string, Dim3, Dim3, uint32, []Arg) error { return nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, tc := range []struct {
+		t   ggml.Type
+		ptr DevPtr
+		ok  bool
+	}{{ggml.TypeQ4_K, 0x1008, false}, {ggml.TypeQ4_K, 0x1010, true}, {ggml.TypeQ4_0, 0x1001, false}, {ggml.TypeQ6_K, 0x1002, true}} {
+		err := d.Do(func(s *Stream) error {
+			return s.GemvQ8(0x2000, Weight{Type: tc.t, Rows: 4, Cols: 256, Ptr: tc.ptr}, 0x3000, 1)
+		})
+		if (err == nil) != tc.ok {
+			t.Errorf("%s at %#x: %v", tc.t, uint64(tc.ptr), err)
 		}
 	}
 }
