@@ -26,7 +26,11 @@ func (kv KVRows) index(table []int32, pos, off int) int {
 
 // AttnScratch is the scratch length Attend needs for g heads over n
 // positions of dimension d (either path).
-func AttnScratch(g, n, d int) int { return max(g*n+attnBlock*d, 2*g*d+d+2*g) }
+func AttnScratch(g, n, d int) int { return max(g*n+attnBlock*d+d*attnPad(g), 2*g*d+d+2*g) }
+
+// attnPad is g rounded up to a multiple of 8: the width of the transposed
+// query group (attnTransposeQ).
+func attnPad(g int) int { return (g + 7) &^ 7 }
 
 // attnBlock is the number of V rows Attend widens into its scratch and
 // accumulates in one attnAxpyBlock call.
@@ -40,7 +44,8 @@ const attnBlock = 32
 // position p's row. n ≥ 1 positions are read through table. scratch must
 // hold AttnScratch(g, n, d) values.
 //
-// Attend uses float32 dot products, a two-pass softmax that subtracts the
+// Attend uses float32 dot products (one FMA chain over the head
+// dimension per score), a two-pass softmax that subtracts the
 // row maximum, and float32 V accumulation, whatever the store type (F16
 // values are widened exactly). AttendF16 is the variant that rounds like
 // llama.cpp's one-row flash attention.
@@ -52,19 +57,24 @@ func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, sca
 	// positions ([nb][d]), widened from F16 or copied; each block is one
 	// assembly call that computes exactly what per-position calls would.
 	blk := scratch[n*g : n*g+attnBlock*d]
-	// Each block prefetches the next one's rows: the K/V of a decode batch
-	// come from memory, and a block's arithmetic hides most of the wait
-	// (BenchmarkDecodeBatch .../attn in model/llama).
-	k.prefetchRows(table, 0, min(attnBlock, n), off, d)
+	// The scores are one FMA chain per (position, head) (attnScoresGo),
+	// computed with the g heads in the vector lanes: each K value is
+	// read once for the whole group, against q transposed to [d][g].
+	qt := scratch[n*g+attnBlock*d : n*g+attnBlock*d+d*attnPad(g)]
+	attnTransposeQ(qt, q, g, d)
+	// The K/V of a decode batch come from memory: the K pass prefetches
+	// K two blocks ahead and, block by block, the V rows the V pass will
+	// read (they wait in L2 while the softmax runs), so the V pass reads
+	// from cache (BenchmarkAttendStep).
+	k.prefetchRows(table, 0, min(2*attnBlock, n), off, d)
 	for p0 := 0; p0 < n; p0 += attnBlock {
 		nb := min(attnBlock, n-p0)
-		if next := p0 + attnBlock; next < n {
+		if next := p0 + 2*attnBlock; next < n {
 			k.prefetchRows(table, next, min(attnBlock, n-next), off, d)
-		} else {
-			v.prefetchRows(table, 0, min(attnBlock, n), off, d)
 		}
+		v.prefetchRows(table, p0, nb, off, d)
 		k.loadRows(blk, table, p0, nb, off, d)
-		attnDotsBlock(scores[p0*g:(p0+nb)*g], q, blk[:nb*d], nb, g, d)
+		attnScores(scores[p0*g:(p0+nb)*g], q, qt, blk[:nb*d], nb, g, d)
 	}
 	// Softmax per head, unnormalised; the sum is applied to the output.
 	var small [16]float64 // GQA groups are small: no allocation
@@ -83,9 +93,6 @@ func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, sca
 	// out accumulates position by position, as nb attnAxpy calls would.
 	for p0 := 0; p0 < n; p0 += attnBlock {
 		nb := min(attnBlock, n-p0)
-		if next := p0 + attnBlock; next < n {
-			v.prefetchRows(table, next, min(attnBlock, n-next), off, d)
-		}
 		v.loadRows(blk, table, p0, nb, off, d)
 		attnAxpyBlock(out, blk[:nb*d], scores[p0*g:(p0+nb)*g], nb, g, d)
 	}

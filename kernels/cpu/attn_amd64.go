@@ -155,3 +155,29 @@ func attnScaleMax(scores []float32, g int, scale float32, m []float32) {
 	}
 	attnScaleMaxGo(scores, g, scale, m)
 }
+
+//go:noescape
+func attnScoresAVX2(k *float32, qt *float32, nb, gv, dim, ng int, out *float32, mask *int32)
+
+// attnMasks[r] selects the first r lanes of a vector (VMASKMOVPS).
+var attnMasks = func() (m [9][8]int32) {
+	for r := range m {
+		for l := 0; l < r; l++ {
+			m[r][l] = -1
+		}
+	}
+	return m
+}()
+
+// attnScores sets out[p*g+h] = q[h]·k_p for the nb positions of kb
+// ([nb][d]) as attnScoresGo defines it; qt is q as attnTransposeQ lays it
+// out (the vector kernel's operand).
+func attnScores(out, q, qt, kb []float32, nb, g, d int) {
+	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
+		gv := (g + 7) / 8
+		_, _, _ = out[nb*g-1], qt[d*gv*8-1], kb[nb*d-1]
+		attnScoresAVX2(unsafe.SliceData(kb), unsafe.SliceData(qt), nb, gv, d, g, unsafe.SliceData(out), &attnMasks[g-(gv-1)*8][0])
+		return
+	}
+	attnScoresGo(out, q, kb, nb, g, d)
+}

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// attendPerPosition is Attend as it was before the blocked V pass and the
-// vector exponentials: one attnAxpy per position and math.Exp. Attend
-// must give its bits exactly.
+// attendPerPosition is Attend written position by position with the plain
+// arithmetic: the score chain of attnScoresGo, expAttn, one attnAxpy per
+// position. Attend (blocked, heads in the lanes for the scores, vector
+// exponentials) must give its bits exactly.
 func attendPerPosition(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
 	d := len(q) / g
 	q, out = q[:g*d], out[:g*d]
@@ -17,7 +18,7 @@ func attendPerPosition(out, q []float32, g int, k, v KVRows, table []int32, n, o
 	row := scratch[n*g : n*g+d]
 	for p := 0; p < n; p++ {
 		kr := k.loadRow(row, k.index(table, p, off), d)
-		attnDots(scores[p*g:p*g+g], q, kr, g)
+		attnScoresGo(scores[p*g:p*g+g], q, kr, 1, g, d)
 	}
 	var small [16]float64
 	sums := small[:]
@@ -33,7 +34,7 @@ func attendPerPosition(out, q []float32, g int, k, v KVRows, table []int32, n, o
 		}
 		var sum float64
 		for i := h; i < len(scores); i += g {
-			e := float32(math.Exp(float64(scores[i] - m)))
+			e := expAttn(scores[i] - m)
 			scores[i] = e
 			sum += float64(e)
 		}
@@ -55,8 +56,8 @@ func attendPerPosition(out, q []float32, g int, k, v KVRows, table []int32, n, o
 	}
 }
 
-// TestAttendBitwiseUnchanged: Attend (blocked V accumulation, vector
-// exponentials) gives bit for bit the per-position computation, for F16
+// TestAttendBitwiseUnchanged: Attend (blocked scores and V accumulation,
+// vector exponentials) gives bit for bit the per-position computation, for F16
 // and F32 stores, head dimensions that do and do not fill 64-value
 // chunks, group sizes on and off the vector path, and lengths around the
 // block size.

@@ -22,3 +22,4 @@ func attnCvtRows(dst []float32, src []uint16, sstride, nrows, d int) {
 func attnScaleMax(scores []float32, g int, scale float32, m []float32) {
 	attnScaleMaxGo(scores, g, scale, m)
 }
+func attnScores(out, q, qt, kb []float32, nb, g, d int) { attnScoresGo(out, q, kb, nb, g, d) }

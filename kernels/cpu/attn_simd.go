@@ -59,3 +59,40 @@ func attnScaleMaxGo(scores []float32, g int, scale float32, m []float32) {
 		m[h] = mh
 	}
 }
+
+// attnScoresGo sets out[p*g+h] = q[h]·k_p for the nb positions of kb
+// ([nb][d]), q [g][d]: one FMA chain over the head dimension in order (s
+// = fma(q[h][j], k_p[j], s) from s = 0). It is the plain twin of
+// attnScoresAVX2 (attn_scores_amd64.s), which computes the same chain
+// per lane with the heads in the lanes.
+func attnScoresGo(out, q, kb []float32, nb, g, d int) {
+	for p := 0; p < nb; p++ {
+		k := kb[p*d : (p+1)*d]
+		for h := 0; h < g; h++ {
+			qh := q[h*d : (h+1)*d]
+			var s float32
+			for j, kj := range k {
+				s = fmaF32(qh[j], kj, s)
+			}
+			out[p*g+h] = s
+		}
+	}
+}
+
+// attnTransposeQ writes q ([g][d]) into qt ([d][gp], gp = g rounded up to
+// a multiple of 8) with zeros in the padding lanes: the query layout of
+// attnScoresAVX2.
+func attnTransposeQ(qt, q []float32, g, d int) {
+	gp := (g + 7) &^ 7
+	qt = qt[:d*gp]
+	for h := 0; h < g; h++ {
+		for j, x := range q[h*d : (h+1)*d] {
+			qt[j*gp+h] = x
+		}
+	}
+	if gp > g {
+		for j := 0; j < d; j++ {
+			clear(qt[j*gp+g : (j+1)*gp])
+		}
+	}
+}
