@@ -23,7 +23,7 @@ func attnAxpyAVX2(v *float32, w *float32, nh, dim int, out *float32)
 func attnExpAVX2(scores *float32, n, nh int, m *float32, sums *float64)
 
 //go:noescape
-func attnAxpyBlockAVX2(v *float32, w *float32, nb, nh, dim int, out *float32)
+func attnAxpyBlockAVX2(v *float32, w *float32, nb, nh, dim, vs int, out *float32)
 
 //go:noescape
 func attnDotsBlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
@@ -77,17 +77,17 @@ func attnExp(scores []float32, g int, m []float32, sums []float64) {
 	attnExpGo(scores, g, m, sums)
 }
 
-// attnAxpyBlock adds, for each of the nb positions of vb ([nb][d]) in
-// order, w[p][h]·v_p to row h of out ([g][d]) with w = [nb][g]: exactly
-// nb attnAxpy calls, with each output vector kept in a register across
-// the positions (attn_block_amd64.s).
-func attnAxpyBlock(out, vb, w []float32, nb, g, d int) {
+// attnAxpyBlock adds, for each of the nb positions of vb (rows of d values
+// vs apart) in order, w[p][h]·v_p to row h of out ([g][d]) with w =
+// [nb][g]: exactly nb attnAxpy calls, with each output vector kept in a
+// register across the positions (attn_block_amd64.s).
+func attnAxpyBlock(out, vb, w []float32, nb, g, d, vs int) {
 	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
-		_, _, _ = out[g*d-1], vb[nb*d-1], w[nb*g-1]
-		attnAxpyBlockAVX2(unsafe.SliceData(vb), unsafe.SliceData(w), nb, g, d, unsafe.SliceData(out))
+		_, _, _ = out[g*d-1], vb[(nb-1)*vs+d-1], w[nb*g-1]
+		attnAxpyBlockAVX2(unsafe.SliceData(vb), unsafe.SliceData(w), nb, g, d, vs, unsafe.SliceData(out))
 		return
 	}
-	attnAxpyBlockGo(out, vb, w, nb, g, d)
+	attnAxpyBlockGo(out, vb, w, nb, g, d, vs)
 }
 
 // attnDotsBlock sets out[p*g+h] = q[h]·k_p for the nb positions of kb
@@ -157,7 +157,7 @@ func attnScaleMax(scores []float32, g int, scale float32, m []float32) {
 }
 
 //go:noescape
-func attnScoresAVX2(k *float32, qt *float32, nb, gv, dim, ng int, out *float32, mask *int32)
+func attnScoresAVX2(k *float32, qt *float32, nb, gv, dim, ks, ng int, out *float32, mask *int32)
 
 // attnMasks[r] selects the first r lanes of a vector (VMASKMOVPS).
 var attnMasks = func() (m [9][8]int32) {
@@ -169,15 +169,15 @@ var attnMasks = func() (m [9][8]int32) {
 	return m
 }()
 
-// attnScores sets out[p*g+h] = q[h]·k_p for the nb positions of kb
-// ([nb][d]) as attnScoresGo defines it; qt is q as attnTransposeQ lays it
-// out (the vector kernel's operand).
-func attnScores(out, q, qt, kb []float32, nb, g, d int) {
+// attnScores sets out[p*g+h] = q[h]·k_p for the nb positions of kb (rows
+// of d values ks apart) as attnScoresGo defines it; qt is q as
+// attnTransposeQ lays it out (the vector kernel's operand).
+func attnScores(out, q, qt, kb []float32, nb, g, d, ks int) {
 	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
 		gv := (g + 7) / 8
-		_, _, _ = out[nb*g-1], qt[d*gv*8-1], kb[nb*d-1]
-		attnScoresAVX2(unsafe.SliceData(kb), unsafe.SliceData(qt), nb, gv, d, g, unsafe.SliceData(out), &attnMasks[g-(gv-1)*8][0])
+		_, _, _ = out[nb*g-1], qt[d*gv*8-1], kb[(nb-1)*ks+d-1]
+		attnScoresAVX2(unsafe.SliceData(kb), unsafe.SliceData(qt), nb, gv, d, ks, g, unsafe.SliceData(out), &attnMasks[g-(gv-1)*8][0])
 		return
 	}
-	attnScoresGo(out, q, kb, nb, g, d)
+	attnScoresGo(out, q, kb, nb, g, d, ks)
 }

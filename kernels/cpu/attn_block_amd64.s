@@ -4,19 +4,23 @@
 // per-position helpers in attn_amd64.s, over a block of positions per
 // call. attnAxpyBlockAVX2 keeps 8 vectors of an output row in Y0-Y7 across
 // the positions (R12 walks the v rows, R13 the weights; SI v block, DI
-// weights of head h, R8 output row, BX positions, R9 d·4, R10 g·4).
+// weights of head h, R8 output row, BX positions, R9 d·4, R14 the v
+// rows' stride in bytes, R10 g·4).
 
-// func attnAxpyBlockAVX2(v *float32, w *float32, nb, nh, dim int, out *float32)
+// func attnAxpyBlockAVX2(v *float32, w *float32, nb, nh, dim, vs int, out *float32)
 // For h < nh, p < nb, j < dim (a multiple of 8), in order of p:
-// out[h·dim+j] = fma(w[p·nh+h], v[p·dim+j], out[h·dim+j]).
-TEXT ·attnAxpyBlockAVX2(SB), NOSPLIT, $0-48
+// out[h·dim+j] = fma(w[p·nh+h], v[p·vs+j], out[h·dim+j]) (vs: the V rows'
+// stride in values).
+TEXT ·attnAxpyBlockAVX2(SB), NOSPLIT, $0-56
 	MOVQ v+0(FP), SI
 	MOVQ w+8(FP), DI
 	MOVQ nb+16(FP), BX
 	MOVQ nh+24(FP), CX
 	MOVQ dim+32(FP), R9
-	MOVQ out+40(FP), R8
+	MOVQ vs+40(FP), R14
+	MOVQ out+48(FP), R8
 	SHLQ $2, R9
+	SHLQ $2, R14
 	MOVQ CX, R10
 	SHLQ $2, R10
 	TESTQ BX, BX
@@ -52,7 +56,7 @@ bpos64:
 	VFMADD231PS  160(R12), Y8, Y5
 	VFMADD231PS  192(R12), Y8, Y6
 	VFMADD231PS  224(R12), Y8, Y7
-	ADDQ         R9, R12
+	ADDQ         R14, R12
 	ADDQ         R10, R13
 	DECQ         R11
 	JNZ          bpos64
@@ -78,7 +82,7 @@ bchunk8:
 bpos8:
 	VBROADCASTSS (R13), Y8
 	VFMADD231PS  (R12), Y8, Y0
-	ADDQ         R9, R12
+	ADDQ         R14, R12
 	ADDQ         R10, R13
 	DECQ         R11
 	JNZ          bpos8

@@ -18,7 +18,7 @@ func attendPerPosition(out, q []float32, g int, k, v KVRows, table []int32, n, o
 	row := scratch[n*g : n*g+d]
 	for p := 0; p < n; p++ {
 		kr := k.loadRow(row, k.index(table, p, off), d)
-		attnScoresGo(scores[p*g:p*g+g], q, kr, 1, g, d)
+		attnScoresGo(scores[p*g:p*g+g], q, kr, 1, g, d, d)
 	}
 	var small [16]float64
 	sums := small[:]
@@ -98,9 +98,11 @@ func TestAttnBlockHelpersBitwise(t *testing.T) {
 		w := randVec(r, c.nb*c.g, 1)
 		got := randVec(r, c.g*c.d, 1)
 		want := append([]float32(nil), got...)
-		attnAxpyBlock(got, vb, w, c.nb, c.g, c.d)
+		vs := c.d + 8*(c.g%3) // V rows wider than the head, as in a whole-row block
+		vw := randVec(r, c.nb*vs, 1)
+		attnAxpyBlock(got, vw, w, c.nb, c.g, c.d, vs)
 		for p := 0; p < c.nb; p++ {
-			attnAxpy(want, vb[p*c.d:(p+1)*c.d], w[p*c.g:(p+1)*c.g], c.g)
+			attnAxpy(want, vw[p*vs:p*vs+c.d], w[p*c.g:(p+1)*c.g], c.g)
 		}
 		if i := firstDiff(got, want); i >= 0 {
 			t.Fatalf("axpy nb%d g%d d%d: value %d: %g, per position %g", c.nb, c.g, c.d, i, got[i], want[i])

@@ -1,7 +1,7 @@
 #include "textflag.h"
 
 // Attention scores of Attend with the query heads in the lanes. For a
-// block of K rows (float32, [nb][dim]) and the query group transposed and
+// block of K rows (float32, [nb][dim], ks values apart) and the query group transposed and
 // padded to whole vectors (qt [dim][gv·8], zeros past g), each score is
 // one FMA chain over the head dimension in order,
 //
@@ -50,22 +50,23 @@
 	XORQ AX, AX; \
 	CMPQ CX, $1; \
 	JNE  3(PC); \
-	MOVQ ng+40(FP), AX; \
+	MOVQ ng+48(FP), AX; \
 	ANDQ $7, AX
 
-// func attnScoresAVX2(k *float32, qt *float32, nb, gv, dim, ng int, out *float32, mask *int32)
+// func attnScoresAVX2(k *float32, qt *float32, nb, gv, dim, ks, ng int, out *float32, mask *int32)
 // out[p·ng + v·8 + l] = the chain above for head v·8+l, for p < nb, v < gv,
 // l < 8, v·8+l < ng; mask holds -1 in lanes l < ng - (gv-1)·8, 0 after.
-// dim is even and positive, nb and gv positive.
-TEXT ·attnScoresAVX2(SB), NOSPLIT, $0-64
+// dim is even and positive, nb and gv positive; ks is the K rows' stride
+// in values.
+TEXT ·attnScoresAVX2(SB), NOSPLIT, $0-72
 	MOVQ    qt+8(FP), DI
 	MOVQ    gv+24(FP), CX
-	MOVQ    ng+40(FP), R8
-	MOVQ    out+48(FP), R9
-	MOVQ    mask+56(FP), R10
+	MOVQ    ng+48(FP), R8
+	MOVQ    out+56(FP), R9
+	MOVQ    mask+64(FP), R10
 	VMOVDQU (R10), Y15
 	SHLQ    $2, R8       // out row bytes
-	MOVQ    dim+32(FP), R11
+	MOVQ    ks+40(FP), R11
 	SHLQ    $2, R11      // K row bytes
 	MOVQ    CX, R12
 	SHLQ    $5, R12      // qt row bytes

@@ -21,7 +21,8 @@ func TestAttnScoresMatchesTwin(t *testing.T) {
 			for _, nb := range []int{1, 7, 8, 9, 17, 32} {
 				t.Run(fmt.Sprintf("g%d_d%d_nb%d", g, d, nb), func(t *testing.T) {
 					q := randVec(r, g*d, 2)
-					kb := randVec(r, nb*d, 1)
+					ks := d + 8*(g%3) // K rows wider than the head, as in a whole-row block
+					kb := randVec(r, nb*ks, 1)
 					qt := make([]float32, d*((g+7)&^7))
 					attnTransposeQ(qt, q, g, d)
 					const guard = 8
@@ -30,8 +31,8 @@ func TestAttnScoresMatchesTwin(t *testing.T) {
 						got[i] = float32(math.NaN())
 					}
 					want := make([]float32, nb*g)
-					attnScores(got[:nb*g], q, qt, kb, nb, g, d)
-					attnScoresGo(want, q, kb, nb, g, d)
+					attnScores(got[:nb*g], q, qt, kb, nb, g, d, ks)
+					attnScoresGo(want, q, kb, nb, g, d, ks)
 					if i := firstDiff(got[:nb*g], want); i >= 0 {
 						t.Fatalf("score %d: %g, twin %g", i, got[i], want[i])
 					}

@@ -30,11 +30,11 @@ func attnAxpyGo(out, v, w []float32, g int) {
 	}
 }
 
-// attnAxpyBlockGo is nb attnAxpyGo calls: position p of vb ([nb][d]) with
-// weights w[p*g : p*g+g].
-func attnAxpyBlockGo(out, vb, w []float32, nb, g, d int) {
+// attnAxpyBlockGo is nb attnAxpyGo calls: position p of vb (rows of d
+// values vs apart) with weights w[p*g : p*g+g].
+func attnAxpyBlockGo(out, vb, w []float32, nb, g, d, vs int) {
 	for p := 0; p < nb; p++ {
-		attnAxpyGo(out, vb[p*d:(p+1)*d], w[p*g:(p+1)*g], g)
+		attnAxpyGo(out, vb[p*vs:p*vs+d], w[p*g:(p+1)*g], g)
 	}
 }
 
@@ -61,13 +61,13 @@ func attnScaleMaxGo(scores []float32, g int, scale float32, m []float32) {
 }
 
 // attnScoresGo sets out[p*g+h] = q[h]·k_p for the nb positions of kb
-// ([nb][d]), q [g][d]: one FMA chain over the head dimension in order (s
+// (rows of d values ks apart), q [g][d]: one FMA chain over the head dimension in order (s
 // = fma(q[h][j], k_p[j], s) from s = 0). It is the plain twin of
 // attnScoresAVX2 (attn_scores_amd64.s), which computes the same chain
 // per lane with the heads in the lanes.
-func attnScoresGo(out, q, kb []float32, nb, g, d int) {
+func attnScoresGo(out, q, kb []float32, nb, g, d, ks int) {
 	for p := 0; p < nb; p++ {
-		k := kb[p*d : (p+1)*d]
+		k := kb[p*ks : p*ks+d]
 		for h := 0; h < g; h++ {
 			qh := q[h*d : (h+1)*d]
 			var s float32
