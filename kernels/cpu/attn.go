@@ -189,24 +189,6 @@ func (kv KVRows) prefetchRows(table []int32, p0, nb, off, d int) {
 	}
 }
 
-// dotF32 is a float32 dot product with four accumulators.
-func dotF32(a, b []float32) float32 {
-	n := len(a)
-	b = b[:n]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < n; i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
 // axpy does y += a*x.
 func axpy(y, x []float32, a float32) {
 	x = x[:len(y)]

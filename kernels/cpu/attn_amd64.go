@@ -6,15 +6,12 @@ import (
 )
 
 // AVX2 helpers of Attend's float32 path (attn_amd64.s; the blocked ones in
-// attn_block_amd64.s, the exponentials in attn_exp_amd64.s); attn_simd.go
-// and attn_exp.go hold their plain Go twins. All need d (or n) to be a
-// multiple of 8.
+// attn_block_amd64.s, the scores in attn_scores_amd64.s, the exponentials
+// in attn_exp_amd64.s); attn_simd.go and attn_exp.go hold their plain Go
+// twins. All need d (or n) to be a multiple of 8.
 
 //go:noescape
 func attnCvtF16AVX2(src *uint16, dst *float32, n int)
-
-//go:noescape
-func attnDotsAVX2(k *float32, q *float32, nh, dim int, out *float32)
 
 //go:noescape
 func attnAxpyAVX2(v *float32, w *float32, nh, dim int, out *float32)
@@ -24,9 +21,6 @@ func attnExpAVX2(scores *float32, n, nh int, m *float32, sums *float64)
 
 //go:noescape
 func attnAxpyBlockAVX2(v *float32, w *float32, nb, nh, dim, vs int, out *float32)
-
-//go:noescape
-func attnDotsBlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
 
 //go:noescape
 func attnCvtRowsAVX2(src *uint16, sstride int, dst *float32, nrows, dim int)
@@ -39,17 +33,6 @@ func attnCvt(dst []float32, src []uint16) {
 		return
 	}
 	attnCvtGo(dst, src)
-}
-
-// attnDots sets out[h] = q[h]·k for the g heads of q ([g][d], d = len(k)).
-func attnDots(out, q, k []float32, g int) {
-	d := len(k)
-	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 {
-		_, _ = q[g*d-1], out[g-1]
-		attnDotsAVX2(unsafe.SliceData(k), unsafe.SliceData(q), g, d, unsafe.SliceData(out))
-		return
-	}
-	attnDotsGo(out, q, k, g)
 }
 
 // attnAxpy adds w[h]*v to each of the g rows of out ([g][d], d = len(v)).
@@ -90,21 +73,6 @@ func attnAxpyBlock(out, vb, w []float32, nb, g, d, vs int) {
 	attnAxpyBlockGo(out, vb, w, nb, g, d, vs)
 }
 
-// attnDotsBlock sets out[p*g+h] = q[h]·k_p for the nb positions of kb
-// ([nb][d]): exactly nb attnDots calls, in one assembly call.
-func attnDotsBlock(out, q, kb []float32, nb, g, d int) {
-	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
-		_, _, _ = out[nb*g-1], q[g*d-1], kb[nb*d-1]
-		if g%4 == 0 {
-			attnDots4BlockAVX2(unsafe.SliceData(kb), unsafe.SliceData(q), nb, g, d, unsafe.SliceData(out))
-			return
-		}
-		attnDotsBlockAVX2(unsafe.SliceData(kb), unsafe.SliceData(q), nb, g, d, unsafe.SliceData(out))
-		return
-	}
-	attnDotsBlockGo(out, q, kb, nb, g, d)
-}
-
 //go:noescape
 func attnPrefetchRowsAVX2(src *byte, sstride, nrows, bytes int)
 
@@ -133,9 +101,6 @@ func attnCvtRows(dst []float32, src []uint16, sstride, nrows, d int) {
 		attnCvt(dst[r*d:(r+1)*d], src[r*sstride:r*sstride+d])
 	}
 }
-
-//go:noescape
-func attnDots4BlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
 
 //go:noescape
 func attnScaleMaxAVX2(s *float32, n, g8 int, scale float32, m *float32)

@@ -89,12 +89,11 @@ func TestAttendBitwiseUnchanged(t *testing.T) {
 }
 
 // TestAttnBlockHelpersBitwise: the blocked helpers equal their
-// per-position counterparts bit for bit: nb attnAxpy calls, nb attnDots
-// calls, nrows attnCvt calls.
+// per-position counterparts bit for bit: nb attnAxpy calls, nrows
+// attnCvt calls.
 func TestAttnBlockHelpersBitwise(t *testing.T) {
 	r := rand.New(rand.NewPCG(79, 80))
 	for _, c := range []struct{ nb, g, d int }{{1, 8, 64}, {32, 8, 64}, {7, 3, 136}, {5, 2, 20}, {32, 4, 256}, {3, 1, 8}, {9, 4, 136}, {3, 12, 24}, {2, 16, 8}} {
-		vb := randVec(r, c.nb*c.d, 1)
 		w := randVec(r, c.nb*c.g, 1)
 		got := randVec(r, c.g*c.d, 1)
 		want := append([]float32(nil), got...)
@@ -106,15 +105,6 @@ func TestAttnBlockHelpersBitwise(t *testing.T) {
 		}
 		if i := firstDiff(got, want); i >= 0 {
 			t.Fatalf("axpy nb%d g%d d%d: value %d: %g, per position %g", c.nb, c.g, c.d, i, got[i], want[i])
-		}
-		q := randVec(r, c.g*c.d, 1)
-		dots, dots1 := make([]float32, c.nb*c.g), make([]float32, c.nb*c.g)
-		attnDotsBlock(dots, q, vb, c.nb, c.g, c.d)
-		for p := 0; p < c.nb; p++ {
-			attnDots(dots1[p*c.g:(p+1)*c.g], q, vb[p*c.d:(p+1)*c.d], c.g)
-		}
-		if i := firstDiff(dots, dots1); i >= 0 {
-			t.Fatalf("dots nb%d g%d d%d: value %d: %g, per position %g", c.nb, c.g, c.d, i, dots[i], dots1[i])
 		}
 		stride := c.d + 8*(c.g%3)
 		src := make([]uint16, c.nb*stride)

@@ -14,14 +14,6 @@ func attnCvtGo(dst []float32, src []uint16) {
 	}
 }
 
-// attnDotsGo sets out[h] = q[h]·k for h < g (q is [g][len(k)]).
-func attnDotsGo(out, q, k []float32, g int) {
-	d := len(k)
-	for h := 0; h < g; h++ {
-		out[h] = dotF32(q[h*d:h*d+d], k)
-	}
-}
-
 // attnAxpyGo adds w[h]*v to row h of out ([g][len(v)]).
 func attnAxpyGo(out, v, w []float32, g int) {
 	d := len(v)
@@ -35,14 +27,6 @@ func attnAxpyGo(out, v, w []float32, g int) {
 func attnAxpyBlockGo(out, vb, w []float32, nb, g, d, vs int) {
 	for p := 0; p < nb; p++ {
 		attnAxpyGo(out, vb[p*vs:p*vs+d], w[p*g:(p+1)*g], g)
-	}
-}
-
-// attnDotsBlockGo is nb attnDotsGo calls: position p of kb ([nb][d])
-// into out[p*g : p*g+g].
-func attnDotsBlockGo(out, q, kb []float32, nb, g, d int) {
-	for p := 0; p < nb; p++ {
-		attnDotsGo(out[p*g:(p+1)*g], q, kb[p*d:(p+1)*d], g)
 	}
 }
 
