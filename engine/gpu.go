@@ -33,10 +33,27 @@ func (g *gpuModel) KVBytesPerPage(pageSize int) int64 { return g.m.Config().KVBy
 func (g *gpuModel) NewKV(pages, pageSize int) (KV, error) { return g.m.NewKV(pages, pageSize) }
 
 func (g *gpuModel) Forward(kv KV, b *Batch, logits []float32) error {
+	gkv, err := g.prepare(kv, b)
+	if err != nil {
+		return err
+	}
+	return g.m.Forward(gkv, &g.batch, logits)
+}
+
+// ForwardGreedy runs the step and its argmax on the device (GreedyModel).
+func (g *gpuModel) ForwardGreedy(kv KV, b *Batch, out []int32) error {
+	gkv, err := g.prepare(kv, b)
+	if err != nil {
+		return err
+	}
+	return g.m.Greedy(gkv, &g.batch, out)
+}
+
+func (g *gpuModel) prepare(kv KV, b *Batch) (*gpu.KV, error) {
 	gkv, ok := kv.(*gpu.KV)
 	if !ok {
-		return fmt.Errorf("engine: KV of type %T is not a GPU KV", kv)
+		return nil, fmt.Errorf("engine: KV of type %T is not a GPU KV", kv)
 	}
 	g.batch = gpu.DecoderBatch{Tokens: b.Tokens, Pos: b.Pos, Seq: b.Seq, Seqs: b.Seqs, Logits: b.Logits}
-	return g.m.Forward(gkv, &g.batch, logits)
+	return gkv, nil
 }

@@ -11,6 +11,7 @@ import (
 	"oengine/model/gguf"
 	"oengine/model/gpu"
 	"oengine/model/tokenizer"
+	"oengine/sampling"
 )
 
 // The engine suites that matter, a second time on the CUDA model
@@ -165,4 +166,85 @@ func TestGPUCancelStorm(t *testing.T) {
 		t.Fatalf("%d device allocations left", got)
 	}
 	waitGoroutines(t, base)
+}
+
+// greedyCounting is the CUDA model counting its two kinds of step.
+type greedyCounting struct {
+	GreedyModel
+	greedy, full atomic.Int64
+}
+
+func (g *greedyCounting) Forward(kv KV, b *Batch, logits []float32) error {
+	g.full.Add(1)
+	return g.GreedyModel.Forward(kv, b, logits)
+}
+
+func (g *greedyCounting) ForwardGreedy(kv KV, b *Batch, out []int32) error {
+	g.greedy.Add(1)
+	return g.GreedyModel.ForwardGreedy(kv, b, out)
+}
+
+// hostOnly hides ForwardGreedy: every step brings its logits back.
+type hostOnly struct{ Model }
+
+// TestGPUDeviceGreedy: steps whose outputs are all plain greedy take the
+// argmax on the device (no logits rows come back) and give the tokens the
+// host's choice gives; a step with an output that needs its row (sampled,
+// logprobs, min_tokens) brings the logits back, and the greedy outputs
+// sharing it are unchanged.
+func TestGPUDeviceGreedy(t *testing.T) {
+	g, _, tok := tinyGPUModel(t, "tiny-llama-q8_0.gguf", 64)
+	prompts := refPrompts(t)
+	var reqs []Request
+	for i, p := range prompts[:min(6, len(prompts))] {
+		r := Request{Prompt: p, MaxTokens: 5 + 3*i, Sampling: greedy()}
+		switch i {
+		case 1:
+			r.N = 2
+		case 2:
+			r.Stop.IgnoreEOS = true
+		case 3:
+			r.Stop.Strings = []string{"e"}
+		}
+		reqs = append(reqs, r)
+	}
+	host := newRealEngine(t, Config{}, hostOnly{FromGPU(g)}, tok)
+	want := concurrent(t, host, reqs)
+
+	gm := &greedyCounting{GreedyModel: FromGPU(g).(GreedyModel)}
+	dev := newRealEngine(t, Config{MaxBatchedTokens: 32}, gm, tok)
+	got := concurrent(t, dev, reqs)
+	for i := range reqs {
+		if want[i].err != nil || got[i].err != nil {
+			t.Fatalf("request %d: host %v, device %v", i, want[i].err, got[i].err)
+		}
+		for k := range want[i].tokens {
+			if !equalTokens(got[i].tokens[k], want[i].tokens[k]) || got[i].text[k] != want[i].text[k] {
+				t.Fatalf("request %d output %d: device %v %q, host %v %q", i, k, got[i].tokens[k], got[i].text[k], want[i].tokens[k], want[i].text[k])
+			}
+		}
+	}
+	if gm.greedy.Load() == 0 {
+		t.Fatal("no step chose its tokens on the device")
+	}
+	t.Logf("all greedy: %d device-argmax steps, %d logits steps", gm.greedy.Load(), gm.full.Load())
+
+	// One output needing its row in every step keeps the others' tokens.
+	gm.greedy.Store(0)
+	mixed := append([]Request(nil), reqs...)
+	needRow := Request{Prompt: prompts[0], MaxTokens: 40, Sampling: greedy(), MinTokens: 40,
+		Logprobs: &sampling.Candidates{Mode: sampling.CandidatesTopN, TopN: 1}}
+	mixed = append([]Request{needRow}, mixed...)
+	got = concurrent(t, newRealEngine(t, Config{}, gm, tok), mixed)
+	for i := range reqs {
+		if got[i+1].err != nil || !equalTokens(got[i+1].tokens[0], want[i].tokens[0]) {
+			t.Fatalf("mixed: request %d: %v %v, want %v", i, got[i+1].err, got[i+1].tokens, want[i].tokens)
+		}
+	}
+	if gm.full.Load() == 0 {
+		t.Fatal("no step brought its logits back for the output with logprobs")
+	}
+	if got[0].err != nil || len(got[0].lps[0]) != len(got[0].tokens[0]) {
+		t.Fatalf("the output with logprobs: %v, %d logprobs for %d tokens", got[0].err, len(got[0].lps[0]), len(got[0].tokens[0]))
+	}
 }

@@ -15,6 +15,7 @@ type loopState struct {
 	batch  Batch
 	logits []float32 // [rows][vocab]
 	masked []float32 // [vocab] scratch for min_tokens masking
+	chosen []int32   // [rows] tokens chosen by a GreedyModel
 	timer  *time.Timer
 
 	// speculation scratch and counters (spec.go)

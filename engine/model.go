@@ -39,6 +39,18 @@ type Model interface {
 	Forward(kv KV, b *Batch, logits []float32) error
 }
 
+// GreedyModel is a Model that can also take each wanted row's argmax
+// itself, so the logits never leave it (the CUDA model: only the token ids
+// come back from the device). The engine uses it for a step in which every
+// sampled output is plain greedy (see Engine.plainGreedy); the choice is
+// sampling's argmax: the lowest index among equal maxima.
+type GreedyModel interface {
+	Model
+	// ForwardGreedy runs b like Forward and writes the argmax token of each
+	// row of b.Logits to out[i] instead of the logits.
+	ForwardGreedy(kv KV, b *Batch, out []int32) error
+}
+
 // KV is the model's paged K/V store.
 type KV interface {
 	CopyPage(dst, src int32)

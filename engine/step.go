@@ -41,11 +41,25 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 		}
 	}
 	V := e.info.Vocab
-	if need := len(b.Logits) * V; cap(e.lp.logits) < need {
-		e.lp.logits = make([]float32, need)
+	// A step whose sampled outputs all take the plain argmax lets a
+	// GreedyModel choose on its side: no logits rows come back.
+	gm, greedy := e.model.(GreedyModel)
+	greedy = greedy && e.plainGreedy(plan)
+	var logits []float32
+	var chosen []int32
+	var err error
+	if greedy {
+		chosen = slices.Grow(e.lp.chosen[:0], len(b.Logits))[:len(b.Logits)]
+		e.lp.chosen = chosen
+		err = e.forwardGreedy(gm, b, chosen)
+	} else {
+		if need := len(b.Logits) * V; cap(e.lp.logits) < need {
+			e.lp.logits = make([]float32, need)
+		}
+		logits = e.lp.logits[:len(b.Logits)*V]
+		err = e.forward(b, logits)
 	}
-	logits := e.lp.logits[:len(b.Logits)*V]
-	if err := e.forward(b, logits); err != nil {
+	if err != nil {
 		e.log.Error("engine: forward failed", "err", err, "tokens", len(b.Tokens))
 		for i := range plan.Items {
 			e.endRequest(plan.Items[i].Seq.Data.(*output).req, wrapError(CodeInternal, err, "forward pass"))
@@ -61,7 +75,10 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 		it := &plan.Items[i]
 		o := it.Seq.Data.(*output)
 		req := o.req
-		rows := logits[row*V : (row+it.Logits())*V]
+		var rows []float32
+		if !greedy {
+			rows = logits[row*V : (row+it.Logits())*V]
+		}
 		row += it.Logits()
 		st.PrefillTokens += it.End - it.Start
 		if _, live := e.lp.active[req]; !live || o.finished {
@@ -87,7 +104,11 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 		} else if it.Sample {
 			st.PrefillTokens--
 			st.DecodeTokens++
-			e.sampleStep(o, rows[(it.Logits()-1)*V:])
+			if greedy {
+				e.sampleStep(o, nil, chosen[row-1])
+			} else {
+				e.sampleStep(o, rows[(it.Logits()-1)*V:], -1)
+			}
 		}
 	}
 	st.Duration = time.Since(t0)
@@ -113,6 +134,45 @@ func (e *Engine) forward(b *Batch, logits []float32) (err error) {
 	return e.model.Forward(e.kv, b, logits)
 }
 
+// forwardGreedy is forward for a GreedyModel's ForwardGreedy.
+func (e *Engine) forwardGreedy(gm GreedyModel, b *Batch, out []int32) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("engine: model panicked: %v", p)
+		}
+	}()
+	return gm.ForwardGreedy(e.kv, b, out)
+}
+
+// plainGreedy reports whether every output that samples in plan takes the
+// plain argmax of one logits row, so the row itself is not needed: greedy
+// with no penalty, no logprobs, no prompt logprobs, no constraint, no
+// min_tokens ban in force and no draft to verify. A plan that samples
+// nothing runs the ordinary way.
+func (e *Engine) plainGreedy(plan *scheduler.Plan) bool {
+	sampled := false
+	for i := range plan.Items {
+		it := &plan.Items[i]
+		if it.Logits() == 0 {
+			continue
+		}
+		if !it.Sample || it.Draft > 0 || it.Logits() != 1 {
+			return false
+		}
+		o := it.Seq.Data.(*output)
+		req := o.req
+		r := &req.r
+		if !req.params.Greedy() || req.params.Penalised() || r.Logprobs != nil || req.promptLP != nil || o.guide != nil {
+			return false
+		}
+		if len(o.tokens) < r.MinTokens && (len(r.Stop.TokenIDs) > 0 || (!r.Stop.IgnoreEOS && len(e.eog) > 0)) {
+			return false
+		}
+		sampled = true
+	}
+	return sampled
+}
+
 // promptLogprobs records the logprob of prompt token p+1 from the logits
 // of position p, for each row of the item that is still missing.
 func (e *Engine) promptLogprobs(req *request, it *scheduler.Item, rows []float32) {
@@ -132,7 +192,9 @@ func (e *Engine) promptLogprobs(req *request, it *scheduler.Item, rows []float32
 
 // sampleStep samples the next token of o (and, at the first token of an
 // n > 1 request, forks the other outputs, which sample from the same row).
-func (e *Engine) sampleStep(o *output, row []float32) {
+// chosen >= 0 is the token the model already chose (a plainGreedy step;
+// row is nil), else it is drawn from row.
+func (e *Engine) sampleStep(o *output, row []float32, chosen int32) {
 	req := o.req
 	now := time.Now()
 	if !req.promptSent {
@@ -163,20 +225,23 @@ func (e *Engine) sampleStep(o *output, row []float32) {
 		if _, live := e.lp.active[req]; !live {
 			return
 		}
-		e.sampleOne(x, row, now)
+		e.sampleOne(x, row, chosen, now)
 	}
 }
 
-// sampleOne draws one token for o from its logits row, then applies the
-// stop conditions and emits its events.
-func (e *Engine) sampleOne(o *output, row []float32, now time.Time) {
+// sampleOne draws one token for o from its logits row (or takes chosen,
+// see sampleStep), then applies the stop conditions and emits its events.
+func (e *Engine) sampleOne(o *output, row []float32, chosen int32, now time.Time) {
 	req := o.req
 	r := &req.r
-	dist, ok := e.stepRow(o, row, len(o.tokens))
-	if !ok {
-		return
+	tok := chosen
+	if tok < 0 {
+		dist, ok := e.stepRow(o, row, len(o.tokens))
+		if !ok {
+			return
+		}
+		tok = o.sampler.Sample(dist, sampling.History{Prompt: req.prompt, Output: o.tokens})
 	}
-	tok := o.sampler.Sample(dist, sampling.History{Prompt: req.prompt, Output: o.tokens})
 	if o.guide != nil {
 		if err := o.guide.Advance(tok); err != nil {
 			e.endRequest(req, wrapError(CodeInternal, err, "constrained sampling"))

@@ -86,6 +86,12 @@ const GreedyBelow = 1e-5
 // (Temperature < GreedyBelow, in particular 0).
 func (p Params) Greedy() bool { return p.Temperature < GreedyBelow }
 
+// Penalised reports whether a penalty rewrites the logits before the
+// choice (a repetition, frequency or presence penalty is set).
+func (p Params) Penalised() bool {
+	return p.RepetitionPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0
+}
+
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // Validate rejects NaN or infinite values anywhere and values out of range.

@@ -48,7 +48,7 @@ func New(p Params, outputIndex int) *Sampler {
 	s1 := splitmix64(s.seed)
 	s2 := splitmix64(s1 ^ splitmix64(uint64(outputIndex)+0x632be59bd9b4e019))
 	s.rng.Seed(s1, s2)
-	s.penalised = p.RepetitionPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0
+	s.penalised = p.Penalised()
 	return s
 }
 

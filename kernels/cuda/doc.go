@@ -20,7 +20,9 @@
 //     *Stream, which allocates, copies, launches (parameters in a pinned
 //     block, cuLaunchKernel through purego.SyscallN) and captures CUDA graphs.
 //   - ops.go: the operations with their shapes (GEMV per weight type, RMSNorm,
-//     RoPE fused with the paged KV write, paged attention, sampling, ...).
+//     RoPE fused with the paged KV write, paged attention, sampling, ...);
+//     ops_fattn.go: prefill attention on tensor cores (kernels/fattn.cu,
+//     twin AttnPrefillMMARef in fattn_ref.go).
 //   - probe.go: Probe / Usable / ParseDevice / Select for --device
 //     auto|cpu|cuda[:N].
 //

@@ -161,7 +161,7 @@ func (s *Stream) AttnDecode(out, q, kc, vc, tables, seq, npos DevPtr, T, maxNPos
 	if err != nil {
 		return err
 	}
-	if err := s.launch(kAttnDecode, Dim3{uint32(T * a.KVHeads), uint32(nsplit), 1}, D1(128), 0,
+	if err := s.launch(decodeKernel(a.HeadDim), Dim3{uint32(T * a.KVHeads), uint32(nsplit), 1}, D1(128), 0,
 		P(q), P(kc), P(vc), P(tables), I(a.MaxPages), P(seq), P(npos), I(a.Heads), I(a.KVHeads),
 		I(a.HeadDim), I(a.PageSize), I(DecodeSplit), F(a.Scale), P(pml), P(pacc)); err != nil {
 		return err
@@ -173,7 +173,12 @@ func (s *Stream) AttnDecode(out, q, kc, vc, tables, seq, npos DevPtr, T, maxNPos
 // consecutive tokens of one sequence at consecutive positions, at most
 // PrefillRows(a)/G tokens each. seq, pos: [T] (host copies).
 func PrefillTiles(seq, pos []int32, a AttnParams) (start, length []int32) {
-	per := max(1, PrefillRows(a)/(a.Heads/a.KVHeads))
+	return prefillTiles(seq, pos, max(1, PrefillRows(a)/(a.Heads/a.KVHeads)))
+}
+
+// prefillTiles splits a batch into runs of consecutive tokens of one
+// sequence at consecutive positions, at most per tokens each.
+func prefillTiles(seq, pos []int32, per int) (start, length []int32) {
 	for t := 0; t < len(seq); {
 		n := 1
 		for t+n < len(seq) && n < per && seq[t+n] == seq[t] && pos[t+n] == pos[t+n-1]+1 {

@@ -5,6 +5,11 @@ import (
 	"testing"
 )
 
+// sigOps are more operations for TestLaunchArgumentsMatchSignatures: the
+// test file of each ops_*.go file appends its operations from an init
+// function, so a new kernel family touches no shared list.
+var sigOps []func(s *Stream) error
+
 // TestLaunchArgumentsMatchSignatures runs every device operation against
 // the fake driver and checks each launch's argument count and classes
 // (pointer, int, u64, float) against the kernel's C signature in the
@@ -63,6 +68,7 @@ func TestLaunchArgumentsMatchSignatures(t *testing.T) {
 			func(s *Stream) error { return s.DequantF16(1, w) },
 		)
 	}
+	ops = append(ops, sigOps...)
 	for i, op := range ops {
 		if err := d.Do(op); err != nil {
 			t.Errorf("op %d: %v", i, err)

@@ -105,6 +105,16 @@ type Decoder struct {
 	// stride and attention split count (powers of two for Forward; Greedy
 	// uses the context's), captured at the first step of each.
 	UseGraphs bool
+	// ScalarPrefill keeps prefill attention on the scalar attn_prefill_f16
+	// kernel instead of the tensor-core attn_prefill_mma, which runs for
+	// head dims 64 and 128 otherwise.
+	ScalarPrefill bool
+	// F16Prefill runs attn_prefill_mma with Q and the softmax weights
+	// rounded to F16 (half its tensor-core work, relative error ~2^-11).
+	// By default they are hi+lo F16 pairs: float32 precision, so a token's
+	// logits agree with the decode kernel's (speculative verification) and
+	// do not depend on how the prompt was chunked beyond float32 rounding.
+	F16Prefill bool
 }
 
 // DecoderBatch is one step: any mix of prompt chunks and decode tokens, as

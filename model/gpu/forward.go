@@ -83,8 +83,18 @@ func (m *Decoder) resolve(kv *KV, b *DecoderBatch, logits []float32, full bool) 
 			return hb, fmt.Errorf("gpu: logits index %d outside the batch", l)
 		}
 	}
-	hb.tstart, hb.tlen = cuda.PrefillTiles(b.Seq, b.Pos, m.attn(kv, hb.width))
+	if ap := m.attn(kv, hb.width); m.mmaPrefill(ap) {
+		hb.tstart, hb.tlen = cuda.PrefillTilesMMA(b.Seq, b.Pos, ap)
+	} else {
+		hb.tstart, hb.tlen = cuda.PrefillTiles(b.Seq, b.Pos, ap)
+	}
 	return hb, nil
+}
+
+// mmaPrefill reports whether prefill steps use the tensor-core attention
+// kernel (attn_prefill_mma): head dims it handles, unless ScalarPrefill.
+func (m *Decoder) mmaPrefill(ap cuda.AttnParams) bool {
+	return !m.ScalarPrefill && cuda.MMAPrefillSupports(ap)
 }
 
 func (m *Decoder) attn(kv *KV, width int) cuda.AttnParams {
@@ -218,11 +228,13 @@ func (m *Decoder) uploadBatch(s *cuda.Stream, kv *KV, b *DecoderBatch, hb hostBa
 }
 
 // step queues the whole forward pass (no host synchronisation). The kernels
-// of one step, in order: get_rows (embedding); per layer rms_norm, 3 GEMVs
+// of one step, in order: get_rows (embedding), rms_norm; per layer 3 GEMVs
 // (or GEMMs) for q, k, v, [add_bias ×3 (qwen2)], [rms_norm ×2 (qwen3
 // q/k-norm)], rope_kv_write, attention (attn_decode_f16 + attn_combine, or
-// attn_prefill_f16 when a tile holds several tokens), GEMV o, add_f32,
-// rms_norm, GEMV gate, GEMV up, silu_mul, GEMV down, add_f32; then
+// when a tile holds several tokens attn_prefill_mma for head dims 64 and
+// 128, attn_prefill_f16 for others), GEMV o, add_rms_norm (residual + FFN
+// norm), GEMV gate, GEMV up, silu_mul, GEMV down, add_rms_norm (residual +
+// the next layer's attention norm; add_f32 after the last layer); then
 // gather_rows_f32, rms_norm and the output GEMV for the wanted rows.
 func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 	c, T := m.cfg, hb.T
@@ -237,10 +249,15 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 		return err
 	}
 	prefill := len(hb.tstart) < T // some tiles hold several tokens
+	mma := m.mmaPrefill(ap)       // the tiles are PrefillTilesMMA's (resolve)
 	for li, l := range m.layers {
 		kc, vc := kv.kc[li], kv.vc[li]
+		if li == 0 { // later layers' attention norm is fused into the previous residual add
+			if err := s.RMSNorm(m.h, m.x, l.attnNorm, T, c.Dim, c.NormEps); err != nil {
+				return err
+			}
+		}
 		if err := run(
-			s.RMSNorm(m.h, m.x, l.attnNorm, T, c.Dim, c.NormEps),
 			mm(m.q, l.q, m.h, T),
 			mm(m.k, l.k, m.h, T),
 			mm(m.v, l.v, m.h, T),
@@ -262,9 +279,12 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 			return err
 		}
 		var err error
-		if prefill {
+		switch {
+		case prefill && mma:
+			err = s.AttnPrefillMMA(m.a, m.q, kc, vc, m.tables, m.seq, m.npos, m.tstart, m.tlen, len(hb.tstart), ap, !m.F16Prefill)
+		case prefill:
 			err = s.AttnPrefill(m.a, m.q, kc, vc, m.tables, m.seq, m.npos, m.tstart, m.tlen, len(hb.tstart), ap)
-		} else {
+		default:
 			err = s.AttnDecode(m.a, m.q, kc, vc, m.tables, m.seq, m.npos, T, hb.maxNPos, ap)
 		}
 		if err != nil {
@@ -272,14 +292,23 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 		}
 		if err := run(
 			mm(m.tmp, l.o, m.a, T),
-			s.Add(m.x, m.x, m.tmp, T*c.Dim),
-			s.RMSNorm(m.h, m.x, l.ffnNorm, T, c.Dim, c.NormEps),
+			s.AddRMSNorm(m.x, m.tmp, l.ffnNorm, m.h, T, c.Dim, c.NormEps),
 			mm(m.gate, l.gate, m.h, T),
 			mm(m.up, l.up, m.h, T),
 			s.SiLUMul(m.gate, m.gate, m.up, T*c.FFN),
 			mm(m.tmp, l.down, m.gate, T),
-			s.Add(m.x, m.x, m.tmp, T*c.Dim),
 		); err != nil {
+			return err
+		}
+		// The FFN's residual add is fused with the next layer's attention
+		// norm; the last layer's add stands alone (the output norm runs on
+		// the gathered rows only).
+		if li+1 < len(m.layers) {
+			err = s.AddRMSNorm(m.x, m.tmp, m.layers[li+1].attnNorm, m.h, T, c.Dim, c.NormEps)
+		} else {
+			err = s.Add(m.x, m.x, m.tmp, T*c.Dim)
+		}
+		if err != nil {
 			return err
 		}
 	}
