@@ -124,7 +124,7 @@ func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, o
 	}
 	for h := 0; h < kvh; h++ {
 		sh, hs := scores[h*n*g:(h+1)*n*g], h*g
-		attnScaleMax(sh, g, scale, maxes[hs:hs+g]) // scores·scale in place, per-head maxima
+		attnScaleMax(sh, g, scale, maxes[hs:hs+g])    // scores·scale in place, per-head maxima
 		attnExp(sh, g, maxes[hs:hs+g], sums[hs:hs+g]) // e = exp(s − max), sums (attn_exp.go)
 	}
 	clear(out)

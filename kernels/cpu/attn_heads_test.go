@@ -15,7 +15,7 @@ func TestAttendHeadsMatchesAttend(t *testing.T) {
 	r := rand.New(rand.NewPCG(91, 92))
 	for _, c := range []struct {
 		kvh, g, d, n, page int
-		f16              bool
+		f16                bool
 	}{
 		{4, 8, 64, 513, 16, true}, {4, 8, 64, 17, 16, false}, {2, 4, 128, 70, 16, true},
 		{1, 8, 64, 100, 16, true}, {3, 2, 24, 33, 4, true}, {2, 5, 40, 64, 16, false},
