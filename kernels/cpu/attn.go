@@ -26,11 +26,27 @@ func (kv KVRows) index(table []int32, pos, off int) int {
 
 // AttnScratch is the scratch length Attend needs for g heads over n
 // positions of dimension d (either path).
-func AttnScratch(g, n, d int) int { return max(g*n+attnBlock*d, 2*g*d+d+2*g) }
+func AttnScratch(g, n, d int) int {
+	return max(attnGroupsScratch(1, g, n, d), 2*g*d+d+2*g)
+}
 
-// attnBlock is the number of V rows Attend widens into its scratch and
-// accumulates in one attnAxpyBlock call.
-const attnBlock = 32
+// AttnHeadsScratch is the scratch length AttendHeads needs for kvh KV
+// heads of g query heads each over n positions of dimension d.
+func AttnHeadsScratch(kvh, g, n, d int) int { return attnGroupsScratch(kvh, g, n, d) }
+
+func attnGroupsScratch(kvh, g, n, d int) int {
+	w := kvh * d
+	return kvh*g*n + attnBlockRows(w)*w + kvh*d*attnPad(g)
+}
+
+// attnPad is g rounded up to a multiple of 8: the width of the transposed
+// query group (attnTransposeQ).
+func attnPad(g int) int { return (g + 7) &^ 7 }
+
+// attnBlockRows is the number of K or V rows of w values Attend widens
+// into its scratch at a time: 32 rows of one 64-value head, 16 whole rows
+// of tinyllama's four heads (16 KiB of float32, well inside L1).
+func attnBlockRows(w int) int { return max(16, 2048/max(w, 1)) }
 
 // Attend computes causal attention for g query heads that share one KV head:
 //
@@ -40,56 +56,88 @@ const attnBlock = 32
 // position p's row. n ≥ 1 positions are read through table. scratch must
 // hold AttnScratch(g, n, d) values.
 //
-// Attend uses float32 dot products, a two-pass softmax that subtracts the
-// row maximum, and float32 V accumulation, whatever the store type (F16
-// values are widened exactly). AttendF16 is the variant that rounds like
+// Attend uses float32 dot products (one FMA chain over the head dimension
+// per score, attnScoresGo), a two-pass softmax that subtracts the row
+// maximum (float32 exponential expAttn, float64 sums), and float32 V
+// accumulation in order of position, whatever the store type (F16 values
+// are widened exactly). AttendF16 is the variant that rounds like
 // llama.cpp's one-row flash attention.
 func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
-	d := len(q) / g
-	q, out = q[:g*d], out[:g*d]
-	scores := scratch[:n*g] // [n][g]: position-major, so a position's g weights are contiguous
-	// K and V rows go through the scratch in blocks of attnBlock
-	// positions ([nb][d]), widened from F16 or copied; each block is one
-	// assembly call that computes exactly what per-position calls would.
-	blk := scratch[n*g : n*g+attnBlock*d]
-	// Each block prefetches the next one's rows: the K/V of a decode batch
-	// come from memory, and a block's arithmetic hides most of the wait
-	// (BenchmarkDecodeBatch .../attn in model/llama).
-	k.prefetchRows(table, 0, min(attnBlock, n), off, d)
-	for p0 := 0; p0 < n; p0 += attnBlock {
-		nb := min(attnBlock, n-p0)
-		if next := p0 + attnBlock; next < n {
-			k.prefetchRows(table, next, min(attnBlock, n-next), off, d)
-		} else {
-			v.prefetchRows(table, 0, min(attnBlock, n), off, d)
+	attendGroups(out, q, 1, g, k, v, table, n, off, scale, scratch)
+}
+
+// AttendHeads is Attend for all kvh KV heads of one token at once: q,
+// out: [kvh][g][d]; KV head h is at column h·d of the rows (0 ≤ h < kvh,
+// kvh·d ≤ Stride). Each head's result is bit for bit Attend's (column
+// h·d); the K and V rows are read whole, one contiguous stream per page
+// instead of kvh strided ones (BenchmarkAttendStep). scratch must hold
+// AttnHeadsScratch(kvh, g, n, d) values.
+func AttendHeads(out, q []float32, kvh, g int, k, v KVRows, table []int32, n int, scale float32, scratch []float32) {
+	attendGroups(out, q, kvh, g, k, v, table, n, 0, scale, scratch)
+}
+
+// attendGroups computes Attend for kvh consecutive KV heads starting at
+// column off, reading rows of kvh·d values.
+func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
+	gq := kvh * g // query heads
+	d := len(q) / gq
+	w := kvh * d // values read per row
+	q, out = q[:gq*d], out[:gq*d]
+	scores := scratch[:gq*n] // [kvh][n][g]: position-major per KV head, a position's g weights contiguous
+	// K and V rows go through the scratch in blocks of bs positions
+	// ([bs][w]), widened from F16 or copied.
+	bs := attnBlockRows(w)
+	blk := scratch[gq*n : gq*n+bs*w]
+	// The scores are one FMA chain per (position, head) (attnScoresGo),
+	// computed with a group's g heads in the vector lanes: each K value
+	// is read once for the whole group, against q transposed to [d][g].
+	gp := attnPad(g)
+	qts := scratch[gq*n+bs*w : gq*n+bs*w+kvh*d*gp]
+	for h := 0; h < kvh; h++ {
+		attnTransposeQ(qts[h*d*gp:(h+1)*d*gp], q[h*g*d:(h+1)*g*d], g, d)
+	}
+	// The K/V of a decode batch come from memory: the K pass prefetches
+	// K two blocks ahead and, block by block, the V rows the V pass will
+	// read (they wait in L2 while the softmax runs), so the V pass reads
+	// from cache (BenchmarkAttendStep).
+	k.prefetchRows(table, 0, min(2*bs, n), off, w)
+	for p0 := 0; p0 < n; p0 += bs {
+		nb := min(bs, n-p0)
+		if next := p0 + 2*bs; next < n {
+			k.prefetchRows(table, next, min(bs, n-next), off, w)
 		}
-		k.loadRows(blk, table, p0, nb, off, d)
-		attnDotsBlock(scores[p0*g:(p0+nb)*g], q, blk[:nb*d], nb, g, d)
+		v.prefetchRows(table, p0, nb, off, w)
+		k.loadRows(blk, table, p0, nb, off, w)
+		for h := 0; h < kvh; h++ {
+			sh := scores[h*n*g : (h+1)*n*g]
+			attnScores(sh[p0*g:(p0+nb)*g], q[h*g*d:(h+1)*g*d], qts[h*d*gp:(h+1)*d*gp], blk[h*d:(nb-1)*w+(h+1)*d], nb, g, d, w)
+		}
 	}
 	// Softmax per head, unnormalised; the sum is applied to the output.
-	var small [16]float64 // GQA groups are small: no allocation
-	var smallM [16]float32
+	var small [64]float64 // no allocation for up to 64 query heads
+	var smallM [64]float32
 	sums, maxes := small[:0], smallM[:0]
-	if g <= len(small) {
-		sums, maxes = small[:g], smallM[:g]
+	if gq <= len(small) {
+		sums, maxes = small[:gq], smallM[:gq]
 	} else {
-		sums, maxes = make([]float64, g), make([]float32, g)
+		sums, maxes = make([]float64, gq), make([]float32, gq)
 	}
-	attnScaleMax(scores, g, scale, maxes) // scores·scale in place, per-head maxima
-	attnExp(scores, g, maxes, sums)       // e = exp(s − max), sums (attn_exp.go)
-	for i := range out {
-		out[i] = 0
+	for h := 0; h < kvh; h++ {
+		sh, hs := scores[h*n*g:(h+1)*n*g], h*g
+		attnScaleMax(sh, g, scale, maxes[hs:hs+g])    // scores·scale in place, per-head maxima
+		attnExp(sh, g, maxes[hs:hs+g], sums[hs:hs+g]) // e = exp(s − max), sums (attn_exp.go)
 	}
+	clear(out)
 	// out accumulates position by position, as nb attnAxpy calls would.
-	for p0 := 0; p0 < n; p0 += attnBlock {
-		nb := min(attnBlock, n-p0)
-		if next := p0 + attnBlock; next < n {
-			v.prefetchRows(table, next, min(attnBlock, n-next), off, d)
+	for p0 := 0; p0 < n; p0 += bs {
+		nb := min(bs, n-p0)
+		v.loadRows(blk, table, p0, nb, off, w)
+		for h := 0; h < kvh; h++ {
+			sh := scores[h*n*g : (h+1)*n*g]
+			attnAxpyBlock(out[h*g*d:(h+1)*g*d], blk[h*d:(nb-1)*w+(h+1)*d], sh[p0*g:(p0+nb)*g], nb, g, d, w)
 		}
-		v.loadRows(blk, table, p0, nb, off, d)
-		attnAxpyBlock(out, blk[:nb*d], scores[p0*g:(p0+nb)*g], nb, g, d)
 	}
-	for h := 0; h < g; h++ {
+	for h := 0; h < gq; h++ {
 		inv := float32(1 / sums[h])
 		o := out[h*d : h*d+d]
 		for j := range o {
@@ -139,24 +187,6 @@ func (kv KVRows) prefetchRows(table []int32, p0, nb, off, d int) {
 		}
 		j += run
 	}
-}
-
-// dotF32 is a float32 dot product with four accumulators.
-func dotF32(a, b []float32) float32 {
-	n := len(a)
-	b = b[:n]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < n; i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 // axpy does y += a*x.

@@ -6,15 +6,12 @@ import (
 )
 
 // AVX2 helpers of Attend's float32 path (attn_amd64.s; the blocked ones in
-// attn_block_amd64.s, the exponentials in attn_exp_amd64.s); attn_simd.go
-// and attn_exp.go hold their plain Go twins. All need d (or n) to be a
-// multiple of 8.
+// attn_block_amd64.s, the scores in attn_scores_amd64.s, the exponentials
+// in attn_exp_amd64.s); attn_simd.go and attn_exp.go hold their plain Go
+// twins. All need d (or n) to be a multiple of 8.
 
 //go:noescape
 func attnCvtF16AVX2(src *uint16, dst *float32, n int)
-
-//go:noescape
-func attnDotsAVX2(k *float32, q *float32, nh, dim int, out *float32)
 
 //go:noescape
 func attnAxpyAVX2(v *float32, w *float32, nh, dim int, out *float32)
@@ -23,10 +20,7 @@ func attnAxpyAVX2(v *float32, w *float32, nh, dim int, out *float32)
 func attnExpAVX2(scores *float32, n, nh int, m *float32, sums *float64)
 
 //go:noescape
-func attnAxpyBlockAVX2(v *float32, w *float32, nb, nh, dim int, out *float32)
-
-//go:noescape
-func attnDotsBlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
+func attnAxpyBlockAVX2(v *float32, w *float32, nb, nh, dim, vs int, out *float32)
 
 //go:noescape
 func attnCvtRowsAVX2(src *uint16, sstride int, dst *float32, nrows, dim int)
@@ -39,17 +33,6 @@ func attnCvt(dst []float32, src []uint16) {
 		return
 	}
 	attnCvtGo(dst, src)
-}
-
-// attnDots sets out[h] = q[h]·k for the g heads of q ([g][d], d = len(k)).
-func attnDots(out, q, k []float32, g int) {
-	d := len(k)
-	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 {
-		_, _ = q[g*d-1], out[g-1]
-		attnDotsAVX2(unsafe.SliceData(k), unsafe.SliceData(q), g, d, unsafe.SliceData(out))
-		return
-	}
-	attnDotsGo(out, q, k, g)
 }
 
 // attnAxpy adds w[h]*v to each of the g rows of out ([g][d], d = len(v)).
@@ -77,32 +60,17 @@ func attnExp(scores []float32, g int, m []float32, sums []float64) {
 	attnExpGo(scores, g, m, sums)
 }
 
-// attnAxpyBlock adds, for each of the nb positions of vb ([nb][d]) in
-// order, w[p][h]·v_p to row h of out ([g][d]) with w = [nb][g]: exactly
-// nb attnAxpy calls, with each output vector kept in a register across
-// the positions (attn_block_amd64.s).
-func attnAxpyBlock(out, vb, w []float32, nb, g, d int) {
+// attnAxpyBlock adds, for each of the nb positions of vb (rows of d values
+// vs apart) in order, w[p][h]·v_p to row h of out ([g][d]) with w =
+// [nb][g]: exactly nb attnAxpy calls, with each output vector kept in a
+// register across the positions (attn_block_amd64.s).
+func attnAxpyBlock(out, vb, w []float32, nb, g, d, vs int) {
 	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
-		_, _, _ = out[g*d-1], vb[nb*d-1], w[nb*g-1]
-		attnAxpyBlockAVX2(unsafe.SliceData(vb), unsafe.SliceData(w), nb, g, d, unsafe.SliceData(out))
+		_, _, _ = out[g*d-1], vb[(nb-1)*vs+d-1], w[nb*g-1]
+		attnAxpyBlockAVX2(unsafe.SliceData(vb), unsafe.SliceData(w), nb, g, d, vs, unsafe.SliceData(out))
 		return
 	}
-	attnAxpyBlockGo(out, vb, w, nb, g, d)
-}
-
-// attnDotsBlock sets out[p*g+h] = q[h]·k_p for the nb positions of kb
-// ([nb][d]): exactly nb attnDots calls, in one assembly call.
-func attnDotsBlock(out, q, kb []float32, nb, g, d int) {
-	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
-		_, _, _ = out[nb*g-1], q[g*d-1], kb[nb*d-1]
-		if g%4 == 0 {
-			attnDots4BlockAVX2(unsafe.SliceData(kb), unsafe.SliceData(q), nb, g, d, unsafe.SliceData(out))
-			return
-		}
-		attnDotsBlockAVX2(unsafe.SliceData(kb), unsafe.SliceData(q), nb, g, d, unsafe.SliceData(out))
-		return
-	}
-	attnDotsBlockGo(out, q, kb, nb, g, d)
+	attnAxpyBlockGo(out, vb, w, nb, g, d, vs)
 }
 
 //go:noescape
@@ -135,9 +103,6 @@ func attnCvtRows(dst []float32, src []uint16, sstride, nrows, d int) {
 }
 
 //go:noescape
-func attnDots4BlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
-
-//go:noescape
 func attnScaleMaxAVX2(s *float32, n, g8 int, scale float32, m *float32)
 
 // attnScaleMax is attnScaleMaxGo, eight heads per vector when g is a
@@ -154,4 +119,30 @@ func attnScaleMax(scores []float32, g int, scale float32, m []float32) {
 		return
 	}
 	attnScaleMaxGo(scores, g, scale, m)
+}
+
+//go:noescape
+func attnScoresAVX2(k *float32, qt *float32, nb, gv, dim, ks, ng int, out *float32, mask *int32)
+
+// attnMasks[r] selects the first r lanes of a vector (VMASKMOVPS).
+var attnMasks = func() (m [9][8]int32) {
+	for r := range m {
+		for l := 0; l < r; l++ {
+			m[r][l] = -1
+		}
+	}
+	return m
+}()
+
+// attnScores sets out[p*g+h] = q[h]·k_p for the nb positions of kb (rows
+// of d values ks apart) as attnScoresGo defines it; qt is q as
+// attnTransposeQ lays it out (the vector kernel's operand).
+func attnScores(out, q, qt, kb []float32, nb, g, d, ks int) {
+	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
+		gv := (g + 7) / 8
+		_, _, _ = out[nb*g-1], qt[d*gv*8-1], kb[(nb-1)*ks+d-1]
+		attnScoresAVX2(unsafe.SliceData(kb), unsafe.SliceData(qt), nb, gv, d, ks, g, unsafe.SliceData(out), &attnMasks[g-(gv-1)*8][0])
+		return
+	}
+	attnScoresGo(out, q, kb, nb, g, d, ks)
 }

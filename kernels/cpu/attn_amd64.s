@@ -19,56 +19,6 @@ cvtdone:
 	VZEROUPPER
 	RET
 
-// func attnDotsAVX2(k *float32, q *float32, nh, dim int, out *float32)
-// out[h] = sum_j q[h*d+j]*k[j] for h < g; d is a multiple of 8. Two 8-lane
-// FMA accumulators over 16-value steps, then a fixed tree reduction.
-TEXT ·attnDotsAVX2(SB), NOSPLIT, $0-40
-	MOVQ k+0(FP), SI
-	MOVQ q+8(FP), DI
-	MOVQ nh+16(FP), CX
-	MOVQ dim+24(FP), DX
-	MOVQ out+32(FP), R8
-	MOVQ DX, R9
-	SHLQ $2, R9
-dhead:
-	TESTQ CX, CX
-	JZ    ddone
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	XORQ  AX, AX
-	MOVQ  DX, BX
-dloop16:
-	CMPQ BX, $16
-	JL   dloop8
-	VMOVUPS     (SI)(AX*1), Y2
-	VMOVUPS     32(SI)(AX*1), Y3
-	VFMADD231PS (DI)(AX*1), Y2, Y0
-	VFMADD231PS 32(DI)(AX*1), Y3, Y1
-	ADDQ $64, AX
-	SUBQ $16, BX
-	JMP  dloop16
-dloop8:
-	CMPQ BX, $8
-	JL   dreduce
-	VMOVUPS     (SI)(AX*1), Y2
-	VFMADD231PS (DI)(AX*1), Y2, Y0
-	ADDQ $32, AX
-	SUBQ $8, BX
-dreduce:
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VMOVSS       X0, (R8)
-	ADDQ $4, R8
-	ADDQ R9, DI
-	DECQ CX
-	JMP  dhead
-ddone:
-	VZEROUPPER
-	RET
-
 // func attnAxpyAVX2(v *float32, w *float32, nh, dim int, out *float32)
 // out[h*d+j] += w[h]*v[j] for h < g, j < d (fused multiply-add); d is a
 // multiple of 8.

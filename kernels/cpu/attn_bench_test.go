@@ -11,7 +11,7 @@ import (
 // K and V values read.
 func BenchmarkAttend(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
-	for _, c := range []struct{ g, d, n int }{{2, 64, 1024}, {8, 128, 1024}} {
+	for _, c := range []struct{ g, d, n int }{{2, 64, 1024}, {8, 64, 512}, {8, 128, 1024}} {
 		k, table, _ := pagedStore(r, c.n, 16, c.d, true)
 		v, _ := sameTable(r, k, table, c.n, true)
 		q := randVec(r, c.g*c.d, 1)
@@ -59,4 +59,98 @@ func BenchmarkRope(b *testing.B) {
 		RopeCache(cs, int32(i%4096), 128, 500000, 1, nil)
 		Rope(x, 32, 128, 128, cs, false)
 	}
+}
+
+// BenchmarkAttendStep is the attention of a batched decode step as
+// model/llama runs it (tinyllama-1.1b shapes: 4 KV heads of 8 query heads,
+// head dimension 64, F16 pages of 16 rows): seqs sequences at context ctx,
+// over enough layers that the K/V (distinct pages per layer and
+// sequence) come from memory, not cache, on a 2-thread pool. "heads":
+// one work item per (token, KV head), Attend on the head's columns (every
+// row read as four strided streams); "rows": one item per token,
+// AttendHeads on whole rows. Items are interleaved over the two slots as
+// llama's attnSlots does. cpu-us/call is per (token, KV head).
+func BenchmarkAttendStep(b *testing.B) {
+	const g, d, kvHeads, page, seqs = 8, 64, 4, 16, 16
+	// layers 1: the same step with the K/V in the last-level cache
+	// (8.6 MB at context 512).
+	for _, c := range []struct{ ctx, layers int }{{512, 22}, {2048, 6}, {512, 1}} {
+		for _, rows := range []bool{false, true} {
+			mode := "heads"
+			if rows {
+				mode = "rows"
+			}
+			b.Run(fmt.Sprintf("ctx%d/layers%d/%s", c.ctx, c.layers, mode), func(b *testing.B) {
+				benchAttendStep(b, g, d, kvHeads, page, seqs, c.ctx, c.layers, rows)
+			})
+		}
+	}
+}
+
+func benchAttendStep(b *testing.B, g, d, kvHeads, page, seqs, ctx, layers int, rows bool) {
+	n := ctx + 1
+	per := (n + page - 1) / page
+	stride := kvHeads * d
+	r := rand.New(rand.NewPCG(5, 5))
+	vals := make([]uint16, page*stride) // one page of values, repeated
+	for i := range vals {
+		vals[i] = F32ToF16(float32(r.NormFloat64()))
+	}
+	store := func() KVRows {
+		kv := KVRows{F16: make([]uint16, seqs*per*page*stride), PageSize: page, Stride: stride}
+		for o := 0; o < len(kv.F16); o += len(vals) {
+			copy(kv.F16[o:], vals)
+		}
+		return kv
+	}
+	ks, vs := make([]KVRows, layers), make([]KVRows, layers)
+	for l := range ks {
+		ks[l], vs[l] = store(), store()
+	}
+	tables := make([][]int32, seqs)
+	for s := range tables {
+		tables[s] = make([]int32, per)
+		for i := range tables[s] {
+			tables[s][i] = int32(s*per + i)
+		}
+	}
+	q := randVec(r, seqs*kvHeads*g*d, 1)
+	out := make([]float32, len(q))
+	pool := NewPool(2)
+	defer pool.Close()
+	const slots = 2
+	scratch := make([][]float32, slots)
+	for s := range scratch {
+		scratch[s] = make([]float32, max(AttnScratch(g, n, d), AttnHeadsScratch(kvHeads, g, n, d)))
+	}
+	layer := 0
+	items := seqs * kvHeads
+	if rows {
+		items = seqs
+	}
+	fn := func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			for it := s; it < items; it += slots {
+				if rows {
+					o := it * kvHeads * g * d
+					AttendHeads(out[o:o+kvHeads*g*d], q[o:o+kvHeads*g*d], kvHeads, g, ks[layer], vs[layer], tables[it], n, 0.125, scratch[s])
+					continue
+				}
+				i, h := it/kvHeads, it%kvHeads
+				o := (i*kvHeads + h) * g * d
+				Attend(out[o:o+g*d], q[o:o+g*d], g, ks[layer], vs[layer], tables[i], n, h*d, 0.125, scratch[s])
+			}
+		}
+	}
+	b.SetBytes(int64(layers * seqs * kvHeads * n * d * 2 * 2))
+	b.ResetTimer()
+	c0 := benchCPUTime()
+	for range b.N {
+		for layer = range layers {
+			pool.For(slots, fn)
+		}
+	}
+	// CPU time per (token, KV head) (both threads; spin-waits included):
+	// on a shared box wall time swings with the neighbours' load.
+	b.ReportMetric(float64(benchCPUTime()-c0)/1e3/float64(b.N*layers*seqs*kvHeads), "cpu-us/call")
 }

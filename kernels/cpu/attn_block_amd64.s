@@ -4,19 +4,23 @@
 // per-position helpers in attn_amd64.s, over a block of positions per
 // call. attnAxpyBlockAVX2 keeps 8 vectors of an output row in Y0-Y7 across
 // the positions (R12 walks the v rows, R13 the weights; SI v block, DI
-// weights of head h, R8 output row, BX positions, R9 d·4, R10 g·4).
+// weights of head h, R8 output row, BX positions, R9 d·4, R14 the v
+// rows' stride in bytes, R10 g·4).
 
-// func attnAxpyBlockAVX2(v *float32, w *float32, nb, nh, dim int, out *float32)
+// func attnAxpyBlockAVX2(v *float32, w *float32, nb, nh, dim, vs int, out *float32)
 // For h < nh, p < nb, j < dim (a multiple of 8), in order of p:
-// out[h·dim+j] = fma(w[p·nh+h], v[p·dim+j], out[h·dim+j]).
-TEXT ·attnAxpyBlockAVX2(SB), NOSPLIT, $0-48
+// out[h·dim+j] = fma(w[p·nh+h], v[p·vs+j], out[h·dim+j]) (vs: the V rows'
+// stride in values).
+TEXT ·attnAxpyBlockAVX2(SB), NOSPLIT, $0-56
 	MOVQ v+0(FP), SI
 	MOVQ w+8(FP), DI
 	MOVQ nb+16(FP), BX
 	MOVQ nh+24(FP), CX
 	MOVQ dim+32(FP), R9
-	MOVQ out+40(FP), R8
+	MOVQ vs+40(FP), R14
+	MOVQ out+48(FP), R8
 	SHLQ $2, R9
+	SHLQ $2, R14
 	MOVQ CX, R10
 	SHLQ $2, R10
 	TESTQ BX, BX
@@ -52,7 +56,7 @@ bpos64:
 	VFMADD231PS  160(R12), Y8, Y5
 	VFMADD231PS  192(R12), Y8, Y6
 	VFMADD231PS  224(R12), Y8, Y7
-	ADDQ         R9, R12
+	ADDQ         R14, R12
 	ADDQ         R10, R13
 	DECQ         R11
 	JNZ          bpos64
@@ -78,7 +82,7 @@ bchunk8:
 bpos8:
 	VBROADCASTSS (R13), Y8
 	VFMADD231PS  (R12), Y8, Y0
-	ADDQ         R9, R12
+	ADDQ         R14, R12
 	ADDQ         R10, R13
 	DECQ         R11
 	JNZ          bpos8
@@ -94,67 +98,6 @@ bnexthead:
 	JNZ  bhead
 
 bdone:
-	VZEROUPPER
-	RET
-
-// func attnDotsBlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
-// out[p·nh+h] = q[h]·k[p] for p < nb, h < nh, each exactly as
-// attnDotsAVX2 computes it (two 8-lane FMA chains over 16-value steps, an
-// 8-value tail into the first, then the same reduction); dim a multiple
-// of 8.
-TEXT ·attnDotsBlockAVX2(SB), NOSPLIT, $0-48
-	MOVQ k+0(FP), SI
-	MOVQ nb+16(FP), R10
-	MOVQ dim+32(FP), DX
-	MOVQ out+40(FP), R8
-	MOVQ DX, R9
-	SHLQ $2, R9
-	TESTQ R10, R10
-	JZ    kdone
-
-kpos:
-	MOVQ q+8(FP), DI
-	MOVQ nh+24(FP), CX
-
-khead:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	XORQ   AX, AX
-	MOVQ   DX, BX
-
-kloop16:
-	CMPQ        BX, $16
-	JL          kloop8
-	VMOVUPS     (SI)(AX*1), Y2
-	VMOVUPS     32(SI)(AX*1), Y3
-	VFMADD231PS (DI)(AX*1), Y2, Y0
-	VFMADD231PS 32(DI)(AX*1), Y3, Y1
-	ADDQ        $64, AX
-	SUBQ        $16, BX
-	JMP         kloop16
-
-kloop8:
-	CMPQ        BX, $8
-	JL          kreduce
-	VMOVUPS     (SI)(AX*1), Y2
-	VFMADD231PS (DI)(AX*1), Y2, Y0
-
-kreduce:
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VMOVSS       X0, (R8)
-	ADDQ         $4, R8
-	ADDQ         R9, DI
-	DECQ         CX
-	JNZ          khead
-	ADDQ         R9, SI
-	DECQ         R10
-	JNZ          kpos
-
-kdone:
 	VZEROUPPER
 	RET
 
@@ -226,98 +169,6 @@ smpos:
 	DECQ    CX
 	JNZ     smchunk
 smdone:
-	VZEROUPPER
-	RET
-
-// func attnDots4BlockAVX2(k *float32, q *float32, nb, nh, dim int, out *float32)
-// attnDotsBlockAVX2 for nh a multiple of 4: four heads per pass share each
-// K load, and their four reductions share the horizontal adds. Per dot the
-// operations are those of attnDotsBlockAVX2: two 8-lane FMA chains over
-// 16-value steps (an 8-value tail into the first), chain 1 added to chain
-// 0, high half added to low half, then (l0+l1)+(l2+l3) (the two VHADDPS
-// steps pair the lanes exactly as the one-head reduction does).
-TEXT ·attnDots4BlockAVX2(SB), NOSPLIT, $0-48
-	MOVQ  k+0(FP), SI
-	MOVQ  nb+16(FP), R10
-	MOVQ  dim+32(FP), DX
-	MOVQ  out+40(FP), R8
-	MOVQ  DX, R9
-	SHLQ  $2, R9
-	LEAQ  (R9)(R9*2), R11
-	TESTQ R10, R10
-	JZ    k4done
-
-k4pos:
-	MOVQ q+8(FP), DI
-	MOVQ nh+24(FP), CX
-	SHRQ $2, CX
-
-k4head:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   AX, AX
-	MOVQ   DX, BX
-
-k4loop16:
-	CMPQ        BX, $16
-	JL          k4loop8
-	VMOVUPS     (SI)(AX*1), Y8
-	VMOVUPS     32(SI)(AX*1), Y9
-	LEAQ        (DI)(AX*1), R12
-	VFMADD231PS (R12), Y8, Y0
-	VFMADD231PS 32(R12), Y9, Y1
-	VFMADD231PS (R12)(R9*1), Y8, Y2
-	VFMADD231PS 32(R12)(R9*1), Y9, Y3
-	VFMADD231PS (R12)(R9*2), Y8, Y4
-	VFMADD231PS 32(R12)(R9*2), Y9, Y5
-	VFMADD231PS (R12)(R11*1), Y8, Y6
-	VFMADD231PS 32(R12)(R11*1), Y9, Y7
-	ADDQ        $64, AX
-	SUBQ        $16, BX
-	JMP         k4loop16
-
-k4loop8:
-	CMPQ        BX, $8
-	JL          k4reduce
-	VMOVUPS     (SI)(AX*1), Y8
-	LEAQ        (DI)(AX*1), R12
-	VFMADD231PS (R12), Y8, Y0
-	VFMADD231PS (R12)(R9*1), Y8, Y2
-	VFMADD231PS (R12)(R9*2), Y8, Y4
-	VFMADD231PS (R12)(R11*1), Y8, Y6
-
-k4reduce:
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y5, Y4, Y4
-	VADDPS       Y7, Y6, Y6
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS       X3, X2, X2
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS       X5, X4, X4
-	VEXTRACTF128 $1, Y6, X7
-	VADDPS       X7, X6, X6
-	VHADDPS      X2, X0, X0
-	VHADDPS      X6, X4, X4
-	VHADDPS      X4, X0, X0
-	VMOVUPS      X0, (R8)
-	ADDQ         $16, R8
-	LEAQ         (DI)(R9*4), DI
-	DECQ         CX
-	JNZ          k4head
-	ADDQ         R9, SI
-	DECQ         R10
-	JNZ          k4pos
-
-k4done:
 	VZEROUPPER
 	RET
 

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// attendPerPosition is Attend as it was before the blocked V pass and the
-// vector exponentials: one attnAxpy per position and math.Exp. Attend
-// must give its bits exactly.
+// attendPerPosition is Attend written position by position with the plain
+// arithmetic: the score chain of attnScoresGo, expAttn, one attnAxpy per
+// position. Attend (blocked, heads in the lanes for the scores, vector
+// exponentials) must give its bits exactly.
 func attendPerPosition(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
 	d := len(q) / g
 	q, out = q[:g*d], out[:g*d]
@@ -17,7 +18,7 @@ func attendPerPosition(out, q []float32, g int, k, v KVRows, table []int32, n, o
 	row := scratch[n*g : n*g+d]
 	for p := 0; p < n; p++ {
 		kr := k.loadRow(row, k.index(table, p, off), d)
-		attnDots(scores[p*g:p*g+g], q, kr, g)
+		attnScoresGo(scores[p*g:p*g+g], q, kr, 1, g, d, d)
 	}
 	var small [16]float64
 	sums := small[:]
@@ -33,7 +34,7 @@ func attendPerPosition(out, q []float32, g int, k, v KVRows, table []int32, n, o
 		}
 		var sum float64
 		for i := h; i < len(scores); i += g {
-			e := float32(math.Exp(float64(scores[i] - m)))
+			e := expAttn(scores[i] - m)
 			scores[i] = e
 			sum += float64(e)
 		}
@@ -55,8 +56,8 @@ func attendPerPosition(out, q []float32, g int, k, v KVRows, table []int32, n, o
 	}
 }
 
-// TestAttendBitwiseUnchanged: Attend (blocked V accumulation, vector
-// exponentials) gives bit for bit the per-position computation, for F16
+// TestAttendBitwiseUnchanged: Attend (blocked scores and V accumulation,
+// vector exponentials) gives bit for bit the per-position computation, for F16
 // and F32 stores, head dimensions that do and do not fill 64-value
 // chunks, group sizes on and off the vector path, and lengths around the
 // block size.
@@ -88,30 +89,22 @@ func TestAttendBitwiseUnchanged(t *testing.T) {
 }
 
 // TestAttnBlockHelpersBitwise: the blocked helpers equal their
-// per-position counterparts bit for bit: nb attnAxpy calls, nb attnDots
-// calls, nrows attnCvt calls.
+// per-position counterparts bit for bit: nb attnAxpy calls, nrows
+// attnCvt calls.
 func TestAttnBlockHelpersBitwise(t *testing.T) {
 	r := rand.New(rand.NewPCG(79, 80))
 	for _, c := range []struct{ nb, g, d int }{{1, 8, 64}, {32, 8, 64}, {7, 3, 136}, {5, 2, 20}, {32, 4, 256}, {3, 1, 8}, {9, 4, 136}, {3, 12, 24}, {2, 16, 8}} {
-		vb := randVec(r, c.nb*c.d, 1)
 		w := randVec(r, c.nb*c.g, 1)
 		got := randVec(r, c.g*c.d, 1)
 		want := append([]float32(nil), got...)
-		attnAxpyBlock(got, vb, w, c.nb, c.g, c.d)
+		vs := c.d + 8*(c.g%3) // V rows wider than the head, as in a whole-row block
+		vw := randVec(r, c.nb*vs, 1)
+		attnAxpyBlock(got, vw, w, c.nb, c.g, c.d, vs)
 		for p := 0; p < c.nb; p++ {
-			attnAxpy(want, vb[p*c.d:(p+1)*c.d], w[p*c.g:(p+1)*c.g], c.g)
+			attnAxpy(want, vw[p*vs:p*vs+c.d], w[p*c.g:(p+1)*c.g], c.g)
 		}
 		if i := firstDiff(got, want); i >= 0 {
 			t.Fatalf("axpy nb%d g%d d%d: value %d: %g, per position %g", c.nb, c.g, c.d, i, got[i], want[i])
-		}
-		q := randVec(r, c.g*c.d, 1)
-		dots, dots1 := make([]float32, c.nb*c.g), make([]float32, c.nb*c.g)
-		attnDotsBlock(dots, q, vb, c.nb, c.g, c.d)
-		for p := 0; p < c.nb; p++ {
-			attnDots(dots1[p*c.g:(p+1)*c.g], q, vb[p*c.d:(p+1)*c.d], c.g)
-		}
-		if i := firstDiff(dots, dots1); i >= 0 {
-			t.Fatalf("dots nb%d g%d d%d: value %d: %g, per position %g", c.nb, c.g, c.d, i, dots[i], dots1[i])
 		}
 		stride := c.d + 8*(c.g%3)
 		src := make([]uint16, c.nb*stride)

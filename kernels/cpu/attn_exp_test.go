@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestAttnExpBitwise: the softmax exponential pass (four float64 lanes in
-// assembly where available) gives bit for bit the scalar math.Exp pass:
+// TestAttnExpBitwise: the softmax exponential pass (eight float32 lanes in
+// assembly where available) gives bit for bit the scalar expAttn pass:
 // every e and every per-head sum, across the whole float32 range of
 // differences s − max, including the underflow edge, −Inf, NaN and
 // heads that are not a multiple of four (scalar path).
@@ -54,7 +54,7 @@ func TestAttnExpBitwise(t *testing.T) {
 			attnExpGo(want, c.g, m, ws)
 			for i := range got {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("position %d head %d: x = %g: e = %g (%#x), math.Exp gives %g (%#x)",
+					t.Fatalf("position %d head %d: x = %g: e = %g (%#x), scalar gives %g (%#x)",
 						i/c.g, i%c.g, s[i]-m[i%c.g], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 				}
 			}
@@ -68,7 +68,8 @@ func TestAttnExpBitwise(t *testing.T) {
 }
 
 // TestAttnExpDense sweeps differences densely over [−110, 0] (where the
-// float32 results are nonzero) and compares with math.Exp bit for bit.
+// float32 results are nonzero) and compares with the scalar pass bit for
+// bit.
 func TestAttnExpDense(t *testing.T) {
 	const g = 8
 	n := 1 << 14
@@ -86,13 +87,40 @@ func TestAttnExpDense(t *testing.T) {
 	attnExpGo(want, g, m, ws)
 	for i := range got {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("x = %g: e = %g, math.Exp gives %g", s[i], got[i], want[i])
+			t.Fatalf("x = %g: e = %g, scalar gives %g", s[i], got[i], want[i])
 		}
 	}
 	for h := range gs {
 		if gs[h] != ws[h] {
 			t.Fatalf("head %d: sum %g, scalar %g", h, gs[h], ws[h])
 		}
+	}
+}
+
+// TestExpAttnAccuracy: expAttn is within 2 float32 ulps of exp over
+// [−87, 0] (the softmax's range; x = s − max), 0 below, 1 above.
+func TestExpAttnAccuracy(t *testing.T) {
+	worst := 0.0
+	for i := 0; i <= 1<<20; i++ {
+		x := -87 * float32(i) / (1 << 20)
+		got := float64(expAttn(x))
+		want := math.Exp(float64(x))
+		ulp := float64(math.Nextafter32(float32(want), 1)) - float64(float32(want))
+		if e := math.Abs(got-want) / ulp; e > worst {
+			worst = e
+		}
+	}
+	if worst > 2 {
+		t.Fatalf("worst error %.2f ulp", worst)
+	}
+	t.Logf("worst error %.2f ulp", worst)
+	for _, c := range []struct{ x, want float32 }{{-87.01, 0}, {float32(math.Inf(-1)), 0}, {0, 1}, {5, 1}} {
+		if got := expAttn(c.x); got != c.want {
+			t.Fatalf("expAttn(%g) = %g, want %g", c.x, got, c.want)
+		}
+	}
+	if nan := float32(math.NaN()); !math.IsNaN(float64(expAttn(nan))) {
+		t.Fatal("expAttn(NaN) is not NaN")
 	}
 }
 

@@ -7,13 +7,13 @@ import "unsafe"
 func attnPrefetchRows(src unsafe.Pointer, f16 bool, sstride, nrows, d int) {}
 
 func attnCvt(dst []float32, src []uint16) { attnCvtGo(dst, src) }
-func attnDots(out, q, k []float32, g int) { attnDotsGo(out, q, k, g) }
 func attnAxpy(out, v, w []float32, g int) { attnAxpyGo(out, v, w, g) }
 func attnExp(scores []float32, g int, m []float32, sums []float64) {
 	attnExpGo(scores, g, m, sums)
 }
-func attnAxpyBlock(out, vb, w []float32, nb, g, d int) { attnAxpyBlockGo(out, vb, w, nb, g, d) }
-func attnDotsBlock(out, q, kb []float32, nb, g, d int) { attnDotsBlockGo(out, q, kb, nb, g, d) }
+func attnAxpyBlock(out, vb, w []float32, nb, g, d, vs int) {
+	attnAxpyBlockGo(out, vb, w, nb, g, d, vs)
+}
 func attnCvtRows(dst []float32, src []uint16, sstride, nrows, d int) {
 	for r := 0; r < nrows; r++ {
 		attnCvtGo(dst[r*d:(r+1)*d], src[r*sstride:r*sstride+d])
@@ -21,4 +21,7 @@ func attnCvtRows(dst []float32, src []uint16, sstride, nrows, d int) {
 }
 func attnScaleMax(scores []float32, g int, scale float32, m []float32) {
 	attnScaleMaxGo(scores, g, scale, m)
+}
+func attnScores(out, q, qt, kb []float32, nb, g, d, ks int) {
+	attnScoresGo(out, q, kb, nb, g, d, ks)
 }

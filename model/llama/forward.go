@@ -115,27 +115,62 @@ func (m *Model) layerForward(l int) {
 // F32 store always uses Attend.
 const f16AttnPositions = 64
 
-// attnSlots runs the attention work items (token i, KV head h), numbered
-// i*KVHeads+h, of slots [lo, hi): slot s takes items s, s+slots, s+2*slots,
-// ... (interleaved, because causal attention costs grow with position) and
-// uses its own scratch.
+// attnSlots runs the attention work items of slots [lo, hi): slot s takes
+// items s, s+slots, s+2*slots, ... (interleaved, because causal attention
+// costs grow with position) and uses its own scratch. With enough tokens
+// to share out (attnRows) an item is a token and all its KV heads: the
+// pages' rows are then read whole, one stream instead of KVHeads strided
+// ones (cpu.AttendHeads, BenchmarkAttendStep in kernels/cpu); otherwise
+// an item is a (token, KV head) pair, numbered i*KVHeads+h. Both give the
+// same bits (cpu.AttendHeads is Attend per head).
 func (f *forward) attnSlots(lo, hi int) {
+	c := &f.m.cfg
+	rows := f.attnRows()
+	items := f.t * c.KVHeads
+	if rows {
+		items = f.t
+	}
+	for s := lo; s < hi; s++ {
+		scratch := f.attnScratch[s]
+		for it := s; it < items; it += f.slots {
+			if rows {
+				f.attendToken(it, scratch)
+				continue
+			}
+			f.attendHead(it/c.KVHeads, it%c.KVHeads, scratch)
+		}
+	}
+}
+
+// attnRows reports whether attnSlots takes whole tokens as items: when
+// every pool thread gets at least two.
+func (f *forward) attnRows() bool { return f.t >= 2*f.m.pool.Threads() }
+
+// attendToken computes the attention of token i for every KV head.
+func (f *forward) attendToken(i int, scratch []float32) {
+	m, b := f.m, f.b
+	c := &m.cfg
+	if m.ggml != nil || b.Pos[i] < f16AttnPositions { // not cpu.Attend: head by head
+		for h := 0; h < c.KVHeads; h++ {
+			f.attendHead(i, h, scratch)
+		}
+		return
+	}
+	QD, l := c.QDim(), f.layer
+	cpu.AttendHeads(f.att[i*QD:(i+1)*QD], f.q[i*QD:(i+1)*QD], c.KVHeads, c.Heads/c.KVHeads,
+		f.kv.k[l], f.kv.v[l], b.Seqs[b.Seq[i]], int(b.Pos[i])+1, f.scale, scratch)
+}
+
+// attendHead computes the attention of token i for KV head h.
+func (f *forward) attendHead(i, h int, scratch []float32) {
 	m, b, kv, l := f.m, f.b, f.kv, f.layer
 	c := &m.cfg
 	HD, QD := c.HeadDim, c.QDim()
 	g := c.Heads / c.KVHeads
-	items := f.t * c.KVHeads
-	for s := lo; s < hi; s++ {
-		scratch := f.attnScratch[s]
-		for it := s; it < items; it += f.slots {
-			i, h := it/c.KVHeads, it%c.KVHeads
-			off := i*QD + h*g*HD
-			table := b.Seqs[b.Seq[i]]
-			attend := f.attendFunc(i) // by position; by batch size in GGML mode (ggml_arith.go)
-			attend(f.att[off:off+g*HD], f.q[off:off+g*HD], g, kv.k[l], kv.v[l],
-				table, int(b.Pos[i])+1, h*HD, f.scale, scratch)
-		}
-	}
+	off := i*QD + h*g*HD
+	attend := f.attendFunc(i) // by position; by batch size in GGML mode (ggml_arith.go)
+	attend(f.att[off:off+g*HD], f.q[off:off+g*HD], g, kv.k[l], kv.v[l],
+		b.Seqs[b.Seq[i]], int(b.Pos[i])+1, h*HD, f.scale, scratch)
 }
 
 // checkBatch validates b against the model, kv and logits and returns the
