@@ -21,7 +21,7 @@
 #   smoke    60 s   nvidia-smi, driver / NVRTC / cuBLAS files and versions,
 #                   the device opened by oengine (kernels compiled)
 #   kernels  70 s   kernel parity tests against their CPU twins (cuda.test)
-#   models  120 s   oengine verify --device cuda on each carried model (20 s
+#   models  110 s   oengine verify --device cuda on each carried model (20 s
 #                   each), and model/gpu's reference and greedy tests (40 s)
 #   serve    90 s   oengine serve --device cuda + oengine bench serve at
 #                   concurrency 1, 8, 64 (every request must complete)
@@ -145,8 +145,8 @@ models() {
 	done
 	# The reference check at the test level (GEMV-only and cuBLAS arithmetic)
 	# and free-running greedy with CUDA graphs, on the same files.
-	(cd "$root/model/gpu" && OENGINE_REF_MODELS="$BIN" stage models 40 "$BIN/gpu.test" \
-		-test.run 'TestGPUReferenceModels|TestGPUGreedy' -test.v -test.count=1 -test.timeout=35s) || rc=1
+	(cd "$root/model/gpu" && OENGINE_REF_MODELS="$BIN" stage models 35 "$BIN/gpu.test" \
+		-test.run 'TestGPUReferenceModels|TestGPUGreedy' -test.v -test.count=1 -test.timeout=30s) || rc=1
 	return $rc
 }
 
@@ -183,6 +183,12 @@ serve() {
 perf() {
 	(cd "$root/kernels/cuda" && stage perf 20 "$BIN/cuda.test" -test.run '^$' -test.bench 'GPUCopy|GPUGemm|GPUQuantGemm' \
 		-test.benchtime 1x -test.timeout=18s)
+	# The int8 decode GEMV on the largest llama3-8b shape at batch 1 and 32,
+	# and prefill attention (tensor cores against the scalar kernel).
+	(cd "$root/kernels/cuda" && stage perf 10 "$BIN/cuda.test" -test.run '^$' -test.bench 'GPUGemvQ8/(Q4_0|Q8_0)/4096x14336/n=(1|32)$' \
+		-test.benchtime 1x -test.timeout=9s)
+	(cd "$root/kernels/cuda" && stage perf 10 "$BIN/cuda.test" -test.run '^$' -test.bench 'GPUAttnPrefill' \
+		-test.benchtime 1x -test.timeout=9s)
 	(cd "$root/model/gpu" && stage perf 75 "$BIN/gpu.test" -test.run '^$' -test.bench 'GPUDecode|GPUPrefill' \
 		-test.benchtime 1x -test.timeout=70s)
 }
@@ -200,6 +206,16 @@ figures() {
 			if ($(i+1) == "of_cuBLAS") qr[k] = $i
 		}
 		if ((k in qr) && !(k in seen)) { seen[k] = 1; qn[++nq] = k }
+	}
+	/BenchmarkGPUGemvQ8\// {
+		k = $1; sub(/^BenchmarkGPUGemvQ8\//, "", k); sub(/-[0-9]+$/, "", k)
+		for (i = 1; i < NF; i++) if ($(i+1) == "GB/s") gq[k] = $i
+		if ((k in gq) && !(k in gseen)) { gseen[k] = 1; gn[++ngq] = k }
+	}
+	/BenchmarkGPUAttnPrefill\// {
+		k = $1; sub(/^BenchmarkGPUAttnPrefill\//, "", k); sub(/-[0-9]+$/, "", k)
+		for (i = 1; i < NF; i++) if ($(i+1) == "TFLOPS") ap[k] = $i
+		if ((k in ap) && !(k in aseen)) { aseen[k] = 1; an[++nap] = k }
 	}
 	/BenchmarkGPUDecode\// {
 		split($1, p, "/"); t = p[3]; sub(/-[0-9]+$/, "", t)
@@ -222,6 +238,11 @@ figures() {
 			printf "quantized GEMM %-16s %6.1f TFLOPS = %.2f of cuBLAS F16 on the shape (%.1f) (target >= 0.5: %s)\n",
 				k, qg[k], qr[k], qb[k], (qr[k] >= 0.5) ? "met" : "NOT met"
 		}
+		for (j = 1; j <= ngq; j++) {
+			k = gn[j]
+			printf "int8 GEMV %-28s %7.1f GB/s = %.2f of copy bandwidth\n", k, gq[k], (bw > 0) ? gq[k] / bw : 0
+		}
+		for (j = 1; j <= nap; j++) printf "prefill attention %-20s %6.1f TFLOPS\n", an[j], ap[an[j]]
 		for (t in types) {
 			frac = (bw > 0) ? gb[t] * b1[t] / bw : 0
 			need = (t == "F16") ? 0.75 : 0.6
