@@ -31,22 +31,7 @@ type faCase struct {
 type faRun struct{ seq, from, to int }
 
 func newFACase(rng *rand.Rand, Hq, Hk, D, pageSize int, lens []int, runs []faRun) faCase {
-	maxPages, total := 0, 0
-	for _, n := range lens {
-		np := (n + pageSize - 1) / pageSize
-		maxPages = max(maxPages, np)
-		total += np
-	}
-	perm := rng.Perm(total + 2) // pages in a scrambled order, two unused
-	tables := make([]int32, len(lens)*maxPages)
-	next := 0
-	for s, n := range lens {
-		for p := 0; p < (n+pageSize-1)/pageSize; p++ {
-			tables[s*maxPages+p] = int32(perm[next])
-			next++
-		}
-	}
-	slots := (total + 2) * pageSize
+	tables, maxPages, slots := scrambledTables(rng, lens, pageSize, 2)
 	c := faCase{
 		a:      AttnParams{Heads: Hq, KVHeads: Hk, HeadDim: D, PageSize: pageSize, MaxPages: maxPages, Scale: float32(1 / math.Sqrt(float64(D)))},
 		kc:     make([]uint16, slots*Hk*D),

@@ -19,6 +19,29 @@ type attnCase struct {
 	q        []float32
 }
 
+// scrambledTables lays out the page tables of sequences of the given
+// lengths over pages handed out in a scrambled order, with spare pages
+// left unused; it returns the tables [len(lens)][maxPages] and the number
+// of cache slots the pages span.
+func scrambledTables(rng *rand.Rand, lens []int, pageSize, spare int) (tables []int32, maxPages, slots int) {
+	total := 0
+	for _, n := range lens {
+		np := (n + pageSize - 1) / pageSize
+		maxPages = max(maxPages, np)
+		total += np
+	}
+	perm := rng.Perm(total + spare)
+	tables = make([]int32, len(lens)*maxPages)
+	next := 0
+	for s, n := range lens {
+		for p := 0; p < (n+pageSize-1)/pageSize; p++ {
+			tables[s*maxPages+p] = int32(perm[next])
+			next++
+		}
+	}
+	return tables, maxPages, (total + spare) * pageSize
+}
+
 func newAttnCase(rng *rand.Rand, Hq, Hk, D int, lens []int, batch [][2]int32) attnCase {
 	return newAttnCaseFill(rng, Hq, Hk, D, lens, batch, true)
 }
@@ -27,25 +50,7 @@ func newAttnCase(rng *rand.Rand, Hq, Hk, D int, lens []int, batch [][2]int32) at
 // short random pattern (fast to build for large benchmarks).
 func newAttnCaseFill(rng *rand.Rand, Hq, Hk, D int, lens []int, batch [][2]int32, random bool) attnCase {
 	const pageSize = 16
-	maxPages := 0
-	for _, n := range lens {
-		maxPages = max(maxPages, (n+pageSize-1)/pageSize)
-	}
-	total := 0
-	for _, n := range lens {
-		total += (n + pageSize - 1) / pageSize
-	}
-	// Pages handed out in a scrambled order.
-	perm := rng.Perm(total + 3)
-	tables := make([]int32, len(lens)*maxPages)
-	next := 0
-	for s, n := range lens {
-		for p := 0; p < (n+pageSize-1)/pageSize; p++ {
-			tables[s*maxPages+p] = int32(perm[next])
-			next++
-		}
-	}
-	slots := (total + 3) * pageSize
+	tables, maxPages, slots := scrambledTables(rng, lens, pageSize, 3)
 	c := attnCase{
 		a:      AttnParams{Heads: Hq, KVHeads: Hk, HeadDim: D, PageSize: pageSize, MaxPages: maxPages, Scale: float32(1 / math.Sqrt(float64(D)))},
 		kc:     make([]uint16, slots*Hk*D),
