@@ -858,3 +858,31 @@ func TestAbortAfterTerminal(t *testing.T) {
 		}
 	}
 }
+
+// greedyPanicModel takes every logits step normally but panics when asked
+// to choose greedy tokens itself (GreedyModel).
+type greedyPanicModel struct{ *fakeModel }
+
+func (greedyPanicModel) ForwardGreedy(KV, *Batch, []int32) error { panic("argmax kernel bug") }
+
+// A failing device-greedy step ends its requests like a failing forward
+// pass: one terminal INTERNAL error each, the process alive, no page kept;
+// a request that needs its logits rows still completes on the same engine.
+func TestGreedyModelPanicEndsRequests(t *testing.T) {
+	e, err := New(Config{KVPages: 16, PageSize: 4}, greedyPanicModel{&fakeModel{vocab: 64, ctx: 64}}, fakeTok{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r := run(t, e, Request{Prompt: "abc", MaxTokens: 3, Sampling: greedy()})
+	if r.err == nil || r.err.Code != CodeInternal || r.terminal != 1 {
+		t.Fatalf("terminal %+v (%d terminal events)", r.err, r.terminal)
+	}
+	checkLedger(t, e)
+	r = run(t, e, Request{Prompt: "abc", MaxTokens: 3, Sampling: greedy(),
+		Logprobs: &sampling.Candidates{Mode: sampling.CandidatesTopN, TopN: 1}})
+	if r.err != nil || len(r.tokens[0]) != 3 {
+		t.Fatalf("logprobs request: %+v, %v", r.err, r.tokens)
+	}
+	checkLedger(t, e)
+}
