@@ -1,0 +1,166 @@
+package cpu
+
+// Multi-query attention for a prefill chunk.
+//
+// AttendHeads runs one query token at a time: for a chunk of T tokens deep
+// into a long prompt every token re-reads, re-widens (F16 -> float32) and
+// re-streams the whole K/V prefix, and with g = 4 query heads per KV head
+// half of the score vector's eight lanes hold padding. AttendChunk takes
+// the tokens of a chunk in tiles: the lanes of a tile are (token, head)
+// pairs, token-major, AttnChunkTokens(g)·g of them (about attnChunkLanes),
+// so one pass over each KV head's K blocks and one over its V blocks serve
+// the whole tile with the vector lanes full.
+//
+// Every value is computed by the same helpers with the same arithmetic as
+// AttendHeads computes it for a single token, so each token's result is
+// AttendHeads' bit for bit (TestAttendChunkMatchesAttendHeads):
+//   - a score is one FMA chain over the head dimension (attnScores; the
+//     lane a chain runs in does not change it);
+//   - scaling and the per-head maximum are exact operations (the maximum
+//     of the same values is the same value; only a ±0 maximum can differ,
+//     and s − (±0) and exp(±0) = 1 are the same either way);
+//   - the exponentials are expAttn (attnExp and its twin give equal bits)
+//     and each head's float64 sum adds them in position order;
+//   - the output accumulates the weighted V rows in position order
+//     (attnAxpyBlock) and is scaled by float32(1/sum) at the end.
+//
+// Causality inside a tile: token t of a tile whose first token attends to
+// n0 positions attends to n0+t. Rows below n0 are common to every lane;
+// row p ≥ n0 belongs to the tokens t > p − n0, which (lanes being
+// token-major) is a suffix of the lanes, so the softmax and V passes treat
+// such a row as one call over that suffix. Scores of the rows a lane does
+// not attend to are computed (the vector kernel does all lanes) but never
+// read.
+
+// attnChunkLanes is the number of (token, head) lanes a tile aims at:
+// four 8-lane vectors of scores per K row.
+const attnChunkLanes = 32
+
+// AttnChunkTokens is the number of query tokens per AttendChunk tile for
+// groups of g query heads per KV head (attnChunkLanes/g, at least 1).
+// Callers that share a chunk's tiles among threads cut it into pieces of
+// this many tokens.
+func AttnChunkTokens(g int) int { return max(1, attnChunkLanes/max(g, 1)) }
+
+// AttnChunkScratch is the scratch length AttendChunk needs for groups of g
+// query heads of dimension d when its last token attends to n positions
+// (n = p0+T).
+func AttnChunkScratch(g, n, d int) int {
+	l := AttnChunkTokens(g) * g
+	return l*n + attnBlockRows(d)*d + 2*l*d + d*attnPad(l) + l
+}
+
+// AttendChunk is AttendHeads for T consecutive query tokens of one
+// sequence: token t (0 ≤ t < T) is at position p0+t and attends to
+// positions 0..p0+t, whose K/V must all be in the store (the chunk's own
+// rows included). q, out: [T][kvh][g][d] (each token's row as AttendHeads
+// takes it); KV head h is at column h·d of the rows. Each token's result
+// is bit for bit AttendHeads' over n = p0+t+1 positions. scratch must hold
+// AttnChunkScratch(g, p0+T, d) values.
+func AttendChunk(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0 int, scale float32, scratch []float32) {
+	if T <= 0 {
+		return
+	}
+	qd := len(q) / T // values per token: kvh·g·d
+	d := qd / (kvh * g)
+	tt := AttnChunkTokens(g)
+	for t0 := 0; t0 < T; t0 += tt {
+		nt := min(tt, T-t0)
+		o, qt := out[t0*qd:(t0+nt)*qd], q[t0*qd:(t0+nt)*qd]
+		for h := 0; h < kvh; h++ {
+			attendTile(o, qt, nt, g, d, qd, h, k, v, table, p0+t0+1, scale, scratch)
+		}
+	}
+}
+
+// attendTile computes KV head h's attention for the nt tokens of one tile:
+// token t attends to n0+t positions; q, out: [nt][qd] with the head's g
+// query heads at column h·g·d.
+func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int32, n0 int, scale float32, scratch []float32) {
+	L := nt * g        // lanes: lane t·g+j is query head j of token t
+	nmax := n0 + nt - 1 // rows the last token attends to
+	scores := scratch[:L*nmax] // [nmax][L]
+	o := L * nmax
+	bs := attnBlockRows(d)
+	blk := scratch[o : o+bs*d] // a block of one head's K or V rows, [bs][d] float32
+	o += bs * d
+	qg := scratch[o : o+L*d] // the tile's queries, [L][d]
+	o += L * d
+	lp := attnPad(L)
+	qt := scratch[o : o+d*lp] // qg transposed, [d][lp] (attnTransposeQ)
+	o += d * lp
+	acc := scratch[o : o+L*d] // output accumulators, [L][d]
+	o += L * d
+	m := scratch[o : o+L] // per-lane maxima
+	var sumsA, tmpA [attnChunkLanes]float64 // no allocation up to 32 lanes
+	sums, tmp := sumsA[:0], tmpA[:0]
+	if L <= len(sumsA) {
+		sums, tmp = sumsA[:L], tmpA[:L]
+	} else {
+		sums, tmp = make([]float64, L), make([]float64, L)
+	}
+	for t := 0; t < nt; t++ {
+		copy(qg[t*g*d:(t+1)*g*d], q[t*qd+h*g*d:t*qd+(h+1)*g*d])
+	}
+	attnTransposeQ(qt, qg, L, d)
+	off := h * d
+
+	// K pass: every block of rows is loaded (widened) once for all lanes.
+	k.prefetchRows(table, 0, min(2*bs, nmax), off, d)
+	for b0 := 0; b0 < nmax; b0 += bs {
+		nb := min(bs, nmax-b0)
+		if next := b0 + 2*bs; next < nmax {
+			k.prefetchRows(table, next, min(bs, nmax-next), off, d)
+		}
+		k.loadRows(blk, table, b0, nb, off, d)
+		attnScores(scores[b0*L:(b0+nb)*L], qg, qt, blk, nb, L, d, d)
+	}
+
+	// Softmax per lane over the rows it attends to: rows [0, n0) for all
+	// lanes, row p ≥ n0 for the lanes from (p−n0+1)·g on.
+	attnScaleMax(scores[:n0*L], L, scale, m)
+	for p := n0; p < nmax; p++ {
+		row := scores[p*L : (p+1)*L]
+		for l := (p - n0 + 1) * g; l < L; l++ {
+			s := row[l] * scale
+			row[l] = s
+			m[l] = max(m[l], s)
+		}
+	}
+	attnExp(scores[:n0*L], L, m, sums)
+	for p := n0; p < nmax; p++ {
+		l0 := (p - n0 + 1) * g
+		attnExp(scores[p*L+l0:(p+1)*L], L-l0, m[l0:], tmp[:L-l0])
+		for l := l0; l < L; l++ {
+			sums[l] += tmp[l-l0] // tmp is 0 + float64(e): the sum goes on in position order
+		}
+	}
+
+	// V pass: each lane accumulates its rows in position order.
+	clear(acc)
+	v.prefetchRows(table, 0, min(2*bs, nmax), off, d)
+	for b0 := 0; b0 < nmax; b0 += bs {
+		nb := min(bs, nmax-b0)
+		if next := b0 + 2*bs; next < nmax {
+			v.prefetchRows(table, next, min(bs, nmax-next), off, d)
+		}
+		v.loadRows(blk, table, b0, nb, off, d)
+		if b0 < n0 {
+			nc := min(nb, n0-b0)
+			attnAxpyBlock(acc, blk, scores[b0*L:(b0+nc)*L], nc, L, d, d)
+		}
+		for p := max(b0, n0); p < b0+nb; p++ {
+			l0 := (p - n0 + 1) * g
+			r := p - b0
+			attnAxpyBlock(acc[l0*d:], blk[r*d:(r+1)*d], scores[p*L+l0:(p+1)*L], 1, L-l0, d, d)
+		}
+	}
+	for l := 0; l < L; l++ {
+		t, j := l/g, l%g
+		inv := float32(1 / sums[l])
+		dst := out[t*qd+(h*g+j)*d : t*qd+(h*g+j+1)*d]
+		for i, x := range acc[l*d : (l+1)*d] {
+			dst[i] = x * inv
+		}
+	}
+}

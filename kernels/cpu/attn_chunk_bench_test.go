@@ -1,0 +1,54 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkAttendChunk is the attention of one layer for a 512-token
+// prefill chunk at positions p0..p0+511 on one thread, with the shapes of
+// `oengine synth --arch llama --dims 1024,8,16,4,2816,32000,4096` (4 KV
+// heads of 4 query heads, head dimension 64, F16 pages of 16 rows):
+// "tokens" calls AttendHeads once per token (what model/llama did before
+// AttendChunk), "chunk" calls AttendChunk once per tile of
+// AttnChunkTokens(g) tokens (what it does now). Both give the same bits
+// (TestAttendChunkMatchesAttendHeads). GFLOP/s counts 4·d flops per
+// (query head, attended position): q·k and the weighted V sum.
+//
+//	go test ./kernels/cpu -run '^$' -bench AttendChunk -benchtime 3x
+func BenchmarkAttendChunk(b *testing.B) {
+	const kvh, d, page, T = 4, 64, 16, 512
+	for _, c := range []struct{ g, p0 int }{{4, 1024}, {4, 0}, {8, 1024}} {
+		n := c.p0 + T
+		r := rand.New(rand.NewPCG(7, 7))
+		k, table, _ := pagedStore(r, n, page, kvh*d, true)
+		v, _ := sameTable(r, k, table, n, true)
+		qd := kvh * c.g * d
+		q := randVec(r, T*qd, 1)
+		out := make([]float32, T*qd)
+		scratch := make([]float32, max(AttnHeadsScratch(kvh, c.g, n, d), AttnChunkScratch(c.g, n, d)))
+		flops := 0.0
+		for t := 0; t < T; t++ {
+			flops += float64(4 * d * kvh * c.g * (c.p0 + t + 1))
+		}
+		for _, mode := range []string{"tokens", "chunk"} {
+			b.Run(fmt.Sprintf("g%d_p%d/%s", c.g, c.p0, mode), func(b *testing.B) {
+				for range b.N {
+					if mode == "tokens" {
+						for t := 0; t < T; t++ {
+							AttendHeads(out[t*qd:(t+1)*qd], q[t*qd:(t+1)*qd], kvh, c.g, k, v, table, c.p0+t+1, 0.125, scratch)
+						}
+						continue
+					}
+					tt := AttnChunkTokens(c.g)
+					for t0 := 0; t0 < T; t0 += tt {
+						nt := min(tt, T-t0)
+						AttendChunk(out[t0*qd:(t0+nt)*qd], q[t0*qd:(t0+nt)*qd], nt, kvh, c.g, k, v, table, c.p0+t0, 0.125, scratch)
+					}
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

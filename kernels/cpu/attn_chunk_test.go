@@ -1,0 +1,113 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestAttendChunkMatchesAttendHeads: AttendChunk gives every token of a
+// chunk the bits AttendHeads gives it alone, over group sizes 1..8 (lanes
+// of one, two, four and eight heads per token in the tiles), head
+// dimensions 64 and 128 (and 24, off the 8-value grid: the plain Go
+// helpers), F16 and F32 stores with scrambled page tables, chunk lengths
+// that are one token, part of a tile, and several tiles with a partial
+// last one, and chunks starting at position 0, inside the first page and
+// deep in the sequence; once more with the vector helpers off.
+func TestAttendChunkMatchesAttendHeads(t *testing.T) {
+	for _, simd := range []bool{true, false} {
+		if simd && !attnAVX2 {
+			continue
+		}
+		t.Run(fmt.Sprintf("simd%v", simd), func(t *testing.T) {
+			saved := attnAVX2
+			attnAVX2 = simd
+			t.Cleanup(func() { attnAVX2 = saved })
+			r := rand.New(rand.NewPCG(131, 132))
+			type tc struct {
+				kvh, g, d, page int
+				f16             bool
+			}
+			var cases []tc
+			for _, g := range []int{1, 2, 4, 8} {
+				for _, d := range []int{64, 128} {
+					for _, f16 := range []bool{true, false} {
+						cases = append(cases, tc{kvh: 2, g: g, d: d, page: 16, f16: f16})
+					}
+				}
+			}
+			cases = append(cases, tc{3, 3, 24, 4, true}, tc{1, 5, 40, 8, false}, tc{4, 4, 64, 32, true})
+			for _, c := range cases {
+				for _, T := range []int{1, 2, 7, 64, 130} {
+					for _, p0 := range []int{0, 5, 300} {
+						if !simd && (T == 130 || p0 == 300) && c.d != 64 {
+							continue // the plain path once per shape is enough
+						}
+						name := fmt.Sprintf("kvh%d_g%d_d%d_f16%v_T%d_p%d", c.kvh, c.g, c.d, c.f16, T, p0)
+						checkAttendChunk(t, r, name, c.kvh, c.g, c.d, c.page, c.f16, T, p0, false)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAttendChunkIgnoresLaterRows: a token's result does not depend on
+// the rows after its own position, although the tile computes scores for
+// them: with NaN in the K and V rows of the chunk's last position every
+// earlier token still gets AttendHeads' bits (a NaN weight or a zero
+// weight times NaN would spread).
+func TestAttendChunkIgnoresLaterRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(133, 134))
+	for _, g := range []int{1, 4, 8} {
+		for _, f16 := range []bool{true, false} {
+			checkAttendChunk(t, r, fmt.Sprintf("g%d_f16%v", g, f16), 2, g, 64, 16, f16, 40, 70, true)
+		}
+	}
+}
+
+// checkAttendChunk builds a store of p0+T positions and compares
+// AttendChunk over the T tokens at p0.. with AttendHeads per token; with
+// poison, the last position's K and V rows hold NaN and the last token
+// is not compared.
+func checkAttendChunk(t *testing.T, r *rand.Rand, name string, kvh, g, d, page int, f16 bool, T, p0 int, poison bool) {
+	t.Helper()
+	n := p0 + T
+	stride := kvh * d
+	k, table, _ := pagedStore(r, n, page, stride, f16)
+	v, _ := sameTable(r, k, table, n, f16)
+	if poison {
+		for _, kv := range []KVRows{k, v} {
+			i := kv.index(table, n-1, 0)
+			for j := 0; j < stride; j++ {
+				if f16 {
+					kv.F16[i+j] = 0x7e00 // F16 NaN
+				} else {
+					kv.F32[i+j] = float32(math.NaN())
+				}
+			}
+		}
+	}
+	qd := kvh * g * d
+	q := randVec(r, T*qd, 2)
+	const scale = 0.125
+	got := make([]float32, T*qd)
+	for i := range got {
+		got[i] = float32(math.NaN()) // every value must be written
+	}
+	AttendChunk(got, q, T, kvh, g, k, v, table, p0, scale, make([]float32, AttnChunkScratch(g, n, d)))
+	want := make([]float32, qd)
+	scratch := make([]float32, AttnHeadsScratch(kvh, g, n, d))
+	last := T
+	if poison {
+		last = T - 1
+	}
+	for tok := 0; tok < last; tok++ {
+		AttendHeads(want, q[tok*qd:(tok+1)*qd], kvh, g, k, v, table, p0+tok+1, scale, scratch)
+		if i := firstDiff(got[tok*qd:(tok+1)*qd], want); i >= 0 {
+			t.Fatalf("%s: token %d (position %d) query head %d value %d: %g, AttendHeads %g",
+				name, tok, p0+tok, i/d, i%d, got[tok*qd+i], want[i])
+		}
+	}
+}
