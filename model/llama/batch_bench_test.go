@@ -168,6 +168,7 @@ func (m *Model) attentionOnly(kv *KV, b *Batch) {
 	defer m.mu.Unlock()
 	f := &m.fw
 	f.kv, f.b, f.t = kv, b, len(b.Tokens)
+	f.planAttn()
 	for l := range m.layers {
 		f.layer = l
 		m.pool.For(f.slots, f.attnFn)

@@ -46,6 +46,7 @@ func (m *Model) Forward(kv *KV, b *Batch, logits []float32) error {
 	c := &m.cfg
 	f.ensure(m, T, len(b.Logits), maxN)
 	f.kv, f.b, f.t = kv, b, T
+	f.planAttn()
 
 	D, R := c.Dim, c.RopeDims
 	for i, tok := range b.Tokens {
@@ -118,23 +119,32 @@ const f16AttnPositions = 64
 // attnSlots runs the attention work items of slots [lo, hi): slot s takes
 // items s, s+slots, s+2*slots, ... (interleaved, because causal attention
 // costs grow with position) and uses its own scratch. With enough tokens
-// to share out (attnRows) an item is a token and all its KV heads: the
-// pages' rows are then read whole, one stream instead of KVHeads strided
-// ones (cpu.AttendHeads, BenchmarkAttendStep in kernels/cpu); otherwise
-// an item is a (token, KV head) pair, numbered i*KVHeads+h. Both give the
-// same bits (cpu.AttendHeads is Attend per head).
+// to share out (attnRows) the items are f.attnItems (planAttn): a run of
+// consecutive prefill tokens of one sequence on the cpu.Attend path comes
+// as tiles of cpu.AttnChunkTokens tokens (cpu.AttendChunk: the K/V blocks
+// are read once per tile instead of once per token), any other token as
+// one item with all its KV heads (cpu.AttendHeads: the pages' rows are
+// read whole, one stream instead of KVHeads strided ones,
+// BenchmarkAttendStep in kernels/cpu); otherwise an item is a (token, KV
+// head) pair, numbered i*KVHeads+h. All give the same bits per token
+// (cpu.AttendChunk is cpu.AttendHeads per token, which is Attend per
+// head).
 func (f *forward) attnSlots(lo, hi int) {
 	c := &f.m.cfg
 	rows := f.attnRows()
 	items := f.t * c.KVHeads
 	if rows {
-		items = f.t
+		items = len(f.attnItems)
 	}
 	for s := lo; s < hi; s++ {
 		scratch := f.attnScratch[s]
 		for it := s; it < items; it += f.slots {
 			if rows {
-				f.attendToken(it, scratch)
+				if a := f.attnItems[it]; a.n > 1 {
+					f.attendTile(int(a.i), int(a.n), scratch)
+				} else {
+					f.attendToken(int(a.i), scratch)
+				}
 				continue
 			}
 			f.attendHead(it/c.KVHeads, it%c.KVHeads, scratch)
@@ -142,9 +152,41 @@ func (f *forward) attnSlots(lo, hi int) {
 	}
 }
 
-// attnRows reports whether attnSlots takes whole tokens as items: when
-// every pool thread gets at least two.
+// attnRows reports whether attnSlots takes whole tokens (or tiles) as
+// items: when every pool thread gets at least two tokens.
 func (f *forward) attnRows() bool { return f.t >= 2*f.m.pool.Threads() }
+
+// attnItem is a work item of attnSlots in rows mode: the n tokens from
+// batch index i, consecutive positions of one sequence when n > 1.
+type attnItem struct{ i, n int32 }
+
+// planAttn fills f.attnItems for the call in progress: runs of at least
+// two consecutive tokens of one sequence at consecutive positions, all on
+// the cpu.Attend path (not GGML mode, positions from f16AttnPositions on),
+// cut into tiles of cpu.AttnChunkTokens tokens in position order; every
+// other token an item of its own. Decode tokens (one per sequence) keep
+// the per-token path.
+func (f *forward) planAttn() {
+	f.attnItems = f.attnItems[:0]
+	if !f.attnRows() {
+		return
+	}
+	m, b := f.m, f.b
+	tile := cpu.AttnChunkTokens(m.cfg.Heads / m.cfg.KVHeads)
+	chunk := func(i int) bool { return m.ggml == nil && b.Pos[i] >= f16AttnPositions }
+	for i := 0; i < f.t; {
+		j := i + 1
+		if chunk(i) {
+			for j < f.t && b.Seq[j] == b.Seq[i] && b.Pos[j] == b.Pos[j-1]+1 {
+				j++
+			}
+		}
+		for k := i; k < j; k += tile { // one item when j = i+1
+			f.attnItems = append(f.attnItems, attnItem{int32(k), int32(min(tile, j-k))})
+		}
+		i = j
+	}
+}
 
 // attendToken computes the attention of token i for every KV head.
 func (f *forward) attendToken(i int, scratch []float32) {
@@ -159,6 +201,16 @@ func (f *forward) attendToken(i int, scratch []float32) {
 	QD, l := c.QDim(), f.layer
 	cpu.AttendHeads(f.att[i*QD:(i+1)*QD], f.q[i*QD:(i+1)*QD], c.KVHeads, c.Heads/c.KVHeads,
 		f.kv.k[l], f.kv.v[l], b.Seqs[b.Seq[i]], int(b.Pos[i])+1, f.scale, scratch)
+}
+
+// attendTile computes the attention of the n tokens from batch index i
+// (consecutive positions of one sequence, planAttn) for every KV head.
+func (f *forward) attendTile(i, n int, scratch []float32) {
+	m, b := f.m, f.b
+	c := &m.cfg
+	QD, l := c.QDim(), f.layer
+	cpu.AttendChunk(f.att[i*QD:(i+n)*QD], f.q[i*QD:(i+n)*QD], n, c.KVHeads, c.Heads/c.KVHeads,
+		f.kv.k[l], f.kv.v[l], b.Seqs[b.Seq[i]], int(b.Pos[i]), f.scale, scratch)
 }
 
 // attendHead computes the attention of token i for KV head h.
