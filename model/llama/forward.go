@@ -165,15 +165,19 @@ type attnItem struct{ i, n int32 }
 // the cpu.Attend path (not GGML mode, positions from f16AttnPositions on),
 // cut into tiles of cpu.AttnChunkTokens tokens in position order; every
 // other token an item of its own. Decode tokens (one per sequence) keep
-// the per-token path.
+// the per-token path. When there are tiles it grows the slots' scratch to
+// cpu.AttnChunkScratch (ensure sizes it for the per-token kernels only).
 func (f *forward) planAttn() {
 	f.attnItems = f.attnItems[:0]
 	if !f.attnRows() {
 		return
 	}
 	m, b := f.m, f.b
-	tile := cpu.AttnChunkTokens(m.cfg.Heads / m.cfg.KVHeads)
+	c := &m.cfg
+	g := c.Heads / c.KVHeads
+	tile := cpu.AttnChunkTokens(g)
 	chunk := func(i int) bool { return m.ggml == nil && b.Pos[i] >= f16AttnPositions }
+	maxN := 0 // positions the last token of a tile attends to, at most
 	for i := 0; i < f.t; {
 		j := i + 1
 		if chunk(i) {
@@ -181,10 +185,21 @@ func (f *forward) planAttn() {
 				j++
 			}
 		}
+		if j-i > 1 {
+			maxN = max(maxN, int(b.Pos[j-1])+1)
+		}
 		for k := i; k < j; k += tile { // one item when j = i+1
 			f.attnItems = append(f.attnItems, attnItem{int32(k), int32(min(tile, j-k))})
 		}
 		i = j
+	}
+	if maxN > 0 {
+		need := cpu.AttnChunkScratch(g, maxN, c.HeadDim)
+		for s, sc := range f.attnScratch {
+			if len(sc) < need {
+				f.attnScratch[s] = grow(sc, need)
+			}
+		}
 	}
 }
 

@@ -20,7 +20,7 @@ type forward struct {
 	m                   *Model
 	x, xb, q, k, v, att []float32
 	hb, hb2, cs, xo     []float32
-	attnScratch         [][]float32 // [slots][max(AttnScratch, AttnHeadsScratch, AttnChunkScratch)]
+	attnScratch         [][]float32 // [slots][max(AttnScratch, AttnHeadsScratch, and AttnChunkScratch when a call has tiles)]
 	attnItems           []attnItem  // the attention work items of the call in progress (planAttn)
 	slots               int
 	scale               float32 // 1/sqrt(HeadDim)
@@ -70,9 +70,8 @@ func (f *forward) ensure(m *Model, T, nOut, maxN int) {
 	f.cs = grow(f.cs, T*c.RopeDims)
 	f.xo = grow(f.xo, max(nOut, 1)*c.Dim)
 	g := c.Heads / c.KVHeads
-	need := max(cpu.AttnScratch(g, maxN, c.HeadDim), cpu.AttnHeadsScratch(c.KVHeads, g, maxN, c.HeadDim),
-		cpu.AttnChunkScratch(g, maxN, c.HeadDim))
-	for s := range f.attnScratch {
+	need := max(cpu.AttnScratch(g, maxN, c.HeadDim), cpu.AttnHeadsScratch(c.KVHeads, g, maxN, c.HeadDim))
+	for s := range f.attnScratch { // planAttn grows them further for chunk tiles
 		f.attnScratch[s] = grow(f.attnScratch[s], need)
 	}
 }
