@@ -151,3 +151,32 @@ func TestPlanAttn(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkAttentionNoAllocs: once the scratch has grown, a prefill chunk
+// that runs on chunk tiles allocates nothing.
+func TestChunkAttentionNoAllocs(t *testing.T) {
+	m := synthModel(t, "llama", ggml.TypeQ8_0)
+	V := m.Config().Vocab
+	kv, err := m.NewKV(16, 16, KVF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := make([]int32, 16)
+	for i := range table {
+		table[i] = int32(i)
+	}
+	b := seqBatch(testTokens(150, V, 6), 80, table)
+	b.Logits = []int32{149}
+	logits := make([]float32, V)
+	allocs := testing.AllocsPerRun(3, func() {
+		if err := m.Forward(kv, b, logits); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !slices.ContainsFunc(m.fw.attnItems, func(it attnItem) bool { return it.n > 1 }) {
+		t.Fatalf("the chunk made no tiles: %v", m.fw.attnItems)
+	}
+	if allocs != 0 {
+		t.Fatalf("prefill chunk allocates %v times", allocs)
+	}
+}
