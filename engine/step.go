@@ -67,7 +67,12 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 		return
 	}
 	e.sched.Advance(plan)
-	e.cost.observe(len(b.Tokens), time.Since(t0))
+	var work scheduler.Work
+	for _, p := range b.Pos {
+		work.Tokens++
+		work.Keys += int(p) + 1
+	}
+	e.cost.observe(work, time.Since(t0))
 
 	st := StepStats{Sequences: len(plan.Items), Preemptions: len(plan.Preempted)}
 	row := 0
@@ -112,6 +117,14 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 		}
 	}
 	st.Duration = time.Since(t0)
+	decoding := 0 // items of one token plus drafts (decode, or a prompt's last token)
+	for i := range plan.Items {
+		if it := &plan.Items[i]; it.Sample && it.End-it.Start == 1+it.Draft {
+			decoding++
+		}
+	}
+	e.log.Debug("engine: step", "sequences", st.Sequences, "decoding", decoding, "tokens", work.Tokens, "keys", work.Keys,
+		"decoded", st.DecodeTokens, "prefilled", st.PrefillTokens, "duration", st.Duration)
 	e.mu.Lock()
 	e.stats.PromptTokens += uint64(st.PrefillTokens)
 	e.stats.GenerationTokens += uint64(st.DecodeTokens)

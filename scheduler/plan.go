@@ -42,6 +42,9 @@ type planner struct {
 	items     []Item
 	budget    int
 	preempted []*Seq
+	// take sizes the chunks after the decode tokens (Config.PrefillLimit);
+	// nil: the token budget only.
+	take func(start, n int) int
 }
 
 // Plan builds the next step: decode tokens of running sequences first, then
@@ -59,9 +62,11 @@ func (sc *Scheduler) Plan() Plan {
 
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 && len(p.items) > 0 && sc.cfg.PrefillLimit != nil {
-			if limit := sc.cfg.PrefillLimit(len(p.items)); limit > 0 {
-				p.budget = min(p.budget, limit)
+			var w Work
+			for _, it := range p.items {
+				w = w.Add(ChunkWork(it.Start, it.End-it.Start))
 			}
+			p.take = sc.cfg.PrefillLimit(w)
 		}
 		for i := 0; i < len(sc.running) && p.budget > 0; i++ {
 			s := sc.running[i]
@@ -170,6 +175,11 @@ func (p *planner) scheduleRunning(s *Seq) {
 		s.dropDraft()
 	}
 	n := min(s.todo(), p.budget)
+	if p.take != nil {
+		if n = p.take(s.computed, n); n <= 0 {
+			return // no allowance left this step
+		}
+	}
 	for {
 		if p.tryAdd(s, n) {
 			return
@@ -206,6 +216,12 @@ func (p *planner) admit() {
 			p.match(s)
 		}
 		n := min(s.todo(), p.budget)
+		if p.take != nil && n > 0 {
+			if n = p.take(s.computed, n); n <= 0 {
+				sc.releaseTable(s) // no allowance left this step
+				return
+			}
+		}
 		// n == 0: an open sequence whose known tokens are all reused but
 		// the held-back last one; it is admitted without an item and
 		// computes when more input arrives.

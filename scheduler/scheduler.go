@@ -24,11 +24,15 @@ type Config struct {
 	MaxRunning int
 	// PrefillLimit, when set, caps the other tokens (prefill chunks,
 	// streamed input, recomputation) of a step that holds decode tokens:
-	// it gets the step's decode token count and returns the cap (<= 0: no
-	// cap beyond MaxBatchedTokens). A step without decode tokens is never
+	// it gets the Work of the step's decode tokens and returns the
+	// function that sizes each further chunk (nil: no cap beyond
+	// MaxBatchedTokens). That function gets the chunk's first position
+	// and the tokens wanted and returns how many to take (0: none); it
+	// keeps the step's remaining allowance, so the scheduler asks once
+	// per chunk in plan order. A step without decode tokens is never
 	// capped, so a request alone prefills at full speed. The engine sizes
 	// it from measured step costs (docs/design.md §10).
-	PrefillLimit func(decodeTokens int) int
+	PrefillLimit func(decode Work) func(start, n int) int
 }
 
 // Defaults for zero Config fields.
@@ -36,6 +40,24 @@ const (
 	DefaultMaxBatchedTokens = 512
 	DefaultMaxRunning       = 64
 )
+
+// Work is what a step computes, as a step-cost model prices it: tokens,
+// and the key positions their attention reads (a token at position p
+// attends to p+1 positions, so a chunk deep into a long prompt costs more
+// than one at its start).
+type Work struct {
+	Tokens int
+	Keys   int
+}
+
+// ChunkWork is the Work of computing positions [start, start+n) of one
+// sequence.
+func ChunkWork(start, n int) Work {
+	return Work{Tokens: n, Keys: n*start + n*(n+1)/2}
+}
+
+// Add returns w plus o.
+func (w Work) Add(o Work) Work { return Work{w.Tokens + o.Tokens, w.Keys + o.Keys} }
 
 // ErrNeverFits rejects a sequence that could not fit in the whole pool even
 // if it ran alone.

@@ -479,15 +479,22 @@ func TestSeqPrefix(t *testing.T) {
 	}
 }
 
-// TestPrefillLimit: with decode tokens planned, prefill chunks stay under
-// the limit the policy returns for that many decode tokens; a prompt with
+// TestPrefillLimit: with decode tokens planned, the policy gets their
+// Work and sizes each further chunk from its start position; a prompt with
 // no decoding neighbour prefills with the whole budget.
 func TestPrefillLimit(t *testing.T) {
 	a := newFakeAlloc(64, 16)
-	var asked []int
-	cfg := Config{MaxBatchedTokens: 64, MaxRunning: 8, PrefillLimit: func(d int) int {
+	var asked []Work
+	var starts []int
+	cfg := Config{MaxBatchedTokens: 64, MaxRunning: 8, PrefillLimit: func(d Work) func(start, n int) int {
 		asked = append(asked, d)
-		return 4 * d
+		left := 4 * d.Tokens // tokens for the step's chunks together
+		return func(start, n int) int {
+			starts = append(starts, start)
+			n = min(n, left)
+			left -= n
+			return n
+		}
 	}}
 	sc := mustNew(t, cfg, a)
 	alone := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(100, 1)})
@@ -499,19 +506,42 @@ func TestPrefillLimit(t *testing.T) {
 	}
 	step(t, sc, a) // 64-100: the rest of the prompt and its first token
 	d2 := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(3, 1)})
-	step(t, sc, a) // d2's prompt (3 tokens <= 4 * 1 decode token)
+	step(t, sc, a) // d2's prompt (3 tokens <= 4 x 1 decode token)
 	long := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(200, 1)})
 	for i := 0; i < 3; i++ {
-		asked = asked[:0]
+		asked, starts = asked[:0], starts[:0]
 		got := spans(step(t, sc, a))
-		if len(asked) != 1 || asked[0] != 2 {
-			t.Fatalf("step %d: policy asked %v, want [2] (two decoding sequences)", i, asked)
+		// alone decodes at position 101+i (its 100 and d2's prompt ran together), d2 at 3+i.
+		want := ChunkWork(101+i, 1).Add(ChunkWork(3+i, 1))
+		if len(asked) != 1 || asked[0] != want {
+			t.Fatalf("step %d: policy asked %v, want [%v] (two decoding sequences)", i, asked, want)
 		}
 		if got[alone.ID()].end-got[alone.ID()].start != 1 || got[d2.ID()].end-got[d2.ID()].start != 1 {
 			t.Fatalf("step %d: decode spans %v", i, got)
 		}
-		if c := got[long.ID()]; c.end-c.start != 8 {
-			t.Fatalf("step %d: prefill chunk %v, want 8 tokens (4 x 2 decode tokens)", i, c)
+		if c := got[long.ID()]; c.end-c.start != 8 || len(starts) != 1 || starts[0] != 96+8*i { // 96: the prefix it shares with alone
+			t.Fatalf("step %d: prefill chunk %v (asked at %v), want 8 tokens (4 x 2 decode tokens) from %d", i, c, starts, 96+8*i)
+		}
+	}
+	// An allowance spent by one chunk leaves the next waiting prompt out
+	// of the step (not preempted, not admitted with zero tokens).
+	late := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(50, 1)})
+	got := spans(step(t, sc, a))
+	if _, in := got[late.ID()]; in || late.State() != Waiting {
+		t.Fatalf("late prompt in a step with no allowance left: %v, state %v", got, late.State())
+	}
+}
+
+// TestChunkWork: a chunk's key count is the positions each of its tokens
+// attends to.
+func TestChunkWork(t *testing.T) {
+	for _, c := range []struct{ start, n int }{{0, 1}, {0, 5}, {7, 1}, {100, 33}} {
+		keys := 0
+		for p := c.start; p < c.start+c.n; p++ {
+			keys += p + 1
+		}
+		if w := ChunkWork(c.start, c.n); w != (Work{c.n, keys}) {
+			t.Fatalf("ChunkWork(%d, %d) = %v, want {%d %d}", c.start, c.n, w, c.n, keys)
 		}
 	}
 }
