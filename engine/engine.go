@@ -201,7 +201,7 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		cache.Close()
 		return nil, fmt.Errorf("engine: KV store: %w", err)
 	}
-	cost := &stepCost{target: cfg.MaxStepLatency, budget: cfg.MaxBatchedTokens}
+	cost := newStepCost(cfg.MaxStepLatency, cfg.MaxBatchedTokens)
 	sched, err := scheduler.New(scheduler.Config{MaxBatchedTokens: cfg.MaxBatchedTokens, MaxRunning: cfg.MaxRunning,
 		PrefillLimit: cost.prefillLimit}, &kvAlloc{c: cache, log: cfg.Logger})
 	if err != nil {

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	mbits "math/bits"
 	"slices"
@@ -67,12 +69,17 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 		return
 	}
 	e.sched.Advance(plan)
-	var work scheduler.Work
-	for _, p := range b.Pos {
-		work.Tokens++
-		work.Keys += int(p) + 1
+	var decodeWork, prefillWork scheduler.Work
+	for i := range plan.Items {
+		it := &plan.Items[i]
+		w := scheduler.ChunkWork(it.Start, it.End-it.Start)
+		if it.End-it.Start == 1+it.Draft { // decode (as the scheduler plans it first)
+			decodeWork = decodeWork.Add(w)
+		} else {
+			prefillWork = prefillWork.Add(w)
+		}
 	}
-	e.cost.observe(work, time.Since(t0))
+	e.cost.observe(decodeWork, prefillWork, time.Since(t0))
 
 	st := StepStats{Sequences: len(plan.Items), Preemptions: len(plan.Preempted)}
 	row := 0
@@ -117,14 +124,10 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 		}
 	}
 	st.Duration = time.Since(t0)
-	decoding := 0 // items of one token plus drafts (decode, or a prompt's last token)
-	for i := range plan.Items {
-		if it := &plan.Items[i]; it.Sample && it.End-it.Start == 1+it.Draft {
-			decoding++
-		}
+	if e.log.Enabled(context.Background(), slog.LevelDebug) { // the arguments would allocate every step
+		e.log.Debug("engine: step", "sequences", st.Sequences, "decode_tokens", decodeWork.Tokens, "decode_keys", decodeWork.Keys,
+			"prefill_tokens", prefillWork.Tokens, "prefill_keys", prefillWork.Keys, "duration", st.Duration)
 	}
-	e.log.Debug("engine: step", "sequences", st.Sequences, "decoding", decoding, "tokens", work.Tokens, "keys", work.Keys,
-		"decoded", st.DecodeTokens, "prefilled", st.PrefillTokens, "duration", st.Duration)
 	e.mu.Lock()
 	e.stats.PromptTokens += uint64(st.PrefillTokens)
 	e.stats.GenerationTokens += uint64(st.DecodeTokens)

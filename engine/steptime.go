@@ -10,16 +10,24 @@ import (
 // Step latency budget (docs/design.md §10): a step that carries decode
 // tokens takes prefill tokens only up to what keeps it under a target
 // duration, so one long prompt does not stall every decoding stream for a
-// whole 512-token chunk. The cost of a step is modelled as
+// whole 512-token chunk. Two fits, both exponentially weighted least
+// squares over recent steps, price a step:
 //
-//	duration ≈ fixed + perToken × tokens + perKey × keys
+//   - the decode part, from decode-only steps:
+//     fixed + perToken × tokens + perKey × keys
+//     (fixed: reading the weights once; perToken: the compute per token;
+//     perKey: attention, keys = Σ over the tokens of the positions each
+//     attends to);
+//   - the prefill chunks on top of it, from the other steps net of their
+//     decode part: perToken × tokens + perKey × keys (no intercept), so a
+//     chunk deep into a long prompt is priced dearer than one at its start.
 //
-// (fixed: reading the weights once; perToken: the compute per token;
-// perKey: attention, keys = Σ over the step's tokens of the positions each
-// attends to, so a chunk deep into a long prompt is priced as dearer than
-// one at its start), fitted by exponentially weighted least squares over
-// recent steps. The target is Config.MaxStepLatency, or by default
-// autoStepFactor times the modelled duration of the decode-only step.
+// Fitting one model to all steps let its intercept drift up while every
+// step was mixed (nothing pins the cost of a small step then), which
+// raised the auto target, which grew the chunks, which raised the
+// intercept further (docs/performance.md "Step latency"). The target is
+// Config.MaxStepLatency, or by default autoStepFactor times the modelled
+// decode-only step.
 
 const (
 	// autoStepFactor: the default target is this many decode-only steps
@@ -27,153 +35,28 @@ const (
 	autoStepFactor = 4
 	// stepCostDecay weighs the past: about the last 1/(1-decay) steps count.
 	stepCostDecay = 0.97
-	// minStepSamples before the model is trusted (no cap until then).
+	// minStepSamples prefill-carrying steps before the chunk model is
+	// trusted.
 	minStepSamples = 8
 	// minPrefillChunk keeps long prompts progressing under any target.
 	minPrefillChunk = 16
-	// coldPrefillDivisor: until the model is fitted, a step with decode
-	// tokens takes at most MaxBatchedTokens/coldPrefillDivisor prefill
+	// coldPrefillDivisor: until the models are fitted, the chunks of a step
+	// with decode tokens share at most MaxBatchedTokens/coldPrefillDivisor
 	// tokens; besides protecting the decoders this gives the fit steps of
-	// different sizes to learn from (a burst of long prompts would
-	// otherwise run only full-budget steps).
-	coldPrefillDivisor = 4
+	// different sizes to learn from. (A quarter of the budget made the
+	// cold steps of a server started into a burst of long prompts the
+	// slowest decode intervals of a whole benchmark run.)
+	coldPrefillDivisor = 8
 	// keyUnit scales the key count so the normal equations stay well
 	// conditioned (keys run to millions per step, tokens to hundreds).
 	keyUnit = 1024
 )
 
-// stepCost is the fitted step-duration model. Owned by the loop goroutine.
-type stepCost struct {
-	target  time.Duration // Config.MaxStepLatency: > 0 fixed, 0 auto, < 0 off
-	budget  int           // the step token budget (Config.MaxBatchedTokens)
-	samples int
-	// Decayed sums over steps of weight w, the features x = (1, tokens,
-	// keys/keyUnit) and the duration y in seconds: s[i][j] = Σ w·x_i·x_j,
-	// sy[i] = Σ w·x_i·y.
-	s  [3][3]float64
-	sy [3]float64
-}
-
-// costModel is one fit: seconds = fixed + perToken·tokens + perKey·keys.
+// costModel prices work in seconds: fixed + perToken·tokens + perKey·keys.
 type costModel struct{ fixed, perToken, perKey float64 }
 
 func (m costModel) price(w scheduler.Work) float64 {
 	return m.fixed + m.perToken*float64(w.Tokens) + m.perKey*float64(w.Keys)
-}
-
-// observe records one executed step.
-func (c *stepCost) observe(w scheduler.Work, d time.Duration) {
-	if w.Tokens <= 0 || d <= 0 {
-		return
-	}
-	x := [3]float64{1, float64(w.Tokens), float64(w.Keys) / keyUnit}
-	y := d.Seconds()
-	for i := range x {
-		for j := range x {
-			c.s[i][j] = c.s[i][j]*stepCostDecay + x[i]*x[j]
-		}
-		c.sy[i] = c.sy[i]*stepCostDecay + x[i]*y
-	}
-	c.samples++
-}
-
-// fit returns the model; ok is false until enough steps of different sizes
-// were seen. When the three-term fit gives attention no positive cost
-// (steps all at about the same depth, or noise), the two-term fit without
-// it is used.
-func (c *stepCost) fit() (m costModel, ok bool) {
-	if c.samples < minStepSamples {
-		return m, false
-	}
-	sw := c.s[0][0]
-	if vx := c.s[1][1]/sw - (c.s[0][1]/sw)*(c.s[0][1]/sw); vx < 1 {
-		return m, false // every step had about the same size: no slope to read
-	}
-	if b, ok := solve3(c.s, c.sy); ok && b[1] > 0 && b[2] > 0 {
-		return costModel{max(b[0], 0), b[1], b[2] / keyUnit}, true
-	}
-	// Two terms: y = fixed + perToken·tokens.
-	mx, my := c.s[0][1]/sw, c.sy[0]/sw
-	per := (c.sy[1]/sw - mx*my) / (c.s[1][1]/sw - mx*mx)
-	if !(per > 0) || math.IsInf(per, 0) {
-		return m, false
-	}
-	return costModel{fixed: max(my-per*mx, 0), perToken: per}, true
-}
-
-// solve3 solves a·b = y by Gaussian elimination with partial pivoting; ok
-// is false when a is (nearly) singular.
-func solve3(a [3][3]float64, y [3]float64) (b [3]float64, ok bool) {
-	scale := max(math.Abs(a[0][0]), math.Abs(a[1][1]), math.Abs(a[2][2]))
-	for col := 0; col < 3; col++ {
-		p := col
-		for r := col + 1; r < 3; r++ {
-			if math.Abs(a[r][col]) > math.Abs(a[p][col]) {
-				p = r
-			}
-		}
-		if !(math.Abs(a[p][col]) > 1e-12*scale) {
-			return b, false
-		}
-		a[col], a[p] = a[p], a[col]
-		y[col], y[p] = y[p], y[col]
-		for r := col + 1; r < 3; r++ {
-			f := a[r][col] / a[col][col]
-			for k := col; k < 3; k++ {
-				a[r][k] -= f * a[col][k]
-			}
-			y[r] -= f * y[col]
-		}
-	}
-	for r := 2; r >= 0; r-- {
-		v := y[r]
-		for k := r + 1; k < 3; k++ {
-			v -= a[r][k] * b[k]
-		}
-		b[r] = v / a[r][r]
-	}
-	for _, v := range b {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return b, false
-		}
-	}
-	return b, true
-}
-
-// prefillLimit is the scheduler's Config.PrefillLimit: given the work of a
-// step's decode tokens it returns the function that sizes the step's
-// further chunks (nil: no cap). Before the fit the chunks share a quarter
-// of the budget; after it, they share the time left under the target,
-// each priced by its tokens and the positions it attends to. The first
-// chunk gets at least minPrefillChunk tokens.
-func (c *stepCost) prefillLimit(decode scheduler.Work) func(start, n int) int {
-	if c.target < 0 {
-		return nil
-	}
-	m, ok := c.fit()
-	if !ok {
-		left := max(c.budget/coldPrefillDivisor, minPrefillChunk)
-		return func(_, n int) int {
-			n = min(n, left)
-			left -= n
-			return n
-		}
-	}
-	decodeStep := m.price(decode)
-	target := c.target.Seconds()
-	if c.target == 0 {
-		target = autoStepFactor * decodeStep
-	}
-	left, first := target-decodeStep, true
-	return func(start, n int) int {
-		k := m.chunkTokens(start, left)
-		if first {
-			k, first = max(k, minPrefillChunk), false
-		}
-		k = min(k, n)
-		left -= m.price(scheduler.ChunkWork(start, k)) - m.fixed
-		return max(k, 0)
-	}
 }
 
 // chunkTokens is the most tokens of a chunk starting at position start
@@ -190,8 +73,195 @@ func (m costModel) chunkTokens(start int, sec float64) int {
 	} else { // (perKey/2)·n² + b·n − sec = 0
 		n = (math.Sqrt(b*b+2*m.perKey*sec) - b) / m.perKey
 	}
-	if n >= math.MaxInt32 {
+	if !(n < math.MaxInt32) {
 		return math.MaxInt32
 	}
 	return int(n)
+}
+
+// costFit accumulates decayed least-squares sums for y ≈ Σ b_i·x_i over
+// the features x = (1, tokens, keys/keyUnit), or without the 1 when
+// intercept is false.
+type costFit struct {
+	intercept bool
+	samples   int
+	s         [3][3]float64 // Σ w·x_i·x_j
+	sy        [3]float64    // Σ w·x_i·y
+}
+
+func (f *costFit) features(w scheduler.Work) [3]float64 {
+	if f.intercept {
+		return [3]float64{1, float64(w.Tokens), float64(w.Keys) / keyUnit}
+	}
+	return [3]float64{float64(w.Tokens), float64(w.Keys) / keyUnit, 0}
+}
+
+func (f *costFit) observe(w scheduler.Work, y float64) {
+	x := f.features(w)
+	for i := range x {
+		for j := range x {
+			f.s[i][j] = f.s[i][j]*stepCostDecay + x[i]*x[j]
+		}
+		f.sy[i] = f.sy[i]*stepCostDecay + x[i]*y
+	}
+	f.samples++
+}
+
+// fit solves for all terms, then without the keys term when attention gets
+// no positive cost (steps that do not separate it, or noise); ok is false
+// when neither gives a positive per-token cost.
+func (f *costFit) fit() (costModel, bool) {
+	full, i := 2, 0 // features in use; index of the per-token term
+	if f.intercept {
+		full, i = 3, 1
+	}
+	for _, n := range []int{full, full - 1} {
+		b, ok := solveN(f.s, f.sy, n)
+		if !ok {
+			continue
+		}
+		m := costModel{perToken: b[i]}
+		if f.intercept {
+			m.fixed = max(b[0], 0)
+		}
+		if n == full {
+			m.perKey = b[i+1] / keyUnit
+		}
+		if m.perToken > 0 && (n < full || m.perKey > 0) {
+			return m, true
+		}
+	}
+	return costModel{}, false
+}
+
+// solveN solves the leading n×n system a·b = y by Gaussian elimination
+// with partial pivoting; ok is false when it is (nearly) singular.
+func solveN(a [3][3]float64, y [3]float64, n int) (b [3]float64, ok bool) {
+	scale := 0.0
+	for i := range n {
+		scale = max(scale, math.Abs(a[i][i]))
+	}
+	for col := range n {
+		p := col
+		for r := col + 1; r < n; r++ {
+			if math.Abs(a[r][col]) > math.Abs(a[p][col]) {
+				p = r
+			}
+		}
+		if !(math.Abs(a[p][col]) > 1e-9*scale) {
+			return b, false
+		}
+		a[col], a[p] = a[p], a[col]
+		y[col], y[p] = y[p], y[col]
+		for r := col + 1; r < n; r++ {
+			f := a[r][col] / a[col][col]
+			for k := col; k < n; k++ {
+				a[r][k] -= f * a[col][k]
+			}
+			y[r] -= f * y[col]
+		}
+	}
+	for r := n - 1; r >= 0; r-- {
+		v := y[r]
+		for k := r + 1; k < n; k++ {
+			v -= a[r][k] * b[k]
+		}
+		b[r] = v / a[r][r]
+		if math.IsNaN(b[r]) || math.IsInf(b[r], 0) {
+			return b, false
+		}
+	}
+	return b, true
+}
+
+// stepCost is the step-duration model. Owned by the loop goroutine.
+type stepCost struct {
+	target time.Duration // Config.MaxStepLatency: > 0 fixed, 0 auto, < 0 off
+	budget int           // the step token budget (Config.MaxBatchedTokens)
+	decode costFit       // decode-only steps (intercept)
+	chunks costFit       // prefill-carrying steps net of their decode part
+	// all is one fit over every step: it prices the decode part until a
+	// decode-only step was seen (a server busy with prompts from the
+	// start may run none for a while).
+	all costFit
+}
+
+func newStepCost(target time.Duration, budget int) *stepCost {
+	return &stepCost{target: target, budget: budget, decode: costFit{intercept: true}, all: costFit{intercept: true}}
+}
+
+// observe records one executed step: the work of its decode tokens (items
+// of one token, plus drafts), of its other tokens, and its duration.
+func (c *stepCost) observe(decode, prefill scheduler.Work, d time.Duration) {
+	if decode.Tokens+prefill.Tokens <= 0 || d <= 0 {
+		return
+	}
+	c.all.observe(decode.Add(prefill), d.Seconds())
+	if prefill.Tokens == 0 {
+		c.decode.observe(decode, d.Seconds())
+		return
+	}
+	if base, ok := c.decodePrice(decode); ok {
+		c.chunks.observe(prefill, d.Seconds()-base)
+	}
+}
+
+// decodePrice is the modelled duration of a step carrying only decode's
+// tokens (decode may be empty: the fixed cost of any step). While the
+// decode fit has nothing to separate it is the mean decode-only step;
+// before any decode-only step, the fit over all steps.
+func (c *stepCost) decodePrice(decode scheduler.Work) (float64, bool) {
+	f := &c.decode
+	if f.samples == 0 {
+		if c.all.samples < minStepSamples {
+			return 0, false
+		}
+		m, ok := c.all.fit()
+		return m.price(decode), ok
+	}
+	if m, ok := f.fit(); ok {
+		return m.price(decode), true
+	}
+	return f.sy[0] / f.s[0][0], true
+}
+
+// prefillLimit is the scheduler's Config.PrefillLimit: given the work of a
+// step's decode tokens it returns the function that sizes the step's
+// further chunks (nil: no cap). Until both fits are ready the chunks share
+// a quarter of the budget; after, they share the time left under the
+// target, each priced by its tokens and the positions it attends to. The
+// first chunk gets at least minPrefillChunk tokens.
+func (c *stepCost) prefillLimit(decode scheduler.Work) func(start, n int) int {
+	if c.target < 0 {
+		return nil
+	}
+	decodeStep, ok := c.decodePrice(decode)
+	var m costModel
+	if ok && c.chunks.samples >= minStepSamples {
+		m, ok = c.chunks.fit()
+	} else {
+		ok = false
+	}
+	if !ok {
+		left := max(c.budget/coldPrefillDivisor, minPrefillChunk)
+		return func(_, n int) int {
+			n = min(n, left)
+			left -= n
+			return n
+		}
+	}
+	target := c.target.Seconds()
+	if c.target == 0 {
+		target = autoStepFactor * decodeStep
+	}
+	left, first := target-decodeStep, true
+	return func(start, n int) int {
+		k := m.chunkTokens(start, left)
+		if first {
+			k, first = max(k, minPrefillChunk), false
+		}
+		k = min(k, n)
+		left -= m.price(scheduler.ChunkWork(start, k))
+		return max(k, 0)
+	}
 }
