@@ -82,7 +82,7 @@ func TestStepCost(t *testing.T) {
 	}
 	cold := func(what string) {
 		t.Helper()
-		if got := take(c.prefillLimit(decode), 40, 0, 0, 0); got[0] != 40 || got[1] != 512/coldPrefillDivisor-40 || got[2] != 0 {
+		if got := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 40, 0, 0, 0); got[0] != 40 || got[1] != 512/coldPrefillDivisor-40 || got[2] != 0 {
 			t.Fatalf("chunks %v %s, want the cold cap %d shared", got, what, 512/coldPrefillDivisor)
 		}
 	}
@@ -92,7 +92,7 @@ func TestStepCost(t *testing.T) {
 	cold("before enough steps were seen")
 	// Mixed steps only: the fit over all steps prices the decode part.
 	feedSteps(c, r, 2*minStepSamples, true)
-	if n, w := take(c.prefillLimit(decode), 512, 0)[0], fitting(0, left); !near(n, w, 0.3) {
+	if n, w := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 512, 0)[0], fitting(0, left); !near(n, w, 0.3) {
 		t.Fatalf("auto chunk %d with no decode-only step seen, want about %d", n, w)
 	}
 	feedSteps(c, r, 300, true)
@@ -111,8 +111,8 @@ func TestStepCost(t *testing.T) {
 	}
 
 	// Four decoding sequences at position 1000: 24.8 ms.
-	shallow := take(c.prefillLimit(decode), 512, 0)[0]
-	deep := take(c.prefillLimit(decode), 512, 1800)[0]
+	shallow := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 512, 0)[0]
+	deep := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 512, 1800)[0]
 	if w := fitting(0, left); !near(shallow, w, 0.05) {
 		t.Fatalf("auto chunk at position 0: %d tokens, want about %d", shallow, w)
 	}
@@ -120,20 +120,33 @@ func TestStepCost(t *testing.T) {
 		t.Fatalf("auto chunk at position 1800: %d tokens, want about %d (< %d at position 0)", deep, w, shallow)
 	}
 	// Chunks share the allowance: the third gets what the first two left.
-	if got := take(c.prefillLimit(decode), 20, 0, 0, 0); got[0] != 20 || got[1] != 20 || !near(got[2], shallow-40, 0.1) {
+	if got := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 20, 0, 0, 0); got[0] != 20 || got[1] != 20 || !near(got[2], shallow-40, 0.1) {
 		t.Fatalf("shared chunks %v, want 20, 20 and the rest, about %d", got, shallow-40)
 	}
 
+	// Prompts waiting per decoding sequence widen the auto target: 6 for
+	// 4 decoders by half, 40 only up to maxPromptShare.
+	for _, tc := range []struct {
+		prompts int
+		share   float64
+	}{{4, 1}, {6, 1.5}, {40, maxPromptShare}} {
+		l := scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: tc.prompts}
+		w := fitting(0, (autoStepFactor*tc.share-1)*decodeSecs(decode))
+		if n := take(c.prefillLimit(l), 4096, 0)[0]; !near(n, w, 0.05) {
+			t.Fatalf("auto chunk with %d prompts for 4 decoders: %d tokens, want about %d", tc.prompts, n, w)
+		}
+	}
+
 	c.target = 50 * time.Millisecond
-	if n, w := take(c.prefillLimit(decode), 512, 0)[0], fitting(0, 0.050-decodeSecs(decode)); !near(n, w, 0.05) {
+	if n, w := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 512, 0)[0], fitting(0, 0.050-decodeSecs(decode)); !near(n, w, 0.05) {
 		t.Fatalf("50 ms chunk %d, want about %d", n, w)
 	}
 	c.target = 10 * time.Millisecond // below a decode step: still progresses, once
-	if got := take(c.prefillLimit(decode), 512, 0, 0); got[0] != minPrefillChunk || got[1] != 0 {
+	if got := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 512, 0, 0); got[0] != minPrefillChunk || got[1] != 0 {
 		t.Fatalf("tight chunks %v, want the minimum chunk %d then none", got, minPrefillChunk)
 	}
 	c.target = -1
-	if f := c.prefillLimit(decode); f != nil {
+	if f := c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}); f != nil {
 		t.Fatal("a cap with the bound off")
 	}
 }
@@ -184,7 +197,7 @@ func TestStepCostSameSize(t *testing.T) {
 		t.Fatalf("chunk fit %+v (ok %v), want 0.002 s/token and no key term", m, ok)
 	}
 	// Auto: 4 decode steps of 30 ms leave 90 ms: about 45 tokens.
-	if n := take(c.prefillLimit(four), 512, 0)[0]; n < 42 || n > 48 {
+	if n := take(c.prefillLimit(scheduler.StepLoad{Decode: four, Decoding: 4, Prompts: 1}), 512, 0)[0]; n < 42 || n > 48 {
 		t.Fatalf("auto chunk %d, want about 45", n)
 	}
 }

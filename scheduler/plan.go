@@ -62,11 +62,18 @@ func (sc *Scheduler) Plan() Plan {
 
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 && len(p.items) > 0 && sc.cfg.PrefillLimit != nil {
-			var w Work
+			l := StepLoad{Decoding: len(p.items)}
 			for _, it := range p.items {
-				w = w.Add(ChunkWork(it.Start, it.End-it.Start))
+				l.Decode = l.Decode.Add(ChunkWork(it.Start, it.End-it.Start))
 			}
-			p.take = sc.cfg.PrefillLimit(w)
+			for _, q := range [2][]*Seq{sc.running, sc.waiting} {
+				for _, s := range q {
+					if !s.paused && s.todo()-s.draft > 1 {
+						l.Prompts++
+					}
+				}
+			}
+			p.take = sc.cfg.PrefillLimit(l)
 		}
 		for i := 0; i < len(sc.running) && p.budget > 0; i++ {
 			s := sc.running[i]

@@ -24,7 +24,8 @@ type Config struct {
 	MaxRunning int
 	// PrefillLimit, when set, caps the other tokens (prefill chunks,
 	// streamed input, recomputation) of a step that holds decode tokens:
-	// it gets the Work of the step's decode tokens and returns the
+	// it gets the StepLoad (the Work of the step's decode tokens, how many
+	// sequences decode, how many wait for prompt tokens) and returns the
 	// function that sizes each further chunk (nil: no cap beyond
 	// MaxBatchedTokens). That function gets the chunk's first position
 	// and the tokens wanted and returns how many to take (0: none); it
@@ -32,7 +33,7 @@ type Config struct {
 	// per chunk in plan order. A step without decode tokens is never
 	// capped, so a request alone prefills at full speed. The engine sizes
 	// it from measured step costs (docs/design.md §10).
-	PrefillLimit func(decode Work) func(start, n int) int
+	PrefillLimit func(StepLoad) func(start, n int) int
 }
 
 // Defaults for zero Config fields.
@@ -48,6 +49,14 @@ const (
 type Work struct {
 	Tokens int
 	Keys   int
+}
+
+// StepLoad is what Config.PrefillLimit is told about a step once its
+// decode tokens are planned.
+type StepLoad struct {
+	Decode   Work // the decode tokens (drafts included)
+	Decoding int  // sequences decoding in the step
+	Prompts  int  // sequences, running or waiting, with more than one token left to compute (not paused)
 }
 
 // ChunkWork is the Work of computing positions [start, start+n) of one

@@ -484,11 +484,11 @@ func TestSeqPrefix(t *testing.T) {
 // no decoding neighbour prefills with the whole budget.
 func TestPrefillLimit(t *testing.T) {
 	a := newFakeAlloc(64, 16)
-	var asked []Work
+	var asked []StepLoad
 	var starts []int
-	cfg := Config{MaxBatchedTokens: 64, MaxRunning: 8, PrefillLimit: func(d Work) func(start, n int) int {
-		asked = append(asked, d)
-		left := 4 * d.Tokens // tokens for the step's chunks together
+	cfg := Config{MaxBatchedTokens: 64, MaxRunning: 8, PrefillLimit: func(l StepLoad) func(start, n int) int {
+		asked = append(asked, l)
+		left := 4 * l.Decode.Tokens // tokens for the step's chunks together
 		return func(start, n int) int {
 			starts = append(starts, start)
 			n = min(n, left)
@@ -512,7 +512,7 @@ func TestPrefillLimit(t *testing.T) {
 		asked, starts = asked[:0], starts[:0]
 		got := spans(step(t, sc, a))
 		// alone decodes at position 101+i (its 100 and d2's prompt ran together), d2 at 3+i.
-		want := ChunkWork(101+i, 1).Add(ChunkWork(3+i, 1))
+		want := StepLoad{Decode: ChunkWork(101+i, 1).Add(ChunkWork(3+i, 1)), Decoding: 2, Prompts: 1}
 		if len(asked) != 1 || asked[0] != want {
 			t.Fatalf("step %d: policy asked %v, want [%v] (two decoding sequences)", i, asked, want)
 		}
@@ -526,7 +526,11 @@ func TestPrefillLimit(t *testing.T) {
 	// An allowance spent by one chunk leaves the next waiting prompt out
 	// of the step (not preempted, not admitted with zero tokens).
 	late := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(50, 1)})
+	asked = asked[:0]
 	got := spans(step(t, sc, a))
+	if len(asked) != 1 || asked[0].Prompts != 2 || asked[0].Decoding != 2 {
+		t.Fatalf("policy asked %v, want 2 prompts (long running, late waiting) for 2 decoding", asked)
+	}
 	if _, in := got[late.ID()]; in || late.State() != Waiting {
 		t.Fatalf("late prompt in a step with no allowance left: %v, state %v", got, late.State())
 	}
