@@ -241,11 +241,11 @@ func promptShare(l scheduler.StepLoad) float64 {
 }
 
 // prefillLimit is the scheduler's Config.PrefillLimit: given the load of a
-// step whose decode tokens are planned it returns the function that sizes the step's
-// further chunks (nil: no cap). Until both fits are ready the chunks share
-// an eighth of the budget; after, they share the time left under the
-// target, each priced by its tokens and the positions it attends to. The
-// first chunk gets at least minPrefillChunk tokens.
+// step whose decode tokens are planned it returns the function that sizes
+// the step's further chunks (nil: no cap). Until both fits are ready the
+// chunks share an eighth of the budget; after, they share the time left
+// under the target, each priced by its tokens and the positions it
+// attends to. The first chunk gets at least minPrefillChunk tokens.
 func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 	if c.target < 0 {
 		return nil
