@@ -65,19 +65,7 @@ func BenchmarkPrefillChunkAt(b *testing.B) {
 			}
 			batch := seqBatch(testTokens(T, V, 10), p0, table)
 			batch.Logits = []int32{T - 1}
-			logits := make([]float32, V)
-			if err := m.Forward(kv, batch, logits); err != nil { // warm-up: grow scratch
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			c0 := cpuTime()
-			for range b.N {
-				if err := m.Forward(kv, batch, logits); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, c0)
-			b.ReportMetric(float64(T*b.N)/b.Elapsed().Seconds(), "tok/s")
+			benchForward(b, m, kv, batch, T)
 		})
 	}
 }
