@@ -531,8 +531,8 @@ func TestPrefillLimit(t *testing.T) {
 	if len(asked) != 1 || asked[0].Prompts != 2 || asked[0].Decoding != 2 {
 		t.Fatalf("policy asked %v, want 2 prompts (long running, late waiting) for 2 decoding", asked)
 	}
-	if _, in := got[late.ID()]; in || late.State() != Waiting {
-		t.Fatalf("late prompt in a step with no allowance left: %v, state %v", got, late.State())
+	if _, in := got[late.ID()]; in || late.State() != Waiting || late.table != nil {
+		t.Fatalf("late prompt in a step with no allowance left: %v, state %v, holds a table %v", got, late.State(), late.table != nil)
 	}
 }
 

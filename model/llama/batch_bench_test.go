@@ -12,7 +12,6 @@ import (
 
 	"oengine/ggml"
 	"oengine/kernels/cpu"
-	"oengine/model/gguf"
 	"oengine/model/synth"
 )
 
@@ -50,18 +49,7 @@ func batchBenchModel(b *testing.B, typ ggml.Type) *Model {
 	}
 	d := synth.Presets["tinyllama-1.1b"]
 	d.Layers = layers
-	data, err := synth.Build(synth.Options{Dims: d, Type: typ, Seed: 11})
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := gguf.Parse(data)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := Load(f, Options{Threads: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := synthLoad(b, synth.Options{Dims: d, Type: typ, Seed: 11})
 	if benchSynth.models == nil {
 		benchSynth.models = map[ggml.Type]*Model{}
 	}

@@ -7,7 +7,6 @@ import (
 
 	"oengine/ggml"
 	"oengine/kernels/cpu"
-	"oengine/model/gguf"
 	"oengine/model/synth"
 )
 
@@ -23,19 +22,8 @@ import (
 //	go test ./model/llama -run '^$' -bench PrefillChunkAt -benchtime 3x
 func BenchmarkPrefillChunkAt(b *testing.B) {
 	const T, page = 512, 16
-	data, err := synth.Build(synth.Options{Type: ggml.TypeQ4_0, Seed: 5,
+	m := synthLoad(b, synth.Options{Type: ggml.TypeQ4_0, Seed: 5,
 		Dims: synth.Dims{Dim: 1024, Layers: 8, Heads: 16, KVHeads: 4, FFN: 2816, Vocab: 32000, CtxLen: 4096, RopeBase: 10000}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := gguf.Parse(data)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := Load(f, Options{Threads: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
 	defer m.Close()
 	V := m.Config().Vocab
 	for _, p0 := range []int{0, 512, 1024} {

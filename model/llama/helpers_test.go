@@ -36,7 +36,13 @@ func openShared(t testing.TB, name string) (*gguf.File, *Model) {
 // synthFile builds a small synthetic model in memory.
 func synthFile(t testing.TB, arch string, typ ggml.Type, seed uint64) *gguf.File {
 	t.Helper()
-	b, err := synth.Build(synth.Options{Arch: arch, Preset: "tiny", Type: typ, Seed: seed})
+	return synthBuild(t, synth.Options{Arch: arch, Preset: "tiny", Type: typ, Seed: seed})
+}
+
+// synthBuild builds the synthetic model o describes in memory.
+func synthBuild(t testing.TB, o synth.Options) *gguf.File {
+	t.Helper()
+	b, err := synth.Build(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,13 +53,21 @@ func synthFile(t testing.TB, arch string, typ ggml.Type, seed uint64) *gguf.File
 	return f
 }
 
-// synthModel loads a small synthetic model.
-func synthModel(t testing.TB, arch string, typ ggml.Type) *Model {
+// synthLoad loads the synthetic model o describes with two threads; the
+// caller closes it.
+func synthLoad(t testing.TB, o synth.Options) *Model {
 	t.Helper()
-	m, err := Load(synthFile(t, arch, typ, 7), Options{Threads: 2})
+	m, err := Load(synthBuild(t, o), Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// synthModel loads a small synthetic model.
+func synthModel(t testing.TB, arch string, typ ggml.Type) *Model {
+	t.Helper()
+	m := synthLoad(t, synth.Options{Arch: arch, Preset: "tiny", Type: typ, Seed: 7})
 	t.Cleanup(m.Close)
 	return m
 }
