@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // fakeModel is a deterministic toy model with a real paged K/V contract:
@@ -15,13 +16,14 @@ import (
 // or a stale prefix page changes the logits.
 type fakeModel struct {
 	vocab, ctx int
-	eosAt      int           // from this position on, EOS (id 0) gets the top logit; 0 = never
-	gate       chan struct{} // when set, every Forward waits for a receive
-	echo       int           // > 0: the token echo positions back gets a bonus, so outputs repeat (n-gram drafts hit)
-	echoBonus  float32       // that bonus; 0: 5 (the hash logits span [0, 8))
-	salt       uint64        // changes every logit (a different "model" for draft tests) ...
-	perturb    float32       // ... or, when > 0, only adds salt-seeded noise of this scale (a close "model")
-	forwarded  atomic.Int64  // tokens computed
+	eosAt      int                            // from this position on, EOS (id 0) gets the top logit; 0 = never
+	gate       chan struct{}                  // when set, every Forward waits for a receive
+	echo       int                            // > 0: the token echo positions back gets a bonus, so outputs repeat (n-gram drafts hit)
+	echoBonus  float32                        // that bonus; 0: 5 (the hash logits span [0, 8))
+	salt       uint64                         // changes every logit (a different "model" for draft tests) ...
+	perturb    float32                        // ... or, when > 0, only adds salt-seeded noise of this scale (a close "model")
+	forwarded  atomic.Int64                   // tokens computed
+	cost       func(tokens int) time.Duration // when set, every Forward sleeps this long (a priced "model")
 }
 
 type fakeKV struct {
@@ -61,6 +63,9 @@ func mix(x uint64) uint64 {
 func (m *fakeModel) Forward(k KV, b *Batch, logits []float32) error {
 	if m.gate != nil {
 		<-m.gate
+	}
+	if m.cost != nil {
+		time.Sleep(m.cost(len(b.Tokens)))
 	}
 	kv := k.(*fakeKV)
 	kv.mu.Lock()

@@ -20,8 +20,12 @@ type loopState struct {
 
 	// speculation scratch and counters (spec.go)
 	drafts, hist, acc []int32
-	specDrafted       int // draft tokens verified in the current step
-	specAccepted      int // of those, accepted
+	specDrafted       int        // draft tokens verified in the current step
+	specAccepted      int        // of those, accepted
+	ready             []*output  // outputs about to decode one token (propose)
+	proposals         int        // steps proposed with speculation on
+	pooled            acceptance // every output's verified drafts (specpolicy.go)
+	draftTime         float64    // seconds of the draft model's run per draft position, decayed; 0: not measured
 }
 
 // loop is the step loop: take what other goroutines queued, plan, run,

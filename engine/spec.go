@@ -23,10 +23,11 @@ type Speculation struct {
 	NGram bool
 	// Tokens is the most draft tokens per step (K); 0: DefaultSpecTokens.
 	Tokens int
-	// Adaptive lowers an output's K after rejections and raises it (up to
-	// Tokens) after full acceptances; an output whose single draft is
-	// rejected stops speculating for 2, 4, ... 64 steps (the draft model
-	// then catches up lazily), so poor drafts cost little.
+	// Adaptive makes each output draft, step by step, the K (0 to Tokens)
+	// that maximises the expected tokens per second from its measured
+	// acceptance and the measured prices of verification and drafting
+	// (specpolicy.go); K = 0 backs it off for 2, 4, ... 64 steps (the
+	// draft model then catches up lazily), so poor drafts cost little.
 	Adaptive bool
 	// Draft, when set, is a draft model with the target's vocabulary
 	// (smaller, or the same weights at lower precision): it proposes the
@@ -59,9 +60,10 @@ func (s Speculation) Mode() string {
 
 // specState is an output's speculation state (loop goroutine).
 type specState struct {
-	k       int // current draft length (adaptive K)
-	skip    int // steps left without speculating (adaptive back-off)
-	backoff int // length of the last back-off
+	seen    acceptance // its verified drafts (Adaptive)
+	skip    int        // steps left without speculating (Adaptive back-off)
+	backoff int        // length of the last back-off
+	probe   bool       // the back-off just ended: verify one draft whatever the policy says
 
 	// draft model (draft.go)
 	dsamp  *sampling.Sampler // draws the drafts with the request's options (its own stream)
@@ -76,44 +78,70 @@ func (e *Engine) propose() {
 	if !e.cfg.Speculation.Enabled() {
 		return
 	}
+	ready, drafting := e.lp.ready[:0], 0
 	for req := range e.lp.active {
-		if req.r.NoSpeculation || req.r.Constraint != nil || req.paused {
-			continue
-		}
 		for _, o := range req.outputs {
-			e.proposeOne(o)
+			if decodeReady(o) {
+				ready = append(ready, o)
+				if mayDraft(o) {
+					drafting++
+				}
+			}
 		}
 	}
+	e.lp.ready = ready
+	var price specPrice
+	if e.cfg.Speculation.Adaptive && len(ready) > 0 {
+		e.lp.proposals++
+		price = e.specPricing(ready, drafting)
+	}
+	for _, o := range ready {
+		if mayDraft(o) {
+			e.proposeOne(o, price)
+		}
+	}
+	clear(ready) // drop the references until the next step
 }
 
-func (e *Engine) proposeOne(o *output) {
+// decodeReady reports whether o decodes exactly one token in the next
+// step (nothing proposed yet).
+func decodeReady(o *output) bool {
 	s := o.seq
-	if o.finished || len(o.tokens) == 0 || s.State() != scheduler.Running || s.Paused() || s.Open() ||
-		s.Draft() != 0 || s.Known()-s.Computed() != 1 || s.LogitsFrom != scheduler.NoLogits {
-		return
-	}
+	return !o.finished && len(o.tokens) > 0 && s.State() == scheduler.Running && !s.Paused() && !s.Open() &&
+		s.Draft() == 0 && s.Known()-s.Computed() == 1 && s.LogitsFrom == scheduler.NoLogits
+}
+
+// mayDraft reports whether o's request lets it speculate.
+func mayDraft(o *output) bool {
+	r := &o.req.r
+	return !r.NoSpeculation && r.Constraint == nil && !o.req.paused
+}
+
+func (e *Engine) proposeOne(o *output, price specPrice) {
+	s := o.seq
 	req := o.req
 	if o.spec.skip > 0 {
 		o.spec.skip--
+		o.spec.probe = o.spec.skip == 0
 		return
 	}
-	if o.spec.k == 0 {
-		o.spec.k = e.specTokens()
-	}
 	// The bonus token must still fit: gen + K + 1 <= max tokens and
-	// known + K + 1 <= the sequence limit.
-	k := min(o.spec.k, req.maxTokens()-len(o.tokens)-1, req.limit-s.Known()-1)
+	// known + K + 1 <= the sequence limit; a draft model's positions
+	// must fit its context.
+	k := min(e.specTokens(), req.maxTokens()-len(o.tokens)-1, req.limit-s.Known()-1)
+	if e.draft != nil {
+		k = min(k, e.draft.ctx-s.Known()+1)
+	}
+	if k > 0 && e.cfg.Speculation.Adaptive {
+		k = e.adaptiveLen(o, k, price)
+	}
 	if k <= 0 {
 		return
 	}
 	var drafts []int32
 	if e.draft != nil {
 		// Placeholders, filled in by the draft model once the step is
-		// planned (runDraft); its positions must fit its context.
-		k = min(k, e.draft.ctx-s.Known()+1)
-		if k <= 0 {
-			return
-		}
+		// planned (runDraft).
 		if o.spec.dsamp == nil {
 			o.spec.dsamp = sampling.New(req.params, -1-o.index)
 		}
@@ -230,24 +258,11 @@ func (e *Engine) verifyStep(o *output, it *scheduler.Item, rows []float32) {
 	}
 }
 
-// specAdapt moves an output's draft length after a verification that
-// accepted matched of k drafts (Speculation.Adaptive).
+// specAdapt records a verification that accepted matched of k drafts
+// for the adaptive draft length (specpolicy.go).
 func (e *Engine) specAdapt(o *output, k, matched int) {
-	if !e.cfg.Speculation.Adaptive {
-		return
-	}
-	switch {
-	case matched == 0 && o.spec.k == 1:
-		o.spec.backoff = min(max(2*o.spec.backoff, 2), 64)
-		o.spec.skip = o.spec.backoff
-	case matched == k && k == o.spec.k:
-		o.spec.k = min(o.spec.k+1, e.specTokens())
-	case matched < k/2:
-		o.spec.k = max(o.spec.k-1, 1)
-	}
-	if matched > 0 {
-		o.spec.backoff = 0
-	}
+	o.spec.seen.add(matched, k, outputAcceptDecay)
+	e.lp.pooled.add(matched, k, poolAcceptDecay)
 }
 
 // draftEager reports whether the draft model keeps up with o's decode

@@ -24,8 +24,14 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 			e.draft.kv.CopyPage(c.Dst, c.Src)
 		}
 	}
+	// The step-cost fits price the target's work; the draft model's time
+	// is priced on its own (specpolicy.go).
+	var draftTime time.Duration
 	if e.draft != nil {
+		td := time.Now()
 		e.runDraft(plan)
+		draftTime = time.Since(td)
+		e.observeDraftTime(plan, draftTime)
 	}
 	b := &e.lp.batch
 	b.Tokens, b.Pos, b.Seq, b.Seqs, b.Logits = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Seqs[:0], b.Logits[:0]
@@ -79,7 +85,7 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 			prefillWork = prefillWork.Add(w)
 		}
 	}
-	e.cost.observe(decodeWork, prefillWork, time.Since(t0))
+	e.cost.observe(decodeWork, prefillWork, time.Since(t0)-draftTime)
 
 	st := StepStats{Sequences: len(plan.Items), Preemptions: len(plan.Preempted)}
 	row := 0
@@ -126,7 +132,7 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	st.Duration = time.Since(t0)
 	if e.log.Enabled(context.Background(), slog.LevelDebug) { // the arguments would allocate every step
 		e.log.Debug("engine: step", "sequences", st.Sequences, "decode_tokens", decodeWork.Tokens, "decode_keys", decodeWork.Keys,
-			"prefill_tokens", prefillWork.Tokens, "prefill_keys", prefillWork.Keys, "duration", st.Duration)
+			"prefill_tokens", prefillWork.Tokens, "prefill_keys", prefillWork.Keys, "draft_duration", draftTime, "duration", st.Duration)
 	}
 	e.mu.Lock()
 	e.stats.PromptTokens += uint64(st.PrefillTokens)

@@ -227,6 +227,16 @@ func (c *stepCost) decodePrice(decode scheduler.Work) (float64, bool) {
 	return f.sy[0] / f.s[0][0], true
 }
 
+// decodeModel is the decode fit, once it has minStepSamples decode-only
+// steps (enough) and separates their terms (ok).
+func (c *stepCost) decodeModel() (m costModel, ok, enough bool) {
+	if c.decode.samples < minStepSamples {
+		return costModel{}, false, false
+	}
+	m, ok = c.decode.fit()
+	return m, ok, true
+}
+
 // promptShare scales the auto target by the prompts waiting per decoding
 // sequence (1 to maxPromptShare): a step shares its time between the users
 // waiting for a first token and those streaming, so two streams do not

@@ -54,6 +54,17 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if err := spec.check("bench model"); err != nil {
 		return err
 	}
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench model: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("bench model: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *spec.ngram || *spec.draft != "" {
 		return benchSpec(stdout, stderr, spec, *model, *specPrompt, *tg, *reps, *threads, *mmap, *asJSON, kvt)
 	}
@@ -67,17 +78,6 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer lf.File.Close()
-	if *cpuProfile != "" {
-		pf, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("bench model: %w", err)
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fmt.Errorf("bench model: %w", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
 	res, err := bench.BenchModel(lf.File, bench.ModelBenchConfig{RowMajor: *rowMajor, PP: *pp, TG: *tg, Reps: *reps, Threads: *threads,
 		Batch: *batch, PageSize: 16, KVType: kvt, MemBW: *membw, CUDA: dev.CUDA})
 	if err != nil {
