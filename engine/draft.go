@@ -74,8 +74,11 @@ func (d *draftRunner) reset() {
 // proposals (and their distributions q, for Verify). It runs after the
 // plan's page copies and before the target's forward pass. A draft
 // failure leaves the placeholders: verification stays exact whatever the
-// drafts are, only fewer are accepted.
-func (e *Engine) runDraft(plan *scheduler.Plan) {
+// drafts are, only fewer are accepted. steady reports a run whose
+// catch-up was at most the two tokens a drafting output's last
+// verification leaves per drafting output (specpolicy.go prices drafts
+// from those).
+func (e *Engine) runDraft(plan *scheduler.Plan) (steady bool) {
 	d := e.draft
 	V := e.info.Vocab
 	d.reset()
@@ -88,8 +91,13 @@ func (e *Engine) runDraft(plan *scheduler.Plan) {
 		if o.spec.dcomp < 0 || o.spec.dcomp > it.Start {
 			o.spec.dcomp = it.Start // trust pages reused from the cache or a session
 		}
-		if it.Draft == 0 && it.End-it.Start == 1 && !draftEager(o) {
-			continue // caught up when it next speculates
+		if it.Draft == 0 && it.End-it.Start == 1 {
+			// A decode token without drafts (opted out, constrained,
+			// backing off, at its token limit) is caught up on when
+			// the output next drafts, in one batch with the rest;
+			// prompt chunks are always computed, so prefix-cache pages
+			// of prompts serve the draft too.
+			continue
 		}
 		end := min(it.End-it.Draft, d.ctx)
 		if end <= o.spec.dcomp {
@@ -110,12 +118,13 @@ func (e *Engine) runDraft(plan *scheduler.Plan) {
 		}
 	}
 	if len(b.Tokens) == 0 {
-		return
+		return false
 	}
+	steady = len(d.items) > 0 && len(b.Tokens) <= 2*len(d.items)
 	logits, err := d.forward(V)
 	if err != nil {
 		e.log.Error("engine: draft forward failed", "err", err, "tokens", len(b.Tokens))
-		return
+		return false
 	}
 	e.drawDrafts(0, logits)
 	for j := 1; ; j++ {
@@ -135,11 +144,11 @@ func (e *Engine) runDraft(plan *scheduler.Plan) {
 			di.o.spec.dcomp = di.L + j
 		}
 		if !any {
-			return
+			return steady
 		}
 		if logits, err = d.forward(V); err != nil {
 			e.log.Error("engine: draft forward failed", "err", err, "tokens", len(b.Tokens))
-			return
+			return false
 		}
 		e.drawDrafts(j, logits)
 	}

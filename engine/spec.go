@@ -264,13 +264,3 @@ func (e *Engine) specAdapt(o *output, k, matched int) {
 	o.spec.seen.add(matched, k, outputAcceptDecay)
 	e.lp.pooled.add(matched, k, poolAcceptDecay)
 }
-
-// draftEager reports whether the draft model keeps up with o's decode
-// tokens step by step: o may speculate soon. Otherwise (opted out,
-// constrained, backing off) its decode positions are caught up when it
-// next speculates; prompt chunks are always computed, so prefix-cache
-// pages of prompts serve the draft too.
-func draftEager(o *output) bool {
-	r := &o.req.r
-	return !r.NoSpeculation && r.Constraint == nil && o.spec.skip == 0
-}

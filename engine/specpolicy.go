@@ -45,11 +45,15 @@ const (
 	draftTimeDecay = 0.8
 	// maxBackoff bounds an output's back-off, in steps.
 	maxBackoff = 64
-	// exploreEvery: while the decode fit has steps of one size only (a
-	// lone stream drafting the same K each step), every exploreEvery-th
-	// step proposes no drafts, so the fit can tell a step's fixed cost
-	// from the price of its tokens.
-	exploreEvery = 8
+	// exploreEvery: until minPlainSteps steps without drafts were
+	// measured (a lone stream whose drafts are accepted drafts every
+	// step), every exploreEvery-th step proposes none, so what a plain
+	// step costs is measured, not extrapolated from steps with drafts;
+	// after that every refreshEvery-th step, so one slow plain step does
+	// not keep speculation on for good.
+	exploreEvery  = 8
+	minPlainSteps = 4
+	refreshEvery  = 64
 )
 
 // acceptance is a decayed count of verified drafts and accepted ones.
@@ -72,19 +76,21 @@ func (a acceptance) rate(prior, weight float64) float64 {
 	return (a.accepted + weight*prior) / (a.tried + weight)
 }
 
-// specPrice is what a draft costs in the step being proposed, in seconds.
+// specPrice is what drafts cost in the step being proposed, in seconds.
 type specPrice struct {
-	priced   bool      // the decode fit and (with a draft model) the proposal time are measured
-	explore  bool      // the decode fit has steps but cannot separate their terms
-	decoders int       // outputs decoding in the step
-	step     float64   // modelled duration of the step without drafts
-	model    costModel // the decode fit
-	draft    float64   // an output's share of the draft model's run per draft position
+	priced   bool           // the step is priced with and without drafts, and (with a draft model) the draft run is measured
+	explore  bool           // this step proposes no drafts: too few plain steps were measured
+	decoders int            // outputs decoding in the step
+	base     scheduler.Work // their decode tokens, no drafts
+	step     float64        // modelled duration of the step without drafts
+	spec     costModel      // prices the step with drafts added
+	draft    float64        // an output's share of the draft model's run per draft position
 }
 
-// extra is the target's price of k drafts after a decode token at pos.
-func (p specPrice) extra(pos, k int) float64 {
-	return p.model.price(scheduler.ChunkWork(pos, 1+k)) - p.model.price(scheduler.ChunkWork(pos, 1))
+// withDrafts is the modelled step when the output whose decode token is
+// at pos adds k drafts.
+func (p specPrice) withDrafts(pos, k int) float64 {
+	return p.spec.price(p.base.Add(scheduler.ChunkWork(pos+1, k)))
 }
 
 // chooseDraftLen is the draft length, 0 to kmax, that maximises the
@@ -106,7 +112,7 @@ func chooseDraftLen(alpha float64, kmax, pos int, p specPrice) int {
 			best = k
 			continue
 		}
-		if r := (float64(p.decoders) + gain) / (p.step + p.extra(pos, k) + float64(k)*p.draft); r > bestRate {
+		if r := (float64(p.decoders) + gain) / (p.withDrafts(pos, k) + float64(k)*p.draft); r > bestRate {
 			best, bestRate = k, r
 		}
 	}
@@ -118,31 +124,40 @@ func chooseDraftLen(alpha float64, kmax, pos int, p specPrice) int {
 // speculate. Called once per step with speculation on.
 func (e *Engine) specPricing(ready []*output, drafting int) specPrice {
 	p := specPrice{decoders: len(ready)}
-	var w scheduler.Work
 	for _, o := range ready {
-		w = w.Add(scheduler.ChunkWork(o.seq.Known()-1, 1))
+		p.base = p.base.Add(scheduler.ChunkWork(o.seq.Known()-1, 1))
 	}
-	m, ok, enough := e.cost.decodeModel()
-	if !ok || len(ready) == 0 {
-		p.explore = enough && e.lp.proposals%exploreEvery == 0
+	var ok bool
+	var plainSeen int
+	p.step, p.spec, ok, plainSeen = e.cost.draftPricing(p.base)
+	every := refreshEvery
+	if plainSeen < minPlainSteps {
+		every = exploreEvery
+	}
+	p.explore = e.lp.proposals%every == 0
+	if !ok {
 		return p
 	}
-	p.model, p.step = m, m.price(w)
 	if e.draft != nil {
 		if e.lp.draftTime <= 0 {
 			return p
 		}
 		p.draft = e.lp.draftTime / float64(max(drafting, 1))
 	}
-	p.priced = p.step > 0
+	p.priced = true
 	return p
 }
 
 // observeDraftTime records a step's draft-model run, d, per draft
 // position of its longest draft: one proposal forward each, plus the
 // catch-up on the tokens verified last step, which only speculating
-// outputs pay (a backed-off output's draft K/V waits).
-func (e *Engine) observeDraftTime(plan *scheduler.Plan, d time.Duration) {
+// outputs pay (a backed-off output's draft K/V waits). A run that caught
+// up on more (a prompt, the tokens of a back-off) is not steady and is
+// not recorded.
+func (e *Engine) observeDraftTime(plan *scheduler.Plan, d time.Duration, steady bool) {
+	if !steady {
+		return
+	}
 	k := 0
 	for i := range plan.Items {
 		k = max(k, plan.Items[i].Draft)
@@ -162,13 +177,17 @@ func (e *Engine) observeDraftTime(plan *scheduler.Plan, d time.Duration) {
 // when it backs off.
 func (e *Engine) adaptiveLen(o *output, kmax int, p specPrice) int {
 	alpha := o.spec.seen.rate(e.lp.pooled.rate(0.5, acceptPriorWeight), acceptPriorWeight)
-	k := chooseDraftLen(alpha, kmax, o.seq.Known()-1, p)
+	pos := o.seq.Known() - 1
+	k := chooseDraftLen(alpha, kmax, pos, p)
 	switch {
 	case p.explore:
 		k = 0
 	case k > 0:
 		o.spec.backoff = 0
-	case o.spec.probe:
+	case o.spec.probe && (!p.priced || chooseDraftLen(1, kmax, pos, p) > 0):
+		// Probe unless even drafts that are always right would not pay
+		// (then a probe, and the draft model's catch-up on the tokens
+		// of the back-off, would buy nothing).
 		k = 1
 	default:
 		o.spec.backoff = min(max(2*o.spec.backoff, 2), maxBackoff)

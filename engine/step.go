@@ -29,9 +29,9 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	var draftTime time.Duration
 	if e.draft != nil {
 		td := time.Now()
-		e.runDraft(plan)
+		steady := e.runDraft(plan)
 		draftTime = time.Since(td)
-		e.observeDraftTime(plan, draftTime)
+		e.observeDraftTime(plan, draftTime, steady)
 	}
 	b := &e.lp.batch
 	b.Tokens, b.Pos, b.Seq, b.Seqs, b.Logits = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Seqs[:0], b.Logits[:0]
@@ -76,8 +76,10 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	}
 	e.sched.Advance(plan)
 	var decodeWork, prefillWork scheduler.Work
+	drafted := false
 	for i := range plan.Items {
 		it := &plan.Items[i]
+		drafted = drafted || it.Draft > 0
 		w := scheduler.ChunkWork(it.Start, it.End-it.Start)
 		if it.End-it.Start == 1+it.Draft { // decode (as the scheduler plans it first)
 			decodeWork = decodeWork.Add(w)
@@ -85,7 +87,7 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 			prefillWork = prefillWork.Add(w)
 		}
 	}
-	e.cost.observe(decodeWork, prefillWork, time.Since(t0)-draftTime)
+	e.cost.observe(decodeWork, prefillWork, drafted, time.Since(t0)-draftTime)
 
 	st := StepStats{Sequences: len(plan.Items), Preemptions: len(plan.Preempted)}
 	row := 0

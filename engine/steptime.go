@@ -180,8 +180,14 @@ func solveN(a [3][3]float64, y [3]float64, n int) (b [3]float64, ok bool) {
 type stepCost struct {
 	target time.Duration // Config.MaxStepLatency: > 0 fixed, 0 auto, < 0 off
 	budget int           // the step token budget (Config.MaxBatchedTokens)
-	decode costFit       // decode-only steps (intercept)
-	chunks costFit       // prefill-carrying steps net of their decode part
+	decode costFit       // decode-only steps without drafts (intercept)
+	// spec: decode-only steps that verify drafts (intercept). Kept apart
+	// because several tokens of one sequence may run other kernels than
+	// one token each (matrix tiles instead of a matrix-vector product,
+	// a logits row per token), so a plain step is not that line at one
+	// token (specpolicy.go).
+	spec   costFit
+	chunks costFit // prefill-carrying steps net of their decode part
 	// all is one fit over every step: it prices the decode part until a
 	// decode-only step was seen (a server busy with prompts from the
 	// start may run none for a while).
@@ -189,30 +195,44 @@ type stepCost struct {
 }
 
 func newStepCost(target time.Duration, budget int) *stepCost {
-	return &stepCost{target: target, budget: budget, decode: costFit{intercept: true}, all: costFit{intercept: true}}
+	return &stepCost{target: target, budget: budget,
+		decode: costFit{intercept: true}, spec: costFit{intercept: true}, all: costFit{intercept: true}}
 }
 
 // observe records one executed step: the work of its decode tokens (items
-// of one token, plus drafts), of its other tokens, and its duration.
-func (c *stepCost) observe(decode, prefill scheduler.Work, d time.Duration) {
+// of one token, plus drafts), of its other tokens, whether it verified
+// drafts, and its duration (the target's: the draft model's run is
+// priced apart).
+func (c *stepCost) observe(decode, prefill scheduler.Work, drafted bool, d time.Duration) {
 	if decode.Tokens+prefill.Tokens <= 0 || d <= 0 {
 		return
 	}
 	c.all.observe(decode.Add(prefill), d.Seconds())
 	if prefill.Tokens == 0 {
-		c.decode.observe(decode, d.Seconds())
+		if drafted {
+			c.spec.observe(decode, d.Seconds())
+		} else {
+			c.decode.observe(decode, d.Seconds())
+		}
 		return
 	}
-	if base, ok := c.decodePrice(decode); ok {
+	if base, ok := c.decodePrice(decode, drafted); ok {
 		c.chunks.observe(prefill, d.Seconds()-base)
 	}
 }
 
 // decodePrice is the modelled duration of a step carrying only decode's
-// tokens (decode may be empty: the fixed cost of any step). While the
-// decode fit has nothing to separate it is the mean decode-only step;
-// before any decode-only step, the fit over all steps.
-func (c *stepCost) decodePrice(decode scheduler.Work) (float64, bool) {
+// tokens (decode may be empty: the fixed cost of any step), with drafts
+// or without. While the decode fit has nothing to separate it is the mean
+// decode-only step; before any decode-only step, the fit over all steps.
+// A step with drafts is priced by the spec fit once it separates its
+// terms.
+func (c *stepCost) decodePrice(decode scheduler.Work, drafted bool) (float64, bool) {
+	if drafted && c.spec.samples >= minStepSamples {
+		if m, ok := c.spec.fit(); ok {
+			return m.price(decode), true
+		}
+	}
 	f := &c.decode
 	if f.samples == 0 {
 		if c.all.samples < minStepSamples {
@@ -227,14 +247,33 @@ func (c *stepCost) decodePrice(decode scheduler.Work) (float64, bool) {
 	return f.sy[0] / f.s[0][0], true
 }
 
-// decodeModel is the decode fit, once it has minStepSamples decode-only
-// steps (enough) and separates their terms (ok).
-func (c *stepCost) decodeModel() (m costModel, ok, enough bool) {
-	if c.decode.samples < minStepSamples {
-		return costModel{}, false, false
+// draftPricing is what the adaptive draft length needs (specpolicy.go):
+// plain, the modelled step of base (the step's decode tokens, no drafts),
+// and spec, a model for that step with drafts added. spec is the spec fit
+// when it separates its terms; else, once drafted steps were seen, the
+// line from plain through their mean (tokens, duration). plainSeen counts
+// the decode-only steps without drafts.
+func (c *stepCost) draftPricing(base scheduler.Work) (plain float64, spec costModel, ok bool, plainSeen int) {
+	plainSeen = c.decode.samples
+	if plainSeen == 0 {
+		return 0, costModel{}, false, 0
 	}
-	m, ok = c.decode.fit()
-	return m, ok, true
+	plain, ok = c.decodePrice(base, false)
+	if !ok || plain <= 0 || c.spec.samples == 0 {
+		return plain, costModel{}, false, plainSeen
+	}
+	if c.spec.samples >= minStepSamples {
+		if m, fitted := c.spec.fit(); fitted {
+			return plain, m, true, plainSeen
+		}
+	}
+	f := &c.spec
+	tokens, secs := f.s[0][1]/f.s[0][0], f.sy[0]/f.s[0][0]
+	if tokens <= float64(base.Tokens) {
+		return plain, costModel{}, false, plainSeen
+	}
+	slope := max((secs-plain)/(tokens-float64(base.Tokens)), 0)
+	return plain, costModel{fixed: plain - slope*float64(base.Tokens), perToken: slope}, true, plainSeen
 }
 
 // promptShare scales the auto target by the prompts waiting per decoding
@@ -260,7 +299,7 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 	if c.target < 0 {
 		return nil
 	}
-	decodeStep, ok := c.decodePrice(l.Decode)
+	decodeStep, ok := c.decodePrice(l.Decode, l.Decode.Tokens > l.Decoding)
 	var m costModel
 	if ok && c.chunks.samples >= minStepSamples {
 		m, ok = c.chunks.fit()

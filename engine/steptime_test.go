@@ -42,7 +42,7 @@ func feedSteps(c *stepCost, r *rand.Rand, n int, mixed bool) {
 		if mixed {
 			p = scheduler.ChunkWork(r.IntN(2048), 1+r.IntN(512))
 		}
-		c.observe(d, p, noisy(r, decodeSecs(d)+chunkSecs(p)))
+		c.observe(d, p, false, noisy(r, decodeSecs(d)+chunkSecs(p)))
 	}
 }
 
@@ -101,7 +101,7 @@ func TestStepCost(t *testing.T) {
 	// The decode fit's terms trade off within the noise (a decode step's
 	// attention is a few ms); its prices must not.
 	for _, w := range []scheduler.Work{decode, decoders(r, 1), decoders(r, 8)} {
-		if got, ok := c.decodePrice(w); !ok || math.Abs(got-decodeSecs(w)) > 0.02*decodeSecs(w) {
+		if got, ok := c.decodePrice(w, false); !ok || math.Abs(got-decodeSecs(w)) > 0.02*decodeSecs(w) {
 			t.Fatalf("decode price of %v: %v s (ok %v), want %v s", w, got, ok, decodeSecs(w))
 		}
 	}
@@ -162,14 +162,14 @@ func TestStepCostDecodePinned(t *testing.T) {
 	c := newStepCost(0, 512)
 	feedSteps(c, r, 100, false)
 	d2 := decoders(r, 2)
-	before, _ := c.decodePrice(d2)
+	before, _ := c.decodePrice(d2, false)
 	for range 500 {
 		d := decoders(r, 2)
 		p := scheduler.ChunkWork(1000+r.IntN(1000), 100+r.IntN(150))
 		sec := decodeSecs(d) + chunkSecs(p)*(1+float64(p.Tokens)/100)
-		c.observe(d, p, noisy(r, sec))
+		c.observe(d, p, false, noisy(r, sec))
 	}
-	after, _ := c.decodePrice(d2)
+	after, _ := c.decodePrice(d2, false)
 	if math.Abs(after-before) > 1e-9 || math.Abs(after-decodeSecs(d2)) > 0.1*decodeSecs(d2) {
 		t.Fatalf("decode-only price %v s after mixed steps, %v s before, true %v s", after, before, decodeSecs(d2))
 	}
@@ -184,12 +184,12 @@ func TestStepCostSameSize(t *testing.T) {
 	c := newStepCost(0, 512)
 	four := scheduler.Work{Tokens: 4, Keys: 4}
 	for range 100 {
-		c.observe(four, scheduler.Work{}, noisy(r, 0.030))
+		c.observe(four, scheduler.Work{}, false, noisy(r, 0.030))
 		n := 1 + r.IntN(512)
 		p := scheduler.Work{Tokens: n, Keys: n}
-		c.observe(four, p, noisy(r, 0.030+0.002*float64(n)))
+		c.observe(four, p, false, noisy(r, 0.030+0.002*float64(n)))
 	}
-	if price, ok := c.decodePrice(four); !ok || math.Abs(price-0.030) > 0.001 {
+	if price, ok := c.decodePrice(four, false); !ok || math.Abs(price-0.030) > 0.001 {
 		t.Fatalf("decode price %v (ok %v), want the mean 0.030 s", price, ok)
 	}
 	m, ok := c.chunks.fit()
