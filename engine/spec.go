@@ -63,7 +63,7 @@ type specState struct {
 	seen    acceptance // its verified drafts (Adaptive)
 	skip    int        // steps left without speculating (Adaptive back-off)
 	backoff int        // length of the last back-off
-	probe   bool       // the back-off just ended: verify one draft whatever the policy says
+	probe   bool       // the back-off just ended: verify one draft to refresh the acceptance
 
 	// draft model (draft.go)
 	dsamp  *sampling.Sampler // draws the drafts with the request's options (its own stream)

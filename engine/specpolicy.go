@@ -13,21 +13,24 @@ import (
 //   - acceptance: the output's own per-draft acceptance α (decayed
 //     counts of verified drafts, with the engine's pooled rate as prior);
 //     K drafts then yield 1 + α + α² + … + α^K tokens on average;
-//   - the target's price of K more tokens in the step: the step-cost
-//     model's decode fit (steptime.go), perToken·K plus the attention
-//     over the positions they add;
-//   - the draft model's price: its run per draft position (a proposal
-//     forward each, and the catch-up on last step's tokens), measured
-//     (decayed) and shared by the outputs that may draft; an n-gram
-//     lookup costs nothing.
+//   - the step without drafts: the step-cost model's decode fit
+//     (steptime.go), fitted on steps without drafts;
+//   - the step with K drafts: its spec fit, on the decode-only steps that
+//     carried drafts (several tokens of one sequence may run other kernels
+//     than one token, so a plain step is not that line at one token);
+//   - the draft model's run per draft position (a proposal forward each,
+//     and the catch-up on last step's tokens), measured on steady runs,
+//     decayed and shared by the outputs that may draft; an n-gram lookup
+//     costs nothing.
 //
 // With B outputs decoding in a step whose price is T, K drafts are worth
-// their cost when (B + gain(K)) / (T + cost(K)) beats B / T, so a batch
-// that is already compute-bound speculates less than a lone stream. K = 0
-// backs the output off for 2, 4, … 64 steps, after which one draft is
-// verified to refresh α. Draft positions whose chance of being reached is
-// below minDraftChance are never proposed, which also bounds K while the
-// costs are not yet measured.
+// their cost when (B + gain(K)) / (T_K + draft cost) beats B / T, so a
+// batch that is already compute-bound speculates less than a lone stream.
+// K = 0 backs the output off for 2, 4, … 64 steps, after which one draft
+// is verified to refresh α, unless even drafts that are always right would
+// not pay. Draft positions whose chance of being reached is below
+// minDraftChance are never proposed, which also bounds K while the prices
+// are not yet measured.
 const (
 	// outputAcceptDecay weighs an output's verifications: about the last
 	// 1/(1−decay) of them count.
@@ -79,7 +82,7 @@ func (a acceptance) rate(prior, weight float64) float64 {
 // specPrice is what drafts cost in the step being proposed, in seconds.
 type specPrice struct {
 	priced   bool           // the step is priced with and without drafts, and (with a draft model) the draft run is measured
-	explore  bool           // this step proposes no drafts: too few plain steps were measured
+	explore  bool           // this step proposes no drafts, to measure a plain step
 	decoders int            // outputs decoding in the step
 	base     scheduler.Work // their decode tokens, no drafts
 	step     float64        // modelled duration of the step without drafts
