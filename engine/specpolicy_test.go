@@ -88,10 +88,10 @@ func TestDraftPricing(t *testing.T) {
 		t.Fatalf("nothing measured: ok %v, plain steps %d", ok, seen)
 	}
 	for range 5 {
-		c.observe(one, scheduler.Work{}, false, 700*time.Microsecond)
+		c.observe(one, scheduler.Work{}, false, 700*time.Microsecond, 0)
 	}
 	five := scheduler.ChunkWork(10, 5)
-	c.observe(five, scheduler.Work{}, true, 3300*time.Microsecond)
+	c.observe(five, scheduler.Work{}, true, 3300*time.Microsecond, 0)
 	plain, m, ok, seen := c.draftPricing(one)
 	if !ok || seen != 5 || math.Abs(plain-0.0007) > 1e-9 {
 		t.Fatalf("plain %v ok %v seen %d", plain, ok, seen)
@@ -104,7 +104,7 @@ func TestDraftPricing(t *testing.T) {
 	// through the plain step.
 	for i := range 3 * minStepSamples {
 		k := 1 + i%4
-		c.observe(scheduler.ChunkWork(10, 1+k), scheduler.Work{}, true, time.Duration(1700+400*(1+k))*time.Microsecond)
+		c.observe(scheduler.ChunkWork(10, 1+k), scheduler.Work{}, true, time.Duration(1700+400*(1+k))*time.Microsecond, 0)
 	}
 	plain, m, ok, _ = c.draftPricing(one)
 	if !ok || math.Abs(plain-0.0007) > 1e-9 {

@@ -87,7 +87,7 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 			prefillWork = prefillWork.Add(w)
 		}
 	}
-	e.cost.observe(decodeWork, prefillWork, drafted, time.Since(t0)-draftTime)
+	e.cost.observe(decodeWork, prefillWork, drafted, time.Since(t0), draftTime)
 
 	st := StepStats{Sequences: len(plan.Items), Preemptions: len(plan.Preempted)}
 	row := 0

@@ -188,6 +188,9 @@ type stepCost struct {
 	// token (specpolicy.go).
 	spec   costFit
 	chunks costFit // prefill-carrying steps net of their decode part
+	// proposals: seconds of the draft model's run in a decode-only step
+	// with drafts, decayed (the step-latency target counts it).
+	proposals float64
 	// all is one fit over every step: it prices the decode part until a
 	// decode-only step was seen (a server busy with prompts from the
 	// start may run none for a while).
@@ -201,24 +204,35 @@ func newStepCost(target time.Duration, budget int) *stepCost {
 
 // observe records one executed step: the work of its decode tokens (items
 // of one token, plus drafts), of its other tokens, whether it verified
-// drafts, and its duration (the target's: the draft model's run is
-// priced apart).
-func (c *stepCost) observe(decode, prefill scheduler.Work, drafted bool, d time.Duration) {
+// drafts, its duration d and, of that, the draft model's run. The decode
+// fits price the target's work alone; a prompt chunk's price keeps the
+// draft model's copy of it (the draft K/V mirrors every prompt).
+func (c *stepCost) observe(decode, prefill scheduler.Work, drafted bool, d, draft time.Duration) {
 	if decode.Tokens+prefill.Tokens <= 0 || d <= 0 {
 		return
 	}
 	c.all.observe(decode.Add(prefill), d.Seconds())
 	if prefill.Tokens == 0 {
 		if drafted {
-			c.spec.observe(decode, d.Seconds())
+			c.spec.observe(decode, (d - draft).Seconds())
+			c.proposals = draftTimeDecay*c.proposals + (1-draftTimeDecay)*draft.Seconds()
 		} else {
-			c.decode.observe(decode, d.Seconds())
+			c.decode.observe(decode, (d - draft).Seconds())
 		}
 		return
 	}
 	if base, ok := c.decodePrice(decode, drafted); ok {
-		c.chunks.observe(prefill, d.Seconds()-base)
+		c.chunks.observe(prefill, d.Seconds()-base-c.proposalPrice(drafted))
 	}
+}
+
+// proposalPrice is the draft model's run in a step that verifies drafts
+// (decayed over the decode-only steps that did), 0 in one that does not.
+func (c *stepCost) proposalPrice(drafted bool) float64 {
+	if !drafted {
+		return 0
+	}
+	return c.proposals
 }
 
 // decodePrice is the modelled duration of a step carrying only decode's
@@ -299,7 +313,9 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 	if c.target < 0 {
 		return nil
 	}
-	decodeStep, ok := c.decodePrice(l.Decode, l.Decode.Tokens > l.Decoding)
+	drafted := l.Decode.Tokens > l.Decoding
+	decodeStep, ok := c.decodePrice(l.Decode, drafted)
+	decodeStep += c.proposalPrice(drafted)
 	var m costModel
 	if ok && c.chunks.samples >= minStepSamples {
 		m, ok = c.chunks.fit()

@@ -42,7 +42,7 @@ func feedSteps(c *stepCost, r *rand.Rand, n int, mixed bool) {
 		if mixed {
 			p = scheduler.ChunkWork(r.IntN(2048), 1+r.IntN(512))
 		}
-		c.observe(d, p, false, noisy(r, decodeSecs(d)+chunkSecs(p)))
+		c.observe(d, p, false, noisy(r, decodeSecs(d)+chunkSecs(p)), 0)
 	}
 }
 
@@ -167,7 +167,7 @@ func TestStepCostDecodePinned(t *testing.T) {
 		d := decoders(r, 2)
 		p := scheduler.ChunkWork(1000+r.IntN(1000), 100+r.IntN(150))
 		sec := decodeSecs(d) + chunkSecs(p)*(1+float64(p.Tokens)/100)
-		c.observe(d, p, false, noisy(r, sec))
+		c.observe(d, p, false, noisy(r, sec), 0)
 	}
 	after, _ := c.decodePrice(d2, false)
 	if math.Abs(after-before) > 1e-9 || math.Abs(after-decodeSecs(d2)) > 0.1*decodeSecs(d2) {
@@ -184,10 +184,10 @@ func TestStepCostSameSize(t *testing.T) {
 	c := newStepCost(0, 512)
 	four := scheduler.Work{Tokens: 4, Keys: 4}
 	for range 100 {
-		c.observe(four, scheduler.Work{}, false, noisy(r, 0.030))
+		c.observe(four, scheduler.Work{}, false, noisy(r, 0.030), 0)
 		n := 1 + r.IntN(512)
 		p := scheduler.Work{Tokens: n, Keys: n}
-		c.observe(four, p, false, noisy(r, 0.030+0.002*float64(n)))
+		c.observe(four, p, false, noisy(r, 0.030+0.002*float64(n)), 0)
 	}
 	if price, ok := c.decodePrice(four, false); !ok || math.Abs(price-0.030) > 0.001 {
 		t.Fatalf("decode price %v (ok %v), want the mean 0.030 s", price, ok)
@@ -199,5 +199,47 @@ func TestStepCostSameSize(t *testing.T) {
 	// Auto: 4 decode steps of 30 ms leave 90 ms: about 45 tokens.
 	if n := take(c.prefillLimit(scheduler.StepLoad{Decode: four, Decoding: 4, Prompts: 1}), 512, 0)[0]; n < 42 || n > 48 {
 		t.Fatalf("auto chunk %d, want about 45", n)
+	}
+}
+
+// TestStepCostDraftModel: the decode fits price the target alone, a
+// prompt chunk's price keeps the draft model's copy of it, and a step
+// that verifies drafts is budgeted with the draft model's run.
+func TestStepCostDraftModel(t *testing.T) {
+	const ms = time.Millisecond
+	c := newStepCost(100*ms, 512)
+	target := func(tokens int) time.Duration { return 10*ms + time.Duration(tokens)*2500*time.Microsecond }
+	for i := range 4 * minStepSamples {
+		n := 2 + 2*(i%4)
+		c.observe(scheduler.Work{Tokens: n}, scheduler.Work{}, false, target(n), 0)
+		// the same decoders verifying drafts; the draft model ran 15 ms
+		c.observe(scheduler.Work{Tokens: 2 * n}, scheduler.Work{}, true, target(2*n)+15*ms, 15*ms)
+		// a prompt chunk of p tokens: 1 ms each on the target, 0.5 ms on the draft model
+		p := 16 * (1 + i%3)
+		c.observe(scheduler.Work{Tokens: 4}, scheduler.Work{Tokens: p}, false, target(4)+time.Duration(p)*1500*time.Microsecond, time.Duration(p)*500*time.Microsecond)
+	}
+	if got, _ := c.decodePrice(scheduler.Work{Tokens: 8}, true); math.Abs(got-target(8).Seconds()) > 1e-4 {
+		t.Fatalf("drafted step of 8 tokens priced %v, want the target's %v", got, target(8).Seconds())
+	}
+	m, ok := c.chunks.fit()
+	if !ok || math.Abs(m.perToken-0.0015) > 1e-4 {
+		t.Fatalf("chunk price %v per token (ok %v), want 1.5 ms with the draft model's copy", m.perToken, ok)
+	}
+	if math.Abs(c.proposals-0.015) > 1e-3 {
+		t.Fatalf("proposals %v, want 15 ms", c.proposals)
+	}
+	// 100 ms target: plain decoders leave 100-20 ms for chunks, drafting
+	// ones 100-(30+15) ms.
+	for _, l := range []struct {
+		load scheduler.StepLoad
+		want int
+	}{
+		{scheduler.StepLoad{Decode: scheduler.Work{Tokens: 4}, Decoding: 4}, 53},
+		{scheduler.StepLoad{Decode: scheduler.Work{Tokens: 8}, Decoding: 4}, 36},
+	} {
+		got := c.prefillLimit(l.load)(0, 512)
+		if got < l.want-2 || got > l.want+1 {
+			t.Errorf("load %+v: chunk of %d tokens, want about %d", l.load, got, l.want)
+		}
 	}
 }
