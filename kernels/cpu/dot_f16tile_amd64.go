@@ -45,7 +45,8 @@ func (sh f16Shape) tile(rows *byte, rb, ng int, x *float32, n, xstride int, acc 
 }
 
 // tileF16 computes as much of rows [r0, r1) × tokens [t0, t1) of op as the
-// tile kernel covers, whole groups of f16TileShape.toks tokens from t0,
+// tile kernels cover, whole groups of f16TileShape.toks tokens from t0,
+// then one group of four with the 3×4 tile when four or more are left,
 // and returns the first token it did not compute (t0 when the tile does
 // not apply: other weight types, no AVX2, too few rows or tokens, or rows
 // whose length is not a multiple of 8). Rows left over from the row
@@ -57,9 +58,20 @@ func (sh f16Shape) tile(rows *byte, rb, ng int, x *float32, n, xstride int, acc 
 // 6 KiB, stays in L1 for all row groups; the rows stream from L2); the
 // accumulators live in a 6 KiB stack scratch.
 func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int {
+	i := p.tileF16Shape(op, f16TileShape, r0, r1, t0, t1)
+	if f16TileShape != f16Shape34 {
+		// Four or five tokens left (a few decoding sequences, or one
+		// verifying drafts): the 3×4 tile reads each weight row once
+		// for four of them instead of twice through the 2×2 tile.
+		i = p.tileF16Shape(op, f16Shape34, r0, r1, i, t1)
+	}
+	return i
+}
+
+// tileF16Shape is tileF16 with one tile shape.
+func (p *Pool) tileF16Shape(op *opPlan, sh f16Shape, r0, r1, t0, t1 int) int {
 	w, x := op.w, p.scratch.x
 	cols := w.Cols
-	sh := f16TileShape
 	if w.Type != ggml.TypeF16 || !hasAVX2 || !f16TileOn || cols%8 != 0 || r1-r0 < sh.rows || t1-t0 < sh.toks {
 		return t0
 	}

@@ -64,7 +64,7 @@ func TestTileF16BitwiseEqualsDot(t *testing.T) {
 				}
 				op := opPlan{w: w, k: k, dst: dst, rb: w.rowBytes()}
 				pool.scratch.x = x
-				got := pool.tileF16(&op, c.r0, c.r1, c.t0, c.n)
+				got := pool.tileF16Shape(&op, s.sh, c.r0, c.r1, c.t0, c.n)
 				want := c.t0 + (c.n-c.t0)/s.sh.toks*s.sh.toks
 				if c.r1-c.r0 < s.sh.rows || c.n-c.t0 < s.sh.toks || c.cols%8 != 0 {
 					want = c.t0
@@ -94,6 +94,53 @@ func TestTileF16BitwiseEqualsDot(t *testing.T) {
 	}
 }
 
+// TestTileF16GroupOfFour: after its whole 2×6 groups, tileF16 computes
+// one group of four tokens with the 3×4 tile when four or more are left
+// (the tokens of a few decoders, or of one verifying drafts), every
+// result bitwise the one-token kernel's, and leaves the rest untouched.
+func TestTileF16GroupOfFour(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no F16 tile on this CPU")
+	}
+	defer func(s f16Shape) { f16TileShape = s }(f16TileShape)
+	f16TileShape = f16Shape26
+	rng := rand.New(rand.NewPCG(65, 66))
+	k := kernels[ggml.TypeF16]
+	pool := NewPool(1)
+	defer pool.Close()
+	const rows, cols = 16, 520
+	w := randomMatrix(t, rng, ggml.TypeF16, rows, cols)
+	for _, c := range []struct{ n, want int }{{3, 0}, {4, 4}, {5, 4}, {6, 6}, {9, 6}, {10, 10}, {11, 10}, {12, 12}} {
+		x := randNormal(rng, c.n*cols, 1)
+		const canary = -12345
+		dst := make([]float32, c.n*rows)
+		for i := range dst {
+			dst[i] = canary
+		}
+		op := opPlan{w: w, k: k, dst: dst, rb: w.rowBytes()}
+		pool.scratch.x = x
+		if got := pool.tileF16(&op, 0, rows, 0, c.n); got != c.want {
+			t.Fatalf("%d tokens: tileF16 returned %d, want %d", c.n, got, c.want)
+		}
+		var v actView
+		for i := range c.n {
+			v.x = x[i*cols : (i+1)*cols]
+			for r := range rows {
+				g := dst[i*rows+r]
+				if i >= c.want {
+					if g != canary {
+						t.Fatalf("%d tokens: row %d token %d past the tiles was written", c.n, r, i)
+					}
+					continue
+				}
+				if want := k.dot(w.Row(r), v); math.Float32bits(g) != math.Float32bits(want) {
+					t.Fatalf("%d tokens: row %d token %d: tile %g, one-token %g", c.n, r, i, g, want)
+				}
+			}
+		}
+	}
+}
+
 // TestMatMulF16TileOnOff: MatMul of F16 weights gives bitwise the same
 // result with each tile shape and without the tile (2×2 tile, four-token
 // and one-token kernels), across thread counts and token-tile boundaries.
@@ -110,6 +157,10 @@ func TestMatMulF16TileOnOff(t *testing.T) {
 		{"prefill", 70, 256, 21},
 		{"short prompt", 33, 520, 6},
 		{"decode", 40, 128, 1},
+		{"four decoders", 33, 520, 4},
+		{"one token and four drafts", 40, 256, 5},
+		{"a 2x6 group and a 3x4 group", 40, 264, 10},
+		{"and one more", 19, 264, 11},
 		{"long", 50, 64, 530},
 	}
 	for _, threads := range []int{1, 2} {
