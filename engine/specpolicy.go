@@ -41,6 +41,9 @@ const (
 	// acceptPriorWeight is the pooled rate's weight, in drafts, in an
 	// output's estimate.
 	acceptPriorWeight = 2
+	// acceptPrior is the pooled rate before any verification: three
+	// drafts while the prices are unmeasured (0.5³ >= minDraftChance).
+	acceptPrior = 0.5
 	// minDraftChance: a draft position reached (all before it accepted)
 	// with a lower estimated chance is not proposed.
 	minDraftChance = 0.1
@@ -179,7 +182,7 @@ func (e *Engine) observeDraftTime(plan *scheduler.Plan, d time.Duration, steady 
 // adaptiveLen is o's draft length for this step (at most kmax), or 0
 // when it backs off.
 func (e *Engine) adaptiveLen(o *output, kmax int, p specPrice) int {
-	alpha := o.spec.seen.rate(e.lp.pooled.rate(0.5, acceptPriorWeight), acceptPriorWeight)
+	alpha := o.spec.seen.rate(e.lp.pooled.rate(acceptPrior, acceptPriorWeight), acceptPriorWeight)
 	pos := o.seq.Known() - 1
 	k := chooseDraftLen(alpha, kmax, pos, p)
 	switch {
