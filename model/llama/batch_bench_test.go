@@ -116,19 +116,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/ctx%d/n%d", typ, ctx, n), func(b *testing.B) {
 					m := batchBenchModel(b, typ)
 					kv, step := decodeBatchSetup(b, m, n, ctx)
-					logits := make([]float32, n*m.Config().Vocab)
-					if err := m.Forward(kv, step, logits); err != nil { // warm-up: grow scratch
-						b.Fatal(err)
-					}
-					b.ResetTimer()
-					c0 := cpuTime()
-					for range b.N {
-						if err := m.Forward(kv, step, logits); err != nil {
-							b.Fatal(err)
-						}
-					}
-					reportCPU(b, c0)
-					b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tok/s")
+					benchForward(b, m, kv, step, n)
 				})
 				b.Run(fmt.Sprintf("%s/ctx%d/n%d/attn", typ, ctx, n), func(b *testing.B) {
 					m := batchBenchModel(b, typ)
@@ -188,12 +176,11 @@ func BenchmarkPrefillChunk(b *testing.B) {
 	}
 }
 
-// benchForward times m.Forward on batch, whose last token takes logits,
-// after one warm-up call that grows the scratch, and reports CPU time and
-// the batch's tokens per second.
+// benchForward times m.Forward on batch after one warm-up call that grows
+// the scratch, and reports CPU time and the batch's tokens per second.
 func benchForward(b *testing.B, m *Model, kv *KV, batch *Batch, tokens int) {
 	b.Helper()
-	logits := make([]float32, m.Config().Vocab)
+	logits := make([]float32, len(batch.Logits)*m.Config().Vocab)
 	if err := m.Forward(kv, batch, logits); err != nil {
 		b.Fatal(err)
 	}
