@@ -27,7 +27,13 @@ import (
 // raised the auto target, which grew the chunks, which raised the
 // intercept further (docs/performance.md "Step latency"). The target is
 // Config.MaxStepLatency, or by default autoStepFactor times the modelled
-// decode-only step, widened by promptShare.
+// decode-only step, widened by promptShare and held over the recent steps
+// (autoHoldDecay).
+//
+// A server kept busy with prompts runs no decode-only step of its own, so
+// every decodeProbeEvery-th step that carries decode tokens is planned
+// without prefill (a probe): it costs one decode step of prefill progress
+// and keeps the decode fit measured.
 
 const (
 	// autoStepFactor: the default target is this many decode-only steps
@@ -49,6 +55,21 @@ const (
 	coldPrefillDivisor = 8
 	// maxPromptShare bounds promptShare.
 	maxPromptShare = 2
+	// autoHoldDecay: the auto target is the largest recent one, decayed by
+	// this per step (halved in about 70 steps), so it follows the load of
+	// the last seconds, not each step's count of decoders. Per step, on a
+	// compute-bound CPU, the decode-only step grows with the decoders
+	// (5 ms for one, 40 for nine on the small model of docs/performance.md),
+	// and a target that followed it ran 300 ms steps while nine streams
+	// decoded and 30 ms ones for the next minute while two did: an ITL p99
+	// of 6.5 times its p50 ("Step latency").
+	autoHoldDecay = 0.99
+	// decodeProbeEvery: steps with prefill and decode tokens between two
+	// decode-only steps before one is planned (decodeProbeCold until
+	// decodeProbeSamples decode-only steps were seen).
+	decodeProbeEvery   = 64
+	decodeProbeCold    = 8
+	decodeProbeSamples = 4
 	// keyUnit scales the key count so the normal equations stay well
 	// conditioned (keys run to millions per step, tokens to hundreds).
 	keyUnit = 1024
@@ -193,8 +214,14 @@ type stepCost struct {
 	proposals float64
 	// all is one fit over every step: it prices the decode part until a
 	// decode-only step was seen (a server busy with prompts from the
-	// start may run none for a while).
+	// start runs none until the first probe).
 	all costFit
+	// mixed counts the steps with decode and prefill tokens since the last
+	// decode-only one (decodeProbeEvery).
+	mixed int
+	// held is the auto target of the last step, in seconds
+	// (autoHoldDecay).
+	held float64
 }
 
 func newStepCost(target time.Duration, budget int) *stepCost {
@@ -212,6 +239,12 @@ func (c *stepCost) observe(decode, prefill scheduler.Work, drafted bool, d, draf
 		return
 	}
 	c.all.observe(decode.Add(prefill), d.Seconds())
+	switch {
+	case decode.Tokens > 0 && prefill.Tokens > 0:
+		c.mixed++
+	case decode.Tokens > 0:
+		c.mixed = 0
+	}
 	if prefill.Tokens == 0 {
 		if drafted {
 			c.spec.observe(decode, (d - draft).Seconds())
@@ -305,15 +338,19 @@ func promptShare(l scheduler.StepLoad) float64 {
 
 // prefillLimit is the scheduler's Config.PrefillLimit: given the load of a
 // step whose decode tokens are planned it returns the function that sizes
-// the step's further chunks (nil: no cap). Until both fits are ready the
-// chunks share an eighth of the budget; after, they share the time left
-// under the target, each priced by its tokens and the positions it
-// attends to. The first chunk gets at least minPrefillChunk tokens.
+// the step's further chunks (nil: no cap). A probe step takes none.
+// Until both fits are ready the chunks share an eighth of the budget;
+// after, they share the time left under the target, each priced by its
+// tokens and the positions it attends to. The first chunk gets at least
+// minPrefillChunk tokens.
 func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 	if c.target < 0 {
 		return nil
 	}
 	drafted := l.Decode.Tokens > l.Decoding
+	if !drafted && c.probeDue() {
+		return func(int, int) int { return 0 }
+	}
 	decodeStep, ok := c.decodePrice(l.Decode, drafted)
 	decodeStep += c.proposalPrice(drafted)
 	var m costModel
@@ -332,7 +369,8 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 	}
 	target := c.target.Seconds()
 	if c.target == 0 {
-		target = autoStepFactor * promptShare(l) * decodeStep
+		c.held = max(autoStepFactor*promptShare(l)*decodeStep, autoHoldDecay*c.held)
+		target = c.held
 	}
 	left, first := target-decodeStep, true
 	return func(start, n int) int {
@@ -344,4 +382,14 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 		left -= m.price(scheduler.ChunkWork(start, k))
 		return max(k, 0)
 	}
+}
+
+// probeDue reports that the next step with decode tokens should take no
+// prefill, so the decode fit sees a decode-only step (decodeProbeEvery).
+func (c *stepCost) probeDue() bool {
+	every := decodeProbeEvery
+	if c.decode.samples < decodeProbeSamples {
+		every = decodeProbeCold
+	}
+	return c.mixed >= every
 }

@@ -90,11 +90,6 @@ func TestStepCost(t *testing.T) {
 	cold("before any step")
 	feedSteps(c, r, minStepSamples-1, true)
 	cold("before enough steps were seen")
-	// Mixed steps only: the fit over all steps prices the decode part.
-	feedSteps(c, r, 2*minStepSamples, true)
-	if n, w := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 512, 0)[0], fitting(0, left); !near(n, w, 0.3) {
-		t.Fatalf("auto chunk %d with no decode-only step seen, want about %d", n, w)
-	}
 	feedSteps(c, r, 300, true)
 	feedSteps(c, r, 100, false)
 
@@ -148,6 +143,97 @@ func TestStepCost(t *testing.T) {
 	c.target = -1
 	if f := c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}); f != nil {
 		t.Fatal("a cap with the bound off")
+	}
+}
+
+// TestStepCostAllFit: before any decode-only step (prompts arriving
+// while nothing decodes, then a few mixed steps) the fit over all steps
+// prices the decode part.
+func TestStepCostAllFit(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	c := newStepCost(0, 512)
+	for i := range 3 * minStepSamples {
+		var d scheduler.Work
+		if i%4 == 3 {
+			d = decoders(r, 1+r.IntN(8))
+		}
+		p := scheduler.ChunkWork(r.IntN(2048), 1+r.IntN(512))
+		c.observe(d, p, false, noisy(r, decodeSecs(d)+chunkSecs(p)), 0)
+	}
+	if c.decode.samples != 0 || c.probeDue() {
+		t.Fatalf("%d decode-only steps seen, probe due %v: want none", c.decode.samples, c.probeDue())
+	}
+	decode := scheduler.Work{}
+	for range 4 {
+		decode = decode.Add(scheduler.ChunkWork(1000, 1))
+	}
+	left := (autoStepFactor - 1) * decodeSecs(decode)
+	if n, w := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 512, 0)[0], fitting(0, left); !near(n, w, 0.3) {
+		t.Fatalf("auto chunk %d with no decode-only step seen, want about %d", n, w)
+	}
+}
+
+// TestStepCostProbe: a server that always has a prompt waiting runs no
+// decode-only step of its own; every decodeProbeCold-th step, then every
+// decodeProbeEvery-th, is planned without prefill, and the decode fit
+// prices the decoders from those probes.
+func TestStepCostProbe(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	c := newStepCost(0, 512)
+	var probes []int
+	for i := range 400 {
+		d := decoders(r, 1+r.IntN(8))
+		l := scheduler.StepLoad{Decode: d, Decoding: d.Tokens, Prompts: 8}
+		var p scheduler.Work
+		if n := c.prefillLimit(l)(r.IntN(1500), 512); n > 0 {
+			p = scheduler.ChunkWork(r.IntN(1500), n)
+		} else {
+			probes = append(probes, i)
+		}
+		c.observe(d, p, false, noisy(r, decodeSecs(d)+chunkSecs(p)), 0)
+	}
+	// Cold: after 8 mixed steps each, 4 times; then after 64.
+	want := []int{8, 17, 26, 35, 100, 165, 230, 295, 360}
+	if len(probes) != len(want) {
+		t.Fatalf("probes at steps %v, want %v", probes, want)
+	}
+	for i := range want {
+		if probes[i] != want[i] {
+			t.Fatalf("probes at steps %v, want %v", probes, want)
+		}
+	}
+	for _, w := range []scheduler.Work{decoders(r, 1), decoders(r, 8)} {
+		if got, ok := c.decodePrice(w, false); !ok || math.Abs(got-decodeSecs(w)) > 0.03*decodeSecs(w) {
+			t.Fatalf("decode price of %v: %v s (ok %v), want %v s", w, got, ok, decodeSecs(w))
+		}
+	}
+	// A drafted step is not a probe: it would feed the spec fit.
+	c.mixed = decodeProbeEvery
+	if n := c.prefillLimit(scheduler.StepLoad{Decode: scheduler.Work{Tokens: 8, Keys: 8}, Decoding: 4, Prompts: 8})(0, 512); n == 0 {
+		t.Fatal("a step verifying drafts was made a probe")
+	}
+}
+
+// TestStepCostHeld: the auto target is held over the recent steps, so a
+// step with one decoder right after steps with eight keeps their target
+// (decayed by autoHoldDecay per step) instead of 4 times its own
+// decode-only step, and it falls to that only after the load stayed low.
+func TestStepCostHeld(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	c := newStepCost(0, 512)
+	feedSteps(c, r, 100, true)
+	feedSteps(c, r, 100, false)
+	eight, one := decoders(r, 8), decoders(r, 1)
+	big := autoStepFactor * decodeSecs(eight)
+	take(c.prefillLimit(scheduler.StepLoad{Decode: eight, Decoding: 8, Prompts: 8}), 512, 0)
+	if n, w := take(c.prefillLimit(scheduler.StepLoad{Decode: one, Decoding: 1, Prompts: 1}), 512, 0)[0], fitting(0, autoHoldDecay*big-decodeSecs(one)); !near(n, w, 0.05) {
+		t.Fatalf("chunk %d with one decoder after eight, want about %d (the held target)", n, w)
+	}
+	for range 300 {
+		c.prefillLimit(scheduler.StepLoad{Decode: one, Decoding: 1, Prompts: 1})
+	}
+	if n, w := take(c.prefillLimit(scheduler.StepLoad{Decode: one, Decoding: 1, Prompts: 1}), 512, 0)[0], fitting(0, (autoStepFactor-1)*decodeSecs(one)); !near(n, w, 0.05) {
+		t.Fatalf("chunk %d after 300 steps with one decoder, want about %d", n, w)
 	}
 }
 
