@@ -59,6 +59,7 @@ func (e *Engine) loop() {
 		next := e.checkPaused(now)
 
 		e.propose()
+		e.cost.planned = 0
 		plan := e.sched.Plan()
 		if plan.Empty() {
 			e.publish()

@@ -134,7 +134,7 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	st.Duration = time.Since(t0)
 	if e.log.Enabled(context.Background(), slog.LevelDebug) { // the arguments would allocate every step
 		e.log.Debug("engine: step", "sequences", st.Sequences, "decode_tokens", decodeWork.Tokens, "decode_keys", decodeWork.Keys,
-			"prefill_tokens", prefillWork.Tokens, "prefill_keys", prefillWork.Keys, "draft_duration", draftTime, "duration", st.Duration)
+			"prefill_tokens", prefillWork.Tokens, "prefill_keys", prefillWork.Keys, "draft_duration", draftTime, "target", e.cost.planned, "duration", st.Duration)
 	}
 	e.mu.Lock()
 	e.stats.PromptTokens += uint64(st.PrefillTokens)

@@ -27,7 +27,7 @@ import (
 // raised the auto target, which grew the chunks, which raised the
 // intercept further (docs/performance.md "Step latency"). The target is
 // Config.MaxStepLatency, or by default autoStepFactor times the modelled
-// decode-only step, widened by promptShare and held over the recent steps
+// decode-only step, widened by promptShare and held over the recent loads
 // (autoHoldDecay).
 //
 // A server kept busy with prompts runs no decode-only step of its own, so
@@ -55,14 +55,17 @@ const (
 	coldPrefillDivisor = 8
 	// maxPromptShare bounds promptShare.
 	maxPromptShare = 2
-	// autoHoldDecay: the auto target is the largest recent one, decayed by
-	// this per step (halved in about 70 steps), so it follows the load of
-	// the last seconds, not each step's count of decoders. Per step, on a
-	// compute-bound CPU, the decode-only step grows with the decoders
-	// (5 ms for one, 40 for nine on the small model of docs/performance.md),
-	// and a target that followed it ran 300 ms steps while nine streams
-	// decoded and 30 ms ones for the next minute while two did: an ITL p99
-	// of 6.5 times its p50 ("Step latency").
+	// autoHoldDecay: the auto target is that of the heaviest recent load
+	// (decode work times promptShare), re-priced by the current fits and
+	// decayed by this per step since that load (halved in about 70
+	// steps), so it follows the load of the last seconds, not each step's
+	// count of decoders. On a compute-bound CPU the decode-only step grows
+	// with the decoders (5 ms for one, 40 for nine on the small model of
+	// docs/performance.md), and a target that followed it ran 300 ms
+	// steps while nine streams decoded and 30 ms ones for the next minute
+	// while two did: an ITL p99 of 6.5 times its p50 ("Step latency").
+	// Holding the load rather than its price lets a corrected fit correct
+	// the held target at once.
 	autoHoldDecay = 0.99
 	// decodeProbeEvery: steps with prefill and decode tokens between two
 	// decode-only steps before one is planned (decodeProbeCold until
@@ -131,8 +134,9 @@ func (f *costFit) observe(w scheduler.Work, y float64) {
 }
 
 // fit solves for all terms, then without the keys term when attention gets
-// no positive cost (steps that do not separate it, or noise); ok is false
-// when neither gives a positive per-token cost.
+// no positive cost or the fixed cost comes out negative (steps that do not
+// separate them, or noise); ok is false when neither gives a positive
+// per-token cost and a fixed cost of at least zero.
 func (f *costFit) fit() (costModel, bool) {
 	full, i := 2, 0 // features in use; index of the per-token term
 	if f.intercept {
@@ -145,7 +149,10 @@ func (f *costFit) fit() (costModel, bool) {
 		}
 		m := costModel{perToken: b[i]}
 		if f.intercept {
-			m.fixed = max(b[0], 0)
+			if b[0] < 0 { // no step costs less than nothing: terms traded off within the noise
+				continue
+			}
+			m.fixed = b[0]
 		}
 		if n == full {
 			m.perKey = b[i+1] / keyUnit
@@ -219,9 +226,16 @@ type stepCost struct {
 	// mixed counts the steps with decode and prefill tokens since the last
 	// decode-only one (decodeProbeEvery).
 	mixed int
-	// held is the auto target of the last step, in seconds
-	// (autoHoldDecay).
-	held float64
+	// held is the heaviest recent load (autoHoldDecay): its decode work,
+	// promptShare and the steps since.
+	held struct {
+		decode scheduler.Work
+		share  float64
+		age    int
+	}
+	// planned is the target the step being planned was capped by, for the
+	// step's debug line (0: none; the loop clears it before each plan).
+	planned time.Duration
 }
 
 func newStepCost(target time.Duration, budget int) *stepCost {
@@ -270,8 +284,9 @@ func (c *stepCost) proposalPrice(drafted bool) float64 {
 
 // decodePrice is the modelled duration of a step carrying only decode's
 // tokens (decode may be empty: the fixed cost of any step), with drafts
-// or without. While the decode fit has nothing to separate it is the mean
-// decode-only step; before any decode-only step, the fit over all steps.
+// or without. Until minStepSamples decode-only steps were seen, or while
+// they do not separate the fit's terms, it is the mean decode-only step;
+// before any decode-only step, the fit over all steps.
 // A step with drafts is priced by the spec fit once it separates its
 // terms.
 func (c *stepCost) decodePrice(decode scheduler.Work, drafted bool) (float64, bool) {
@@ -288,8 +303,10 @@ func (c *stepCost) decodePrice(decode scheduler.Work, drafted bool) (float64, bo
 		m, ok := c.all.fit()
 		return m.price(decode), ok
 	}
-	if m, ok := f.fit(); ok {
-		return m.price(decode), true
+	if f.samples >= minStepSamples {
+		if m, ok := f.fit(); ok {
+			return m.price(decode), true
+		}
 	}
 	return f.sy[0] / f.s[0][0], true
 }
@@ -369,9 +386,9 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 	}
 	target := c.target.Seconds()
 	if c.target == 0 {
-		c.held = max(autoStepFactor*promptShare(l)*decodeStep, autoHoldDecay*c.held)
-		target = c.held
+		target = c.autoTarget(l, decodeStep)
 	}
+	c.planned = time.Duration(target * float64(time.Second))
 	left, first := target-decodeStep, true
 	return func(start, n int) int {
 		k := m.chunkTokens(start, left)
@@ -382,6 +399,24 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 		left -= m.price(scheduler.ChunkWork(start, k))
 		return max(k, 0)
 	}
+}
+
+// autoTarget is the default target of a step with load l whose decode
+// part is priced decodeStep: autoStepFactor times that, widened by
+// promptShare, or the held load's target decayed by its age if higher.
+func (c *stepCost) autoTarget(l scheduler.StepLoad, decodeStep float64) float64 {
+	target := autoStepFactor * promptShare(l) * decodeStep
+	h := &c.held
+	h.age++
+	if h.share > 0 {
+		if p, ok := c.decodePrice(h.decode, false); ok {
+			if ht := autoStepFactor * h.share * p * math.Pow(autoHoldDecay, float64(h.age)); ht > target {
+				return ht
+			}
+		}
+	}
+	h.decode, h.share, h.age = l.Decode, promptShare(l), 0
+	return target
 }
 
 // probeDue reports that the next step with decode tokens should take no

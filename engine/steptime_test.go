@@ -237,6 +237,38 @@ func TestStepCostHeld(t *testing.T) {
 	}
 }
 
+// TestStepCostFewDecodeSteps: the first decode-only steps of a served run
+// (docs/performance.md "Step latency", 2026-12-04: four of two decoders,
+// one of three, at nearly the same depths) do not separate the fit's
+// terms; solved anyway they gave a negative fixed cost, clamped to zero,
+// and a three-decoder step priced 84 ms against the 21 ms it took, which
+// set a target of 336 ms. The mean prices until minStepSamples, and a fit
+// with a negative fixed cost is not used.
+func TestStepCostFewDecodeSteps(t *testing.T) {
+	c := newStepCost(0, 512)
+	seen := []struct {
+		tokens, keys int
+		ms           float64
+	}{{2, 2533, 10.9}, {2, 2551, 10.5}, {2, 2569, 16.1}, {2, 2587, 10.3}, {3, 2287, 20.8}}
+	for _, s := range seen {
+		c.observe(scheduler.Work{Tokens: s.tokens, Keys: s.keys}, scheduler.Work{}, false, time.Duration(s.ms*float64(time.Millisecond)), 0)
+	}
+	three := scheduler.Work{Tokens: 3, Keys: 2290}
+	if p, ok := c.decodePrice(three, false); !ok || p > 0.025 || p < 0.010 {
+		t.Fatalf("three decoders priced %.1f ms (ok %v) after five decode-only steps of 10-21 ms", p*1e3, ok)
+	}
+	// The same steps repeated: enough samples, still no separation of the
+	// key term; the fit without it prices the step.
+	for range 2 {
+		for _, s := range seen {
+			c.observe(scheduler.Work{Tokens: s.tokens, Keys: s.keys}, scheduler.Work{}, false, time.Duration(s.ms*float64(time.Millisecond)), 0)
+		}
+	}
+	if p, ok := c.decodePrice(three, false); !ok || p > 0.025 || p < 0.010 {
+		t.Fatalf("three decoders priced %.1f ms (ok %v) after fifteen decode-only steps of 10-21 ms", p*1e3, ok)
+	}
+}
+
 // TestStepCostDecodePinned: a long run of mixed steps whose cost the
 // linear form does not capture (per-token cost growing with the chunk)
 // leaves the decode-only price, and so the auto target, where decode-only
