@@ -27,8 +27,7 @@ import (
 // raised the auto target, which grew the chunks, which raised the
 // intercept further (docs/performance.md "Step latency"). The target is
 // Config.MaxStepLatency, or by default autoStepFactor times the modelled
-// decode-only step, widened by promptShare and held over the recent loads
-// (autoHoldDecay).
+// decode-only step, widened by promptShare.
 //
 // A server kept busy with prompts runs no decode-only step of its own, so
 // every decodeProbeEvery-th step that carries decode tokens is planned
@@ -55,18 +54,6 @@ const (
 	coldPrefillDivisor = 8
 	// maxPromptShare bounds promptShare.
 	maxPromptShare = 2
-	// autoHoldDecay: the auto target is that of the heaviest recent load
-	// (decode work times promptShare), re-priced by the current fits and
-	// decayed by this per step since that load (halved in about 70
-	// steps), so it follows the load of the last seconds, not each step's
-	// count of decoders. On a compute-bound CPU the decode-only step grows
-	// with the decoders (5 ms for one, 40 for nine on the small model of
-	// docs/performance.md), and a target that followed it ran 300 ms
-	// steps while nine streams decoded and 30 ms ones for the next minute
-	// while two did: an ITL p99 of 6.5 times its p50 ("Step latency").
-	// Holding the load rather than its price lets a corrected fit correct
-	// the held target at once.
-	autoHoldDecay = 0.99
 	// decodeProbeEvery: steps with prefill and decode tokens between two
 	// decode-only steps before one is planned (decodeProbeCold until
 	// decodeProbeSamples decode-only steps were seen).
@@ -226,13 +213,6 @@ type stepCost struct {
 	// mixed counts the steps with decode and prefill tokens since the last
 	// decode-only one (decodeProbeEvery).
 	mixed int
-	// held is the heaviest recent load (autoHoldDecay): its decode work,
-	// promptShare and the steps since.
-	held struct {
-		decode scheduler.Work
-		share  float64
-		age    int
-	}
 	// planned is the target the step being planned was capped by, for the
 	// step's debug line (0: none; the loop clears it before each plan).
 	planned time.Duration
@@ -386,7 +366,7 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 	}
 	target := c.target.Seconds()
 	if c.target == 0 {
-		target = c.autoTarget(l, decodeStep)
+		target = autoStepFactor * promptShare(l) * decodeStep
 	}
 	c.planned = time.Duration(target * float64(time.Second))
 	left, first := target-decodeStep, true
@@ -399,24 +379,6 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 		left -= m.price(scheduler.ChunkWork(start, k))
 		return max(k, 0)
 	}
-}
-
-// autoTarget is the default target of a step with load l whose decode
-// part is priced decodeStep: autoStepFactor times that, widened by
-// promptShare, or the held load's target decayed by its age if higher.
-func (c *stepCost) autoTarget(l scheduler.StepLoad, decodeStep float64) float64 {
-	target := autoStepFactor * promptShare(l) * decodeStep
-	h := &c.held
-	h.age++
-	if h.share > 0 {
-		if p, ok := c.decodePrice(h.decode, false); ok {
-			if ht := autoStepFactor * h.share * p * math.Pow(autoHoldDecay, float64(h.age)); ht > target {
-				return ht
-			}
-		}
-	}
-	h.decode, h.share, h.age = l.Decode, promptShare(l), 0
-	return target
 }
 
 // probeDue reports that the next step with decode tokens should take no

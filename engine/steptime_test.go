@@ -214,29 +214,6 @@ func TestStepCostProbe(t *testing.T) {
 	}
 }
 
-// TestStepCostHeld: the auto target is held over the recent steps, so a
-// step with one decoder right after steps with eight keeps their target
-// (decayed by autoHoldDecay per step) instead of 4 times its own
-// decode-only step, and it falls to that only after the load stayed low.
-func TestStepCostHeld(t *testing.T) {
-	r := rand.New(rand.NewPCG(11, 12))
-	c := newStepCost(0, 512)
-	feedSteps(c, r, 100, true)
-	feedSteps(c, r, 100, false)
-	eight, one := decoders(r, 8), decoders(r, 1)
-	big := autoStepFactor * decodeSecs(eight)
-	take(c.prefillLimit(scheduler.StepLoad{Decode: eight, Decoding: 8, Prompts: 8}), 512, 0)
-	if n, w := take(c.prefillLimit(scheduler.StepLoad{Decode: one, Decoding: 1, Prompts: 1}), 512, 0)[0], fitting(0, autoHoldDecay*big-decodeSecs(one)); !near(n, w, 0.05) {
-		t.Fatalf("chunk %d with one decoder after eight, want about %d (the held target)", n, w)
-	}
-	for range 300 {
-		c.prefillLimit(scheduler.StepLoad{Decode: one, Decoding: 1, Prompts: 1})
-	}
-	if n, w := take(c.prefillLimit(scheduler.StepLoad{Decode: one, Decoding: 1, Prompts: 1}), 512, 0)[0], fitting(0, (autoStepFactor-1)*decodeSecs(one)); !near(n, w, 0.05) {
-		t.Fatalf("chunk %d after 300 steps with one decoder, want about %d", n, w)
-	}
-}
-
 // TestStepCostFewDecodeSteps: the first decode-only steps of a served run
 // (docs/performance.md "Step latency", 2026-12-04: four of two decoders,
 // one of three, at nearly the same depths) do not separate the fit's
