@@ -47,8 +47,10 @@ const (
 	minPrefillChunk = 16
 	// coldPrefillDivisor: until the models are fitted, the chunks of a step
 	// with decode tokens share at most MaxBatchedTokens/coldPrefillDivisor
-	// tokens; besides protecting the decoders this gives the fit steps of
-	// different sizes to learn from. (A quarter of the budget made the
+	// tokens, and the positions they attend to at most those of as many
+	// tokens at about position MaxBatchedTokens (a chunk deep into a long
+	// prompt gets fewer); besides protecting the decoders this gives the
+	// fit steps of different sizes to learn from. (A quarter of the budget made the
 	// cold steps of a server started into a burst of long prompts the
 	// slowest decode intervals of a whole benchmark run.)
 	coldPrefillDivisor = 8
@@ -358,9 +360,17 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 	}
 	if !ok {
 		left := max(c.budget/coldPrefillDivisor, minPrefillChunk)
-		return func(_, n int) int {
+		keys, first := left*c.budget, true // as many tokens at about position budget
+		return func(start, n int) int {
 			n = min(n, left)
+			for n > 0 && scheduler.ChunkWork(start, n).Keys > keys {
+				n = n * 3 / 4
+			}
+			if first {
+				n, first = max(n, min(minPrefillChunk, left)), false
+			}
 			left -= n
+			keys -= scheduler.ChunkWork(start, n).Keys
 			return n
 		}
 	}

@@ -88,6 +88,16 @@ func TestStepCost(t *testing.T) {
 	}
 	left := (autoStepFactor - 1) * decodeSecs(decode) // auto: 3 x 24.8 ms of prefill
 	cold("before any step")
+	// Deep into a prompt cold chunks attend to at most as many keys as the
+	// cold cap's tokens at about position 512 (64 x 512): 27 tokens at
+	// position 1000 leave room for 2 at 2000; a first chunk there still
+	// takes the minimum.
+	if got := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 512, 1000, 2000); got[0] != 27 || got[1] != 2 {
+		t.Fatalf("cold chunks at positions 1000 and 2000: %v, want [27 2]", got)
+	}
+	if got := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 512, 2000)[0]; got != minPrefillChunk {
+		t.Fatalf("cold chunk at position 2000: %d, want %d", got, minPrefillChunk)
+	}
 	feedSteps(c, r, minStepSamples-1, true)
 	cold("before enough steps were seen")
 	feedSteps(c, r, 300, true)
