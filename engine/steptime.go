@@ -362,12 +362,12 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 		left := max(c.budget/coldPrefillDivisor, minPrefillChunk)
 		keys, first := left*c.budget, true // as many tokens at about position budget
 		return func(start, n int) int {
-			n = min(n, left)
-			for n > 0 && scheduler.ChunkWork(start, n).Keys > keys {
+			want := min(n, left)
+			for n = want; n > 0 && scheduler.ChunkWork(start, n).Keys > keys; {
 				n = n * 3 / 4
 			}
 			if first {
-				n, first = max(n, min(minPrefillChunk, left)), false
+				n, first = max(n, min(minPrefillChunk, want)), false
 			}
 			left -= n
 			keys -= scheduler.ChunkWork(start, n).Keys

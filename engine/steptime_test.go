@@ -98,6 +98,10 @@ func TestStepCost(t *testing.T) {
 	if got := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 512, 2000)[0]; got != minPrefillChunk {
 		t.Fatalf("cold chunk at position 2000: %d, want %d", got, minPrefillChunk)
 	}
+	// No chunk gets more than it asked for.
+	if got := take(c.prefillLimit(scheduler.StepLoad{Decode: decode, Decoding: 4, Prompts: 1}), 3, 2000)[0]; got != 3 {
+		t.Fatalf("cold chunk of 3 tokens at position 2000: %d, want 3", got)
+	}
 	feedSteps(c, r, minStepSamples-1, true)
 	cold("before enough steps were seen")
 	feedSteps(c, r, 300, true)

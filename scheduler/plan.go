@@ -183,7 +183,7 @@ func (p *planner) scheduleRunning(s *Seq) {
 	}
 	n := min(s.todo(), p.budget)
 	if p.take != nil {
-		if n = p.take(s.computed, n); n <= 0 {
+		if n = min(p.take(s.computed, n), n); n <= 0 { // never more than asked
 			return // no allowance left this step
 		}
 	}
@@ -224,7 +224,7 @@ func (p *planner) admit() {
 		}
 		n := min(s.todo(), p.budget)
 		if p.take != nil && n > 0 {
-			if n = p.take(s.computed, n); n <= 0 {
+			if n = min(p.take(s.computed, n), n); n <= 0 { // never more than asked
 				sc.releaseTable(s) // no allowance left this step
 				return
 			}

@@ -536,6 +536,25 @@ func TestPrefillLimit(t *testing.T) {
 	}
 }
 
+// TestPrefillLimitOverAsk: a policy that answers more tokens than a
+// chunk asked for gets what was asked (an engine policy once returned its
+// minimum chunk for a prompt with fewer tokens left, and the step read
+// past the sequence's tokens).
+func TestPrefillLimitOverAsk(t *testing.T) {
+	a := newFakeAlloc(64, 16)
+	cfg := Config{MaxBatchedTokens: 64, MaxRunning: 8, PrefillLimit: func(StepLoad) func(start, n int) int {
+		return func(int, int) int { return 1000 }
+	}}
+	sc := mustNew(t, cfg, a)
+	first := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(5, 1)})
+	step(t, sc, a) // first's prompt and first token
+	short := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(3, 1)})
+	got := spans(step(t, sc, a))
+	if got[first.ID()] != (span{5, 6}) || got[short.ID()] != (span{0, 3}) {
+		t.Fatalf("spans %v, want first decoding 5-6 and short's whole prompt 0-3", got)
+	}
+}
+
 // TestChunkWork: a chunk's key count is the positions each of its tokens
 // attends to.
 func TestChunkWork(t *testing.T) {
