@@ -57,11 +57,11 @@ const (
 	// maxPromptShare bounds promptShare.
 	maxPromptShare = 2
 	// decodeProbeEvery: steps with prefill and decode tokens between two
-	// decode-only steps before one is planned (decodeProbeCold until
-	// decodeProbeSamples decode-only steps were seen).
-	decodeProbeEvery   = 64
-	decodeProbeCold    = 8
-	decodeProbeSamples = 4
+	// decode-only steps before one is planned (decodeProbeCold until the
+	// decode fit has minStepSamples, so the switch from the mean to the
+	// fit comes early in a run, not minutes into it).
+	decodeProbeEvery = 64
+	decodeProbeCold  = 8
 	// keyUnit scales the key count so the normal equations stay well
 	// conditioned (keys run to millions per step, tokens to hundreds).
 	keyUnit = 1024
@@ -395,7 +395,7 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 // prefill, so the decode fit sees a decode-only step (decodeProbeEvery).
 func (c *stepCost) probeDue() bool {
 	every := decodeProbeEvery
-	if c.decode.samples < decodeProbeSamples {
+	if c.decode.samples < minStepSamples {
 		every = decodeProbeCold
 	}
 	return c.mixed >= every

@@ -188,8 +188,9 @@ func TestStepCostAllFit(t *testing.T) {
 }
 
 // TestStepCostProbe: a server that always has a prompt waiting runs no
-// decode-only step of its own; every decodeProbeCold-th step, then every
-// decodeProbeEvery-th, is planned without prefill, and the decode fit
+// decode-only step of its own; every decodeProbeCold-th step until the
+// decode fit has minStepSamples, then every decodeProbeEvery-th, is
+// planned without prefill, and the decode fit
 // prices the decoders from those probes.
 func TestStepCostProbe(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
@@ -206,8 +207,9 @@ func TestStepCostProbe(t *testing.T) {
 		}
 		c.observe(d, p, false, noisy(r, decodeSecs(d)+chunkSecs(p)), 0)
 	}
-	// Cold: after 8 mixed steps each, 4 times; then after 64.
-	want := []int{8, 17, 26, 35, 100, 165, 230, 295, 360}
+	// Cold: after 8 mixed steps each, until the decode fit has 8 steps;
+	// then after 64.
+	want := []int{8, 17, 26, 35, 44, 53, 62, 71, 136, 201, 266, 331, 396}
 	if len(probes) != len(want) {
 		t.Fatalf("probes at steps %v, want %v", probes, want)
 	}
