@@ -62,6 +62,11 @@ const (
 	// fit comes early in a run, not minutes into it).
 	decodeProbeEvery = 64
 	decodeProbeCold  = 8
+	// probeStretch: a step with more decode tokens than this times the
+	// most a decode-only step had (stepCost.probed) is probed early. The
+	// fit extrapolated from one or two decoders priced fifteen at twice
+	// their cost (docs/performance.md "Step latency").
+	probeStretch = 2
 	// keyUnit scales the key count so the normal equations stay well
 	// conditioned (keys run to millions per step, tokens to hundreds).
 	keyUnit = 1024
@@ -215,6 +220,11 @@ type stepCost struct {
 	// mixed counts the steps with decode and prefill tokens since the last
 	// decode-only one (decodeProbeEvery).
 	mixed int
+	// probed is the most decode tokens of a decode-only step without
+	// drafts, decayed like the fit's samples: a step with more than
+	// probeStretch times as many would be priced beyond what the decode
+	// fit has seen, so it is probed after decodeProbeCold mixed steps.
+	probed float64
 	// planned is the target the step being planned was capped by, for the
 	// step's debug line (0: none; the loop clears it before each plan).
 	planned time.Duration
@@ -240,6 +250,9 @@ func (c *stepCost) observe(decode, prefill scheduler.Work, drafted bool, d, draf
 		c.mixed++
 	case decode.Tokens > 0:
 		c.mixed = 0
+		if !drafted {
+			c.probed = max(float64(decode.Tokens), stepCostDecay*c.probed)
+		}
 	}
 	if prefill.Tokens == 0 {
 		if drafted {
@@ -347,7 +360,7 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 		return nil
 	}
 	drafted := l.Decode.Tokens > l.Decoding
-	if !drafted && c.probeDue() {
+	if !drafted && c.probeDue(l.Decode) {
 		return func(int, int) int { return 0 }
 	}
 	decodeStep, ok := c.decodePrice(l.Decode, drafted)
@@ -391,11 +404,12 @@ func (c *stepCost) prefillLimit(l scheduler.StepLoad) func(start, n int) int {
 	}
 }
 
-// probeDue reports that the next step with decode tokens should take no
-// prefill, so the decode fit sees a decode-only step (decodeProbeEvery).
-func (c *stepCost) probeDue() bool {
+// probeDue reports that the next step, with decode tokens decode, should
+// take no prefill, so the decode fit sees a decode-only step
+// (decodeProbeEvery, probeStretch).
+func (c *stepCost) probeDue(decode scheduler.Work) bool {
 	every := decodeProbeEvery
-	if c.decode.samples < minStepSamples {
+	if c.decode.samples < minStepSamples || float64(decode.Tokens) > probeStretch*c.probed {
 		every = decodeProbeCold
 	}
 	return c.mixed >= every

@@ -174,8 +174,8 @@ func TestStepCostAllFit(t *testing.T) {
 		p := scheduler.ChunkWork(r.IntN(2048), 1+r.IntN(512))
 		c.observe(d, p, false, noisy(r, decodeSecs(d)+chunkSecs(p)), 0)
 	}
-	if c.decode.samples != 0 || c.probeDue() {
-		t.Fatalf("%d decode-only steps seen, probe due %v: want none", c.decode.samples, c.probeDue())
+	if c.decode.samples != 0 || c.probeDue(scheduler.Work{Tokens: 4}) {
+		t.Fatalf("%d decode-only steps seen, probe due %v: want none", c.decode.samples, c.probeDue(scheduler.Work{Tokens: 4}))
 	}
 	decode := scheduler.Work{}
 	for range 4 {
@@ -222,6 +222,18 @@ func TestStepCostProbe(t *testing.T) {
 		if got, ok := c.decodePrice(w, false); !ok || math.Abs(got-decodeSecs(w)) > 0.03*decodeSecs(w) {
 			t.Fatalf("decode price of %v: %v s (ok %v), want %v s", w, got, ok, decodeSecs(w))
 		}
+	}
+	// Decoders beyond twice the most a decode-only step had are probed
+	// after decodeProbeCold mixed steps, not decodeProbeEvery.
+	c.mixed = decodeProbeCold
+	if c.probed < 4 || c.probed > 8 { // probes of 1-8 decoders, the largest decayed
+		t.Fatalf("most decode tokens probed %v, want 4-8", c.probed)
+	}
+	if n := c.prefillLimit(scheduler.StepLoad{Decode: decoders(r, 8), Decoding: 8, Prompts: 8})(0, 512); n == 0 {
+		t.Fatal("eight decoders probed again after 8 mixed steps")
+	}
+	if n := c.prefillLimit(scheduler.StepLoad{Decode: decoders(r, 17), Decoding: 17, Prompts: 8})(0, 512); n != 0 {
+		t.Fatalf("seventeen decoders after probes of up to eight: %d prefill tokens, want a probe", n)
 	}
 	// A drafted step is not a probe: it would feed the spec fit.
 	c.mixed = decodeProbeEvery
