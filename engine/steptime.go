@@ -40,8 +40,8 @@ const (
 	autoStepFactor = 4
 	// stepCostDecay weighs the past: about the last 1/(1-decay) steps count.
 	stepCostDecay = 0.97
-	// minStepSamples prefill-carrying steps before the chunk model is
-	// trusted.
+	// minStepSamples steps of its kind before a fit is trusted (the chunk
+	// model: prefill-carrying steps; the decode part: decode-only ones).
 	minStepSamples = 8
 	// minPrefillChunk keeps long prompts progressing under any target.
 	minPrefillChunk = 16
@@ -50,9 +50,9 @@ const (
 	// tokens, and the positions they attend to at most those of as many
 	// tokens at about position MaxBatchedTokens (a chunk deep into a long
 	// prompt gets fewer); besides protecting the decoders this gives the
-	// fit steps of different sizes to learn from. (A quarter of the budget made the
-	// cold steps of a server started into a burst of long prompts the
-	// slowest decode intervals of a whole benchmark run.)
+	// fit steps of different sizes to learn from. (A quarter of the
+	// budget made the cold steps of a server started into a burst of long
+	// prompts the slowest decode intervals of a whole benchmark run.)
 	coldPrefillDivisor = 8
 	// maxPromptShare bounds promptShare.
 	maxPromptShare = 2
