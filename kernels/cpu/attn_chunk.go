@@ -77,8 +77,8 @@ func AttendChunk(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0
 // token t attends to n0+t positions; q, out: [nt][qd] with the head's g
 // query heads at column h·g·d.
 func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int32, n0 int, scale float32, scratch []float32) {
-	L := nt * g        // lanes: lane t·g+j is query head j of token t
-	nmax := n0 + nt - 1 // rows the last token attends to
+	L := nt * g                // lanes: lane t·g+j is query head j of token t
+	nmax := n0 + nt - 1        // rows the last token attends to
 	scores := scratch[:L*nmax] // [nmax][L]
 	o := L * nmax
 	bs := attnBlockRows(d)
@@ -91,7 +91,7 @@ func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int3
 	o += d * lp
 	acc := scratch[o : o+L*d] // output accumulators, [L][d]
 	o += L * d
-	m := scratch[o : o+L] // per-lane maxima
+	m := scratch[o : o+L]                   // per-lane maxima
 	var sumsA, tmpA [attnChunkLanes]float64 // no allocation up to 32 lanes
 	sums, tmp := sumsA[:0], tmpA[:0]
 	if L <= len(sumsA) {
