@@ -41,6 +41,10 @@ type simResult struct {
 	elapsed   float64
 }
 
+// simServe runs requests through clients at once under the step target
+// (as Config.MaxStepLatency: 0 auto, < 0 off) and returns every decode
+// interval, every time to first token, and the output tokens over the
+// virtual time taken.
 func simServe(target time.Duration, clients, requests int, seed uint64) simResult {
 	prompts := rand.New(rand.NewPCG(seed, 99)) // the same requests whatever the policy
 	noise := rand.New(rand.NewPCG(seed, 98))
