@@ -85,6 +85,12 @@ var (
 	// f16TileOn: F16 prefill uses the register tiles (dot_f16tile*)
 	// instead of the 2×2 kernel.
 	f16TileOn = true
+	// f16FewOn: the two to five tokens of an F16 product left after its
+	// whole groups of six (all of them in a step of a few decoders or of
+	// one sequence verifying drafts) use the rows kernels (two or three,
+	// dot_f16rows*), the 3×4 tile (four) or the 2×5 tile (five), instead
+	// of the 2×2 tile and the one-token kernel.
+	f16FewOn = true
 	// f16zOn: the F16 tile is the AVX-512 4×6 one.
 	f16zOn = active.f16Z
 )

@@ -15,21 +15,26 @@ func f16Tile3x4AVX2(rows *byte, rb, ng int, x *float32, n, xstride int, acc *byt
 func f16Tile2x6AVX2(rows *byte, rb, ng int, x *float32, n, xstride int, acc *byte)
 
 //go:noescape
-func f16FinStoreAVX2(acc *byte, ng, nr, nt int, dst *float32, dstride int)
+func f16Tile2x5AVX2(rows *byte, rb, ng int, x *float32, n, xstride int, acc *byte)
+
+//go:noescape
+func f16FinStoreAVX2(acc *byte, ng, nr, nt, pt int, dst *float32, dstride int)
 
 // f16AccBytes is the size of one row group's accumulators: two chains ×
 // 12 pairs × 8 float32 lanes.
 const f16AccBytes = 2 * 12 * 8 * 4
 
-// f16Shape is a tile kernel: groups of rows × toks = 12 pairs, pair p =
-// toks·row + token in the accumulators.
+// f16Shape is a tile kernel: groups of rows × toks pairs (at most 12),
+// pair p = pt·row + token in the accumulators.
 type f16Shape struct {
-	rows, toks int
+	rows, toks, pt int
 }
 
 var (
-	f16Shape34 = f16Shape{3, 4}
-	f16Shape26 = f16Shape{2, 6}
+	f16Shape34 = f16Shape{3, 4, 4}
+	f16Shape26 = f16Shape{2, 6, 6}
+	// f16Shape25 is the 2×6 tile for five tokens.
+	f16Shape25 = f16Shape{2, 5, 6}
 	// f16TileShape is the shape tileF16 uses: 2×6 covers the 16-row work
 	// items of prefill without rows left over.
 	f16TileShape = f16Shape26
@@ -37,32 +42,44 @@ var (
 
 // tile runs ng row groups × one token group (see f16Tile3x4AVX2).
 func (sh f16Shape) tile(rows *byte, rb, ng int, x *float32, n, xstride int, acc *byte) {
-	if sh.rows == 3 {
+	switch sh {
+	case f16Shape34:
 		f16Tile3x4AVX2(rows, rb, ng, x, n, xstride, acc)
-	} else {
+	case f16Shape25:
+		f16Tile2x5AVX2(rows, rb, ng, x, n, xstride, acc)
+	default:
 		f16Tile2x6AVX2(rows, rb, ng, x, n, xstride, acc)
 	}
 }
 
 // tileF16 computes as much of rows [r0, r1) × tokens [t0, t1) of op as the
 // tile kernels cover, whole groups of f16TileShape.toks tokens from t0,
-// then one group of four with the 3×4 tile when four or more are left,
-// and returns the first token it did not compute (t0 when the tile does
-// not apply: other weight types, no AVX2, too few rows or tokens, or rows
-// whose length is not a multiple of 8). Rows left over from the row
-// groups use the four-token and one-token kernels, so every result is
-// bitwise dot's.
+// then, when four or five are left, one group of those with the 3×4 or
+// the 2×5 tile, and returns the first token it did not compute (t0 when
+// the tile does not apply: other weight types, no AVX2, too few rows or
+// tokens, or rows whose length is not a multiple of 8). Rows left over
+// from the row groups use the four-token and one-token kernels, so every
+// result is bitwise dot's.
 //
 // Loop order: for each token group, one kernel call runs up to 8 row
 // groups over the whole rows, block by block (a block of the token group,
-// 6 KiB, stays in L1 for all row groups; the rows stream from L2); the
-// accumulators live in a 6 KiB stack scratch.
+// 6 KiB, stays in L1 for all row groups; the rows stream from L2 or, with
+// a prefetch one block ahead, from memory); the accumulators live in a
+// 6 KiB stack scratch.
 func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int {
 	i := p.tileF16Shape(op, f16TileShape, r0, r1, t0, t1)
-	if f16TileShape != f16Shape34 {
-		// Four or five tokens left (a few decoding sequences, or one
-		// verifying drafts): the 3×4 tile reads each weight row once
-		// for four of them instead of twice through the 2×2 tile.
+	if f16TileShape == f16Shape34 {
+		return i
+	}
+	// Four or five tokens left (a few decoding sequences, or one
+	// verifying drafts): one tile reads each weight row once for all of
+	// them, instead of twice through the 2×2 tile and the one-token
+	// kernel. Without f16FewOn, as before it: the 3×4 tile for four of
+	// them.
+	switch left := t1 - i; {
+	case left == 5 && f16FewOn:
+		i = p.tileF16Shape(op, f16Shape25, r0, r1, i, t1)
+	case left >= 4:
 		i = p.tileF16Shape(op, f16Shape34, r0, r1, i, t1)
 	}
 	return i
@@ -95,7 +112,7 @@ func (p *Pool) tileF16Shape(op *opPlan, sh f16Shape, r0, r1, t0, t1 int) int {
 			ng := min(maxGroups, (r0+nr-g0)/sh.rows)
 			sh.tile(&w.Data[g0*rb], rb, ng, &xs[0], cols, 4*cols, &acc[0])
 			// d[t*w.Rows + r] for t < T, r in [g0, g0+ng·rows): in bounds.
-			f16FinStoreAVX2(&acc[0], ng, sh.rows, T, &d[g0], 4*w.Rows)
+			f16FinStoreAVX2(&acc[0], ng, sh.rows, T, sh.pt, &d[g0], 4*w.Rows)
 		}
 		if nr < r1-r0 {
 			f16LeftoverRows(op, xs, r0+nr, r1, T, d)

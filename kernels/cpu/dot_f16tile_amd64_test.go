@@ -15,7 +15,7 @@ import (
 var f16Shapes = []struct {
 	name string
 	sh   f16Shape
-}{{"3x4", f16Shape34}, {"2x6", f16Shape26}}
+}{{"3x4", f16Shape34}, {"2x6", f16Shape26}, {"2x5", f16Shape25}}
 
 // TestTileF16BitwiseEqualsDot: every (row, token) an F16 tile computes is
 // bitwise the one-token kernel's result (batch invariance), for each tile
@@ -102,7 +102,7 @@ func TestTileF16GroupOfFour(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no F16 tile on this CPU")
 	}
-	defer func(s f16Shape) { f16TileShape = s }(f16TileShape)
+	defer func(s f16Shape, on bool) { f16TileShape, f16FewOn = s, on }(f16TileShape, f16FewOn)
 	f16TileShape = f16Shape26
 	rng := rand.New(rand.NewPCG(65, 66))
 	k := kernels[ggml.TypeF16]
@@ -110,7 +110,14 @@ func TestTileF16GroupOfFour(t *testing.T) {
 	defer pool.Close()
 	const rows, cols = 16, 520
 	w := randomMatrix(t, rng, ggml.TypeF16, rows, cols)
-	for _, c := range []struct{ n, want int }{{3, 0}, {4, 4}, {5, 4}, {6, 6}, {9, 6}, {10, 10}, {11, 10}, {12, 12}} {
+	for _, c := range []struct {
+		few     bool
+		n, want int
+	}{
+		{false, 3, 0}, {false, 4, 4}, {false, 5, 4}, {false, 6, 6}, {false, 9, 6}, {false, 10, 10}, {false, 11, 10}, {false, 12, 12},
+		{true, 3, 0}, {true, 4, 4}, {true, 5, 5}, {true, 6, 6}, {true, 9, 6}, {true, 10, 10}, {true, 11, 11}, {true, 12, 12}, {true, 17, 17},
+	} {
+		f16FewOn = c.few
 		x := randNormal(rng, c.n*cols, 1)
 		const canary = -12345
 		dst := make([]float32, c.n*rows)
@@ -210,7 +217,7 @@ func BenchmarkF16Tile(b *testing.B) {
 			var out [12]float32
 			best := bestOf(b, func() {
 				s.sh.tile(&w.Data[0], rb, 1, &x[0], cols, 4*cols, &acc[0])
-				f16FinStoreAVX2(&acc[0], 1, s.sh.rows, s.sh.toks, &out[0], 4*s.sh.rows)
+				f16FinStoreAVX2(&acc[0], 1, s.sh.rows, s.sh.toks, s.sh.pt, &out[0], 4*s.sh.rows)
 				sink += out[0]
 			})
 			b.ReportMetric(float64(2*12*cols)/best, "GOP/s-best")

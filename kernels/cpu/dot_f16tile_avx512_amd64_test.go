@@ -160,7 +160,7 @@ func BenchmarkF16ZTile(b *testing.B) {
 		var out [12]float32
 		best := bestOf(b, func() {
 			f16Tile2x6AVX2(&w.Data[0], rb, 1, &x[0], cols, 4*cols, &acc[0])
-			f16FinStoreAVX2(&acc[0], 1, 2, 6, &out[0], 4*2)
+			f16FinStoreAVX2(&acc[0], 1, 2, 6, 6, &out[0], 4*2)
 			sink += out[0]
 		})
 		b.ReportMetric(float64(2*12*cols)/best, "GFLOP/s")

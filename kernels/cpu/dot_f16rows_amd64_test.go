@@ -1,0 +1,155 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"oengine/ggml"
+)
+
+// TestF16RowsBitwiseEqualsDot: every (row, token) the rows kernels compute
+// is bitwise the one-token kernel's result (batch invariance), for two
+// and three tokens, lengths that end after 32-, 16- and 8-element steps or in
+// elements past the last multiple of 8, one row and many, and sub-ranges
+// of rows and tokens; everything outside the range is left untouched, and
+// other token counts are refused.
+func TestF16RowsBitwiseEqualsDot(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no F16 rows kernel on this CPU")
+	}
+	cases := []struct {
+		name          string
+		rows, cols, n int
+		r0, r1, t0    int
+	}{
+		{"tail only", 3, 8, 2, 0, 3, 0},
+		{"one 16-step", 3, 16, 3, 0, 3, 0},
+		{"16-step and tail", 4, 24, 2, 0, 4, 0},
+		{"32-steps", 5, 64, 3, 0, 5, 0},
+		{"32, 16 and 8", 7, 32 + 16 + 8, 3, 0, 7, 0},
+		{"one row", 1, 2048, 2, 0, 1, 0},
+		{"model width", 16, 2048, 3, 0, 16, 0},
+		{"cols not multiple of 8", 9, 2051, 3, 0, 9, 0},
+		{"short and odd", 5, 13, 2, 0, 5, 0},
+		{"sub-range", 30, 520, 9, 5, 26, 6},
+		{"one token", 8, 64, 1, 0, 8, 0},
+		{"four tokens", 8, 64, 4, 0, 8, 0},
+		{"no rows", 8, 64, 3, 4, 4, 0},
+	}
+	rng := rand.New(rand.NewPCG(71, 72))
+	k := kernels[ggml.TypeF16]
+	pool := NewPool(1)
+	defer pool.Close()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := randomMatrix(t, rng, ggml.TypeF16, c.rows, c.cols)
+			x := randNormal(rng, c.n*c.cols, 1)
+			for i := 0; i < len(x); i += 13 {
+				x[i] *= 300 // wider exponent range
+			}
+			const canary = -12345
+			dst := make([]float32, c.n*c.rows)
+			for i := range dst {
+				dst[i] = canary
+			}
+			op := opPlan{w: w, k: k, dst: dst, rb: w.rowBytes()}
+			pool.scratch.x = x
+			done := pool.rowsF16(&op, c.r0, c.r1, c.t0, c.n)
+			if want := c.n-c.t0 >= 2 && c.n-c.t0 <= f16RowsMax && c.r1 > c.r0; done != want {
+				t.Fatalf("rowsF16 reported %v, want %v", done, want)
+			}
+			var v actView
+			for i := 0; i < c.n; i++ {
+				v.x = x[i*c.cols : (i+1)*c.cols]
+				for r := 0; r < c.rows; r++ {
+					g := dst[i*c.rows+r]
+					if !done || r < c.r0 || r >= c.r1 || i < c.t0 {
+						if g != canary {
+							t.Fatalf("row %d token %d outside the range was written", r, i)
+						}
+						continue
+					}
+					if want := k.dot(w.Row(r), v); math.Float32bits(g) != math.Float32bits(want) {
+						t.Fatalf("row %d token %d: rows kernel %g, one-token %g", r, i, g, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMatMulF16FewOnOff: MatMul of F16 weights gives bitwise the same
+// result with the kernels for a few tokens (rows kernels, 2×5 tile) and
+// without them (2×2 tile, 3×4 tile, one-token kernel), for 1-5 tokens
+// alone and left after 2×6 tiles, across thread counts.
+func TestMatMulF16FewOnOff(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no F16 rows kernel on this CPU")
+	}
+	defer func(on bool) { f16FewOn = on }(f16FewOn)
+	rng := rand.New(rand.NewPCG(73, 74))
+	for _, threads := range []int{1, 2} {
+		pool := NewPool(threads)
+		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 17, 23} {
+			t.Run(fmt.Sprintf("n%d/t%d", n, threads), func(t *testing.T) {
+				const rows, cols = 37, 264
+				w := randomMatrix(t, rng, ggml.TypeF16, rows, cols)
+				x := randNormal(rng, n*cols, 1)
+				off := make([]float32, n*rows)
+				f16FewOn = false
+				pool.MatMul(off, w, x, n)
+				f16FewOn = true
+				on := make([]float32, n*rows)
+				pool.MatMul(on, w, x, n)
+				for i := range on {
+					if math.Float32bits(on[i]) != math.Float32bits(off[i]) {
+						t.Fatalf("token %d row %d: few-token kernels %g, without %g", i/rows, i%rows, on[i], off[i])
+					}
+				}
+			})
+		}
+		pool.Close()
+	}
+}
+
+// BenchmarkMatMulF16FewTokens: an F16 product of a few tokens with the
+// kernels for them (f16FewOn: rows kernels, 2×5 tile) and without (2×2
+// and 3×4 tiles, one-token kernel), weights from DRAM:
+// twelve tinyllama-1.1b FFN matrices (5632 × 2048, 277 MB) in turn on a
+// 2-thread pool. us/mat is the time of one product; n1 is the decode
+// kernel, the rate the rows kernels aim at.
+func BenchmarkMatMulF16FewTokens(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no F16 rows kernel")
+	}
+	defer func(on bool) { f16FewOn = on }(f16FewOn)
+	const rows, cols, nm = 5632, 2048, 12
+	pool := NewPool(2)
+	defer pool.Close()
+	ws := make([]Matrix, nm)
+	for i := range ws {
+		m := benchMatrix(b, ggml.TypeF16, rows, cols)
+		var err error
+		if ws[i], err = NewMatrix(ggml.TypeF16, rows, cols, append([]byte(nil), m.Data...)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8} {
+		for _, on := range []bool{false, true} {
+			name := map[bool]string{false: "off", true: "few"}[on]
+			b.Run(fmt.Sprintf("n%d/%s", n, name), func(b *testing.B) {
+				f16FewOn = on
+				x := randNormal(rand.New(rand.NewPCG(2, 3)), n*cols, 1)
+				dst := make([]float32, n*rows)
+				pool.MatMul(dst, ws[0], x, n)
+				b.ResetTimer()
+				for i := range b.N {
+					pool.MatMul(dst, ws[i%nm], x, n)
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/mat")
+			})
+		}
+	}
+}
