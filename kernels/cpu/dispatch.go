@@ -91,6 +91,10 @@ var (
 	// dot_f16rows*), the 3×4 tile (four) or the 2×5 tile (five), instead
 	// of the 2×2 tile and the one-token kernel.
 	f16FewOn = true
+	// kquantFewOn: the last two or three tokens of a K-quant product go
+	// through the four-token kernel (matmul_run.go tile) instead of the
+	// one-token kernel, one read of the rows instead of two or three.
+	kquantFewOn = true
 	// f16zOn: the F16 tile is the AVX-512 4×6 one.
 	f16zOn = active.f16Z
 )

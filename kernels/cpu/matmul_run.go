@@ -39,7 +39,14 @@ type matmulScratch struct {
 	ntc  int // token tiles
 	// panels are per-worker packed weight panels (dot_blk.go), [threads][...]
 	panels [][]byte
+	// four are per-worker results of a four-token group that computes
+	// the last two or three tokens of a tile (tile), [threads].
+	four [][4 * fourRows]float32
 }
+
+// fourRows is the most rows of a tile of a product of at most 8 tokens, or
+// of quantized weights (runPlanned's row chunk).
+const fourRows = 16
 
 // MatMul computes dst[i*w.Rows+r] = dot(row r of w, x[i*w.Cols:(i+1)*w.Cols])
 // for i in [0, n). x is [n][Cols] float32 row-major, dst is [n][Rows].
@@ -127,6 +134,7 @@ func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
 		s.fn = p.matmulChunk
 		s.qfn = p.quantChunk
 		s.panels = make([][]byte, p.threads)
+		s.four = make([][4 * fourRows]float32, p.threads)
 	}
 	s.nops, s.x, s.cols, s.n = nops, x, cols, n
 	s.need = [actQ8K + 1]bool{}
@@ -274,6 +282,30 @@ func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
 					op.dst[(i+jj)*w.Rows+r] = val
 				}
 			}
+		}
+		// Two or three tokens left (a step of a few decoders, or a token
+		// verifying drafts): one more four-token group reads each row
+		// once instead of two or three times through the one-token
+		// kernel. The Q8_K scratch holds whole groups of four (prepare),
+		// so the group's other tokens are the next tile's or zero; only
+		// this tile's results are stored.
+		if left := t1 - i; left >= 2 && k.act == actQ8K && kquantFewOn {
+			a.viewN(k.act, i, 4, w.Cols, s.x, &v)
+			if k.dot4r != nil && r1-r0 <= fourRows {
+				four := s.four[worker][:]
+				k.dot4r(w.Data[r0*rb:r1*rb], rb, v, w.Cols, four, fourRows)
+				for jj := range left {
+					copy(op.dst[(i+jj)*w.Rows+r0:(i+jj)*w.Rows+r1], four[jj*fourRows:])
+				}
+			} else {
+				for r := r0; r < r1; r++ {
+					o := k.dot4(w.Data[r*rb:(r+1)*rb], v, w.Cols)
+					for jj := range left {
+						op.dst[(i+jj)*w.Rows+r] = o[jj]
+					}
+				}
+			}
+			i = t1
 		}
 	}
 	for ; i < t1; i++ {

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -100,6 +101,66 @@ func TestPoolParkedWorkersWake(t *testing.T) {
 			if v != 1 {
 				t.Fatalf("rep %d: index %d ran %d times", rep, i, v)
 			}
+		}
+	}
+}
+
+// TestMatMulKQuantFewTokens: the last two or three tokens of a K-quant
+// product computed by one more four-token group (kquantFewOn) give
+// bitwise what the one-token kernel gives, with the many-row four-token
+// kernel (dot4r, where this CPU has it) and with the one-row one, for
+// products that end in such a group and ones whose tiles end mid-step
+// (530 tokens: token tiles of 512), across thread counts; after a larger
+// product, the scratch slots past a smaller one's last token are zero,
+// not the larger one's tokens.
+func TestMatMulKQuantFewTokens(t *testing.T) {
+	defer func(on bool) { kquantFewOn = on }(kquantFewOn)
+	rng := rand.New(rand.NewPCG(33, 34))
+	const rows, cols = 37, 512
+	for _, typ := range []ggml.Type{ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K} {
+		k := kernels[typ]
+		if k.dot4 == nil {
+			continue // no four-token kernel on this CPU
+		}
+		w := randomMatrix(t, rng, typ, rows, cols)
+		for _, rowsKernel := range []bool{true, false} {
+			if rowsKernel && k.dot4r == nil {
+				continue
+			}
+			noRows := k
+			noRows.dot4r = nil
+			if !rowsKernel {
+				kernels[typ] = noRows
+			}
+			for _, threads := range []int{1, 2} {
+				pool := NewPool(threads)
+				for _, n := range []int{2, 3, 6, 7, 10, 11, 530, 3} {
+					x := randNormal(rng, n*cols, 1)
+					kquantFewOn = false
+					off := make([]float32, n*rows)
+					pool.MatMul(off, w, x, n)
+					kquantFewOn = true
+					on := make([]float32, n*rows)
+					pool.MatMul(on, w, x, n)
+					for i := range on {
+						if math.Float32bits(on[i]) != math.Float32bits(off[i]) {
+							t.Fatalf("%s dot4r=%v threads %d n %d: token %d row %d: %g, one-token kernel %g",
+								typ, rowsKernel, threads, n, i/rows, i%rows, on[i], off[i])
+						}
+					}
+					a := &pool.scratch.act[actQ8K]
+					if len(a.qs) != (n+3)&^3*cols {
+						t.Fatalf("n %d: Q8_K scratch of %d tokens, want whole groups of four", n, len(a.qs)/cols)
+					}
+					if slices.ContainsFunc(a.qs[n*cols:], func(q int8) bool { return q != 0 }) ||
+						slices.ContainsFunc(a.d[n*cols/qkK:], func(d float32) bool { return d != 0 }) ||
+						slices.ContainsFunc(a.bsums[n*cols/16:], func(s int16) bool { return s != 0 }) {
+						t.Fatalf("n %d: scratch slots past the last token are not zero", n)
+					}
+				}
+				pool.Close()
+			}
+			kernels[typ] = k
 		}
 	}
 }

@@ -112,7 +112,7 @@ func TestMatMulAllocs(t *testing.T) {
 	pool := NewPool(2)
 	defer pool.Close()
 	for _, typ := range allTypes {
-		for _, sh := range []struct{ rows, cols, n int }{{16, 256, 1}, {16, 256, 12}, {64, 512, 6}} {
+		for _, sh := range []struct{ rows, cols, n int }{{16, 256, 1}, {16, 256, 3}, {16, 256, 12}, {64, 512, 6}, {64, 512, 7}} {
 			w := randomMatrix(t, rng, typ, sh.rows, sh.cols)
 			x := randNormal(rng, sh.n*sh.cols, 1)
 			dst := make([]float32, sh.n*sh.rows)

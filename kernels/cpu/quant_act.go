@@ -65,12 +65,19 @@ func (a *actBuf) prepare(k actKind, n, cols int) {
 			a.prepareBlk(n, cols)
 		}
 	case actQ8K:
-		a.qs = growI8(a.qs, n*cols)
-		a.d = growF32(a.d, n*cols/qkK)
-		if cap(a.bsums) < n*cols/16 {
-			a.bsums = make([]int16, n*cols/16)
+		// Whole groups of four tokens, the slots past n zero: the
+		// four-token kernels also take the last two or three tokens of a
+		// product (tile in matmul_run.go).
+		n4 := (n + 3) &^ 3
+		a.qs = growI8(a.qs, n4*cols)
+		a.d = growF32(a.d, n4*cols/qkK)
+		if cap(a.bsums) < n4*cols/16 {
+			a.bsums = make([]int16, n4*cols/16)
 		}
-		a.bsums = a.bsums[:n*cols/16]
+		a.bsums = a.bsums[:n4*cols/16]
+		clear(a.qs[n*cols:])
+		clear(a.d[n*cols/qkK:])
+		clear(a.bsums[n*cols/16:])
 	}
 }
 
