@@ -249,7 +249,7 @@ func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	var v actView
 	i := p.tileF16(op, r0, r1, t0, t1) // F16 2×6 tile (dot_f16tile*): tokens done; t0 otherwise
 	if p.rowsF16(op, r0, r1, i, t1) {
-		return // F16, 2-6 tokens left (dot_f16rows*)
+		return // F16, two or three tokens left (dot_f16rows*)
 	}
 	if k.dot22 != nil && r1-r0 >= 2 {
 		for ; i+2 <= t1; i += 2 {
