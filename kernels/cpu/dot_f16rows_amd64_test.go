@@ -39,43 +39,22 @@ func TestF16RowsBitwiseEqualsDot(t *testing.T) {
 		{"no rows", 8, 64, 3, 4, 4, 0},
 	}
 	rng := rand.New(rand.NewPCG(71, 72))
-	k := kernels[ggml.TypeF16]
 	pool := NewPool(1)
 	defer pool.Close()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := randomMatrix(t, rng, ggml.TypeF16, c.rows, c.cols)
-			x := randNormal(rng, c.n*c.cols, 1)
-			for i := 0; i < len(x); i += 13 {
-				x[i] *= 300 // wider exponent range
-			}
-			const canary = -12345
-			dst := make([]float32, c.n*c.rows)
-			for i := range dst {
-				dst[i] = canary
-			}
-			op := opPlan{w: w, k: k, dst: dst, rb: w.rowBytes()}
+			w, x := f16TileInput(t, rng, c.rows, c.cols, c.n)
+			op, dst := canaryOp(w, c.n)
 			pool.scratch.x = x
 			done := pool.rowsF16(&op, c.r0, c.r1, c.t0, c.n)
 			if want := c.n-c.t0 >= 2 && c.n-c.t0 <= f16RowsMax && c.r1 > c.r0; done != want {
 				t.Fatalf("rowsF16 reported %v, want %v", done, want)
 			}
-			var v actView
-			for i := 0; i < c.n; i++ {
-				v.x = x[i*c.cols : (i+1)*c.cols]
-				for r := 0; r < c.rows; r++ {
-					g := dst[i*c.rows+r]
-					if !done || r < c.r0 || r >= c.r1 || i < c.t0 {
-						if g != canary {
-							t.Fatalf("row %d token %d outside the range was written", r, i)
-						}
-						continue
-					}
-					if want := k.dot(w.Row(r), v); math.Float32bits(g) != math.Float32bits(want) {
-						t.Fatalf("row %d token %d: rows kernel %g, one-token %g", r, i, g, want)
-					}
-				}
+			if !done {
+				checkAgainstDot(t, w, x, dst, 0, 0, 0, 0) // untouched
+				return
 			}
+			checkAgainstDot(t, w, x, dst, c.r0, c.r1, c.t0, c.n)
 		})
 	}
 }

@@ -76,32 +76,9 @@
 	VFMADD231PS Y15, Y13, Y7; \
 	VFMADD231PS Y15, Y14, Y11
 
-// STEP26: 8 elements for two rows × six tokens (tokens 0-2 from R11,
-// 3-5 from R12), pair p = 6·row + token.
-#define STEP26(wo, xo) \
-	VCVTPH2PS   wo(R10), Y12; \
-	VCVTPH2PS   wo(R10)(R8*1), Y13; \
-	VMOVUPS     xo(R11), Y14; \
-	VFMADD231PS Y14, Y12, Y0; \
-	VFMADD231PS Y14, Y13, Y6; \
-	VMOVUPS     xo(R11)(R9*1), Y15; \
-	VFMADD231PS Y15, Y12, Y1; \
-	VFMADD231PS Y15, Y13, Y7; \
-	VMOVUPS     xo(R11)(R9*2), Y14; \
-	VFMADD231PS Y14, Y12, Y2; \
-	VFMADD231PS Y14, Y13, Y8; \
-	VMOVUPS     xo(R12), Y15; \
-	VFMADD231PS Y15, Y12, Y3; \
-	VFMADD231PS Y15, Y13, Y9; \
-	VMOVUPS     xo(R12)(R9*1), Y14; \
-	VFMADD231PS Y14, Y12, Y4; \
-	VFMADD231PS Y14, Y13, Y10; \
-	VMOVUPS     xo(R12)(R9*2), Y15; \
-	VFMADD231PS Y15, Y12, Y5; \
-	VFMADD231PS Y15, Y13, Y11
-
-// STEP25: STEP26 for five tokens (pairs 6·row + token; the accumulators
-// of the sixth token stay zero).
+// STEP25: 8 elements for two rows × five tokens (tokens 0-2 from R11,
+// 3-4 from R12), pair p = 6·row + token (the accumulators of a sixth token
+// stay zero).
 #define STEP25(wo, xo) \
 	VCVTPH2PS   wo(R10), Y12; \
 	VCVTPH2PS   wo(R10)(R8*1), Y13; \
@@ -120,6 +97,13 @@
 	VMOVUPS     xo(R12)(R9*1), Y14; \
 	VFMADD231PS Y14, Y12, Y4; \
 	VFMADD231PS Y14, Y13, Y10
+
+// STEP26: STEP25 and the sixth token (R12 + 2·R9).
+#define STEP26(wo, xo) \
+	STEP25(wo, xo); \
+	VMOVUPS     xo(R12)(R9*2), Y15; \
+	VFMADD231PS Y15, Y12, Y5; \
+	VFMADD231PS Y15, Y13, Y11
 
 // Pass pointers: R10 rows of the group (SI), R11 tokens (DI), R12 the
 // fourth token (3x4) or the fourth to sixth (2x6): DI + 3·R9.

@@ -17,6 +17,54 @@ var f16Shapes = []struct {
 	sh   f16Shape
 }{{"3x4", f16Shape34}, {"2x6", f16Shape26}, {"2x5", f16Shape25}}
 
+// f16TileInput returns a rows×cols F16 matrix and n tokens of activations
+// with a wide exponent range.
+func f16TileInput(t *testing.T, rng *rand.Rand, rows, cols, n int) (Matrix, []float32) {
+	w := randomMatrix(t, rng, ggml.TypeF16, rows, cols)
+	x := randNormal(rng, n*cols, 1)
+	for i := 0; i < len(x); i += 13 {
+		x[i] *= 300
+	}
+	return w, x
+}
+
+// tileCanary marks the results a kernel must not write.
+const tileCanary = -12345
+
+// canaryOp returns the F16 product of w for n tokens, its destination
+// filled with tileCanary.
+func canaryOp(w Matrix, n int) (opPlan, []float32) {
+	dst := make([]float32, n*w.Rows)
+	for i := range dst {
+		dst[i] = tileCanary
+	}
+	return opPlan{w: w, k: kernels[ggml.TypeF16], dst: dst, rb: w.rowBytes()}, dst
+}
+
+// checkAgainstDot fails t unless every (row, token) of dst ([n][w.Rows])
+// in rows [r0, r1) × tokens [t0, t1) is bitwise the one-token kernel's
+// result for x ([n][w.Cols]) and every other one is still tileCanary.
+func checkAgainstDot(t *testing.T, w Matrix, x, dst []float32, r0, r1, t0, t1 int) {
+	t.Helper()
+	k := kernels[ggml.TypeF16]
+	var v actView
+	for i := 0; i < len(dst)/w.Rows; i++ {
+		v.x = x[i*w.Cols : (i+1)*w.Cols]
+		for r := 0; r < w.Rows; r++ {
+			g := dst[i*w.Rows+r]
+			if r < r0 || r >= r1 || i < t0 || i >= t1 {
+				if g != tileCanary {
+					t.Fatalf("row %d token %d outside the computed range was written", r, i)
+				}
+				continue
+			}
+			if want := k.dot(w.Row(r), v); math.Float32bits(g) != math.Float32bits(want) {
+				t.Fatalf("row %d token %d: %g, one-token kernel %g", r, i, g, want)
+			}
+		}
+	}
+}
+
 // TestTileF16BitwiseEqualsDot: every (row, token) an F16 tile computes is
 // bitwise the one-token kernel's result (batch invariance), for each tile
 // shape, row counts that leave rows over, several k-blocks, an 8-element
@@ -45,24 +93,14 @@ func TestTileF16BitwiseEqualsDot(t *testing.T) {
 		{"cols not multiple of 8", 8, 20, 12, 0, 8, 0},
 	}
 	rng := rand.New(rand.NewPCG(61, 62))
-	k := kernels[ggml.TypeF16]
 	pool := NewPool(1)
 	defer pool.Close()
 	for _, s := range f16Shapes {
 		f16TileShape = s.sh
 		for _, c := range cases {
 			t.Run(s.name+"/"+c.name, func(t *testing.T) {
-				w := randomMatrix(t, rng, ggml.TypeF16, c.rows, c.cols)
-				x := randNormal(rng, c.n*c.cols, 1)
-				for i := 0; i < len(x); i += 13 {
-					x[i] *= 300 // wider exponent range
-				}
-				const canary = -12345
-				dst := make([]float32, c.n*c.rows)
-				for i := range dst {
-					dst[i] = canary
-				}
-				op := opPlan{w: w, k: k, dst: dst, rb: w.rowBytes()}
+				w, x := f16TileInput(t, rng, c.rows, c.cols, c.n)
+				op, dst := canaryOp(w, c.n)
 				pool.scratch.x = x
 				got := pool.tileF16Shape(&op, s.sh, c.r0, c.r1, c.t0, c.n)
 				want := c.t0 + (c.n-c.t0)/s.sh.toks*s.sh.toks
@@ -72,32 +110,17 @@ func TestTileF16BitwiseEqualsDot(t *testing.T) {
 				if got != want {
 					t.Fatalf("tileF16 returned %d, want %d", got, want)
 				}
-				var v actView
-				for i := 0; i < c.n; i++ {
-					v.x = x[i*c.cols : (i+1)*c.cols]
-					for r := 0; r < c.rows; r++ {
-						g := dst[i*c.rows+r]
-						if r < c.r0 || r >= c.r1 || i < c.t0 || i >= got {
-							if g != canary {
-								t.Fatalf("row %d token %d outside the tile was written", r, i)
-							}
-							continue
-						}
-						want := k.dot(w.Row(r), v)
-						if math.Float32bits(g) != math.Float32bits(want) {
-							t.Fatalf("row %d token %d: tile %g, one-token %g", r, i, g, want)
-						}
-					}
-				}
+				checkAgainstDot(t, w, x, dst, c.r0, c.r1, c.t0, got)
 			})
 		}
 	}
 }
 
 // TestTileF16GroupOfFour: after its whole 2×6 groups, tileF16 computes
-// one group of four tokens with the 3×4 tile when four or more are left
-// (the tokens of a few decoders, or of one verifying drafts), every
-// result bitwise the one-token kernel's, and leaves the rest untouched.
+// the four or five tokens left (the tokens of a few decoders, or of one
+// verifying drafts) with one tile: the 3×4 for four, the 2×5 for five
+// (without f16FewOn, as before it: the 3×4 for four of five); every
+// result is bitwise the one-token kernel's, and the rest is untouched.
 func TestTileF16GroupOfFour(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no F16 tile on this CPU")
@@ -105,11 +128,9 @@ func TestTileF16GroupOfFour(t *testing.T) {
 	defer func(s f16Shape, on bool) { f16TileShape, f16FewOn = s, on }(f16TileShape, f16FewOn)
 	f16TileShape = f16Shape26
 	rng := rand.New(rand.NewPCG(65, 66))
-	k := kernels[ggml.TypeF16]
 	pool := NewPool(1)
 	defer pool.Close()
 	const rows, cols = 16, 520
-	w := randomMatrix(t, rng, ggml.TypeF16, rows, cols)
 	for _, c := range []struct {
 		few     bool
 		n, want int
@@ -117,34 +138,16 @@ func TestTileF16GroupOfFour(t *testing.T) {
 		{false, 3, 0}, {false, 4, 4}, {false, 5, 4}, {false, 6, 6}, {false, 9, 6}, {false, 10, 10}, {false, 11, 10}, {false, 12, 12},
 		{true, 3, 0}, {true, 4, 4}, {true, 5, 5}, {true, 6, 6}, {true, 9, 6}, {true, 10, 10}, {true, 11, 11}, {true, 12, 12}, {true, 17, 17},
 	} {
-		f16FewOn = c.few
-		x := randNormal(rng, c.n*cols, 1)
-		const canary = -12345
-		dst := make([]float32, c.n*rows)
-		for i := range dst {
-			dst[i] = canary
-		}
-		op := opPlan{w: w, k: k, dst: dst, rb: w.rowBytes()}
-		pool.scratch.x = x
-		if got := pool.tileF16(&op, 0, rows, 0, c.n); got != c.want {
-			t.Fatalf("%d tokens: tileF16 returned %d, want %d", c.n, got, c.want)
-		}
-		var v actView
-		for i := range c.n {
-			v.x = x[i*cols : (i+1)*cols]
-			for r := range rows {
-				g := dst[i*rows+r]
-				if i >= c.want {
-					if g != canary {
-						t.Fatalf("%d tokens: row %d token %d past the tiles was written", c.n, r, i)
-					}
-					continue
-				}
-				if want := k.dot(w.Row(r), v); math.Float32bits(g) != math.Float32bits(want) {
-					t.Fatalf("%d tokens: row %d token %d: tile %g, one-token %g", c.n, r, i, g, want)
-				}
+		t.Run(fmt.Sprintf("few=%v/n%d", c.few, c.n), func(t *testing.T) {
+			f16FewOn = c.few
+			w, x := f16TileInput(t, rng, rows, cols, c.n)
+			op, dst := canaryOp(w, c.n)
+			pool.scratch.x = x
+			if got := pool.tileF16(&op, 0, rows, 0, c.n); got != c.want {
+				t.Fatalf("tileF16 returned %d, want %d", got, c.want)
 			}
-		}
+			checkAgainstDot(t, w, x, dst, 0, rows, 0, c.want)
+		})
 	}
 }
 
