@@ -191,7 +191,8 @@ done: \
 
 // PF2, PF3: in the chain-0 pass, prefetch the group's rows one block
 // (512 bytes) ahead, so the next block's rows stream in while this one is
-// computed (BenchmarkMatMulF16FewTokens: 1.1-1.4x at 4-6 tokens).
+// computed (the 3×4 tile at four tokens from DRAM: 1009 µs a product
+// without, 670-790 with; docs/performance.md "Few-token products").
 #define PF2 PREFETCHT0 512(R10); PREFETCHT0 512(R10)(R8*1)
 #define PF3 PF2; PREFETCHT0 512(R10)(R8*2)
 #define NEXT3 LEAQ (SI)(R8*2), SI; ADDQ R8, SI
