@@ -95,6 +95,9 @@ var (
 	// through the four-token kernel (matmul_run.go tile) instead of the
 	// one-token kernel, one read of the rows instead of two or three.
 	kquantFewOn = true
+	// q8FewOn: Q8_0 decode of two or three tokens reads each group of 8
+	// rows once for all of them (blkDotRowsFew) instead of once a token.
+	q8FewOn = true
 	// f16zOn: the F16 tile is the AVX-512 4×6 one.
 	f16zOn = active.f16Z
 )

@@ -172,8 +172,12 @@ func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
 		return
 	}
 	// Few tokens (decode): groups of 8 rows with one chain per lane and
-	// software prefetch (blkDotRows), the tile's rows read as one region.
+	// software prefetch (blkDotRows), the tile's rows read as one region;
+	// Q8_0 reads them once for two or three tokens (blkDotRowsFew).
 	nb := w.Cols / qk
+	if blkDotRowsFew(bk, w.Data[r0*rb:r1*rb], rb, a.qs[t0*w.Cols:t1*w.Cols], a.d[t0*nb:t1*nb], t1-t0, op.dst[t0*w.Rows+r0:], w.Rows) {
+		return
+	}
 	for i := t0; i < t1; i++ {
 		qs, d := a.qs[i*w.Cols:(i+1)*w.Cols], a.d[i*nb:(i+1)*nb]
 		s8 := a.s8[i*nb : (i+1)*nb]

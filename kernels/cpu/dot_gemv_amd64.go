@@ -16,6 +16,12 @@ func gemv16Q4_0Z(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, p
 //go:noescape
 func gemv8Q8_0AVX2(rows *byte, ngroups int, qs *int8, d *float32, nb, pf int, out *float32)
 
+//go:noescape
+func gemv8Q8_0x2AVX2(rows *byte, ngroups int, qs *int8, d *float32, nb, pf int, out *float32, qstride, dstride, ostride int)
+
+//go:noescape
+func gemv8Q8_0x3AVX2(rows *byte, ngroups int, qs *int8, d *float32, nb, pf int, out *float32, qstride, dstride, ostride int)
+
 // readAVX2 reads n bytes at p (the read-bandwidth reference of the decode
 // benchmarks).
 //
@@ -163,5 +169,36 @@ func decodeRows(t ggml.Type, rows []byte, rb int, v actView, out []float32) bool
 		return false
 	}
 	rk(rows, rb, v, out, decodePF)
+	return true
+}
+
+// blkDotRowsFew is blkDotRows for the n = 2 or 3 consecutive tokens of
+// qs and d (token t at qs[t·32·nb:], d[t·nb:]), out[t·ostride + j] for
+// row j: Q8_0 rows read once for all the tokens (gemv8Q8_0x2AVX2,
+// gemv8Q8_0x3AVX2), each result bitwise blkDot1's. It reports whether it
+// did; it does nothing for Q4_0, other token counts, rows that are not
+// contiguous, or with q8FewOn off.
+func blkDotRowsFew(bk *blkKernel, rows []byte, rb int, qs []int8, d []float32, n int, out []float32, ostride int) bool {
+	nb := len(d) / max(n, 1)
+	if bk.q4 || !q8FewOn || n < 2 || n > 3 || nb == 0 || rb != 34*nb || len(rows)%rb != 0 {
+		return false
+	}
+	nr, cols := len(rows)/rb, qk*nb
+	if g := nr / 8; g > 0 {
+		_ = rows[8*g*rb-1]
+		_ = qs[n*cols-1]
+		_ = d[n*nb-1]
+		_ = out[(n-1)*ostride+8*g-1]
+		f := gemv8Q8_0x2AVX2
+		if n == 3 {
+			f = gemv8Q8_0x3AVX2
+		}
+		f(&rows[0], g, &qs[0], &d[0], nb, gemvAhead*8*rb, &out[0], cols, 4*nb, 4*ostride)
+	}
+	for r := nr / 8 * 8; r < nr; r++ {
+		for t := range n {
+			out[t*ostride+r] = blkDot1(bk, rows[r*rb:(r+1)*rb], qs[t*cols:(t+1)*cols], d[t*nb:(t+1)*nb], nil)
+		}
+	}
 	return true
 }

@@ -119,6 +119,99 @@ GLOBL gones16<>(SB), RODATA|NOPTR, $32
 	VMULPS       Y11, Y10, Y10; \
 	VFMADD231PS  Y0, Y10, Y8
 
+// Q8_0 decode of two or three tokens: each group of 8 rows is read from
+// memory once for all the tokens (the second and third token re-read the
+// block's rows from L1), every token with gemv8Q8_0AVX2's float
+// operations: per (row, token) bitwise its result (TestGemv8Q8_0Tokens).
+// Token t's activations at DI + t·BX (qs) and DX + t·R12 (d); the
+// accumulators are Y8, Y14 and Y15.
+
+// TOK80(o, q, dd, ACC): one Q8_0 block at offset o of the 8 rows against
+// the activation block at q (dx at dd) into ACC, as BLK80 with the rows'
+// scales already in Y10 (kept). Clobbers Y0-Y7, Y9, Y11, Y12.
+#define TOK80(o, q, dd, ACC) \
+	VMOVDQU      q, Y12; \
+	W80(o+2(SI), Y0); \
+	W80(o+2(SI)(R8*1), Y1); \
+	W80(o+2(SI)(R8*2), Y2); \
+	W80(o+2(SI)(R9*1), Y3); \
+	W80(o+2(R10), Y4); \
+	W80(o+2(R10)(R8*1), Y6); \
+	W80(o+2(R10)(R8*2), Y7); \
+	W80(o+2(R10)(R9*1), Y9); \
+	GHADD8; \
+	VCVTDQ2PS    Y0, Y0; \
+	VBROADCASTSS dd, Y11; \
+	VMULPS       Y11, Y10, Y11; \
+	VFMADD231PS  Y0, Y11, ACC
+
+#define BLK80x2(o, qo, do) \
+	SCALES8(o); \
+	TOK80(o, qo(DI), do(DX), Y8); \
+	TOK80(o, qo(DI)(BX*1), do(DX)(R12*1), Y14)
+
+#define BLK80x3(o, qo, do) \
+	BLK80x2(o, qo, do); \
+	TOK80(o, qo(DI)(BX*2), do(DX)(R12*2), Y15)
+
+#define STORE80x2 \
+	VMOVUPS Y8, (AX); \
+	VMOVUPS Y14, (AX)(CX*1)
+
+#define STORE80x3 STORE80x2; VMOVUPS Y15, (AX)(CX*2)
+
+// GEMV80N(BLK, STORE): gemv8Q8_0AVX2's loop for several tokens, one block
+// per step. Arguments: rows+0, ngroups+8, qs+16, d+24, nb+32, pf+40,
+// out+48, qstride+56, dstride+64, ostride+72 (bytes).
+#define GEMV80N(BLK, STORE) \
+	MOVQ    rows+0(FP), SI; \
+	MOVQ    ngroups+8(FP), R13; \
+	MOVQ    nb+32(FP), R8; \
+	MOVQ    pf+40(FP), R11; \
+	MOVQ    out+48(FP), AX; \
+	MOVQ    qstride+56(FP), BX; \
+	MOVQ    dstride+64(FP), R12; \
+	MOVQ    R8, R9; \
+	SHLQ    $5, R8; \
+	LEAQ    (R8)(R9*2), R8; \
+	LEAQ    (R8)(R8*2), R9; \
+	ADDQ    SI, R11; \
+	VMOVDQU gones16<>(SB), Y13; \
+	TESTQ   R13, R13; \
+	JLE     end; \
+group: \
+	MOVQ   qs+16(FP), DI; \
+	MOVQ   d+24(FP), DX; \
+	MOVQ   nb+32(FP), CX; \
+	LEAQ   (SI)(R8*4), R10; \
+	VXORPS Y8, Y8, Y8; \
+	VXORPS Y14, Y14, Y14; \
+	VXORPS Y15, Y15, Y15; \
+loop: \
+	PREFETCHT0 (R11); \
+	PREFETCHT0 64(R11); \
+	PREFETCHT0 128(R11); \
+	PREFETCHT0 192(R11); \
+	PREFETCHT0 256(R11); \
+	BLK(0, 0, 0); \
+	ADDQ       $34, SI; \
+	ADDQ       $34, R10; \
+	ADDQ       $272, R11; \
+	ADDQ       $32, DI; \
+	ADDQ       $4, DX; \
+	DECQ       CX; \
+	JNZ        loop; \
+	MOVQ    ostride+72(FP), CX; \
+	STORE; \
+	ADDQ    $32, AX; \
+	LEAQ    (R10)(R9*1), SI; \
+	DECQ    R13; \
+	JNZ     group; \
+end: \
+	VZEROUPPER; \
+	RET
+
+
 // func gemv8Q4_0AVX2(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
 // Groups of 8 contiguous Q4_0 rows (18·nb bytes each) against one token;
 // out[8g+r] is row r of group g.
@@ -309,3 +402,14 @@ rloop:
 	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func gemv8Q8_0x2AVX2(rows *byte, ngroups int, qs *int8, d *float32, nb, pf int, out *float32, qstride, dstride, ostride int)
+// gemv8Q8_0AVX2 for two tokens (nb ≥ 1): token t's activations at qs +
+// t·qstride and d + t·dstride, its 8·ngroups results at out + t·ostride.
+TEXT ·gemv8Q8_0x2AVX2(SB), NOSPLIT, $0-80
+	GEMV80N(BLK80x2, STORE80x2)
+
+// func gemv8Q8_0x3AVX2(rows *byte, ngroups int, qs *int8, d *float32, nb, pf int, out *float32, qstride, dstride, ostride int)
+// gemv8Q8_0x2AVX2 for three tokens.
+TEXT ·gemv8Q8_0x3AVX2(SB), NOSPLIT, $0-80
+	GEMV80N(BLK80x3, STORE80x3)

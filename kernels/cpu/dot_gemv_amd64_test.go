@@ -292,3 +292,52 @@ func BenchmarkDecodePF(b *testing.B) {
 		}
 	}
 }
+
+// TestGemv8Q8_0Tokens: a Q8_0 decode step of two or three tokens, each
+// group of 8 rows read once for all of them (blkDotRowsFew), gives every
+// (row, token) bitwise what decoding the token alone gives, for row counts
+// with and without a partial group, one and several blocks, across thread
+// counts; other token counts and Q4_0 are left to the per-token kernels.
+func TestGemv8Q8_0Tokens(t *testing.T) {
+	if !blkActive {
+		t.Skip("no blocked kernels on this CPU")
+	}
+	defer func(on bool) { q8FewOn = on }(q8FewOn)
+	rng := rand.New(rand.NewPCG(81, 82))
+	for _, threads := range []int{1, 2} {
+		pool := NewPool(threads)
+		for _, sh := range []struct{ rows, cols int }{{8, 32}, {37, 96}, {64, 2048}, {5, 64}} {
+			w := randomMatrix(t, rng, ggml.TypeQ8_0, sh.rows, sh.cols)
+			for _, n := range []int{2, 3} {
+				t.Run(fmt.Sprintf("t%d/%dx%d/n%d", threads, sh.rows, sh.cols, n), func(t *testing.T) {
+					x := randNormal(rng, n*sh.cols, 1)
+					q8FewOn = true
+					got := make([]float32, n*sh.rows)
+					pool.MatMul(got, w, x, n)
+					one := make([]float32, sh.rows)
+					for i := range n {
+						pool.MatMul(one, w, x[i*sh.cols:(i+1)*sh.cols], 1)
+						for r, want := range one {
+							if g := got[i*sh.rows+r]; math.Float32bits(g) != math.Float32bits(want) {
+								t.Fatalf("token %d row %d: %g with the others, %g alone", i, r, g, want)
+							}
+						}
+					}
+				})
+			}
+		}
+		pool.Close()
+	}
+	bk := blkKernels[ggml.TypeQ8_0]
+	q8FewOn = true
+	qs, d, out := make([]int8, 4*32), make([]float32, 4), make([]float32, 4*8)
+	rows := make([]byte, 8*34)
+	for _, n := range []int{1, 4} {
+		if blkDotRowsFew(bk, rows, 34, qs[:n*32], d[:n], n, out, 8) {
+			t.Errorf("blkDotRowsFew took %d tokens", n)
+		}
+	}
+	if blkDotRowsFew(blkKernels[ggml.TypeQ4_0], make([]byte, 8*18), 18, qs[:64], d[:2], 2, out, 8) {
+		t.Error("blkDotRowsFew took Q4_0 rows")
+	}
+}

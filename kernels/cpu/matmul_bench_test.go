@@ -195,19 +195,20 @@ func benchCPUTime() time.Duration {
 
 // BenchmarkMatMulFewTokens: products of a few tokens (a step of a few
 // decoders, or of a token verifying drafts) with the kernels for them
-// (few: f16FewOn and kquantFewOn) and without (off), weights from DRAM:
-// tinyllama-1.1b FFN matrices (5632 × 2048) in turn, 277 MB of F16 and
-// 156-227 MB of Q4_K / Q6_K, on a 2-thread pool. us/mat is the time of one
-// product; n1 (the decode kernels) is the rate the others aim at.
+// (few: f16FewOn, kquantFewOn, q8FewOn) and without (off), weights from
+// DRAM: tinyllama-1.1b FFN matrices (5632 × 2048) in turn, 277 MB of F16,
+// 156-227 MB of Q4_K / Q6_K and 294 MB of Q8_0, on a 2-thread pool. us/mat
+// is the time of one product; n1 (the decode kernels) is the rate the
+// others aim at.
 func BenchmarkMatMulFewTokens(b *testing.B) {
-	defer func(f, k bool) { f16FewOn, kquantFewOn = f, k }(f16FewOn, kquantFewOn)
+	defer func(f, k, q bool) { f16FewOn, kquantFewOn, q8FewOn = f, k, q }(f16FewOn, kquantFewOn, q8FewOn)
 	const rows, cols = 5632, 2048
 	pool := NewPool(2)
 	defer pool.Close()
 	for _, c := range []struct {
 		typ ggml.Type
 		nm  int
-	}{{ggml.TypeF16, 12}, {ggml.TypeQ4_K, 24}, {ggml.TypeQ6_K, 24}} {
+	}{{ggml.TypeF16, 12}, {ggml.TypeQ4_K, 24}, {ggml.TypeQ6_K, 24}, {ggml.TypeQ8_0, 24}} {
 		ws := make([]Matrix, c.nm)
 		for i := range ws {
 			m := benchMatrix(b, c.typ, rows, cols)
@@ -220,7 +221,7 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 			for _, on := range []bool{false, true} {
 				name := map[bool]string{false: "off", true: "few"}[on]
 				b.Run(fmt.Sprintf("%s/n%d/%s", c.typ, n, name), func(b *testing.B) {
-					f16FewOn, kquantFewOn = on, on
+					f16FewOn, kquantFewOn, q8FewOn = on, on, on
 					x := randNormal(rand.New(rand.NewPCG(2, 3)), n*cols, 1)
 					dst := make([]float32, n*rows)
 					pool.MatMul(dst, ws[0], x, n)
