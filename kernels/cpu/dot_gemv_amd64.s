@@ -52,6 +52,18 @@ GLOBL gones16<>(SB), RODATA|NOPTR, $32
 	VPMADDUBSW T, Y5, T; \
 	VPMADDWD   Y13, T, T
 
+// W80ROWS(o): W80 for the block at offset o of the 8 rows (SI + r·R8;
+// R9 = 3·R8, R10 = SI + 4·R8) -> Y0-Y4, Y6, Y7, Y9, GHADD8's inputs.
+#define W80ROWS(o) \
+	W80(o+2(SI), Y0); \
+	W80(o+2(SI)(R8*1), Y1); \
+	W80(o+2(SI)(R8*2), Y2); \
+	W80(o+2(SI)(R9*1), Y3); \
+	W80(o+2(R10), Y4); \
+	W80(o+2(R10)(R8*1), Y6); \
+	W80(o+2(R10)(R8*2), Y7); \
+	W80(o+2(R10)(R9*1), Y9)
+
 // SCALES8(o): the F16 scales at offset o of rows SI + r·R8 (r = 0..7;
 // R9 = 3·R8, R10 = SI + 4·R8) as float32 in Y10.
 #define SCALES8(o) \
@@ -131,14 +143,7 @@ GLOBL gones16<>(SB), RODATA|NOPTR, $32
 // scales already in Y10 (kept). Clobbers Y0-Y7, Y9, Y11, Y12.
 #define TOK80(o, q, dd, ACC) \
 	VMOVDQU      q, Y12; \
-	W80(o+2(SI), Y0); \
-	W80(o+2(SI)(R8*1), Y1); \
-	W80(o+2(SI)(R8*2), Y2); \
-	W80(o+2(SI)(R9*1), Y3); \
-	W80(o+2(R10), Y4); \
-	W80(o+2(R10)(R8*1), Y6); \
-	W80(o+2(R10)(R8*2), Y7); \
-	W80(o+2(R10)(R9*1), Y9); \
+	W80ROWS(o); \
 	GHADD8; \
 	VCVTDQ2PS    Y0, Y0; \
 	VBROADCASTSS dd, Y11; \
@@ -284,14 +289,7 @@ b40end:
 // BLK80(o, qo, do): BLK40 for Q8_0 blocks (no 8·Σq term).
 #define BLK80(o, qo, do) \
 	VMOVDQU      qo(DI), Y12; \
-	W80(o+2(SI), Y0); \
-	W80(o+2(SI)(R8*1), Y1); \
-	W80(o+2(SI)(R8*2), Y2); \
-	W80(o+2(SI)(R9*1), Y3); \
-	W80(o+2(R10), Y4); \
-	W80(o+2(R10)(R8*1), Y6); \
-	W80(o+2(R10)(R8*2), Y7); \
-	W80(o+2(R10)(R9*1), Y9); \
+	W80ROWS(o); \
 	GHADD8; \
 	VCVTDQ2PS    Y0, Y0; \
 	SCALES8(o); \
