@@ -7,6 +7,7 @@
 // (row, token) never depends on other rows or tokens.
 
 #include "textflag.h"
+#include "hsum8_amd64.h"
 
 DATA c0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA c0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -51,16 +52,6 @@ GLOBL cwsel<>(SB), RODATA|NOPTR, $32
 DATA cdeint<>+0(SB)/8, $0x0e0c0a0806040200
 DATA cdeint<>+8(SB)/8, $0x0f0d0b0907050301
 GLOBL cdeint<>(SB), RODATA|NOPTR, $16
-
-// HSUM8 sums the 8 float32 lanes of Y into the low lane of X (X is Y's low
-// half); T is clobbered. Order: (lo4+hi4), then pairs, then the two halves.
-#define HSUM8(Y, X, T) \
-	VEXTRACTF128 $1, Y, T; \
-	VADDPS       T, X, X; \
-	VMOVHLPS     X, X, T; \
-	VADDPS       T, X, X; \
-	VPSHUFD      $1, X, T; \
-	VADDSS       T, X, X
 
 // SCALE8 broadcasts F16(at m) * f32(at dp) into all 8 lanes of Y (X = low half).
 #define SCALE8(m, dp, Y, X, T) \

@@ -7,14 +7,7 @@
 // four-token kernel needs 2 + 8 loads for 8 FMAs).
 
 #include "textflag.h"
-
-#define THSUM8(Y, X, T) \
-	VEXTRACTF128 $1, Y, T; \
-	VADDPS       T, X, X; \
-	VMOVHLPS     X, X, T; \
-	VADDPS       T, X, X; \
-	VPSHUFD      $1, X, T; \
-	VADDSS       T, X, X
+#include "hsum8_amd64.h"
 
 // func dotF16x2x2AVX2(row *byte, rb int, x *float32, n, xstride int, out *float32)
 // rows at row and row+rb (bytes); tokens at x and x+xstride (bytes);
@@ -74,16 +67,16 @@ f22tail:
 f22done:
 	MOVQ   out+40(FP), AX
 	VADDPS Y1, Y0, Y0
-	THSUM8(Y0, X0, X8)
+	HSUM8(Y0, X0, X8)
 	VMOVSS X0, (AX)
 	VADDPS Y3, Y2, Y2
-	THSUM8(Y2, X2, X8)
+	HSUM8(Y2, X2, X8)
 	VMOVSS X2, 4(AX)
 	VADDPS Y5, Y4, Y4
-	THSUM8(Y4, X4, X8)
+	HSUM8(Y4, X4, X8)
 	VMOVSS X4, 8(AX)
 	VADDPS Y7, Y6, Y6
-	THSUM8(Y6, X6, X8)
+	HSUM8(Y6, X6, X8)
 	VMOVSS X6, 12(AX)
 	VZEROUPPER
 	RET

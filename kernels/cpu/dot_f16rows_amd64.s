@@ -17,14 +17,7 @@
 // outputs (DX apart).
 
 #include "textflag.h"
-
-#define HSUM8(Y, X, T) \
-	VEXTRACTF128 $1, Y, T; \
-	VADDPS       T, X, X; \
-	VMOVHLPS     X, X, T; \
-	VADDPS       T, X, X; \
-	VPSHUFD      $1, X, T; \
-	VADDSS       T, X, X
+#include "hsum8_amd64.h"
 
 // One token (at P, chains A and B) against 32, 16 or 8 converted elements.
 #define F32(P, A, B) \

@@ -19,6 +19,7 @@
 // at most) stays in L1 while every row group runs over it.
 
 #include "textflag.h"
+#include "hsum8_amd64.h"
 
 // acc layout per row group ([2][12][8]float32, 768 bytes): chain c, pair p
 // at acc + 384·c + 32·p. Registers: Y0-Y11 accumulators (Y(p)), Y12-Y15
@@ -222,7 +223,7 @@ TEXT ·f16Tile2x5AVX2(SB), NOSPLIT, $0-56
 // pt·row + token of group g (pt ≥ nt): out = HSUM8(chain0[p] +
 // chain1[p]), stored at dst + token·dstride + (nr·g + row)·4 bytes; the
 // accumulators are zeroed for the next token group. The reduction is
-// HSUM8 of dot_amd64.s, as in dotF16AVX2.
+// HSUM8 (hsum8_amd64.h), as in dotF16AVX2.
 TEXT ·f16FinStoreAVX2(SB), NOSPLIT, $0-56
 	MOVQ   acc+0(FP), BX
 	MOVQ   ng+8(FP), CX
@@ -246,12 +247,7 @@ fstok:
 	VADDPS       384(AX), Y0, Y0
 	VMOVUPS      Y2, (AX)
 	VMOVUPS      Y2, 384(AX)
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VPSHUFD      $1, X0, X1
-	VADDSS       X1, X0, X0
+	HSUM8(Y0, X0, X1)
 	VMOVSS       X0, (R12)
 	ADDQ         $32, AX
 	ADDQ         R9, R12

@@ -3,6 +3,7 @@
 // multiply-add per block and lane, lanes summed at the end.
 
 #include "textflag.h"
+#include "hsum8_amd64.h"
 
 DATA k0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA k0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -81,14 +82,6 @@ DATA ksel<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA ksel<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA ksel<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL ksel<>(SB), RODATA|NOPTR, $256
-
-#define HSUM8(Y, X, T) \
-	VEXTRACTF128 $1, Y, T; \
-	VADDPS       T, X, X; \
-	VMOVHLPS     X, X, T; \
-	VADDPS       T, X, X; \
-	VPSHUFD      $1, X, T; \
-	VADDSS       T, X, X
 
 // Q4KPAIR: sub-blocks 2j and 2j+1 (32 bytes of nibbles at qoff(SI), their
 // activations at yoff(DI)); scales as words in Y8, selected by the masks
@@ -334,7 +327,6 @@ q6kdone:
 	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
-
 
 // func dotQ5_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-44

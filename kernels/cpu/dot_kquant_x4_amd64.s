@@ -8,6 +8,7 @@
 // bsums stride is 8 × the d stride).
 
 #include "textflag.h"
+#include "hsum8_amd64.h"
 
 DATA x0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA x0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -47,13 +48,6 @@ DATA x20<>+0(SB)/8, $0x2020202020202020
 DATA x20<>+8(SB)/8, $0x2020202020202020
 GLOBL x20<>(SB), RODATA|NOPTR, $16
 
-#define HSUM8(Y, X, T) \
-	VEXTRACTF128 $1, Y, T; \
-	VADDPS       T, X, X; \
-	VMOVHLPS     X, X, T; \
-	VADDPS       T, X, X; \
-	VPSHUFD      $1, X, T; \
-	VADDSS       T, X, X
 #define KPROLOGUE \
 	MOVQ    row+0(FP), SI; \
 	MOVQ    qs+8(FP), DI; \
@@ -277,7 +271,6 @@ GLOBL x20<>(SB), RODATA|NOPTR, $16
 	VPSLLD   $2, Y6, Y6; \
 	VPXOR    S, S, S; \
 	VPSUBD   Y6, S, S
-
 
 // func dotQ4_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
 TEXT ·dotQ4_Kx4AVX2(SB), NOSPLIT, $256-64

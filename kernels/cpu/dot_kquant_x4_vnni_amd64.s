@@ -9,6 +9,7 @@
 // (R11 = 2*R10, R13 = 3*R10), bsums at R12 + 8*t*R10.
 
 #include "textflag.h"
+#include "hsum8_amd64.h"
 
 DATA kzsc0<>+0(SB)/8, $0x0000000000000000
 DATA kzsc0<>+8(SB)/8, $0x0000000000000000
@@ -99,14 +100,6 @@ DATA kzdym<>+40(SB)/8, $0x0000000200000002
 DATA kzdym<>+48(SB)/8, $0x0000000300000003
 DATA kzdym<>+56(SB)/8, $0x0000000300000003
 GLOBL kzdym<>(SB), RODATA|NOPTR, $64
-
-#define HSUM8(Y, X, T) \
-	VEXTRACTF128 $1, Y, T; \
-	VADDPS       T, X, X; \
-	VMOVHLPS     X, X, T; \
-	VADDPS       T, X, X; \
-	VPSHUFD      $1, X, T; \
-	VADDSS       T, X, X
 
 // KZSTORE: m = hsum8(main accumulator in Y0) - hsum8(min lanes in X7,
 // upper lanes zero), as KSTORE of dot_kquant_x4_amd64.s.

@@ -7,6 +7,7 @@
 // K-quants: dot_kquant_x4_amd64.s.
 
 #include "textflag.h"
+#include "hsum8_amd64.h"
 
 DATA x0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA x0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -49,14 +50,6 @@ DATA xbitmask<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
 DATA xbitmask<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
 DATA xbitmask<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
 GLOBL xbitmask<>(SB), RODATA|NOPTR, $32
-
-#define HSUM8(Y, X, T) \
-	VEXTRACTF128 $1, Y, T; \
-	VADDPS       T, X, X; \
-	VMOVHLPS     X, X, T; \
-	VADDPS       T, X, X; \
-	VPSHUFD      $1, X, T; \
-	VADDSS       T, X, X
 
 // ---- Q4_0 / Q8_0 -------------------------------------------------------
 // Y6: dx (broadcast), Y5: signed weights, Y4: |w|.
