@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -76,17 +75,7 @@ func TestMatMulF16FewOnOff(t *testing.T) {
 				const rows, cols = 37, 264
 				w := randomMatrix(t, rng, ggml.TypeF16, rows, cols)
 				x := randNormal(rng, n*cols, 1)
-				off := make([]float32, n*rows)
-				f16FewOn = false
-				pool.MatMul(off, w, x, n)
-				f16FewOn = true
-				on := make([]float32, n*rows)
-				pool.MatMul(on, w, x, n)
-				for i := range on {
-					if math.Float32bits(on[i]) != math.Float32bits(off[i]) {
-						t.Fatalf("token %d row %d: few-token kernels %g, without %g", i/rows, i%rows, on[i], off[i])
-					}
-				}
+				checkSwitchSameBits(t, pool, w, x, n, func(on bool) { f16FewOn = on }, "f16FewOn")
 			})
 		}
 		pool.Close()

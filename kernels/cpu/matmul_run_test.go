@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -136,18 +137,8 @@ func TestMatMulKQuantFewTokens(t *testing.T) {
 				pool := NewPool(threads)
 				for _, n := range []int{2, 3, 6, 7, 10, 11, 530, 3} {
 					x := randNormal(rng, n*cols, 1)
-					kquantFewOn = false
-					off := make([]float32, n*rows)
-					pool.MatMul(off, w, x, n)
-					kquantFewOn = true
-					on := make([]float32, n*rows)
-					pool.MatMul(on, w, x, n)
-					for i := range on {
-						if math.Float32bits(on[i]) != math.Float32bits(off[i]) {
-							t.Fatalf("%s dot4r=%v threads %d n %d: token %d row %d: %g, one-token kernel %g",
-								typ, rowsKernel, threads, n, i/rows, i%rows, on[i], off[i])
-						}
-					}
+					checkSwitchSameBits(t, pool, w, x, n, func(on bool) { kquantFewOn = on },
+						fmt.Sprintf("%s dot4r=%v threads %d n %d", typ, rowsKernel, threads, n))
 					a := &pool.scratch.act[actQ8K]
 					if len(a.qs) != (n+3)&^3*cols {
 						t.Fatalf("n %d: Q8_K scratch of %d tokens, want whole groups of four", n, len(a.qs)/cols)
@@ -161,6 +152,23 @@ func TestMatMulKQuantFewTokens(t *testing.T) {
 				pool.Close()
 			}
 			kernels[typ] = k
+		}
+	}
+}
+
+// checkSwitchSameBits runs pool.MatMul of w for the n tokens of x with a
+// kernel switch (set) off, then on, and fails t at the first (token, row)
+// whose bits differ; what names the case.
+func checkSwitchSameBits(t *testing.T, pool *Pool, w Matrix, x []float32, n int, set func(on bool), what string) {
+	t.Helper()
+	off, on := make([]float32, n*w.Rows), make([]float32, n*w.Rows)
+	set(false)
+	pool.MatMul(off, w, x, n)
+	set(true)
+	pool.MatMul(on, w, x, n)
+	for i := range on {
+		if math.Float32bits(on[i]) != math.Float32bits(off[i]) {
+			t.Fatalf("%s: token %d row %d: %g with the switch on, %g off", what, i/w.Rows, i%w.Rows, on[i], off[i])
 		}
 	}
 }
