@@ -18,11 +18,7 @@ func TestF16RowsBitwiseEqualsDot(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no F16 rows kernel on this CPU")
 	}
-	cases := []struct {
-		name          string
-		rows, cols, n int
-		r0, r1, t0    int
-	}{
+	cases := []f16Case{
 		{"tail only", 3, 8, 2, 0, 3, 0},
 		{"one 16-step", 3, 16, 3, 0, 3, 0},
 		{"16-step and tail", 4, 24, 2, 0, 4, 0},

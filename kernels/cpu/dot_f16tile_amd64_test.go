@@ -28,6 +28,14 @@ func f16TileInput(t *testing.T, rng *rand.Rand, rows, cols, n int) (Matrix, []fl
 	return w, x
 }
 
+// f16Case is a test product of the F16 kernels: rows × cols weights, n
+// tokens, the kernel asked for rows [r0, r1) × tokens [t0, n).
+type f16Case struct {
+	name          string
+	rows, cols, n int
+	r0, r1, t0    int
+}
+
 // tileCanary marks the results a kernel must not write.
 const tileCanary = -12345
 
@@ -75,11 +83,7 @@ func TestTileF16BitwiseEqualsDot(t *testing.T) {
 		t.Skip("no F16 tile on this CPU")
 	}
 	defer func(s f16Shape) { f16TileShape = s }(f16TileShape)
-	cases := []struct {
-		name          string
-		rows, cols, n int
-		r0, r1, t0    int
-	}{
+	cases := []f16Case{
 		{"one step", 6, 16, 6, 0, 6, 0},
 		{"tail only", 6, 8, 6, 0, 6, 0},
 		{"tail after steps", 7, 24, 7, 0, 7, 0},

@@ -23,11 +23,7 @@ func TestTileF16ZBitwiseEqualsDot(t *testing.T) {
 	}
 	defer func(on bool, s f16Shape) { f16zOn, f16TileShape = on, s }(f16zOn, f16TileShape)
 	f16TileShape = f16Shape26
-	cases := []struct {
-		name          string
-		rows, cols, n int
-		r0, r1, t0    int
-	}{
+	cases := []f16Case{
 		{"one step", 4, 16, 6, 0, 4, 0},
 		{"tail only", 4, 8, 6, 0, 4, 0},
 		{"tail after steps", 7, 24, 7, 0, 7, 0},
