@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"oengine/engine"
+	"oengine/kernels/cuda"
 	"oengine/model/gguf"
+	"oengine/model/gpu"
 	"oengine/model/llama"
 	"oengine/model/tokenizer"
 	"oengine/sampling"
@@ -42,6 +44,9 @@ type SpecBenchConfig struct {
 	Reps     int        // measured runs of each engine (after one warm-up)
 	Threads  int        // CPU worker threads (0: all cores)
 	KVType   llama.KVType
+	// CUDA, when set, runs the target and the draft model on this device
+	// (model/gpu); nil: both on the CPU.
+	CUDA *cuda.Device
 }
 
 // SpecBenchResult compares greedy batch-1 decoding with and without
@@ -56,6 +61,7 @@ type SpecBenchResult struct {
 	SpecTokens      int     `json:"spec_tokens"`
 	Adaptive        bool    `json:"adaptive"`
 	Threads         int     `json:"threads"`
+	Device          string  `json:"device"` // "cpu" or the CUDA device's description
 	PromptTokens    int     `json:"prompt_tokens"`
 	TG              int     `json:"tg"`
 	Reps            int     `json:"reps"`
@@ -73,7 +79,8 @@ type SpecBenchResult struct {
 }
 
 // BenchSpec measures batch-1 greedy decode with and without speculative
-// decoding on f's model (CPU), alternating the two engines run by run.
+// decoding on f's model (on cfg.CUDA when set, else the CPU), alternating
+// the two engines run by run.
 func BenchSpec(f *gguf.File, cfg SpecBenchConfig) (SpecBenchResult, error) {
 	if !cfg.NGram && cfg.Draft == nil {
 		return SpecBenchResult{}, errors.New("bench: speculative benchmark needs n-gram or a draft model")
@@ -92,36 +99,39 @@ func BenchSpec(f *gguf.File, cfg SpecBenchConfig) (SpecBenchResult, error) {
 	if err != nil {
 		return SpecBenchResult{}, err
 	}
-	w, err := llama.Load(f, llama.Options{Threads: cfg.Threads})
-	if err != nil {
-		return SpecBenchResult{}, err
-	}
-	defer w.Close()
-	spec := engine.Speculation{NGram: cfg.NGram, Tokens: cfg.Tokens, Adaptive: cfg.Adaptive}
-	res := SpecBenchResult{Type: DominantType(f), Threads: cfg.Threads, TG: cfg.TG, Reps: cfg.Reps, Adaptive: cfg.Adaptive}
+	res := SpecBenchResult{Type: DominantType(f), Threads: cfg.Threads, TG: cfg.TG, Reps: cfg.Reps, Adaptive: cfg.Adaptive, Device: "cpu"}
 	res.Model, _ = f.String("general.name")
+	prompt := tk.Encode(cfg.Prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	res.PromptTokens = len(prompt)
+	k := max(cfg.Tokens, engine.DefaultSpecTokens)
+	pages := (len(prompt)+cfg.TG+k+16)/16 + 2
+	target, closeTarget, err := specModel(f, cfg, pages)
+	if err != nil {
+		return res, err
+	}
+	defer closeTarget()
+	if cfg.CUDA != nil {
+		res.Device = cfg.CUDA.Info().String()
+	}
+	spec := engine.Speculation{NGram: cfg.NGram, Tokens: cfg.Tokens, Adaptive: cfg.Adaptive}
 	if cfg.Draft != nil {
 		dt, _ := cfg.Draft.Strings("tokenizer.ggml.tokens")
 		tt, _ := f.Strings("tokenizer.ggml.tokens")
 		if !slices.Equal(dt, tt) || len(tt) == 0 {
 			return res, errors.New("bench: the draft model's vocabulary differs from the target's")
 		}
-		dw, err := llama.Load(cfg.Draft, llama.Options{Threads: cfg.Threads})
+		draft, closeDraft, err := specModel(cfg.Draft, cfg, pages)
 		if err != nil {
 			return res, fmt.Errorf("bench: draft model: %w", err)
 		}
-		defer dw.Close()
-		spec.Draft = engine.FromLlama(dw, cfg.KVType)
+		defer closeDraft()
+		spec.Draft = draft
 		res.DraftModel, _ = cfg.Draft.String("general.name")
 		res.DraftType = DominantType(cfg.Draft)
 	}
-	prompt := tk.Encode(cfg.Prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
-	res.PromptTokens = len(prompt)
-	k := max(cfg.Tokens, engine.DefaultSpecTokens)
-	pages := (len(prompt)+cfg.TG+k+16)/16 + 2
 	mk := func(s engine.Speculation) (*engine.Engine, error) {
 		return engine.New(engine.Config{PageSize: 16, KVPages: pages, MaxRunning: 1, Speculation: s,
-			Logger: discardLogger()}, engine.FromLlama(w, cfg.KVType), engine.WrapTokenizer(tk))
+			Logger: discardLogger()}, target, engine.WrapTokenizer(tk))
 	}
 	plainE, err := mk(engine.Speculation{})
 	if err != nil {
@@ -170,6 +180,24 @@ func BenchSpec(f *gguf.File, cfg SpecBenchConfig) (SpecBenchResult, error) {
 		res.AcceptanceRate = float64(res.AcceptedTokens) / float64(res.DraftTokens)
 	}
 	return res, nil
+}
+
+// specModel loads f's forward pass for the speculative benchmark: on
+// cfg.CUDA when set (contexts of pages 16-position pages), else on the CPU.
+// Both of the benchmark's engines share it (one runs at a time).
+func specModel(f *gguf.File, cfg SpecBenchConfig, pages int) (engine.Model, func(), error) {
+	if cfg.CUDA != nil {
+		m, err := gpu.Load(cfg.CUDA, f, gpu.Options{MaxTokens: 512, Context: pages * 16})
+		if err != nil {
+			return nil, nil, err
+		}
+		return engine.FromGPU(m), m.Close, nil
+	}
+	w, err := llama.Load(f, llama.Options{Threads: cfg.Threads})
+	if err != nil {
+		return nil, nil, err
+	}
+	return engine.FromLlama(w, cfg.KVType), w.Close, nil
 }
 
 // decodeRun generates n greedy tokens after prompt and returns them with

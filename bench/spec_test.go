@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 
 	"oengine/internal/refdata"
+	"oengine/kernels/cuda/cudaemu"
 	"oengine/model/gguf"
 )
 
@@ -35,5 +37,38 @@ func TestBenchSpec(t *testing.T) {
 	}
 	if _, err := BenchSpec(target, SpecBenchConfig{Draft: open("tiny-qwen2-q8_0.gguf"), TG: 4}); err == nil {
 		t.Fatal("a draft with another vocabulary was accepted")
+	}
+}
+
+// TestBenchSpecOnEmulatedCUDA: with a device, the speculative benchmark
+// runs the target and the draft model there (the emulated device: the
+// rates mean nothing, the path and the greedy agreement are tested).
+func TestBenchSpecOnEmulatedCUDA(t *testing.T) {
+	open := func(name string) *gguf.File {
+		f, err := gguf.Open(refdata.Dir(t, "models", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	d, err := cudaemu.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	target := open("tiny-llama-q8_0.gguf")
+	for _, cfg := range []SpecBenchConfig{
+		{NGram: true, Prompt: "Once upon a time", TG: 12, Reps: 1, CUDA: d.Device},
+		{Draft: open("tiny-llama-q4_0.gguf"), Tokens: 3, TG: 12, Reps: 1, Prompt: "The capital of France is", CUDA: d.Device},
+	} {
+		res, err := BenchSpec(target, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.SameOutput || res.PlainTokensPerS <= 0 || res.SpecTokensPerS <= 0 || res.DraftTokens == 0 ||
+			!strings.Contains(res.Device, "Fake H200") {
+			t.Fatalf("result %+v", res)
+		}
 	}
 }

@@ -65,14 +65,14 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if *spec.ngram || *spec.draft != "" {
-		return benchSpec(stdout, stderr, spec, *model, *specPrompt, *tg, *reps, *threads, *mmap, *asJSON, kvt)
-	}
 	dev, err := gpu.Open(*device, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
 	defer dev.Close()
+	if *spec.ngram || *spec.draft != "" {
+		return benchSpec(stdout, stderr, spec, dev.CUDA, *model, *specPrompt, *tg, *reps, *threads, *mmap, *asJSON, kvt)
+	}
 	lf, err := openModelFile(*model, *mmap, stderr)
 	if err != nil {
 		return err
@@ -105,14 +105,14 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 
 // benchSpec is bench model with --spec-ngram or --draft-model: greedy
 // batch-1 decode with and without speculative decoding (bench.BenchSpec).
-func benchSpec(stdout, stderr io.Writer, sf *specFlags, model, prompt string, tg, reps, threads int, mmap, asJSON bool, kvt llama.KVType) error {
+func benchSpec(stdout, stderr io.Writer, sf *specFlags, dev *cuda.Device, model, prompt string, tg, reps, threads int, mmap, asJSON bool, kvt llama.KVType) error {
 	lf, err := openModelFile(model, mmap, stderr)
 	if err != nil {
 		return err
 	}
 	defer lf.File.Close()
 	cfg := bench.SpecBenchConfig{NGram: *sf.ngram, Tokens: *sf.tokens, Adaptive: *sf.adaptive, Prompt: prompt,
-		TG: tg, Reps: reps, Threads: threads, KVType: kvt}
+		TG: tg, Reps: reps, Threads: threads, KVType: kvt, CUDA: dev}
 	if *sf.draft != "" {
 		df, err := openModelFile(*sf.draft, mmap, stderr)
 		if err != nil {
@@ -136,8 +136,8 @@ func benchSpec(stdout, stderr io.Writer, sf *specFlags, model, prompt string, tg
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	}
-	fmt.Fprintf(stdout, "%s %s, %s K=%d: plain %.2f ± %.2f tok/s, speculative %.2f ± %.2f tok/s (%.2fx), acceptance %.1f%% (%d/%d), same output %v\n",
-		res.Model, res.Type, res.Mode, res.SpecTokens, res.PlainTokensPerS, res.PlainStd, res.SpecTokensPerS, res.SpecStd,
+	fmt.Fprintf(stdout, "%s %s on %s, %s K=%d: plain %.2f ± %.2f tok/s, speculative %.2f ± %.2f tok/s (%.2fx), acceptance %.1f%% (%d/%d), same output %v\n",
+		res.Model, res.Type, res.Device, res.Mode, res.SpecTokens, res.PlainTokensPerS, res.PlainStd, res.SpecTokensPerS, res.SpecStd,
 		res.Speedup, 100*res.AcceptanceRate, res.AcceptedTokens, res.DraftTokens, res.SameOutput)
 	return nil
 }

@@ -177,21 +177,41 @@ func TestGPUGemvAndMatMul(t *testing.T) {
 				})
 				rel := 1e-5
 				var route matmulPath
-				d.Do(func(s *Stream) error { route = matmulRoute(typ, n, s.HasBLAS(), s.Info().CC()); return nil })
+				var q8 bool
+				d.Do(func(s *Stream) error {
+					route, q8 = matmulRoute(typ, n, s.HasBLAS(), s.Info().CC()), s.UsesQ8(typ, n)
+					return nil
+				})
 				switch route {
 				case pathMMA, pathCublasF16:
 					rel = 2e-3 // F16 operands
 				case pathCublasBF16:
 					rel = 4e-3 // BF16 activations
 				}
+				// The int8 route rounds each activation to its block's grid:
+				// |x - x̂| <= amax(block)/254 (ops_q8.go), so the product
+				// moves by at most Σ|w|·amax/254 beyond float rounding.
+				qblock := 32
+				if Q8KindOf(typ) == Q8K {
+					qblock = 256
+				}
 				for i := 0; i < n; i++ {
+					amax := make([]float64, cols/qblock)
+					for c := 0; c < cols; c++ {
+						amax[c/qblock] = math.Max(amax[c/qblock], math.Abs(float64(x[i*cols+c])))
+					}
 					for r := 0; r < rows; r++ {
-						var mag float64
+						var mag, qerr float64
 						for c := 0; c < cols; c++ {
 							mag += math.Abs(float64(wf[r*cols+c]) * float64(x[i*cols+c]))
+							qerr += math.Abs(float64(wf[r*cols+c])) * amax[c/qblock] / 254
+						}
+						tol := rel*mag + 1e-6
+						if q8 {
+							tol += 1.001 * qerr
 						}
 						g, w := got[i*rows+r], want[i*rows+r]
-						if math.Abs(float64(g-w)) > rel*mag+1e-6 {
+						if math.Abs(float64(g-w)) > tol {
 							t.Fatalf("y[%d][%d] = %v, reference %v (Σ|wx| %g)", i, r, g, w, mag)
 						}
 					}

@@ -192,6 +192,11 @@ func TestEmulatedBenchPaths(t *testing.T) {
 		if tps, flops := runPrefill(t, d, dims, typ, 96, 32); tps <= 0 || flops <= 0 {
 			t.Fatalf("%s prefill: %v tok/s %v flop/s", typ, tps, flops)
 		}
+		for _, graphs := range []bool{false, true} {
+			if ms := runDecodeSteps(t, d, dims, typ, 4, 8, 3, graphs); ms <= 0 {
+				t.Fatalf("%s decode steps (graphs %v): %v ms", typ, graphs, ms)
+			}
+		}
 	}
 }
 
@@ -358,4 +363,109 @@ func runPrefill(t testing.TB, d *cuda.Device, p synth.Dims, typ ggml.Type, n, st
 	}
 	tps := float64(n) / el.Seconds()
 	return tps, 2 * params * tps
+}
+
+// BenchmarkGPUDecodeStep times decode steps of a model of the preset's
+// shapes cut to $OENGINE_BENCH_LAYERS layers (default 4), at batch 1 and
+// 32 ($OENGINE_BENCH_BATCHES), $OENGINE_BENCH_STEPS steps (default 32), with and without CUDA graph replay (graphs=false is the case to run
+// under a kernel profiler such as ncu: every kernel is a plain launch). It
+// reports ms per step and per layer; the difference between the two graph
+// settings is the host's launch cost. All sequences' prompts are prefilled
+// in one step so that a profiler sees few prefill kernels.
+func BenchmarkGPUDecodeStep(b *testing.B) {
+	d := device(b)
+	presets, types := benchCases()
+	layers := 4
+	if v := os.Getenv("OENGINE_BENCH_LAYERS"); v != "" {
+		if _, err := fmt.Sscan(v, &layers); err != nil || layers < 1 {
+			b.Fatalf("OENGINE_BENCH_LAYERS=%q", v)
+		}
+	}
+	steps := 32
+	if v := os.Getenv("OENGINE_BENCH_STEPS"); v != "" {
+		if _, err := fmt.Sscan(v, &steps); err != nil || steps < 2 {
+			b.Fatalf("OENGINE_BENCH_STEPS=%q", v)
+		}
+	}
+	batches := []int{1, 32}
+	if v := os.Getenv("OENGINE_BENCH_BATCHES"); v != "" {
+		batches = nil
+		for _, f := range strings.Split(v, ",") {
+			var n int
+			if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
+				b.Fatalf("OENGINE_BENCH_BATCHES=%q", v)
+			}
+			batches = append(batches, n)
+		}
+	}
+	for _, preset := range presets {
+		p := synth.Presets[preset]
+		p.Layers = layers
+		for _, typ := range types {
+			for _, graphs := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/%s/graphs=%v", preset, typ, graphs), func(b *testing.B) {
+					for _, B := range batches {
+						ms := runDecodeSteps(b, d, p, typ, B, 16, steps, graphs)
+						b.ReportMetric(ms, fmt.Sprintf("ms/step@B%d", B))
+						fmt.Fprintf(os.Stderr, "decode step %s/%d layers %s graphs=%v B=%d: %.3f ms/step, %.1f us/layer\n",
+							preset, layers, typ, graphs, B, ms, 1000*ms/float64(layers))
+					}
+				})
+			}
+		}
+	}
+}
+
+// runDecodeSteps prefills B sequences of prompt tokens in one step, then
+// returns the mean time of steps-1 decode steps (after one warm-up step).
+func runDecodeSteps(t testing.TB, d *cuda.Device, p synth.Dims, typ ggml.Type, B, prompt, steps int, graphs bool) float64 {
+	const pageSize = 16
+	ctx := prompt + steps + 16
+	m, _, _ := benchModel(t, d, p, typ, ctx, max(B*prompt, 64))
+	defer m.Close()
+	pagesPerSeq := (ctx + pageSize - 1) / pageSize
+	kv, err := m.NewKV(B*pagesPerSeq, pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Close()
+	m.UseGraphs = graphs
+	pb := &gpu.DecoderBatch{}
+	for s := 0; s < B; s++ {
+		var table []int32
+		for i := 0; i < pagesPerSeq; i++ {
+			table = append(table, int32(s*pagesPerSeq+i))
+		}
+		pb.Seqs = append(pb.Seqs, table)
+		for i := 0; i < prompt; i++ {
+			pb.Tokens = append(pb.Tokens, int32((s*31+i*7)%p.Vocab))
+			pb.Pos = append(pb.Pos, int32(i))
+			pb.Seq = append(pb.Seq, int32(s))
+		}
+		pb.Logits = append(pb.Logits, int32(len(pb.Tokens)-1))
+	}
+	out := make([]int32, B)
+	if err := m.Greedy(kv, pb, out); err != nil {
+		t.Fatal(err)
+	}
+	step := func(pos int) error {
+		db := &gpu.DecoderBatch{Seqs: pb.Seqs}
+		for s := 0; s < B; s++ {
+			db.Tokens = append(db.Tokens, out[s]%int32(p.Vocab))
+			db.Pos = append(db.Pos, int32(pos))
+			db.Seq = append(db.Seq, int32(s))
+			db.Logits = append(db.Logits, int32(s))
+		}
+		return m.Greedy(kv, db, out)
+	}
+	if err := step(prompt); err != nil { // warm-up (and graph capture)
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	for pos := prompt + 1; pos < prompt+steps; pos++ {
+		if err := step(pos); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return float64(time.Since(t0).Microseconds()) / 1000 / float64(steps-1)
 }
