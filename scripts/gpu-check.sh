@@ -200,8 +200,8 @@ perf() {
 spec() {
 	local tl=/tmp/oengine-spec
 	mkdir -p "$tl"
-	stage perf 40 "$BIN/oengine" synth --preset tinyllama-1.1b --type f16 -o "$tl/f16.gguf" || return 1
-	stage perf 40 "$BIN/oengine" synth --preset tinyllama-1.1b --type q4_0 -o "$tl/q4_0.gguf" || return 1
+	stage perf 60 "$BIN/oengine" synth --preset tinyllama-1.1b --type f16 -o "$tl/f16.gguf" || return 1
+	stage perf 60 "$BIN/oengine" synth --preset tinyllama-1.1b --type q4_0 -o "$tl/q4_0.gguf" || return 1
 	stage perf 30 "$BIN/oengine" bench model "$tl/f16.gguf" --device "$DEVICE" --pp 512 --tg 128 --reps 3
 	stage perf 30 "$BIN/oengine" bench model "$tl/f16.gguf" --device "$DEVICE" --spec-ngram --tg 128 --reps 3
 	stage perf 30 "$BIN/oengine" bench model "$tl/f16.gguf" --device "$DEVICE" --spec-ngram --spec-adaptive=false --spec-tokens 4 --tg 128 --reps 3
@@ -333,11 +333,11 @@ run() {
 
 # profile: where a decode step's time goes, for kernel work (about 3
 # minutes; no reference models needed): the GEMV and decode-attention
-# kernels at 50 launches each, decode steps of a 4-layer Llama-3-8B-shaped
-# model with and without graph replay, and ncu's per-kernel device time of
-# those steps without graphs (F16 and Q4_0, B=1 and B=32) plus its
-# speed-of-light, occupancy and warp-stall sections for the decode GEMVs
-# and attention. Writes profile.txt and ncu.txt to $OUT.
+# kernels at 50 launches each, then, on decode steps of a 4-layer
+# Llama-3-8B-shaped model without graph replay (BenchmarkGPUDecodeStep),
+# ncu's per-kernel device time (Q4_0, B=1) and its speed-of-light,
+# occupancy and warp-stall sections for the decode GEMVs and attention
+# (Q4_0 and F16). Writes profile.txt and ncu.txt to $OUT.
 #   run(command="bash scripts/gpu-check.sh profile", carry=["carry"], timeout_s=300)
 profile() {
 	: "${OUT:?OUT must name the results folder}"
@@ -351,29 +351,26 @@ profile() {
 	}
 	(cd "$root/kernels/cuda" && timeout -k 5 60 "$BIN/cuda.test" -test.run '^$' \
 		-test.bench 'GPUGemv/F16/.*|GPUGemvQ8/(Q4_0|Q8_0)/.*/n=(1|8)$|GPUAttnDecode' -test.benchtime 50x -test.timeout=58s) >>"$OUT/profile.txt" 2>&1
-	(cd "$root/model/gpu" && OENGINE_BENCH_TYPES=F16,Q4_0 timeout -k 5 60 "$BIN/gpu.test" -test.run '^$' \
-		-test.bench 'GPUDecodeStep' -test.benchtime 1x -test.timeout=58s) >>"$OUT/profile.txt" 2>&1
 	local ncu
 	ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 	if [ -z "$ncu" ]; then
 		echo "no ncu found" >>"$OUT/profile.txt"
 	else
-		local typ B skip
+		echo "=== ncu per-kernel time, Q4_0 B=1, 4 layers, 3 steps without graphs" >>"$OUT/ncu.txt"
+		(cd "$root/model/gpu" && OENGINE_BENCH_TYPES=Q4_0 OENGINE_BENCH_BATCHES=1 OENGINE_BENCH_STEPS=3 \
+			timeout -k 5 45 "$ncu" --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+			"$BIN/gpu.test" -test.run '^$' -test.bench 'GPUDecodeStep/.*/.*/graphs=false' -test.benchtime 1x) >>"$OUT/ncu.txt" 2>&1
+		# Sections of one decode step's GEMVs and attention. Launches to
+		# skip: the 16-token prefill's matching ones (Q4_0: 29 int8 GEMVs,
+		# 7 per layer and the output; F16: one, cuBLAS takes 16 tokens).
+		local typ skip
 		for typ in Q4_0 F16; do
-			# The 16-token prefill's matching launches: Q4_0 29 int8 GEMVs
-			# (7 per layer and the output), F16 one (cuBLAS takes 16 tokens).
 			skip=29
 			[ "$typ" = F16 ] && skip=1
-			for B in 1 32; do
-				echo "=== ncu per-kernel time, $typ B=$B, 4 layers, 4 steps without graphs" >>"$OUT/ncu.txt"
-				(cd "$root/model/gpu" && OENGINE_BENCH_TYPES=$typ OENGINE_BENCH_BATCHES=$B OENGINE_BENCH_STEPS=4 \
-					timeout -k 5 60 "$ncu" --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
-					"$BIN/gpu.test" -test.run '^$' -test.bench 'GPUDecodeStep/.*/.*/graphs=false' -test.benchtime 1x) >>"$OUT/ncu.txt" 2>&1
-			done
 			echo "=== ncu sections, $typ B=1 decode kernels" >>"$OUT/ncu.txt"
-			(cd "$root/model/gpu" && OENGINE_BENCH_TYPES=$typ OENGINE_BENCH_BATCHES=1 OENGINE_BENCH_STEPS=3 \
-				timeout -k 5 60 "$ncu" --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
-				--section WarpStateStats -k 'regex:gemv|attn_decode' --launch-skip $skip --launch-count 9 \
+			(cd "$root/model/gpu" && OENGINE_BENCH_TYPES=$typ OENGINE_BENCH_BATCHES=1 OENGINE_BENCH_STEPS=2 \
+				timeout -k 5 40 "$ncu" --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+				--section WarpStateStats -k 'regex:gemv|attn_decode' --launch-skip $skip --launch-count 5 \
 				"$BIN/gpu.test" -test.run '^$' -test.bench 'GPUDecodeStep/.*/.*/graphs=false' -test.benchtime 1x) >>"$OUT/ncu.txt" 2>&1
 		done
 	fi
