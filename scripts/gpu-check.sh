@@ -335,7 +335,7 @@ run() {
 # minutes; no reference models needed): the GEMV and decode-attention
 # kernels at 50 launches each, then, on decode steps of a 4-layer
 # Llama-3-8B-shaped model without graph replay (BenchmarkGPUDecodeStep),
-# ncu's per-kernel device time (Q4_0, B=1) and its speed-of-light,
+# ncu's per-kernel device time (Q4_0 and F16, B=1) and its speed-of-light,
 # occupancy and warp-stall sections for the decode GEMVs and attention
 # (Q4_0 and F16). Writes profile.txt and ncu.txt to $OUT.
 #   run(command="bash scripts/gpu-check.sh profile", carry=["carry"], timeout_s=300)
@@ -356,14 +356,16 @@ profile() {
 	if [ -z "$ncu" ]; then
 		echo "no ncu found" >>"$OUT/profile.txt"
 	else
-		echo "=== ncu per-kernel time, Q4_0 B=1, 4 layers, 3 steps without graphs" >>"$OUT/ncu.txt"
-		(cd "$root/model/gpu" && OENGINE_BENCH_TYPES=Q4_0 OENGINE_BENCH_BATCHES=1 OENGINE_BENCH_STEPS=3 \
-			timeout -k 5 45 "$ncu" --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
-			"$BIN/gpu.test" -test.run '^$' -test.bench 'GPUDecodeStep/.*/.*/graphs=false' -test.benchtime 1x) >>"$OUT/ncu.txt" 2>&1
+		local typ skip
+		for typ in Q4_0 F16; do
+			echo "=== ncu per-kernel time, $typ B=1, 4 layers, 3 steps without graphs" >>"$OUT/ncu.txt"
+			(cd "$root/model/gpu" && OENGINE_BENCH_TYPES=$typ OENGINE_BENCH_BATCHES=1 OENGINE_BENCH_STEPS=3 \
+				timeout -k 5 45 "$ncu" --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+				"$BIN/gpu.test" -test.run '^$' -test.bench 'GPUDecodeStep/.*/.*/graphs=false' -test.benchtime 1x) >>"$OUT/ncu.txt" 2>&1
+		done
 		# Sections of one decode step's GEMVs and attention. Launches to
 		# skip: the 16-token prefill's matching ones (Q4_0: 29 int8 GEMVs,
 		# 7 per layer and the output; F16: one, cuBLAS takes 16 tokens).
-		local typ skip
 		for typ in Q4_0 F16; do
 			skip=29
 			[ "$typ" = F16 ] && skip=1

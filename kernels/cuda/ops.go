@@ -13,6 +13,13 @@ import (
 
 func blocks(n, per int) int { return (n + per - 1) / per }
 
+// rowBlock is the block of the kernels that give one block to each row of
+// n values (RMSNorm and its fusions, row gathers): about four values per
+// thread, a multiple of 32 from 32 to 1024 threads. A decode step has one
+// row per token, so a long serial loop on one multiprocessor would be the
+// step's critical path (1024 threads for rows of 4096).
+func rowBlock(n int) Dim3 { return D1(min(1024, max(32, (n/4+31)/32*32))) }
+
 // UploadWeight allocates and fills a device copy of an encoded matrix
 // [rows][cols] of type t (row-major, as cpu.Matrix).
 func (s *Stream) UploadWeight(t ggml.Type, rows, cols int, data []byte) (Weight, error) {
@@ -38,7 +45,7 @@ func (s *Stream) UploadWeight(t ggml.Type, rows, cols int, data []byte) (Weight,
 // RMSNorm: out[r] = x[r] / sqrt(mean(x[r]²) + eps) * w for rows of n values.
 // x, out: [rows][n] (may alias); w: [n] or 0 for no weight.
 func (s *Stream) RMSNorm(out, x, w DevPtr, rows, n int, eps float32) error {
-	return s.launch(kRMSNorm, D1(rows), D1(256), 0, P(out), P(x), P(w), I(n), F(eps))
+	return s.launch(kRMSNorm, D1(rows), rowBlock(n), 0, P(out), P(x), P(w), I(n), F(eps))
 }
 
 // Add: out[i] = a[i] + b[i] for n values (may alias).
@@ -98,7 +105,8 @@ func (s *Stream) RopeKVWrite(q, k, v, kc, vc, pos, slot DevPtr, T int, p RopePar
 	if err := p.check(); err != nil {
 		return err
 	}
-	return s.launch(kRopeKVWrite, D1(T), D1(128), 0, P(q), P(k), P(v), P(kc), P(vc), P(pos), P(slot),
+	items := (p.Heads+p.KVHeads)*(p.NRot/2) + p.KVHeads*p.HeadDim
+	return s.launch(kRopeKVWrite, Dim3{uint32(T), uint32(blocks(items, 128)), 1}, D1(128), 0, P(q), P(k), P(v), P(kc), P(vc), P(pos), P(slot),
 		I(p.Heads), I(p.KVHeads), I(p.HeadDim), I(p.NRot), F(p.thetaScale()), F(p.FreqScale), P(p.Factors), I(b2i(p.NeoX)))
 }
 
@@ -107,7 +115,7 @@ func (s *Stream) Rope(x, pos DevPtr, T int, p RopeParams) error {
 	if err := p.check(); err != nil {
 		return err
 	}
-	return s.launch(kRopeInplace, D1(T), D1(128), 0, P(x), P(pos), I(p.Heads), I(p.HeadDim), I(p.NRot),
+	return s.launch(kRopeInplace, Dim3{uint32(T), uint32(blocks(p.Heads*(p.NRot/2), 128)), 1}, D1(128), 0, P(x), P(pos), I(p.Heads), I(p.HeadDim), I(p.NRot),
 		F(p.thetaScale()), F(p.FreqScale), P(p.Factors), I(b2i(p.NeoX)))
 }
 
@@ -317,7 +325,7 @@ func matmulRoute(t ggml.Type, n int, blas bool, cc int) matmulPath {
 // GatherRows copies out[i] = in[idx[i]] for n rows of cols float32 values
 // (idx [n] int32 on the device).
 func (s *Stream) GatherRows(out, in, idx DevPtr, n, cols int) error {
-	return s.launch(kGatherRows, D1(n), D1(256), 0, P(out), P(in), P(idx), I(cols))
+	return s.launch(kGatherRows, D1(n), rowBlock(cols), 0, P(out), P(in), P(idx), I(cols))
 }
 
 // Argmax writes out[r] = argmax of logits [rows][vocab] (lowest index on ties).

@@ -10,5 +10,5 @@ func init() { registerKernels(kAddRMSNorm) }
 // then h[r] = x[r] / sqrt(mean(x[r]²) + eps) * w, for rows of n values.
 // h must not alias x or y; w may be 0 for no weight.
 func (s *Stream) AddRMSNorm(x, y, w, h DevPtr, rows, n int, eps float32) error {
-	return s.launch(kAddRMSNorm, D1(rows), D1(256), 0, P(x), P(y), P(w), P(h), I(n), F(eps))
+	return s.launch(kAddRMSNorm, D1(rows), rowBlock(n), 0, P(x), P(y), P(w), P(h), I(n), F(eps))
 }

@@ -178,7 +178,7 @@ func (s *Stream) RMSNormAct(k Q8Kind, xq, out, x, w DevPtr, rows, n int, eps flo
 	if k == Q8K {
 		kn = kRMSNormQ8K
 	}
-	return s.launch(kn, D1(rows), D1(256), 0, P(xq), P(out), P(x), P(w), I(n), F(eps))
+	return s.launch(kn, D1(rows), rowBlock(n), 0, P(xq), P(out), P(x), P(w), I(n), F(eps))
 }
 
 // GemvQ8 computes y [n][w.Rows] = x [n][w.Cols] · Wᵀ from the activations

@@ -11,7 +11,6 @@
 // 32), G <= 8; rows are 16-byte aligned (D and Hk*D multiples of 8 halves).
 // Grid (T*Hk, nsplit); block: ATT_WARPS*32 = 128 threads.
 #define V16_MAXNG 32  // key groups per block: ATT_WARPS * 32 / LPK, LPK >= 4
-#define V16_UNR 4     // key-loop iterations whose loads are issued together
 
 __device__ __forceinline__ void unpack8(uint4 v, float* o) {
     u32 w[4] = {v.x, v.y, v.z, v.w};
@@ -51,57 +50,36 @@ extern "C" __global__ void attn_decode_v16(const float* q, const u16* kc, const 
         }
     }
     u64 rowLen = (u64)Hk * D;
-    // The key loop runs V16_UNR iterations per pass: their page-table
-    // reads, then their K/V loads, are all issued before the first score
-    // (decode attention is bound by the latency of these dependent loads,
-    // not by bandwidth); the online-softmax updates then run in the same
-    // order as one iteration at a time, so the results are the same bits.
-    // Iteration j of a pass exists when its base is below end, which is the
-    // same for every lane of a warp (base steps by warp), so the shuffles
-    // below always run with the whole warp.
-    for (int base0 = start + warp * KPW; base0 < end; base0 += V16_UNR * NG) {
-        uint4 kr[V16_UNR], vr[V16_UNR];
-        i32 pg[V16_UNR];
+    // The loop bound is the same for every lane of a warp (base steps by
+    // warp), so the shuffles below always run with the whole warp.
+    for (int base = start + warp * KPW; base < end; base += NG) {
+        int p = base + sub;
+        bool valid = p < end;
+        float kf[8], vf[8];
+        if (valid) {
+            u64 slot = (u64)table[p / pageSize] * pageSize + p % pageSize;
+            unpack8(*(const uint4*)(kc + slot * rowLen + kh * D + part * 8), kf);
+            unpack8(*(const uint4*)(vc + slot * rowLen + kh * D + part * 8), vf);
+        } else {
 #pragma unroll
-        for (int j = 0; j < V16_UNR; j++) {
-            int p = base0 + j * NG + sub;
-            pg[j] = p < end ? table[p / pageSize] : 0;
+            for (int i = 0; i < 8; i++) kf[i] = vf[i] = 0.0f;
         }
 #pragma unroll
-        for (int j = 0; j < V16_UNR; j++) {
-            int p = base0 + j * NG + sub;
-            kr[j].x = kr[j].y = kr[j].z = kr[j].w = 0u;
-            vr[j] = kr[j];
-            if (p < end) {
-                u64 slot = (u64)pg[j] * pageSize + p % pageSize;
-                kr[j] = *(const uint4*)(kc + slot * rowLen + kh * D + part * 8);
-                vr[j] = *(const uint4*)(vc + slot * rowLen + kh * D + part * 8);
-            }
-        }
+        for (int h = 0; h < ATT_MAXG; h++) {
+            if (h < G) {
+                float s = 0.0f;
 #pragma unroll
-        for (int j = 0; j < V16_UNR; j++) {
-            if (base0 + j * NG >= end) break; // warp-uniform: the pass's last iterations
-            bool valid = base0 + j * NG + sub < end;
-            float kf[8], vf[8];
-            unpack8(kr[j], kf); // zero words unpack to +0.0f: the invalid lanes' old zeros
-            unpack8(vr[j], vf);
+                for (int i = 0; i < 8; i++) s += qv[h][i] * kf[i];
+                for (int o = LPK >> 1; o > 0; o >>= 1) s += __shfl_xor_sync(FULL_MASK, s, o);
+                if (valid) {
+                    s *= scale;
+                    float mn = fmaxf(m[h], s);
+                    float alpha = expf(m[h] - mn);
+                    float e = expf(s - mn);
+                    l[h] = l[h] * alpha + e;
 #pragma unroll
-            for (int h = 0; h < ATT_MAXG; h++) {
-                if (h < G) {
-                    float s = 0.0f;
-#pragma unroll
-                    for (int i = 0; i < 8; i++) s += qv[h][i] * kf[i];
-                    for (int o = LPK >> 1; o > 0; o >>= 1) s += __shfl_xor_sync(FULL_MASK, s, o);
-                    if (valid) {
-                        s *= scale;
-                        float mn = fmaxf(m[h], s);
-                        float alpha = expf(m[h] - mn);
-                        float e = expf(s - mn);
-                        l[h] = l[h] * alpha + e;
-#pragma unroll
-                        for (int i = 0; i < 8; i++) acc[h][i] = acc[h][i] * alpha + e * vf[i];
-                        m[h] = mn;
-                    }
+                    for (int i = 0; i < 8; i++) acc[h][i] = acc[h][i] * alpha + e * vf[i];
+                    m[h] = mn;
                 }
             }
         }

@@ -127,7 +127,6 @@ struct QQ6_K {
 };
 
 #define GEMV_MAXT 8
-#define GEMV_UNR 8 // 16-byte units per lane in flight (F16/BF16/F32)
 
 // gemv: y[t][r] = sum_c W[r][c] * x[t][c] for t < ntok (ntok <= GEMV_MAXT).
 // W [rows][cols] typed, x [ntok][cols] f32, y [ntok][rows] f32 (row stride
@@ -144,32 +143,23 @@ __device__ void gemv(const u8* W, u64 rowBytes, const float* x, float* y, int ro
     float acc[GEMV_MAXT];
 #pragma unroll
     for (int t = 0; t < GEMV_MAXT; t++) acc[t] = 0.0f;
-    // Small units (F16/BF16/F32: 16-32 bytes per lane) are read GEMV_UNR
-    // at a time, every load issued before the first product: decode GEMV is
-    // bound by the bytes in flight. Products are added in increasing u, as
-    // one unit at a time would.
-    enum { U = Q::UE == 8 ? GEMV_UNR : 1 };
-    for (int u0 = lane; u0 < nunits; u0 += 32 * U) {
-        float w[U][Q::UE];
+    float w[Q::UE];
+    // Small units (F16/BF16/F32: 16-32 bytes per lane) are unrolled so that
+    // several loads per lane are in flight: decode GEMV is bandwidth bound.
+#pragma unroll(Q::UE == 8 ? 4 : 1)
+    for (int u = lane; u < nunits; u += 32) {
+        Q::unit(row, u, w);
 #pragma unroll
-        for (int k = 0; k < U; k++)
-            if (u0 + 32 * k < nunits) Q::unit(row, u0 + 32 * k, w[k]);
+        for (int t = 0; t < GEMV_MAXT; t++) {
+            if (t < ntok) {
+                const float4* xt = (const float4*)(x + (u64)t * cols + (u64)u * Q::UE);
+                float s = 0.0f;
 #pragma unroll
-        for (int k = 0; k < U; k++) {
-            int u = u0 + 32 * k;
-            if (u >= nunits) break;
-#pragma unroll
-            for (int t = 0; t < GEMV_MAXT; t++) {
-                if (t < ntok) {
-                    const float4* xt = (const float4*)(x + (u64)t * cols + (u64)u * Q::UE);
-                    float s = 0.0f;
-#pragma unroll
-                    for (int i = 0; i < Q::UE / 4; i++) {
-                        float4 v = xt[i];
-                        s += w[k][4 * i] * v.x + w[k][4 * i + 1] * v.y + w[k][4 * i + 2] * v.z + w[k][4 * i + 3] * v.w;
-                    }
-                    acc[t] += s;
+                for (int i = 0; i < Q::UE / 4; i++) {
+                    float4 v = xt[i];
+                    s += w[4 * i] * v.x + w[4 * i + 1] * v.y + w[4 * i + 2] * v.z + w[4 * i + 3] * v.w;
                 }
+                acc[t] += s;
             }
         }
     }

@@ -29,52 +29,62 @@ __device__ __forceinline__ void rope_angle(int pos, int j, float thetaScale, flo
     *s = (float)sd;
 }
 
-// rope_kv_write: for each token t (one block per token):
+// rope_kv_write: for each token t:
 //   q [T][Hq*D] f32 rotated in place;
-//   k [T][Hk*D] f32 rotated in place, then written as F16 to kc row slot[t];
+//   k [T][Hk*D] f32 rotated in place, and written as F16 to kc row slot[t];
 //   v [T][Hk*D] f32 written as F16 to vc row slot[t].
 // kc, vc: [slots][Hk*D] F16 with slot = page*pageSize + pos%pageSize (the host
 // resolves page tables into slot[]; a negative slot skips the cache write).
-// factors: [nRot/2] or null. Block: any multiple of 32 (128 is typical).
+// factors: [nRot/2] or null. Grid (T, blocks): the blocks of token t share
+// its (Hq+Hk)*nRot/2 pairs and Hk*D value columns, one item per thread: a
+// thread that turns a K pair writes those two K values to the cache, and
+// the value threads write V and the K columns past nRot. Block: any.
 extern "C" __global__ void rope_kv_write(float* q, float* k, const float* v, u16* kc, u16* vc,
                                          const i32* pos, const i32* slot, int Hq, int Hk, int D,
                                          int nRot, float thetaScale, float freqScale,
                                          const float* factors, int neox) {
     int t = blockIdx.x;
-    int p = pos[t];
     int half = nRot / 2;
-    float* qt = q + (u64)t * Hq * D;
+    int pairs = (Hq + Hk) * half;
+    int idx = blockIdx.y * blockDim.x + threadIdx.x;
+    if (idx >= pairs + Hk * D) return;
+    int sl = slot[t];
     float* kt = k + (u64)t * Hk * D;
-    for (int idx = threadIdx.x; idx < (Hq + Hk) * half; idx += blockDim.x) {
+    u16* kr = kc + (u64)(sl < 0 ? 0 : sl) * Hk * D;
+    if (idx < pairs) {
         int h = idx / half, j = idx % half;
         float c, s;
-        rope_angle(p, j, thetaScale, freqScale, factors, &c, &s);
-        if (h < Hq) rope_pair(qt + h * D, j, half, neox, c, s);
-        else rope_pair(kt + (h - Hq) * D, j, half, neox, c, s);
+        rope_angle(pos[t], j, thetaScale, freqScale, factors, &c, &s);
+        if (h < Hq) {
+            rope_pair(q + (u64)t * Hq * D + h * D, j, half, neox, c, s);
+            return;
+        }
+        float* kh = kt + (h - Hq) * D;
+        rope_pair(kh, j, half, neox, c, s);
+        if (sl >= 0) {
+            int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+            kr[(h - Hq) * D + i0] = f2h(kh[i0]);
+            kr[(h - Hq) * D + i1] = f2h(kh[i1]);
+        }
+        return;
     }
-    __syncthreads();
-    int sl = slot[t];
     if (sl < 0) return;
-    const float* vt = v + (u64)t * Hk * D;
-    u16* kr = kc + (u64)sl * Hk * D;
-    u16* vr = vc + (u64)sl * Hk * D;
-    for (int i = threadIdx.x; i < Hk * D; i += blockDim.x) {
-        kr[i] = f2h(kt[i]);
-        vr[i] = f2h(vt[i]);
-    }
+    int i = idx - pairs;
+    vc[(u64)sl * Hk * D + i] = f2h(v[(u64)t * Hk * D + i]);
+    if (i % D >= nRot) kr[i] = f2h(kt[i]);
 }
 
-// rope_inplace: rotate x [T][H*D] in place (no cache write).
+// rope_inplace: rotate x [T][H*D] in place (no cache write). Grid (T,
+// blocks): one pair per thread over the token's H*nRot/2 pairs.
 extern "C" __global__ void rope_inplace(float* x, const i32* pos, int H, int D, int nRot,
                                         float thetaScale, float freqScale, const float* factors,
                                         int neox) {
     int t = blockIdx.x;
     int half = nRot / 2;
-    float* xt = x + (u64)t * H * D;
-    for (int idx = threadIdx.x; idx < H * half; idx += blockDim.x) {
-        int h = idx / half, j = idx % half;
-        float c, s;
-        rope_angle(pos[t], j, thetaScale, freqScale, factors, &c, &s);
-        rope_pair(xt + h * D, j, half, neox, c, s);
-    }
+    int idx = blockIdx.y * blockDim.x + threadIdx.x;
+    if (idx >= H * half) return;
+    int h = idx / half, j = idx % half;
+    float c, s;
+    rope_angle(pos[t], j, thetaScale, freqScale, factors, &c, &s);
+    rope_pair(x + (u64)t * H * D + h * D, j, half, neox, c, s);
 }

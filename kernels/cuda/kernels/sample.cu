@@ -19,7 +19,21 @@ extern "C" __global__ void argmax_f32(const float* logits, int vocab, i32* out) 
     const float* x = logits + (u64)blockIdx.x * vocab;
     u32 bk = 0;
     i32 bi = 0x7fffffff;
-    for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    // Eight loads per thread in flight (one block reads the whole row, so
+    // the loop is latency bound); the (key, lowest index) maximum does not
+    // depend on the order the values are visited in.
+    int i = threadIdx.x, st = blockDim.x;
+    for (; i + 7 * st < vocab; i += 8 * st) {
+        float v[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = x[i + j * st];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            u32 k = fkey(v[j]);
+            if (k > bk || (k == bk && i + j * st < bi)) { bk = k; bi = i + j * st; }
+        }
+    }
+    for (; i < vocab; i += st) {
         u32 k = fkey(x[i]);
         if (k > bk || (k == bk && i < bi)) { bk = k; bi = i; }
     }
