@@ -49,21 +49,38 @@ func greedyDecode(t *testing.T, m *gpu.Decoder, kv *gpu.KV, prompt []int32, n, p
 
 // checkGreedy compares a free-running greedy continuation with the
 // reference up to the first step whose reference top-1/top-2 margin is
-// below 0.05 (shared/testdata/README.md).
-func checkGreedy(t *testing.T, got []int32, cs verify.Case) {
+// below 0.05 (shared/testdata/README.md). On quantized models a flip at a
+// step whose margin is below soft is logged, not failed, and ends the
+// comparison: the rule and the reason model/verify's suite applies to the
+// CPU engine (softGreedyMargin there: llama.cpp's reference differs from
+// itself by that much between its batched and one-row paths, and the GPU's
+// float32 activations are a third arithmetic).
+func checkGreedy(t *testing.T, got []int32, cs verify.Case, soft float64) {
 	t.Helper()
 	for j, want := range cs.Greedy {
 		if j >= len(got) {
 			return
 		}
-		if k := cs.GreedyTopK[j]; len(k) >= 2 && k[0].Logit-k[1].Logit < 0.05 {
+		var margin float64 = 1e9
+		if k := cs.GreedyTopK[j]; len(k) >= 2 {
+			margin = float64(k[0].Logit - k[1].Logit)
+		}
+		if margin < 0.05 {
 			return
 		}
 		if got[j] != want {
-			t.Fatalf("greedy step %d: %d, reference %d (got %v, want %v)", j, got[j], want, got, cs.Greedy)
+			if margin < soft {
+				t.Logf("KNOWN DIVERGENCE (not failed): greedy step %d: %d, reference %d at margin %.3f", j, got[j], want, margin)
+				return
+			}
+			t.Fatalf("greedy step %d: %d, reference %d (margin %.3f; got %v, want %v)", j, got[j], want, margin, got, cs.Greedy)
 		}
 	}
 }
+
+// softGreedyMargin is model/verify's tolerance for quantized models
+// (verify_test.go), used by checkGreedy.
+const softGreedyMargin = 0.2
 
 func TestEmulatedGreedy(t *testing.T) {
 	root, _ := os.Getwd()
@@ -106,9 +123,13 @@ func runGreedy(t *testing.T, d *cuda.Device, path string, graphs bool, n int) {
 	if n < 24 {
 		cases = cases[:1]
 	}
+	soft := 0.0
+	if verify.WeightClass(f) == verify.ClassQuantized {
+		soft = softGreedyMargin
+	}
 	for _, cs := range cases {
 		got := greedyDecode(t, m, kv, cs.Tokens, n, pageSize)
-		checkGreedy(t, got, cs)
+		checkGreedy(t, got, cs, soft)
 	}
 }
 
