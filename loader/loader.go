@@ -46,8 +46,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Draft, when set, is the draft model of speculative decoding
 	// (engine.Speculation.Draft; --draft-model): it must have the same
-	// vocabulary (CheckDraftVocab). It runs on the CPU with Threads and
-	// KVType. The file stays the caller's.
+	// vocabulary (CheckDraftVocab). It runs where the model runs: on the
+	// CPU with Threads and KVType, or on the same CUDA device, its K/V
+	// pages counted in the KV budget beside the model's. The file stays
+	// the caller's.
 	Draft *gguf.File
 }
 
@@ -60,7 +62,8 @@ type Model struct {
 	Device    gpu.Device   // where the model runs (Device.String() for banners)
 	Tokenizer *tokenizer.Tokenizer
 	Engine    *engine.Engine
-	Draft     *llama.Model // the draft model's weights (Options.Draft), nil without
+	Draft     *llama.Model // the draft model's weights on the CPU (Options.Draft), nil without
+	DraftGPU  *gpu.Decoder // the draft model on the CUDA device, nil without
 }
 
 // Load builds the model, tokenizer and engine of f.
@@ -76,6 +79,11 @@ func Load(f *gguf.File, o Options) (*Model, error) {
 	if m.Tokenizer, err = tokenizer.FromGGUF(f); err != nil {
 		return nil, err
 	}
+	if o.Draft != nil {
+		if err := CheckDraftVocab(f, o.Draft); err != nil {
+			return nil, err
+		}
+	}
 	cfg := o.Engine
 	cfg.ModelName = o.Name
 	if cfg.ModelName == "" {
@@ -86,16 +94,14 @@ func Load(f *gguf.File, o Options) (*Model, error) {
 		m.Close()
 		return nil, err
 	}
-	if o.Draft != nil {
-		if err := CheckDraftVocab(f, o.Draft); err != nil {
-			m.Close()
-			return nil, err
-		}
+	if o.Draft != nil && m.GPU == nil {
 		if m.Draft, err = llama.Load(o.Draft, llama.Options{Threads: o.Threads}); err != nil {
 			m.Close()
 			return nil, fmt.Errorf("loader: draft model: %w", err)
 		}
 		cfg.Speculation.Draft = engine.FromLlama(m.Draft, o.KVType)
+	}
+	if o.Draft != nil {
 		cfg.Speculation.DraftName, _ = o.Draft.String("general.name")
 	}
 	if m.Engine, err = engine.New(cfg, model, engine.WrapTokenizer(m.Tokenizer)); err != nil {
@@ -140,13 +146,43 @@ func (m *Model) loadModel(f *gguf.File, o Options, cfg *engine.Config) (engine.M
 		return nil, fmt.Errorf("loader: %s: %w", m.Device.Info, err)
 	}
 	pageSize := def.PageSize
-	switch {
-	case cfg.KVPages > 0:
-		err = m.GPU.CheckKVMemory(int64(cfg.KVPages)*m.GPU.Config().KVBytesPerPage(pageSize), pageSize)
-	case o.KVMemoryAuto:
-		cfg.KVMemory, err = m.GPU.KVMemoryAuto(pageSize)
-	default:
-		err = m.GPU.CheckKVMemory(def.KVMemory, pageSize)
+	perPage := m.GPU.Config().KVBytesPerPage(pageSize)
+	// The draft model's weights go on the device before the KV budget is
+	// settled; its K/V store has as many pages as the model's (engine:
+	// one page table serves both), so a page costs both models' bytes and
+	// the draft's step workspace is set aside too.
+	var draftPage, draftWS int64
+	if o.Draft != nil {
+		if m.DraftGPU, err = gpu.Load(m.Device.CUDA, o.Draft, gpu.Options{MaxTokens: min(def.MaxBatchedTokens, 2048)}); err != nil {
+			return nil, fmt.Errorf("loader: draft model: %s: %w", m.Device.Info, err)
+		}
+		draftPage, draftWS = m.DraftGPU.Config().KVBytesPerPage(pageSize), m.DraftGPU.Workspace(pageSize)
+		cfg.Speculation.Draft = engine.FromGPU(m.DraftGPU)
+	}
+	avail, err := m.GPU.KVMemoryAuto(pageSize)
+	if err == nil {
+		avail -= draftWS
+		var want int64 // the KV bytes asked for, both models' pages together
+		switch {
+		case cfg.KVPages > 0:
+			want = int64(cfg.KVPages) * (perPage + draftPage)
+		case o.KVMemoryAuto:
+			// The model's share of the device's KV bytes: the engine
+			// sizes its pool from the model's bytes per page.
+			cfg.KVMemory = int64(float64(max(avail, 0)) * float64(perPage) / float64(perPage+draftPage))
+			want = avail
+		default:
+			want = def.KVMemory
+			if draftPage > 0 {
+				cfg.KVMemory = int64(float64(def.KVMemory) * float64(perPage) / float64(perPage+draftPage))
+			}
+		}
+		switch {
+		case avail < perPage+draftPage:
+			err = fmt.Errorf("gpu: no device memory left for the KV cache of the model and its draft: %d MiB after the weights and workspaces", max(avail, 0)>>20)
+		case want > avail:
+			err = fmt.Errorf("gpu: --kv-memory %d MiB does not fit: %d MiB available on the device", want>>20, avail>>20)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loader: %w", err)
@@ -184,6 +220,10 @@ func (m *Model) Close() {
 	if m.Draft != nil {
 		m.Draft.Close()
 		m.Draft = nil
+	}
+	if m.DraftGPU != nil {
+		m.DraftGPU.Close()
+		m.DraftGPU = nil
 	}
 	if m.Weights != nil {
 		m.Weights.Close()

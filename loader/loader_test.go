@@ -208,3 +208,62 @@ func greedyTokens(t *testing.T, m *Model, prompt string, n int) []int32 {
 	}
 	return out
 }
+
+// TestLoadDraftModelOnEmulatedCUDA: with the model on a CUDA device the
+// draft model is loaded on the same device (not the CPU), its K/V pages
+// are counted in the KV budget beside the model's, speculative greedy
+// decoding gives the plain tokens, and Close frees every allocation.
+func TestLoadDraftModelOnEmulatedCUDA(t *testing.T) {
+	f := tinyFile(t)
+	draft, err := gguf.Open(filepath.Join("..", "..", "shared", "testdata", "models", "tiny-llama-q4_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer draft.Close()
+	var emu *cudaemu.Device
+	open := func(int, *slog.Logger) (*cuda.Device, error) {
+		d, err := cudaemu.Open(nil)
+		emu = d
+		if err != nil {
+			return nil, err
+		}
+		return d.Device, nil
+	}
+	gen := func(m *Model) []int32 { return greedyTokens(t, m, "Once upon a time", 16) }
+	plain, err := Load(f, Options{Device: "cuda", OpenCUDA: open, Engine: engine.Config{PageSize: 16, KVPages: 32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := gen(plain)
+	plain.Close()
+
+	const budget = 64 << 20
+	spec, err := Load(f, Options{Device: "cuda", OpenCUDA: open, Draft: draft,
+		Engine: engine.Config{PageSize: 16, KVMemory: budget, Speculation: engine.Speculation{Tokens: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.DraftGPU == nil || spec.Draft != nil {
+		t.Fatalf("draft not on the device: gpu %v cpu %v", spec.DraftGPU != nil, spec.Draft != nil)
+	}
+	per := spec.GPU.Config().KVBytesPerPage(16) + spec.DraftGPU.Config().KVBytesPerPage(16)
+	if pages := spec.Engine.Limits().TotalPages; pages < 1 || int64(pages)*per > budget {
+		t.Fatalf("%d pages of %d bytes (both models) for a %d-byte budget", pages, per, budget)
+	}
+	got := gen(spec)
+	if !slices.Equal(got, want) || len(got) != 16 {
+		t.Fatalf("speculative %v, plain %v", got, want)
+	}
+	if st := spec.Engine.Stats(); st.SpecDraftTokens == 0 {
+		t.Fatalf("no speculation: %+v", st)
+	}
+	spec.Close()
+	if n := emu.Live(); n != 0 {
+		t.Fatalf("%d device allocations left after Close", n)
+	}
+	// A draft whose pages do not fit beside the model's fails Load.
+	if _, err := Load(f, Options{Device: "cuda", OpenCUDA: open, Draft: draft,
+		Engine: engine.Config{PageSize: 16, KVPages: 1 << 30}}); err == nil || !strings.Contains(err.Error(), "does not fit") {
+		t.Fatalf("oversized pages with a draft: %v", err)
+	}
+}

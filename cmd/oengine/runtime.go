@@ -46,7 +46,7 @@ type specFlags struct {
 func addSpecFlags(fs *flagSet) *specFlags {
 	sf := &specFlags{
 		ngram:    fs.Bool("spec-ngram", false, "speculative decoding with prompt-lookup drafts: the tokens that followed an earlier occurrence of the last 1-3 tokens"),
-		draft:    fs.String("draft-model", "", "speculative decoding with this draft GGUF `file` (same vocabulary; smaller or lower precision; runs on the CPU)"),
+		draft:    fs.String("draft-model", "", "speculative decoding with this draft GGUF `file` (same vocabulary; smaller or lower precision; runs on the model's device)"),
 		tokens:   fs.Int("spec-tokens", 4, "most draft tokens verified per step (K)"),
 		adaptive: fs.Bool("spec-adaptive", true, "each step, draft the K (0 to --spec-tokens) that maximises expected tokens per second from measured acceptance and costs (--spec-adaptive=false: always K)"),
 	}
