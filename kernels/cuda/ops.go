@@ -105,8 +105,9 @@ func (s *Stream) RopeKVWrite(q, k, v, kc, vc, pos, slot DevPtr, T int, p RopePar
 	if err := p.check(); err != nil {
 		return err
 	}
-	items := (p.Heads+p.KVHeads)*(p.NRot/2) + p.KVHeads*p.HeadDim
-	return s.launch(kRopeKVWrite, Dim3{uint32(T), uint32(blocks(items, 128)), 1}, D1(128), 0, P(q), P(k), P(v), P(kc), P(vc), P(pos), P(slot),
+	items := (p.Heads+p.KVHeads)*(p.NRot/2) + p.KVHeads*p.HeadDim // K/Q pairs, then V columns
+	grid := Dim3{uint32(T), uint32(blocks(items, 128)), 1}
+	return s.launch(kRopeKVWrite, grid, D1(128), 0, P(q), P(k), P(v), P(kc), P(vc), P(pos), P(slot),
 		I(p.Heads), I(p.KVHeads), I(p.HeadDim), I(p.NRot), F(p.thetaScale()), F(p.FreqScale), P(p.Factors), I(b2i(p.NeoX)))
 }
 
@@ -115,7 +116,8 @@ func (s *Stream) Rope(x, pos DevPtr, T int, p RopeParams) error {
 	if err := p.check(); err != nil {
 		return err
 	}
-	return s.launch(kRopeInplace, Dim3{uint32(T), uint32(blocks(p.Heads*(p.NRot/2), 128)), 1}, D1(128), 0, P(x), P(pos), I(p.Heads), I(p.HeadDim), I(p.NRot),
+	grid := Dim3{uint32(T), uint32(blocks(p.Heads*(p.NRot/2), 128)), 1}
+	return s.launch(kRopeInplace, grid, D1(128), 0, P(x), P(pos), I(p.Heads), I(p.HeadDim), I(p.NRot),
 		F(p.thetaScale()), F(p.FreqScale), P(p.Factors), I(b2i(p.NeoX)))
 }
 
