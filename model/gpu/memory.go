@@ -62,16 +62,3 @@ func (m *Decoder) KVMemoryAuto(pageSize int) (int64, error) {
 	}
 	return n, nil
 }
-
-// CheckKVMemory fails when an explicit KV budget of bytes does not fit
-// the device beside the weights, the workspace and the headroom.
-func (m *Decoder) CheckKVMemory(bytes int64, pageSize int) error {
-	avail, err := m.KVMemoryAuto(pageSize)
-	if err != nil {
-		return err
-	}
-	if bytes > avail {
-		return fmt.Errorf("gpu: --kv-memory %d MiB does not fit: %d MiB available on the device", bytes>>20, avail>>20)
-	}
-	return nil
-}
