@@ -13,14 +13,7 @@ import (
 // weights, reports rates, acceptance and that greedy outputs agree; a
 // draft with another vocabulary is refused.
 func TestBenchSpec(t *testing.T) {
-	open := func(name string) *gguf.File {
-		f, err := gguf.Open(refdata.Dir(t, "models", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		return f
-	}
+	open := func(name string) *gguf.File { return openRefModel(t, name) }
 	target := open("tiny-llama-q8_0.gguf")
 	for _, cfg := range []SpecBenchConfig{
 		{NGram: true, Prompt: "Once upon a time", TG: 24, Reps: 1, Threads: 1},
@@ -44,14 +37,7 @@ func TestBenchSpec(t *testing.T) {
 // runs the target and the draft model there (the emulated device: the
 // rates mean nothing, the path and the greedy agreement are tested).
 func TestBenchSpecOnEmulatedCUDA(t *testing.T) {
-	open := func(name string) *gguf.File {
-		f, err := gguf.Open(refdata.Dir(t, "models", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		return f
-	}
+	open := func(name string) *gguf.File { return openRefModel(t, name) }
 	d, err := cudaemu.Open(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -71,4 +57,16 @@ func TestBenchSpecOnEmulatedCUDA(t *testing.T) {
 			t.Fatalf("result %+v", res)
 		}
 	}
+}
+
+// openRefModel opens a reference model of the shared testdata, closed at
+// the end of the test.
+func openRefModel(t *testing.T, name string) *gguf.File {
+	t.Helper()
+	f, err := gguf.Open(refdata.Dir(t, "models", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -14,6 +14,7 @@ import (
 	"oengine/kernels/cuda/cudaemu"
 	"oengine/kvcache"
 	"oengine/model/gguf"
+	"oengine/model/gpu"
 	"oengine/sampling"
 )
 
@@ -85,15 +86,7 @@ func TestLoadRejects(t *testing.T) {
 // model's, and Close frees every device allocation.
 func TestLoadOnEmulatedCUDA(t *testing.T) {
 	f := tinyFile(t)
-	var emu *cudaemu.Device
-	open := func(int, *slog.Logger) (*cuda.Device, error) {
-		d, err := cudaemu.Open(nil)
-		emu = d
-		if err != nil {
-			return nil, err
-		}
-		return d.Device, nil
-	}
+	open, emu := emuOpener()
 	tokens := func(m *Model) []int32 { return greedyTokens(t, m, "Hello there, said the", 8) }
 	cpuM, err := Load(f, Options{Threads: 1, Device: "cpu", Engine: engine.Config{PageSize: 16, KVPages: 32}})
 	if err != nil {
@@ -123,7 +116,7 @@ func TestLoadOnEmulatedCUDA(t *testing.T) {
 		t.Fatalf("CUDA model tokens %v, CPU %v", got, want)
 	}
 	m.Close()
-	if n := emu.Live(); n != 0 {
+	if n := (*emu).Live(); n != 0 {
 		t.Fatalf("%d device allocations left after Close", n)
 	}
 	// An explicit budget that does not fit the device fails Load.
@@ -220,15 +213,7 @@ func TestLoadDraftModelOnEmulatedCUDA(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer draft.Close()
-	var emu *cudaemu.Device
-	open := func(int, *slog.Logger) (*cuda.Device, error) {
-		d, err := cudaemu.Open(nil)
-		emu = d
-		if err != nil {
-			return nil, err
-		}
-		return d.Device, nil
-	}
+	open, emu := emuOpener()
 	gen := func(m *Model) []int32 { return greedyTokens(t, m, "Once upon a time", 16) }
 	plain, err := Load(f, Options{Device: "cuda", OpenCUDA: open, Engine: engine.Config{PageSize: 16, KVPages: 32}})
 	if err != nil {
@@ -258,7 +243,7 @@ func TestLoadDraftModelOnEmulatedCUDA(t *testing.T) {
 		t.Fatalf("no speculation: %+v", st)
 	}
 	spec.Close()
-	if n := emu.Live(); n != 0 {
+	if n := (*emu).Live(); n != 0 {
 		t.Fatalf("%d device allocations left after Close", n)
 	}
 	// A draft whose pages do not fit beside the model's fails Load.
@@ -266,4 +251,19 @@ func TestLoadDraftModelOnEmulatedCUDA(t *testing.T) {
 		Engine: engine.Config{PageSize: 16, KVPages: 1 << 30}}); err == nil || !strings.Contains(err.Error(), "does not fit") {
 		t.Fatalf("oversized pages with a draft: %v", err)
 	}
+}
+
+// emuOpener opens an emulated CUDA device for Options.OpenCUDA and points
+// *last at the latest one opened (for its live allocation count).
+func emuOpener() (open gpu.Opener, last **cudaemu.Device) {
+	last = new(*cudaemu.Device)
+	open = func(int, *slog.Logger) (*cuda.Device, error) {
+		d, err := cudaemu.Open(nil)
+		*last = d
+		if err != nil {
+			return nil, err
+		}
+		return d.Device, nil
+	}
+	return open, last
 }

@@ -298,19 +298,9 @@ func runDecode(t testing.TB, d *cuda.Device, p synth.Dims, typ ggml.Type, batche
 	ctx := prompt + steps + 16
 	m, weightBytes, _ := benchModel(t, d, p, typ, ctx, 128)
 	defer m.Close()
-	pagesPerSeq := (ctx + pageSize - 1) / pageSize
-	kv, err := m.NewKV(maxB*pagesPerSeq, pageSize)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv, tables := benchKV(t, m, maxB, ctx, pageSize)
 	defer kv.Close()
 	m.UseGraphs = true
-	tables := make([][]int32, maxB)
-	for s := range tables {
-		for i := 0; i < pagesPerSeq; i++ {
-			tables[s] = append(tables[s], int32(s*pagesPerSeq+i))
-		}
-	}
 	out := make([]int32, maxB)
 	for s := 0; s < maxB; s++ {
 		pb := &gpu.DecoderBatch{Seqs: tables, Logits: []int32{int32(prompt - 1)}}
@@ -325,16 +315,7 @@ func runDecode(t testing.TB, d *cuda.Device, p synth.Dims, typ ggml.Type, batche
 	}
 	r := decodeResult{batch: batches, weightBytes: weightBytes}
 	for _, B := range batches {
-		step := func(pos int) error {
-			db := &gpu.DecoderBatch{Seqs: tables[:B]}
-			for s := 0; s < B; s++ {
-				db.Tokens = append(db.Tokens, out[s]%int32(p.Vocab))
-				db.Pos = append(db.Pos, int32(pos))
-				db.Seq = append(db.Seq, int32(s))
-				db.Logits = append(db.Logits, int32(s))
-			}
-			return m.Greedy(kv, db, out)
-		}
+		step := func(pos int) error { return m.Greedy(kv, decodeBatch(tables[:B], out, pos, p.Vocab), out) }
 		if err := step(prompt); err != nil { // warm-up and graph capture
 			t.Fatal(err)
 		}
@@ -437,6 +418,36 @@ func BenchmarkGPUDecodeStep(b *testing.B) {
 	}
 }
 
+// decodeBatch is one decode step of the sequences of tables at position
+// pos, sequence s feeding back its last token last[s] (taken modulo vocab).
+func decodeBatch(tables [][]int32, last []int32, pos, vocab int) *gpu.DecoderBatch {
+	db := &gpu.DecoderBatch{Seqs: tables}
+	for s := range tables {
+		db.Tokens = append(db.Tokens, last[s]%int32(vocab))
+		db.Pos = append(db.Pos, int32(pos))
+		db.Seq = append(db.Seq, int32(s))
+		db.Logits = append(db.Logits, int32(s))
+	}
+	return db
+}
+
+// benchKV allocates K/V pages for seqs sequences of ctx positions and
+// returns it with their page tables (sequence s owns a run of pages).
+func benchKV(t testing.TB, m *gpu.Decoder, seqs, ctx, pageSize int) (*gpu.KV, [][]int32) {
+	pagesPerSeq := (ctx + pageSize - 1) / pageSize
+	kv, err := m.NewKV(seqs*pagesPerSeq, pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := make([][]int32, seqs)
+	for s := range tables {
+		for i := 0; i < pagesPerSeq; i++ {
+			tables[s] = append(tables[s], int32(s*pagesPerSeq+i))
+		}
+	}
+	return kv, tables
+}
+
 // runDecodeSteps prefills B sequences of prompt tokens in one step, then
 // returns the mean time of steps-1 decode steps (after one warm-up step).
 func runDecodeSteps(t testing.TB, d *cuda.Device, p synth.Dims, typ ggml.Type, B, prompt, steps int, graphs bool) float64 {
@@ -444,20 +455,11 @@ func runDecodeSteps(t testing.TB, d *cuda.Device, p synth.Dims, typ ggml.Type, B
 	ctx := prompt + steps + 16
 	m, _, _ := benchModel(t, d, p, typ, ctx, max(B*prompt, 64))
 	defer m.Close()
-	pagesPerSeq := (ctx + pageSize - 1) / pageSize
-	kv, err := m.NewKV(B*pagesPerSeq, pageSize)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv, tables := benchKV(t, m, B, ctx, pageSize)
 	defer kv.Close()
 	m.UseGraphs = graphs
-	pb := &gpu.DecoderBatch{}
+	pb := &gpu.DecoderBatch{Seqs: tables}
 	for s := 0; s < B; s++ {
-		var table []int32
-		for i := 0; i < pagesPerSeq; i++ {
-			table = append(table, int32(s*pagesPerSeq+i))
-		}
-		pb.Seqs = append(pb.Seqs, table)
 		for i := 0; i < prompt; i++ {
 			pb.Tokens = append(pb.Tokens, int32((s*31+i*7)%p.Vocab))
 			pb.Pos = append(pb.Pos, int32(i))
@@ -469,16 +471,7 @@ func runDecodeSteps(t testing.TB, d *cuda.Device, p synth.Dims, typ ggml.Type, B
 	if err := m.Greedy(kv, pb, out); err != nil {
 		t.Fatal(err)
 	}
-	step := func(pos int) error {
-		db := &gpu.DecoderBatch{Seqs: pb.Seqs}
-		for s := 0; s < B; s++ {
-			db.Tokens = append(db.Tokens, out[s]%int32(p.Vocab))
-			db.Pos = append(db.Pos, int32(pos))
-			db.Seq = append(db.Seq, int32(s))
-			db.Logits = append(db.Logits, int32(s))
-		}
-		return m.Greedy(kv, db, out)
-	}
+	step := func(pos int) error { return m.Greedy(kv, decodeBatch(tables, out, pos, p.Vocab), out) }
 	if err := step(prompt); err != nil { // warm-up (and graph capture)
 		t.Fatal(err)
 	}
