@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"oengine/internal/refdata"
+	"oengine/model/gguf"
+	"oengine/model/tokenizer"
+	"oengine/sampling"
+)
+
+// nullModel computes nothing: ForwardGreedy answers a fixed function of
+// each position at once, Forward leaves the logits as they are. With it a
+// step costs only the engine's own work on the host (planning, pages,
+// sampling and stop checks, events), the part of a step that a GPU does
+// not shorten.
+type nullModel struct{ vocab, ctx int }
+
+type nullKV struct{}
+
+func (nullKV) CopyPage(dst, src int32) {}
+
+func (m nullModel) Info() ModelInfo                     { return ModelInfo{Vocab: m.vocab, ContextLen: m.ctx} }
+func (nullModel) KVBytesPerPage(pageSize int) int64     { return int64(pageSize) * 64 }
+func (nullModel) NewKV(pages, pageSize int) (KV, error) { return nullKV{}, nil }
+func (nullModel) Forward(KV, *Batch, []float32) error   { return nil }
+
+func (m nullModel) ForwardGreedy(_ KV, b *Batch, out []int32) error {
+	for i, r := range b.Logits {
+		out[i] = 1 + (b.Pos[r]*7)%int32(m.vocab-1)
+	}
+	return nil
+}
+
+// BenchmarkStepOverhead reports the engine's host time per decode step
+// (us/step, wall; us/decode_step, the step loop's own time) with a model
+// that computes nothing and tiny-llama's tokenizer (32000 tokens), for 1,
+// 16 and 64 sequences decoding greedily (the device-greedy path, as on the
+// CUDA model) and for one sequence whose logprobs need the logits row on
+// the host. On a GPU a decode step takes a few milliseconds, so this is
+// the share of a step the engine adds.
+func BenchmarkStepOverhead(b *testing.B) {
+	f, err := gguf.Open(refdata.Dir(b, "models", "tiny-llama-q4_0.gguf"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	tk, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		seqs   int
+		greedy bool
+	}{{1, true}, {16, true}, {64, true}, {1, false}} {
+		b.Run(fmt.Sprintf("seqs=%d/greedy=%v", c.seqs, c.greedy), func(b *testing.B) {
+			var mu sync.Mutex
+			var steps int
+			var busy time.Duration
+			e, err := New(Config{MaxRunning: 64, MaxBatchedTokens: 1024, KVPages: 64 * 40,
+				Hooks: Hooks{OnStep: func(s StepStats) {
+					if s.PrefillTokens == 0 {
+						mu.Lock()
+						steps++
+						busy += s.Duration
+						mu.Unlock()
+					}
+				}}}, nullModel{vocab: 32000, ctx: 4096}, WrapTokenizer(tk))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			const outTokens = 256
+			b.ResetTimer()
+			start := time.Now()
+			for it := 0; it < b.N; it++ {
+				var wg sync.WaitGroup
+				for i := 0; i < c.seqs; i++ {
+					prompt := make([]int32, 16)
+					for j := range prompt {
+						prompt[j] = int32(100 + ((it*c.seqs+i)*16+j)%30000)
+					}
+					req := Request{TokenIDs: prompt, MaxTokens: outTokens, Sampling: greedy(),
+						Stop: StopParams{IgnoreEOS: true}, BypassPrefixCache: true}
+					if !c.greedy {
+						req.Logprobs = &sampling.Candidates{} // the chosen token's logprob: the logits row comes back
+					}
+					s, err := e.Submit(context.Background(), req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							ev, err := s.Next(context.Background())
+							if err != nil || ev.Terminal() {
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			el := time.Since(start)
+			b.ReportMetric(float64(el.Microseconds())/float64(b.N*outTokens), "us/step")
+			if steps > 0 {
+				b.ReportMetric(float64(busy.Microseconds())/float64(steps), "us/decode_step")
+			}
+		})
+	}
+}
