@@ -336,8 +336,8 @@ run() {
 	echo "done in $((SECONDS - t0))s; see $OUT/summary.txt"
 }
 
-# profile: where a decode step's time goes, for kernel work (about 3
-# minutes; no reference models needed): the GEMV and decode-attention
+# profile: where a decode step's time goes, for kernel work (about a
+# minute on the H200; no reference models needed): the GEMV and decode-attention
 # kernels at 50 launches each, then, on decode steps of a 4-layer
 # Llama-3-8B-shaped model without graph replay (BenchmarkGPUDecodeStep),
 # ncu's per-kernel device time (Q4_0 and F16, B=1) and its speed-of-light,
