@@ -106,11 +106,17 @@ func newNormalizer(logits []float32) normalizer {
 		return normalizer{allNone: true}
 	}
 	fm := float64(m)
+	return normalizer{lse: fm + math.Log(sumExpNeg(logits, fm))}
+}
+
+// sumExpNegGo is Σ expNeg(float64(x) − m) over z in order: the plain twin
+// of sumExpNeg.
+func sumExpNegGo(z []float32, m float64) float64 {
 	var sum float64
-	for _, x := range logits {
-		sum += expNeg(float64(x) - fm)
+	for _, x := range z {
+		sum += expNeg(float64(x) - m)
 	}
-	return normalizer{lse: fm + math.Log(sum)}
+	return sum
 }
 
 func (n normalizer) logprob(x float32) float64 {

@@ -1,0 +1,6 @@
+//go:build !amd64
+
+package sampling
+
+// sumExpNeg is Σ expNeg(float64(x) − m) over z (sumExpNegGo).
+func sumExpNeg(z []float32, m float64) float64 { return sumExpNegGo(z, m) }
