@@ -81,29 +81,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			for it := 0; it < b.N; it++ {
-				var wg sync.WaitGroup
-				for i := 0; i < conc; i++ {
-					prompt := make([]int32, 16)
-					for j := range prompt {
-						prompt[j] = int32(100 + ((it*conc+i)*16+j)%30000)
-					}
-					s, err := e.Submit(context.Background(), Request{TokenIDs: prompt, MaxTokens: outTokens,
-						Sampling: greedy(), Stop: StopParams{IgnoreEOS: true}, BypassPrefixCache: true})
-					if err != nil {
-						b.Fatal(err)
-					}
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							ev, err := s.Next(context.Background())
-							if err != nil || ev.Terminal() {
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
+				runGreedyRequests(b, e, conc, it, outTokens, nil)
 			}
 			el := time.Since(start)
 			b.ReportMetric(float64(b.N*conc*outTokens)/el.Seconds(), "tok/s")
@@ -112,4 +90,38 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// runGreedyRequests submits conc requests of round it (16-token prompts
+// that differ per request and round, outTokens greedy tokens, EOS ignored,
+// no prefix cache; edit, when set, changes each request) and drains their
+// streams until every one has ended.
+func runGreedyRequests(b *testing.B, e *Engine, conc, it, outTokens int, edit func(*Request)) {
+	var wg sync.WaitGroup
+	for i := 0; i < conc; i++ {
+		prompt := make([]int32, 16)
+		for j := range prompt {
+			prompt[j] = int32(100 + ((it*conc+i)*16+j)%30000)
+		}
+		req := Request{TokenIDs: prompt, MaxTokens: outTokens, Sampling: greedy(),
+			Stop: StopParams{IgnoreEOS: true}, BypassPrefixCache: true}
+		if edit != nil {
+			edit(&req)
+		}
+		s, err := e.Submit(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ev, err := s.Next(context.Background())
+				if err != nil || ev.Terminal() {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -77,34 +76,13 @@ func BenchmarkStepOverhead(b *testing.B) {
 			const outTokens = 256
 			b.ResetTimer()
 			start := time.Now()
+			var edit func(*Request)
+			if !c.greedy {
+				// The chosen token's logprob: the logits row comes back.
+				edit = func(r *Request) { r.Logprobs = &sampling.Candidates{} }
+			}
 			for it := 0; it < b.N; it++ {
-				var wg sync.WaitGroup
-				for i := 0; i < c.seqs; i++ {
-					prompt := make([]int32, 16)
-					for j := range prompt {
-						prompt[j] = int32(100 + ((it*c.seqs+i)*16+j)%30000)
-					}
-					req := Request{TokenIDs: prompt, MaxTokens: outTokens, Sampling: greedy(),
-						Stop: StopParams{IgnoreEOS: true}, BypassPrefixCache: true}
-					if !c.greedy {
-						req.Logprobs = &sampling.Candidates{} // the chosen token's logprob: the logits row comes back
-					}
-					s, err := e.Submit(context.Background(), req)
-					if err != nil {
-						b.Fatal(err)
-					}
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							ev, err := s.Next(context.Background())
-							if err != nil || ev.Terminal() {
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
+				runGreedyRequests(b, e, c.seqs, it, outTokens, edit)
 			}
 			el := time.Since(start)
 			b.ReportMetric(float64(el.Microseconds())/float64(b.N*outTokens), "us/step")
