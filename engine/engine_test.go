@@ -586,11 +586,26 @@ func TestRetainForSessions(t *testing.T) {
 func TestDeadline(t *testing.T) {
 	m := &fakeModel{vocab: 64, ctx: 512, gate: make(chan struct{})}
 	e := newFakeEngine(t, Config{}, m)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-	defer cancel()
-	s, err := e.Submit(ctx, Request{Prompt: "abc", MaxTokens: 10})
-	if err != nil {
-		t.Fatal(err)
+	// The deadline must pass after admission, while the gated step holds
+	// the request: a deadline that passes inside Submit (a loaded machine
+	// under -race took more than a millisecond) is refused there, with the
+	// deadline error, and is tried again with a longer one.
+	var s *Stream
+	var ctx context.Context
+	for _, d := range []time.Duration{20 * time.Millisecond, 200 * time.Millisecond, 2 * time.Second} {
+		c, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		var err error
+		if s, err = e.Submit(c, Request{Prompt: "abc", MaxTokens: 10}); err == nil {
+			ctx = c
+			break
+		}
+		if !strings.Contains(err.Error(), "deadline") {
+			t.Fatal(err)
+		}
+	}
+	if s == nil {
+		t.Fatal("every deadline passed inside Submit")
 	}
 	<-ctx.Done()
 	waitCancelSeen(e, s)
