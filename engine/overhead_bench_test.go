@@ -39,8 +39,9 @@ func (m nullModel) ForwardGreedy(_ KV, b *Batch, out []int32) error {
 // (us/step, wall; us/decode_step, the step loop's own time) with a model
 // that computes nothing and tiny-llama's tokenizer (32000 tokens), for 1,
 // 16 and 64 sequences decoding greedily (the device-greedy path, as on the
-// CUDA model) and for one sequence whose logprobs need the logits row on
-// the host. On a GPU a decode step takes a few milliseconds, so this is
+// CUDA model) and for one sequence whose logprobs, or whose sampling at
+// temperature 1 over the whole vocabulary, need the logits row on the
+// host. On a GPU a decode step takes a few milliseconds, so this is
 // the share of a step the engine adds.
 func BenchmarkStepOverhead(b *testing.B) {
 	f, err := gguf.Open(refdata.Dir(b, "models", "tiny-llama-q4_0.gguf"))
@@ -53,10 +54,10 @@ func BenchmarkStepOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, c := range []struct {
-		seqs   int
-		greedy bool
-	}{{1, true}, {16, true}, {64, true}, {1, false}} {
-		b.Run(fmt.Sprintf("seqs=%d/greedy=%v", c.seqs, c.greedy), func(b *testing.B) {
+		seqs int
+		mode string
+	}{{1, "greedy"}, {16, "greedy"}, {64, "greedy"}, {1, "logprobs"}, {1, "temperature"}} {
+		b.Run(fmt.Sprintf("seqs=%d/%s", c.seqs, c.mode), func(b *testing.B) {
 			var mu sync.Mutex
 			var steps int
 			var busy time.Duration
@@ -77,9 +78,11 @@ func BenchmarkStepOverhead(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			var edit func(*Request)
-			if !c.greedy {
-				// The chosen token's logprob: the logits row comes back.
+			switch c.mode {
+			case "logprobs": // the chosen token's logprob: the logits row comes back
 				edit = func(r *Request) { r.Logprobs = &sampling.Candidates{} }
+			case "temperature": // sampled on the host from the whole vocabulary
+				edit = func(r *Request) { r.Sampling = sampling.Options{Temperature: ptr(1.0), Seed: ptr(uint64(7))} }
 			}
 			for it := 0; it < b.N; it++ {
 				runGreedyRequests(b, e, c.seqs, it, outTokens, edit)

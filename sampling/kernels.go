@@ -156,19 +156,33 @@ func topKScan(z []float32, cut float32, k int, ids []int32) []int32 {
 }
 
 // filterWeights collects, in id order, the finite tokens of z that are >=
-// cut, with their weights exp((z-m)/T) and the weights' sum.
+// cut, with their weights exp((z-m)/T) and the weights' sum (added in id
+// order). w must have capacity for len(z) weights: every token's weight is
+// computed first (expNegScaled, four at a time), then the kept ones are
+// moved down in place.
 func filterWeights(z []float32, cut, m float32, invT float64, ids []int32, w []float64) ([]int32, []float64, float64) {
-	fm := float64(m)
+	w = w[:len(z)]
+	expNegScaled(w, z, float64(m), invT)
 	var sum float64
+	n := 0
 	for i, x := range z {
 		if x >= cut && !math.IsInf(float64(x), 0) { // NaN fails x >= cut
 			ids = append(ids, int32(i))
-			e := expNeg((float64(x) - fm) * invT)
-			w = append(w, e)
-			sum += e
+			w[n] = w[i]
+			sum += w[i]
+			n++
 		}
 	}
-	return ids, w, sum
+	return ids, w[:n], sum
+}
+
+// expNegScaledGo writes w[i] = expNeg((float64(z[i]) − m) · invT): the
+// plain twin of expNegScaled. Values above m (not used) give 1.
+func expNegScaledGo(w []float64, z []float32, m, invT float64) {
+	_ = w[:len(z)]
+	for i, x := range z {
+		w[i] = expNeg(min((float64(x)-m)*invT, 0))
+	}
 }
 
 // siftDown restores the heap invariant (every child is better than its

@@ -76,3 +76,31 @@ func BenchmarkSumExpNeg(b *testing.B) {
 		})
 	}
 }
+
+// TestExpNegScaledBitwise: expNegScaled writes the plain twin's bits for
+// every token at or below m, over lengths with and without a tail, the
+// temperatures of sampling and −Inf logits.
+func TestExpNegScaledBitwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 3, 4, 5, 8, 33, 1000, 32000} {
+		for _, temp := range []float64{0.05, 0.7, 1, 1.3, 20} {
+			z := make([]float32, n)
+			m := float32(math.Inf(-1))
+			for i := range z {
+				z[i] = float32(rng.NormFloat64() * 6)
+				if i%53 == 7 {
+					z[i] = float32(math.Inf(-1))
+				}
+				m = max(m, z[i])
+			}
+			got, want := make([]float64, n), make([]float64, n)
+			expNegScaled(got, z, float64(m), 1/temp)
+			expNegScaledGo(want, z, float64(m), 1/temp)
+			for i := range z {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("n %d T %v: w[%d] (z %v) = %v, plain %v", n, temp, i, z[i], got[i], want[i])
+				}
+			}
+		}
+	}
+}
