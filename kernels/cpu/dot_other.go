@@ -45,3 +45,9 @@ func decodeRows(t ggml.Type, rows []byte, rb int, v actView, out []float32) bool
 
 // packPanelSIMD: no SIMD panel packing on this architecture.
 func packPanelSIMD(bk *blkKernel, panel, rows, next []byte, rb, nb int) bool { return false }
+
+// blkDotRowsFew: no few-token decode kernels on this architecture (the
+// caller takes the tokens one at a time).
+func blkDotRowsFew(bk *blkKernel, rows []byte, rb int, qs []int8, d []float32, n int, out []float32, ostride int) bool {
+	return false
+}
