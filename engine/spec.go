@@ -232,6 +232,13 @@ func (e *Engine) verifyStep(o *output, it *scheduler.Item, rows []float32) {
 	e.specAdapt(o, K, matched)
 	e.lp.specDrafted += K
 	e.lp.specAccepted += matched
+	// Counted before any of the tokens is delivered, so a client that has
+	// seen the request end sees its drafts in Stats (the step's other
+	// figures are added when the step ends).
+	e.mu.Lock()
+	e.stats.SpecDraftTokens += uint64(K)
+	e.stats.SpecAcceptedTokens += uint64(matched)
+	e.mu.Unlock()
 
 	now := time.Now()
 	emitted := 0

@@ -139,8 +139,6 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	e.mu.Lock()
 	e.stats.PromptTokens += uint64(st.PrefillTokens)
 	e.stats.GenerationTokens += uint64(st.DecodeTokens)
-	e.stats.SpecDraftTokens += uint64(st.SpecDrafted)
-	e.stats.SpecAcceptedTokens += uint64(st.SpecAccepted)
 	e.mu.Unlock()
 	if h := e.cfg.Hooks.OnStep; h != nil {
 		h(st)
