@@ -61,18 +61,9 @@ func BenchmarkDecode(b *testing.B) {
 	m, tok := synthTinyLlama(b)
 	for _, conc := range []int{1, 4, 16, 64} {
 		b.Run(fmt.Sprintf("seqs=%d", conc), func(b *testing.B) {
-			var mu sync.Mutex
-			var decTok int
-			var decDur time.Duration
+			var dec decodeSteps
 			e, err := New(Config{MaxRunning: 64, MaxBatchedTokens: 1024, KVPages: 64 * 4,
-				Hooks: Hooks{OnStep: func(s StepStats) {
-					if s.PrefillTokens == 0 {
-						mu.Lock()
-						decTok += s.DecodeTokens
-						decDur += s.Duration
-						mu.Unlock()
-					}
-				}}}, m, tok)
+				Hooks: Hooks{OnStep: dec.observe}}, m, tok)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -85,8 +76,8 @@ func BenchmarkDecode(b *testing.B) {
 			}
 			el := time.Since(start)
 			b.ReportMetric(float64(b.N*conc*outTokens)/el.Seconds(), "tok/s")
-			if decDur > 0 {
-				b.ReportMetric(float64(decTok)/decDur.Seconds(), "decode_tok/s")
+			if dec.busy > 0 {
+				b.ReportMetric(float64(dec.tokens)/dec.busy.Seconds(), "decode_tok/s")
 			}
 		})
 	}
@@ -124,4 +115,23 @@ func runGreedyRequests(b *testing.B, e *Engine, conc, it, outTokens int, edit fu
 		}()
 	}
 	wg.Wait()
+}
+
+// decodeSteps totals the steps without prefill tokens an engine runs (its
+// OnStep hook, observe): how many, their decode tokens and their time.
+type decodeSteps struct {
+	mu            sync.Mutex
+	steps, tokens int
+	busy          time.Duration
+}
+
+func (d *decodeSteps) observe(s StepStats) {
+	if s.PrefillTokens != 0 {
+		return
+	}
+	d.mu.Lock()
+	d.steps++
+	d.tokens += s.DecodeTokens
+	d.busy += s.Duration
+	d.mu.Unlock()
 }

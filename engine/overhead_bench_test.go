@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,18 +57,9 @@ func BenchmarkStepOverhead(b *testing.B) {
 		mode string
 	}{{1, "greedy"}, {16, "greedy"}, {64, "greedy"}, {1, "logprobs"}, {1, "temperature"}} {
 		b.Run(fmt.Sprintf("seqs=%d/%s", c.seqs, c.mode), func(b *testing.B) {
-			var mu sync.Mutex
-			var steps int
-			var busy time.Duration
+			var dec decodeSteps
 			e, err := New(Config{MaxRunning: 64, MaxBatchedTokens: 1024, KVPages: 64 * 40,
-				Hooks: Hooks{OnStep: func(s StepStats) {
-					if s.PrefillTokens == 0 {
-						mu.Lock()
-						steps++
-						busy += s.Duration
-						mu.Unlock()
-					}
-				}}}, nullModel{vocab: 32000, ctx: 4096}, WrapTokenizer(tk))
+				Hooks: Hooks{OnStep: dec.observe}}, nullModel{vocab: 32000, ctx: 4096}, WrapTokenizer(tk))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -89,8 +79,8 @@ func BenchmarkStepOverhead(b *testing.B) {
 			}
 			el := time.Since(start)
 			b.ReportMetric(float64(el.Microseconds())/float64(b.N*outTokens), "us/step")
-			if steps > 0 {
-				b.ReportMetric(float64(busy.Microseconds())/float64(steps), "us/decode_step")
+			if dec.steps > 0 {
+				b.ReportMetric(float64(dec.busy.Microseconds())/float64(dec.steps), "us/decode_step")
 			}
 		})
 	}
