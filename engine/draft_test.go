@@ -158,6 +158,27 @@ func TestSpecDraftModelVocabMismatch(t *testing.T) {
 	}
 }
 
+// TestKVBudgetCountsDraft: a KV memory budget pays for the draft model's
+// K/V store too, which has the same pages as the model's: each page costs
+// both models' bytes (fakeModel: 64 bytes per position).
+func TestKVBudgetCountsDraft(t *testing.T) {
+	const budget = 64 << 10 // 64 pages of 16 positions for the model alone
+	for _, tc := range []struct {
+		draft Model
+		pages int
+	}{{nil, 64}, {&fakeModel{vocab: 64, ctx: 512}, 32}} {
+		e, err := New(Config{KVMemory: budget, PageSize: 16, Speculation: Speculation{Draft: tc.draft}},
+			&fakeModel{vocab: 64, ctx: 512}, fakeTok{vocab: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Limits().TotalPages; got != tc.pages {
+			t.Errorf("draft %v: %d pages, want %d", tc.draft != nil, got, tc.pages)
+		}
+		e.Close()
+	}
+}
+
 // TestSpecAdaptiveBackoff: with a draft model that is never right,
 // adaptive K drops to one draft and then backs off, so far fewer drafts
 // are verified than with a fixed K; the output is still plain decoding's.

@@ -179,7 +179,13 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 	}
 	pages := cfg.KVPages
 	if pages == 0 {
-		pages = kvcache.PagesForBudget(cfg.KVMemory, m.KVBytesPerPage(cfg.PageSize))
+		perPage := m.KVBytesPerPage(cfg.PageSize)
+		if d := cfg.Speculation.Draft; d != nil {
+			// The draft model's K/V store has the same pages (draft.go):
+			// a page costs both stores' bytes.
+			perPage += d.KVBytesPerPage(cfg.PageSize)
+		}
+		pages = kvcache.PagesForBudget(cfg.KVMemory, perPage)
 		// No more than every running sequence at full context could use.
 		maxRun := cfg.MaxRunning
 		if maxRun == 0 {

@@ -47,9 +47,9 @@ type Options struct {
 	// Draft, when set, is the draft model of speculative decoding
 	// (engine.Speculation.Draft; --draft-model): it must have the same
 	// vocabulary (CheckDraftVocab). It runs where the model runs: on the
-	// CPU with Threads and KVType, or on the same CUDA device, its K/V
-	// pages counted in the KV budget beside the model's. The file stays
-	// the caller's.
+	// CPU with Threads and KVType, or on the same CUDA device. Its K/V
+	// pages come out of the same KV budget (the engine counts both models'
+	// bytes per page). The file stays the caller's.
 	Draft *gguf.File
 }
 
@@ -148,9 +148,8 @@ func (m *Model) loadModel(f *gguf.File, o Options, cfg *engine.Config) (engine.M
 	pageSize := def.PageSize
 	perPage := m.GPU.Config().KVBytesPerPage(pageSize)
 	// The draft model's weights go on the device before the KV budget is
-	// settled; its K/V store has as many pages as the model's (engine:
-	// one page table serves both), so a page costs both models' bytes and
-	// the draft's step workspace is set aside too.
+	// settled, and its step workspace is set aside; the engine counts its
+	// K/V bytes in each page of the budget (one page table serves both).
 	var draftPage, draftWS int64
 	if o.Draft != nil {
 		if m.DraftGPU, err = gpu.Load(m.Device.CUDA, o.Draft, gpu.Options{MaxTokens: min(def.MaxBatchedTokens, 2048)}); err != nil {
@@ -167,15 +166,9 @@ func (m *Model) loadModel(f *gguf.File, o Options, cfg *engine.Config) (engine.M
 		case cfg.KVPages > 0:
 			want = int64(cfg.KVPages) * (perPage + draftPage)
 		case o.KVMemoryAuto:
-			// The model's share of the device's KV bytes: the engine
-			// sizes its pool from the model's bytes per page.
-			cfg.KVMemory = int64(float64(max(avail, 0)) * float64(perPage) / float64(perPage+draftPage))
-			want = avail
+			cfg.KVMemory, want = max(avail, 0), avail
 		default:
 			want = def.KVMemory
-			if draftPage > 0 {
-				cfg.KVMemory = int64(float64(def.KVMemory) * float64(perPage) / float64(perPage+draftPage))
-			}
 		}
 		switch {
 		case avail < perPage+draftPage:
