@@ -77,6 +77,8 @@ func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int {
 	// kernel. Without f16FewOn, as before it: the 3×4 tile for four of
 	// them.
 	switch left := t1 - i; {
+	case rowsZFits(op, left):
+		// AVX-512: the rows kernels (dot_f16rowsz*) take two to five.
 	case left == 5 && f16FewOn:
 		i = p.tileF16Shape(op, f16Shape25, r0, r1, i, t1)
 	case left >= 4:

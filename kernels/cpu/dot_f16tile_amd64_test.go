@@ -125,11 +125,13 @@ func TestTileF16BitwiseEqualsDot(t *testing.T) {
 // verifying drafts) with one tile: the 3×4 for four, the 2×5 for five
 // (without f16FewOn, as before it: the 3×4 for four of five); every
 // result is bitwise the one-token kernel's, and the rest is untouched.
+// With the AVX-512 rows kernels on, it leaves two to five tokens to them
+// (TestF16RowsBitwiseEqualsDot).
 func TestTileF16GroupOfFour(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no F16 tile on this CPU")
 	}
-	defer func(s f16Shape, on bool) { f16TileShape, f16FewOn = s, on }(f16TileShape, f16FewOn)
+	defer func(s f16Shape, on, z bool) { f16TileShape, f16FewOn, f16RowsZOn = s, on, z }(f16TileShape, f16FewOn, f16RowsZOn)
 	f16TileShape = f16Shape26
 	rng := rand.New(rand.NewPCG(65, 66))
 	pool := NewPool(1)
@@ -143,7 +145,7 @@ func TestTileF16GroupOfFour(t *testing.T) {
 		{true, 3, 0}, {true, 4, 4}, {true, 5, 5}, {true, 6, 6}, {true, 9, 6}, {true, 10, 10}, {true, 11, 11}, {true, 12, 12}, {true, 17, 17},
 	} {
 		t.Run(fmt.Sprintf("few=%v/n%d", c.few, c.n), func(t *testing.T) {
-			f16FewOn = c.few
+			f16FewOn, f16RowsZOn = c.few, false
 			w, x := f16TileInput(t, rng, rows, cols, c.n)
 			op, dst := canaryOp(w, c.n)
 			pool.scratch.x = x

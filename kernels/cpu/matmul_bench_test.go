@@ -201,7 +201,7 @@ func benchCPUTime() time.Duration {
 // is the time of one product; n1 (the decode kernels) is the rate the
 // others aim at.
 func BenchmarkMatMulFewTokens(b *testing.B) {
-	defer func(f, k, q bool) { f16FewOn, kquantFewOn, q8FewOn = f, k, q }(f16FewOn, kquantFewOn, q8FewOn)
+	defer func(f, k, q, z bool) { f16FewOn, kquantFewOn, q8FewOn, f16RowsZOn = f, k, q, z }(f16FewOn, kquantFewOn, q8FewOn, f16RowsZOn)
 	const rows, cols = 5632, 2048
 	pool := NewPool(2)
 	defer pool.Close()
@@ -218,10 +218,14 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 			}
 		}
 		for _, n := range []int{1, 2, 3, 4, 5, 6, 7} {
-			for _, on := range []bool{false, true} {
-				name := map[bool]string{false: "off", true: "few"}[on]
-				b.Run(fmt.Sprintf("%s/n%d/%s", c.typ, n, name), func(b *testing.B) {
+			for _, mode := range []string{"off", "few", "few-avx2"} {
+				if mode == "few-avx2" && (c.typ != ggml.TypeF16 || !hasAVX512F16) {
+					continue // the AVX2 kernels where the AVX-512 ones run
+				}
+				on := mode != "off"
+				b.Run(fmt.Sprintf("%s/n%d/%s", c.typ, n, mode), func(b *testing.B) {
 					f16FewOn, kquantFewOn, q8FewOn = on, on, on
+					f16RowsZOn = mode == "few" && hasAVX512F16
 					x := randNormal(rand.New(rand.NewPCG(2, 3)), n*cols, 1)
 					dst := make([]float32, n*rows)
 					pool.MatMul(dst, ws[0], x, n)
