@@ -98,6 +98,12 @@ var (
 	// q8FewOn: Q8_0 decode of two or three tokens reads each group of 8
 	// rows once for all of them (blkDotRowsFew) instead of once a token.
 	q8FewOn = true
+	// q4zFewMax: Q4_0 products in the decode layout of fewer tokens than
+	// this run the decode kernel once per token (each work item's rows
+	// stay in cache for the tokens after the first) instead of unpacking
+	// every 16-row group into a panel first (BenchmarkMatMulFewTokens:
+	// per token wins up to 11 tokens, the panels from 16).
+	q4zFewMax = q4zFewMaxDefault
 	// f16zOn: the F16 tile is the AVX-512 4×6 one.
 	f16zOn = active.f16Z
 	// f16RowsZOn: with f16FewOn, two to five tokens of an F16 product
@@ -106,6 +112,10 @@ var (
 	// kernels (dot_f16rowsz*) instead of the AVX2 rows kernels and tiles.
 	f16RowsZOn = active.f16Z
 )
+
+// q4zFewMaxDefault is q4zFewMax as shipped; TestQ4ZMatMul also runs 4,
+// where the panels started before BenchmarkMatMulFewTokens had Q4_0.
+const q4zFewMaxDefault = 12
 
 // q4zActive reports whether the Q4_0 decode layout's kernels run here.
 func q4zActive() bool { return active.vnni }

@@ -29,7 +29,7 @@ func (p *Pool) tileQ4Z(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	}
 	nb, cols := w.Cols/qk, w.Cols
 	a := &s.act[op.k.act]
-	if t1-t0 < 4 {
+	if t1-t0 < q4zFewMax {
 		for i := t0; i < t1; i++ {
 			q4zGemv(w.Data[r0*rb:r1*rb], a.qs[i*cols:(i+1)*cols], a.d[i*nb:(i+1)*nb], a.s8[i*nb:(i+1)*nb],
 				op.dst[i*w.Rows+r0:i*w.Rows+r1], 16*rb)

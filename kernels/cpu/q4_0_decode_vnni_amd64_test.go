@@ -138,19 +138,23 @@ func TestQ4ZMatMul(t *testing.T) {
 			if !ok {
 				t.Fatal("not packed")
 			}
-			for _, n := range []int{1, 2, 3, 5, 8, 16, 19, 37} {
-				t.Run(fmt.Sprintf("t%d/%dx%d/n%d", threads, sh.rows, sh.cols, n), func(t *testing.T) {
-					x := randNormal(rng, n*sh.cols, 1)
-					want := make([]float32, n*sh.rows)
-					got := make([]float32, n*sh.rows)
-					pool.MatMul(want, w, x, n)
-					pool.MatMul(got, pk, x, n)
-					for i := range want {
-						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-							t.Fatalf("token %d row %d: decode layout %g, row-major %g", i/sh.rows, i%sh.rows, got[i], want[i])
+			for _, few := range []int{4, q4zFewMaxDefault} {
+				for _, n := range []int{1, 2, 3, 4, 5, 8, 11, 12, 16, 19, 37} {
+					t.Run(fmt.Sprintf("t%d/%dx%d/n%d/few%d", threads, sh.rows, sh.cols, n, few), func(t *testing.T) {
+						defer func(o int) { q4zFewMax = o }(q4zFewMax)
+						q4zFewMax = few
+						x := randNormal(rng, n*sh.cols, 1)
+						want := make([]float32, n*sh.rows)
+						got := make([]float32, n*sh.rows)
+						pool.MatMul(want, w, x, n)
+						pool.MatMul(got, pk, x, n)
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("token %d row %d: decode layout %g, row-major %g", i/sh.rows, i%sh.rows, got[i], want[i])
+							}
 						}
-					}
-				})
+					})
+				}
 			}
 		}
 		pool.Close()
