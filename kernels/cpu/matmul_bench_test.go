@@ -196,16 +196,17 @@ func benchCPUTime() time.Duration {
 // BenchmarkMatMulFewTokens: products of a few tokens (a step of a few
 // decoders, or of a token verifying drafts) with the kernels for them
 // (few: f16FewOn and, with AVX-512, f16RowsZOn, kquantFewOn, q8FewOn,
-// q4zFewMax at its default) and without (off: q4zFewMax 4), and for F16
-// the AVX2 kernels where the AVX-512 ones run (few-avx2), weights from
+// q4zFewOn, q4zFewMax at its default) and without (off: q4zFewMax 4),
+// for F16 the AVX2 kernels where the AVX-512 ones run (few-avx2) and for
+// Q4_0 the one-token kernel per token (few-pertoken), weights from
 // DRAM: tinyllama-1.1b FFN matrices (5632 × 2048) in turn, 277 MB of F16,
 // 156-227 MB of Q4_K / Q6_K, 294 MB of Q8_0 and 156 MB of Q4_0 (in the
 // decode layout where it applies), on a 2-thread pool. us/mat is the time
 // of one product; n1 (the decode kernels) is the rate the others aim at.
 func BenchmarkMatMulFewTokens(b *testing.B) {
-	defer func(f, k, q, z bool, q4 int) {
-		f16FewOn, kquantFewOn, q8FewOn, f16RowsZOn, q4zFewMax = f, k, q, z, q4
-	}(f16FewOn, kquantFewOn, q8FewOn, f16RowsZOn, q4zFewMax)
+	defer func(f, k, q, z, q4on bool, q4 int) {
+		f16FewOn, kquantFewOn, q8FewOn, f16RowsZOn, q4zFewOn, q4zFewMax = f, k, q, z, q4on, q4
+	}(f16FewOn, kquantFewOn, q8FewOn, f16RowsZOn, q4zFewOn, q4zFewMax)
 	const rows, cols = 5632, 2048
 	pool := NewPool(2)
 	defer pool.Close()
@@ -223,14 +224,18 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 			ws[i], _ = PackQ4_0Decode(ws[i], ws[i].Data) // Q4_0: the decode layout, as the model loads it
 		}
 		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 11} {
-			for _, mode := range []string{"off", "few", "few-avx2"} {
+			for _, mode := range []string{"off", "few", "few-avx2", "few-pertoken"} {
 				if mode == "few-avx2" && (c.typ != ggml.TypeF16 || !hasAVX512F16) {
 					continue // the AVX2 kernels where the AVX-512 ones run
+				}
+				if mode == "few-pertoken" && (c.typ != ggml.TypeQ4_0 || !q4zActive()) {
+					continue // the one-token decode-layout kernel per token
 				}
 				on := mode != "off"
 				b.Run(fmt.Sprintf("%s/n%d/%s", c.typ, n, mode), func(b *testing.B) {
 					f16FewOn, kquantFewOn, q8FewOn = on, on, on
 					q4zFewMax = map[bool]int{false: 4, true: q4zFewMaxDefault}[on]
+					q4zFewOn = mode == "few"
 					f16RowsZOn = mode == "few" && hasAVX512F16
 					x := randNormal(rand.New(rand.NewPCG(2, 3)), n*cols, 1)
 					dst := make([]float32, n*rows)

@@ -17,10 +17,54 @@ func q4zGemv(grp []byte, qs []int8, d []float32, s8 []int32, out []float32, pf i
 	gemv16Q4_0P(&grp[0], ng, &qs[0], &d[0], &s8[0], nb, pf, &out[0])
 }
 
+//go:generate go run q4_0_decode_few_gen.go
+
+//go:noescape
+func gemv16Q4_0PT2(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+//go:noescape
+func gemv16Q4_0PT3(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+//go:noescape
+func gemv16Q4_0PT4(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+// q4zFewKernels[n] is the decode-layout kernel for n tokens
+// (q4_0_decode_few_vnni_amd64.s).
+var q4zFewKernels = [...]func(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int){
+	2: gemv16Q4_0PT2, 3: gemv16Q4_0PT3, 4: gemv16Q4_0PT4,
+}
+
+// q4zGemvFew is q4zGemv for n = 2 to 4 consecutive tokens, each block
+// read and unpacked once for all of them: token t's activations at
+// qs[t·32·nb:], d[t·nb:], s8[t·nb:], its results at out[t·ostride+j]
+// for row j. Each result is bitwise q4zGemv's.
+func q4zGemvFew(grp []byte, n int, qs []int8, d []float32, s8 []int32, out []float32, ostride, rows, pf int) {
+	nb, ng := len(d)/n, rows/16
+	if ng == 0 || nb == 0 {
+		return
+	}
+	_ = grp[ng*nb*q4zBlock-1]
+	_ = qs[32*nb*n-1]
+	_ = s8[nb*n-1]
+	_ = out[(n-1)*ostride+16*ng-1]
+	q4zFewKernels[n](&grp[0], ng, &qs[0], 32*nb, &d[0], &s8[0], 4*nb, nb, pf, &out[0], 4*ostride)
+}
+
+// q4zChunk is the tokens the next decode-layout kernel call takes when
+// left are left: four at a time, and never one alone after others (five
+// go as three and two).
+func q4zChunk(left int) int {
+	if left == 5 {
+		return 3
+	}
+	return min(left, len(q4zFewKernels)-1)
+}
+
 // tileQ4Z computes rows [r0, r1) (whole decode-layout groups) of op for
-// tokens [t0, t1): decode (fewer than 4 tokens) through the streaming
-// kernel per token, more tokens through the 16-row VNNI panels that
-// tileBlkZ uses (a group unpacks into the same panel bytes as its rows).
+// tokens [t0, t1): decode (fewer than q4zFewMax tokens) through the
+// streaming kernels, up to four tokens per call (q4zGemvFew), more
+// tokens through the 16-row VNNI panels that tileBlkZ uses (a group
+// unpacks into the same panel bytes as its rows).
 func (p *Pool) tileQ4Z(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	s := &p.scratch
 	w, rb := op.w, op.rb
@@ -30,9 +74,19 @@ func (p *Pool) tileQ4Z(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	nb, cols := w.Cols/qk, w.Cols
 	a := &s.act[op.k.act]
 	if t1-t0 < q4zFewMax {
-		for i := t0; i < t1; i++ {
-			q4zGemv(w.Data[r0*rb:r1*rb], a.qs[i*cols:(i+1)*cols], a.d[i*nb:(i+1)*nb], a.s8[i*nb:(i+1)*nb],
-				op.dst[i*w.Rows+r0:i*w.Rows+r1], 16*rb)
+		for i := t0; i < t1; {
+			n := 1
+			if q4zFewOn {
+				n = q4zChunk(t1 - i)
+			}
+			if n == 1 {
+				q4zGemv(w.Data[r0*rb:r1*rb], a.qs[i*cols:(i+1)*cols], a.d[i*nb:(i+1)*nb], a.s8[i*nb:(i+1)*nb],
+					op.dst[i*w.Rows+r0:i*w.Rows+r1], 16*rb)
+			} else {
+				q4zGemvFew(w.Data[r0*rb:r1*rb], n, a.qs[i*cols:(i+n)*cols], a.d[i*nb:(i+n)*nb], a.s8[i*nb:(i+n)*nb],
+					op.dst[i*w.Rows+r0:], w.Rows, r1-r0, 16*rb)
+			}
+			i += n
 		}
 		return
 	}

@@ -124,6 +124,63 @@ func TestQ4ZGemv(t *testing.T) {
 	}
 }
 
+// TestQ4ZGemvFew: the two- to four-token decode-layout kernels give every
+// (row, token) exactly the bits of the one-token kernel, for one group
+// and several, short and long rows, saturated activations and extreme
+// nibbles, and write nothing outside their rows and tokens.
+func TestQ4ZGemvFew(t *testing.T) {
+	skipNoQ4Z(t)
+	rng := rand.New(rand.NewPCG(91, 92))
+	for _, sh := range []struct{ rows, cols int }{{16, 32}, {32, 256}, {48, 2048}, {16, 5632}} {
+		for _, extreme := range []bool{false, true} {
+			w := randomMatrix(t, rng, ggml.TypeQ4_0, sh.rows, sh.cols)
+			if extreme {
+				for i := range w.Data {
+					if i%18 >= 2 {
+						w.Data[i] = 0xff * byte(i/(sh.cols/32*18)%2) // rows of 15s and of 0s
+					}
+				}
+			}
+			pk, _ := PackQ4_0Decode(w, make([]byte, len(w.Data)))
+			const maxN = 4
+			x := randNormal(rng, maxN*sh.cols, 1)
+			for i := 0; i < len(x); i += 3 {
+				x[i] = -30
+			}
+			var a actBuf
+			a.prepare(actQ8_0, maxN, sh.cols)
+			for i := range maxN {
+				a.quantizeToken(actQ8_0, i, sh.cols, x[i*sh.cols:(i+1)*sh.cols])
+			}
+			nb := sh.cols / 32
+			for n := 2; n <= maxN; n++ {
+				t.Run(fmt.Sprintf("%dx%d/extreme=%v/n%d", sh.rows, sh.cols, extreme, n), func(t *testing.T) {
+					ostride := sh.rows + 3 // a gap between the tokens' outputs
+					out := make([]float32, n*ostride)
+					for i := range out {
+						out[i] = 777
+					}
+					q4zGemvFew(pk.Data, n, a.qs[:n*sh.cols], a.d[:n*nb], a.s8[:n*nb], out, ostride, sh.rows, 4096)
+					for tok := range n {
+						want := make([]float32, sh.rows)
+						q4zGemv(pk.Data, a.qs[tok*sh.cols:(tok+1)*sh.cols], a.d[tok*nb:(tok+1)*nb], a.s8[tok*nb:(tok+1)*nb], want, 4096)
+						for r := range sh.rows {
+							if got := out[tok*ostride+r]; math.Float32bits(got) != math.Float32bits(want[r]) {
+								t.Fatalf("token %d row %d: %d-token kernel %g, one-token %g", tok, r, n, got, want[r])
+							}
+						}
+						for r := sh.rows; r < ostride; r++ {
+							if out[tok*ostride+r] != 777 {
+								t.Fatalf("token %d: wrote past the last row", tok)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
 // TestQ4ZMatMul: MatMul on the decode layout equals MatMul on the
 // row-major matrix bit for bit, for decode, short batches and prefill
 // tiles, with tail rows, on one and three threads.
@@ -139,10 +196,10 @@ func TestQ4ZMatMul(t *testing.T) {
 				t.Fatal("not packed")
 			}
 			for _, few := range []int{4, q4zFewMaxDefault} {
-				for _, n := range []int{1, 2, 3, 4, 5, 8, 11, 12, 16, 19, 37} {
+				for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 16, 19, 37, 63, 64, 71} {
 					t.Run(fmt.Sprintf("t%d/%dx%d/n%d/few%d", threads, sh.rows, sh.cols, n, few), func(t *testing.T) {
-						defer func(o int) { q4zFewMax = o }(q4zFewMax)
-						q4zFewMax = few
+						defer func(o int, on bool) { q4zFewMax, q4zFewOn = o, on }(q4zFewMax, q4zFewOn)
+						q4zFewMax, q4zFewOn = few, few != 4
 						x := randNormal(rng, n*sh.cols, 1)
 						want := make([]float32, n*sh.rows)
 						got := make([]float32, n*sh.rows)
