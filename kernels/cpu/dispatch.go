@@ -99,14 +99,15 @@ var (
 	// rows once for all of them (blkDotRowsFew) instead of once a token.
 	q8FewOn = true
 	// q4zFewMax: Q4_0 products in the decode layout of fewer tokens than
-	// this run the decode kernels, up to four tokens a call, over each
+	// this run the decode kernels, up to eight tokens a call, over each
 	// work item's rows (they stay in cache between calls) instead of
 	// unpacking every 16-row group into a panel first
-	// (BenchmarkMatMulFewTokens, 5632×2048 on two threads: the decode
-	// kernels win up to 48-64 tokens, by 2.2x at 4, 1.3x at 16).
+	// (BenchmarkMatMulFewTokens, 5632×2048 on two threads: 2.6x at 4
+	// tokens, 1.6x at 8, 1.2x at 32, 1.1x at 128 and 512; whole model,
+	// tinyllama-1.1b: pp128 1.09x, pp256 1.03-1.07x, pp512 the same).
 	q4zFewMax = q4zFewMaxDefault
 	// q4zFewOn: those tokens go through the decode-layout kernels up to
-	// four at a time (q4zGemvFew), each block read and unpacked once for
+	// eight at a time (q4zGemvFew), each block read and unpacked once for
 	// all of them, instead of one token per call.
 	q4zFewOn = true
 	// f16zOn: the F16 tile is the AVX-512 4×6 one.
@@ -120,7 +121,7 @@ var (
 
 // q4zFewMaxDefault is q4zFewMax as shipped; TestQ4ZMatMul also runs 4,
 // where the panels started before BenchmarkMatMulFewTokens had Q4_0.
-const q4zFewMaxDefault = 64
+const q4zFewMaxDefault = 256
 
 // q4zActive reports whether the Q4_0 decode layout's kernels run here.
 func q4zActive() bool { return active.vnni }

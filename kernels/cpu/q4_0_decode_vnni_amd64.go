@@ -28,13 +28,26 @@ func gemv16Q4_0PT3(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8
 //go:noescape
 func gemv16Q4_0PT4(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
 
+//go:noescape
+func gemv16Q4_0PT5(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+//go:noescape
+func gemv16Q4_0PT6(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+//go:noescape
+func gemv16Q4_0PT7(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+//go:noescape
+func gemv16Q4_0PT8(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
 // q4zFewKernels[n] is the decode-layout kernel for n tokens
 // (q4_0_decode_few_vnni_amd64.s).
 var q4zFewKernels = [...]func(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int){
-	2: gemv16Q4_0PT2, 3: gemv16Q4_0PT3, 4: gemv16Q4_0PT4,
+	2: gemv16Q4_0PT2, 3: gemv16Q4_0PT3, 4: gemv16Q4_0PT4, 5: gemv16Q4_0PT5,
+	6: gemv16Q4_0PT6, 7: gemv16Q4_0PT7, 8: gemv16Q4_0PT8,
 }
 
-// q4zGemvFew is q4zGemv for n = 2 to 4 consecutive tokens, each block
+// q4zGemvFew is q4zGemv for n = 2 to 8 consecutive tokens, each block
 // read and unpacked once for all of them: token t's activations at
 // qs[t·32·nb:], d[t·nb:], s8[t·nb:], its results at out[t·ostride+j]
 // for row j. Each result is bitwise q4zGemv's.
@@ -51,18 +64,19 @@ func q4zGemvFew(grp []byte, n int, qs []int8, d []float32, s8 []int32, out []flo
 }
 
 // q4zChunk is the tokens the next decode-layout kernel call takes when
-// left are left: four at a time, and never one alone after others (five
-// go as three and two).
+// left are left: eight at a time, and never one alone after others
+// (nine go as seven and two).
 func q4zChunk(left int) int {
-	if left == 5 {
-		return 3
+	c := min(left, len(q4zFewKernels)-1)
+	if left-c == 1 {
+		c--
 	}
-	return min(left, len(q4zFewKernels)-1)
+	return c
 }
 
 // tileQ4Z computes rows [r0, r1) (whole decode-layout groups) of op for
 // tokens [t0, t1): decode (fewer than q4zFewMax tokens) through the
-// streaming kernels, up to four tokens per call (q4zGemvFew), more
+// streaming kernels, up to eight tokens per call (q4zGemvFew), more
 // tokens through the 16-row VNNI panels that tileBlkZ uses (a group
 // unpacks into the same panel bytes as its rows).
 func (p *Pool) tileQ4Z(worker int, op *opPlan, r0, r1, t0, t1 int) {

@@ -124,7 +124,7 @@ func TestQ4ZGemv(t *testing.T) {
 	}
 }
 
-// TestQ4ZGemvFew: the two- to four-token decode-layout kernels give every
+// TestQ4ZGemvFew: the two- to eight-token decode-layout kernels give every
 // (row, token) exactly the bits of the one-token kernel, for one group
 // and several, short and long rows, saturated activations and extreme
 // nibbles, and write nothing outside their rows and tokens.
@@ -142,7 +142,7 @@ func TestQ4ZGemvFew(t *testing.T) {
 				}
 			}
 			pk, _ := PackQ4_0Decode(w, make([]byte, len(w.Data)))
-			const maxN = 4
+			const maxN = 8
 			x := randNormal(rng, maxN*sh.cols, 1)
 			for i := 0; i < len(x); i += 3 {
 				x[i] = -30
@@ -196,7 +196,7 @@ func TestQ4ZMatMul(t *testing.T) {
 				t.Fatal("not packed")
 			}
 			for _, few := range []int{4, q4zFewMaxDefault} {
-				for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 16, 19, 37, 63, 64, 71} {
+				for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 19, 37, 63, 64, 71, 255, 256, 300} {
 					t.Run(fmt.Sprintf("t%d/%dx%d/n%d/few%d", threads, sh.rows, sh.cols, n, few), func(t *testing.T) {
 						defer func(o int, on bool) { q4zFewMax, q4zFewOn = o, on }(q4zFewMax, q4zFewOn)
 						q4zFewMax, q4zFewOn = few, few != 4
