@@ -10,7 +10,7 @@ import (
 
 // TestF16RowsBitwiseEqualsDot: every (row, token) the rows kernels compute
 // is bitwise the one-token kernel's result (batch invariance), for the
-// AVX2 kernels (two and three tokens) and the AVX-512 ones (two to five,
+// AVX2 kernels (two and three tokens) and the AVX-512 ones (two to eight,
 // two row streams and an odd last row), lengths that end after 32-, 16-
 // and 8-element steps or in elements past the last multiple of 8, one row
 // and many, and sub-ranges of rows and tokens; everything outside the
@@ -39,6 +39,10 @@ func TestF16RowsBitwiseEqualsDot(t *testing.T) {
 		{"five tokens", 13, 56, 5, 0, 13, 0},
 		{"five tokens, cols not multiple of 8", 6, 1027, 5, 0, 6, 0},
 		{"six tokens", 8, 64, 6, 0, 8, 0},
+		{"seven tokens, odd rows", 9, 2048 + 24, 7, 0, 9, 0},
+		{"eight tokens", 6, 520, 8, 0, 6, 0},
+		{"eight of ten tokens", 7, 72, 10, 1, 6, 2},
+		{"nine tokens", 8, 64, 9, 0, 8, 0},
 		{"no rows", 8, 64, 3, 4, 4, 0},
 	}
 	rng := rand.New(rand.NewPCG(71, 72))

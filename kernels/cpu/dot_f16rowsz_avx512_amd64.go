@@ -1,6 +1,6 @@
 package cpu
 
-// AVX-512 F16 rows × two to five tokens (dot_f16rowsz_avx512_amd64.s):
+// AVX-512 F16 rows × two to eight tokens (dot_f16rowsz_avx512_amd64.s):
 // each weight row is read once for all the tokens, two rows at a time,
 // and each result is bitwise the one-token dotF16AVX2's.
 
@@ -16,9 +16,19 @@ func f16RowsZ4AVX512(rows *byte, boff, np, rb int, x *float32, n8, xstride, pf i
 //go:noescape
 func f16RowsZ5AVX512(rows *byte, boff, np, rb int, x *float32, n8, xstride, pf int, out *float32, ooff, ostride int)
 
+//go:noescape
+func f16RowsZ6AVX512(rows *byte, boff, np, rb int, x *float32, n8, xstride, pf int, out *float32, ooff, ostride int)
+
+//go:noescape
+func f16RowsZ7AVX512(rows *byte, boff, np, rb int, x *float32, n8, xstride, pf int, out *float32, ooff, ostride int)
+
+//go:noescape
+func f16RowsZ8AVX512(rows *byte, boff, np, rb int, x *float32, n8, xstride, pf int, out *float32, ooff, ostride int)
+
 // f16RowsZKernels[n] is the kernel for n tokens.
 var f16RowsZKernels = [...]func(rows *byte, boff, np, rb int, x *float32, n8, xstride, pf int, out *float32, ooff, ostride int){
 	2: f16RowsZ2AVX512, 3: f16RowsZ3AVX512, 4: f16RowsZ4AVX512, 5: f16RowsZ5AVX512,
+	6: f16RowsZ6AVX512, 7: f16RowsZ7AVX512, 8: f16RowsZ8AVX512,
 }
 
 // f16RowsZMax is the most tokens the AVX-512 rows kernels take in one call.

@@ -67,6 +67,12 @@ func (sh f16Shape) tile(rows *byte, rb, ng int, x *float32, n, xstride int, acc 
 // a prefetch one block ahead, from memory); the accumulators live in a
 // 6 KiB stack scratch.
 func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int {
+	if n := t1 - t0; op.w.Type == ggml.TypeF16 && rowsZFits(op, n) && !(f16zOn && n == f16zToks) {
+		// AVX-512: the rows kernels (dot_f16rowsz*) take products of up
+		// to eight tokens, except six, where the 4×6 tile is as fast
+		// (BenchmarkMatMulFewTokens).
+		return t0
+	}
 	i := p.tileF16Shape(op, f16TileShape, r0, r1, t0, t1)
 	if f16TileShape == f16Shape34 {
 		return i
@@ -78,7 +84,7 @@ func (p *Pool) tileF16(op *opPlan, r0, r1, t0, t1 int) int {
 	// them.
 	switch left := t1 - i; {
 	case rowsZFits(op, left):
-		// AVX-512: the rows kernels (dot_f16rowsz*) take two to five.
+		// AVX-512: the rows kernels (dot_f16rowsz*) take two to eight.
 	case left == 5 && f16FewOn:
 		i = p.tileF16Shape(op, f16Shape25, r0, r1, i, t1)
 	case left >= 4:

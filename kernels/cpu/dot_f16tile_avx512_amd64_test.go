@@ -21,8 +21,8 @@ func TestTileF16ZBitwiseEqualsDot(t *testing.T) {
 	if !hasAVX512F16 {
 		t.Skip("no AVX-512 F16 tile on this CPU")
 	}
-	defer func(on bool, s f16Shape) { f16zOn, f16TileShape = on, s }(f16zOn, f16TileShape)
-	f16TileShape = f16Shape26
+	defer func(on, rz bool, s f16Shape) { f16zOn, f16RowsZOn, f16TileShape = on, rz, s }(f16zOn, f16RowsZOn, f16TileShape)
+	f16TileShape, f16RowsZOn = f16Shape26, false // the tiles alone (the rows kernels: dot_f16rows_amd64_test.go)
 	cases := []f16Case{
 		{"one step", 4, 16, 6, 0, 4, 0},
 		{"tail only", 4, 8, 6, 0, 4, 0},
