@@ -32,7 +32,8 @@ var benchSynth struct {
 }
 
 // batchBenchModel returns the cut TinyLlama model of weight type typ on a
-// 2-thread pool, built once per test binary.
+// 2-thread pool, built once per test binary and loaded as `oengine serve`
+// loads a file (Q4_0 in the decode layout where this CPU has it).
 func batchBenchModel(b *testing.B, typ ggml.Type) *Model {
 	benchSynth.mu.Lock()
 	defer benchSynth.mu.Unlock()
@@ -49,7 +50,7 @@ func batchBenchModel(b *testing.B, typ ggml.Type) *Model {
 	}
 	d := synth.Presets["tinyllama-1.1b"]
 	d.Layers = layers
-	m := synthLoad(b, synth.Options{Dims: d, Type: typ, Seed: 11})
+	m := synthLoadServed(b, synth.Options{Dims: d, Type: typ, Seed: 11})
 	if benchSynth.models == nil {
 		benchSynth.models = map[ggml.Type]*Model{}
 	}

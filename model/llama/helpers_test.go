@@ -2,6 +2,7 @@ package llama
 
 import (
 	"oengine/internal/refdata"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -58,6 +59,31 @@ func synthBuild(t testing.TB, o synth.Options) *gguf.File {
 func synthLoad(t testing.TB, o synth.Options) *Model {
 	t.Helper()
 	m, err := Load(synthBuild(t, o), Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// synthLoadServed is synthLoad through a file read with gguf.OpenCopy, as
+// the server loads models: the weights may then be rewritten into the
+// kernels' layouts (Q4_0's decode layout), which a parsed byte slice
+// cannot be. The file is removed when t ends; the model keeps its copy.
+func synthLoadServed(t testing.TB, o synth.Options) *Model {
+	t.Helper()
+	b, err := synth.Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "synth.gguf")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.OpenCopy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(f, Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
