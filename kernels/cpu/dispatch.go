@@ -112,10 +112,11 @@ var (
 	q4zFewOn = true
 	// f16zOn: the F16 tile is the AVX-512 4×6 one.
 	f16zOn = active.f16Z
-	// f16RowsZOn: with f16FewOn, two to five tokens of an F16 product
+	// f16RowsZOn: with f16FewOn, two to eight tokens of an F16 product
 	// (all of a step of a few decoders or of one sequence verifying
-	// drafts, or those left after groups of six) use the AVX-512 rows
-	// kernels (dot_f16rowsz*) instead of the AVX2 rows kernels and tiles.
+	// drafts, except six, or those left after groups of six) use the
+	// AVX-512 rows kernels (dot_f16rowsz*) instead of the AVX2 rows
+	// kernels and tiles.
 	f16RowsZOn = active.f16Z
 )
 

@@ -34,7 +34,7 @@ func (p *Pool) rowsF16(op *opPlan, r0, r1, t0, t1 int) bool {
 	n8 := cols &^ 7
 	switch {
 	case rowsZFits(op, n):
-		p.rowsF16Z(op, r0, r1, t0, t1) // AVX-512, two to five tokens
+		p.rowsF16Z(op, r0, r1, t0, t1) // AVX-512, two to eight tokens
 	case hasAVX2 && f16FewOn && n >= 2 && n <= f16RowsMax && n8 > 0:
 		// Bounds for the assembly: rows < r1, tokens < t1, elements < cols.
 		_ = w.Data[(r1-1)*rb+2*cols-1]
