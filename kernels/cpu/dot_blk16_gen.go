@@ -4,124 +4,115 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"os"
+
+	"oengine/kernels/cpu/internal/asmgen"
 )
 
-var b bytes.Buffer
-
-func p(format string, args ...any) { fmt.Fprintf(&b, "\t"+format+"\n", args...) }
+var b asmgen.File
 
 // tokAddr: the address of activation bytes off of token t (DI = token 0,
 // R8 = cols, R10 = 3·cols, R11 = DI + 4·cols).
-func tokAddr(t, off int) string {
-	base := "DI"
-	if t >= 4 {
-		base, t = "R11", t-4
-	}
-	idx := [...]string{"", "(R8*1)", "(R8*2)", "(R10*1)"}[t]
-	return fmt.Sprintf("%d(%s)%s", off, base, idx)
-}
+func tokAddr(t, off int) string { return asmgen.TokAddr([2]string{"DI", "R11"}, "R8", "R10", t, off) }
 
 // initAcc starts the int32 block sum Z(acc) at minus the stored weight
 // offset's share: Q4_0 stores w+8 (8·Σq = s8 at m), Q8_0 stores w+128
 // (128·Σq = 16·s8). Z31 is zero.
 func initAcc(q4 bool, m string, acc int) {
 	if q4 {
-		p("VPSUBD.BCST %s, Z31, Z%d", m, acc)
+		b.I("VPSUBD.BCST %s, Z31, Z%d", m, acc)
 		return
 	}
-	p("VPSLLD.BCST $4, %s, Z27", m)
-	p("VPSUBD Z27, Z31, Z%d", acc)
+	b.I("VPSLLD.BCST $4, %s, Z27", m)
+	b.I("VPSUBD Z27, Z31, Z%d", acc)
 }
 
 func gen8(name string, q4 bool) {
 	fmt.Fprintf(&b, "\n// func %s(panel *byte, qs *int8, dT *float32, s8T *int32, nb, cols int, out *float32)\n", name)
 	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
-	p("MOVQ panel+0(FP), SI")
-	p("MOVQ qs+8(FP), DI")
-	p("MOVQ dT+16(FP), DX")
-	p("MOVQ s8T+24(FP), BX")
-	p("MOVQ nb+32(FP), CX")
-	p("MOVQ cols+40(FP), R8")
-	p("LEAQ (R8)(R8*2), R10")
-	p("LEAQ (DI)(R8*4), R11")
+	b.I("MOVQ panel+0(FP), SI")
+	b.I("MOVQ qs+8(FP), DI")
+	b.I("MOVQ dT+16(FP), DX")
+	b.I("MOVQ s8T+24(FP), BX")
+	b.I("MOVQ nb+32(FP), CX")
+	b.I("MOVQ cols+40(FP), R8")
+	b.I("LEAQ (R8)(R8*2), R10")
+	b.I("LEAQ (DI)(R8*4), R11")
 	for t := 0; t < 8; t++ {
-		p("VPXORD Z%d, Z%d, Z%d", 16+t, 16+t, 16+t)
+		b.I("VPXORD Z%d, Z%d, Z%d", 16+t, 16+t, 16+t)
 	}
-	p("VPXORD Z31, Z31, Z31")
-	p("TESTQ CX, CX")
-	p("JLE %s_done", name)
+	b.I("VPXORD Z31, Z31, Z31")
+	b.I("TESTQ CX, CX")
+	b.I("JLE %s_done", name)
 	fmt.Fprintf(&b, "\n%s_loop:\n", name)
 	for t := 0; t < 8; t++ {
 		initAcc(q4, fmt.Sprintf("%d(BX)", 4*t), 8+t)
 	}
 	for s := 0; s < 8; s++ {
 		w := 24 + s%2
-		p("VMOVDQU32 %d(SI), Z%d", 64*s, w)
+		b.I("VMOVDQU32 %d(SI), Z%d", 64*s, w)
 		for t := 0; t < 8; t++ {
-			p("VPDPBUSD.BCST %s, Z%d, Z%d", tokAddr(t, 4*s), w, 8+t)
+			b.I("VPDPBUSD.BCST %s, Z%d, Z%d", tokAddr(t, 4*s), w, 8+t)
 		}
 	}
-	p("VMOVUPS 512(SI), Z26")
+	b.I("VMOVUPS 512(SI), Z26")
 	for t := 0; t < 8; t++ {
-		p("VCVTDQ2PS Z%d, Z%d", 8+t, 8+t)
-		p("VMULPS.BCST %d(DX), Z26, Z28", 4*t)
-		p("VFMADD231PS Z%d, Z28, Z%d", 8+t, 16+t)
+		b.I("VCVTDQ2PS Z%d, Z%d", 8+t, 8+t)
+		b.I("VMULPS.BCST %d(DX), Z26, Z28", 4*t)
+		b.I("VFMADD231PS Z%d, Z28, Z%d", 8+t, 16+t)
 	}
-	p("ADDQ $576, SI")
-	p("ADDQ $32, DI")
-	p("ADDQ $32, R11")
-	p("ADDQ $32, DX")
-	p("ADDQ $32, BX")
-	p("DECQ CX")
-	p("JNZ %s_loop", name)
+	b.I("ADDQ $576, SI")
+	b.I("ADDQ $32, DI")
+	b.I("ADDQ $32, R11")
+	b.I("ADDQ $32, DX")
+	b.I("ADDQ $32, BX")
+	b.I("DECQ CX")
+	b.I("JNZ %s_loop", name)
 	fmt.Fprintf(&b, "\n%s_done:\n", name)
-	p("MOVQ out+48(FP), AX")
+	b.I("MOVQ out+48(FP), AX")
 	for t := 0; t < 8; t++ {
-		p("VMOVUPS Z%d, %d(AX)", 16+t, 64*t)
+		b.I("VMOVUPS Z%d, %d(AX)", 16+t, 64*t)
 	}
-	p("VZEROUPPER")
-	p("RET")
+	b.I("VZEROUPPER")
+	b.I("RET")
 }
 
 func gen1(name string, q4 bool) {
 	fmt.Fprintf(&b, "\n// func %s(panel *byte, qs *int8, d *float32, s8 *int32, nb int, out *float32)\n", name)
 	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-48\n", name)
-	p("MOVQ panel+0(FP), SI")
-	p("MOVQ qs+8(FP), DI")
-	p("MOVQ d+16(FP), DX")
-	p("MOVQ s8+24(FP), BX")
-	p("MOVQ nb+32(FP), CX")
-	p("VPXORD Z16, Z16, Z16")
-	p("VPXORD Z31, Z31, Z31")
-	p("TESTQ CX, CX")
-	p("JLE %s_done", name)
+	b.I("MOVQ panel+0(FP), SI")
+	b.I("MOVQ qs+8(FP), DI")
+	b.I("MOVQ d+16(FP), DX")
+	b.I("MOVQ s8+24(FP), BX")
+	b.I("MOVQ nb+32(FP), CX")
+	b.I("VPXORD Z16, Z16, Z16")
+	b.I("VPXORD Z31, Z31, Z31")
+	b.I("TESTQ CX, CX")
+	b.I("JLE %s_done", name)
 	fmt.Fprintf(&b, "\n%s_loop:\n", name)
 	initAcc(q4, "(BX)", 8)
-	p("VPXORD Z9, Z9, Z9")
+	b.I("VPXORD Z9, Z9, Z9")
 	for s := 0; s < 8; s++ {
 		w := 24 + s%2
-		p("VMOVDQU32 %d(SI), Z%d", 64*s, w)
-		p("VPDPBUSD.BCST %d(DI), Z%d, Z%d", 4*s, w, 8+s%2)
+		b.I("VMOVDQU32 %d(SI), Z%d", 64*s, w)
+		b.I("VPDPBUSD.BCST %d(DI), Z%d, Z%d", 4*s, w, 8+s%2)
 	}
-	p("VPADDD Z9, Z8, Z8")
-	p("VMOVUPS 512(SI), Z26")
-	p("VCVTDQ2PS Z8, Z8")
-	p("VMULPS.BCST (DX), Z26, Z28")
-	p("VFMADD231PS Z8, Z28, Z16")
-	p("ADDQ $576, SI")
-	p("ADDQ $32, DI")
-	p("ADDQ $4, DX")
-	p("ADDQ $4, BX")
-	p("DECQ CX")
-	p("JNZ %s_loop", name)
+	b.I("VPADDD Z9, Z8, Z8")
+	b.I("VMOVUPS 512(SI), Z26")
+	b.I("VCVTDQ2PS Z8, Z8")
+	b.I("VMULPS.BCST (DX), Z26, Z28")
+	b.I("VFMADD231PS Z8, Z28, Z16")
+	b.I("ADDQ $576, SI")
+	b.I("ADDQ $32, DI")
+	b.I("ADDQ $4, DX")
+	b.I("ADDQ $4, BX")
+	b.I("DECQ CX")
+	b.I("JNZ %s_loop", name)
 	fmt.Fprintf(&b, "\n%s_done:\n", name)
-	p("MOVQ out+40(FP), AX")
-	p("VMOVUPS Z16, (AX)")
-	p("VZEROUPPER")
-	p("RET")
+	b.I("MOVQ out+40(FP), AX")
+	b.I("VMOVUPS Z16, (AX)")
+	b.I("VZEROUPPER")
+	b.I("RET")
 }
 
 func main() {
@@ -154,7 +145,7 @@ GLOBL blkzIota<>(SB), RODATA|NOPTR, $64
 	gen1("gemmQ8_0z1", false)
 	genPack("packQ4_0z", true)
 	genPack("packQ8_0z", false)
-	if err := os.WriteFile("dot_blk16_vnni_amd64.s", b.Bytes(), 0o644); err != nil {
+	if err := b.Save("dot_blk16_vnni_amd64.s"); err != nil {
 		panic(err)
 	}
 }
@@ -167,76 +158,76 @@ GLOBL blkzIota<>(SB), RODATA|NOPTR, $64
 func genPack(name string, q4 bool) {
 	fmt.Fprintf(&b, "\n// func %s(panel *byte, rows *byte, rb, nb int)\n", name)
 	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-32\n", name)
-	p("MOVQ panel+0(FP), DI")
-	p("MOVQ rows+8(FP), SI")
-	p("MOVQ rb+16(FP), R8")
-	p("MOVQ nb+24(FP), CX")
-	p("LEAQ (R8)(R8*2), R9")
-	p("LEAQ (SI)(R8*4), R11")
-	p("LEAQ (R11)(R8*4), R12")
-	p("LEAQ (R12)(R8*4), R13")
-	p("LEAQ (R13)(R8*4), R14")
-	p("VPBROADCASTD R8, Z30")
-	p("VPMULLD blkzIota<>(SB), Z30, Z30")
-	p("MOVL $0x0f0f0f0f, AX")
-	p("VPBROADCASTD AX, Z29")
-	p("MOVL $0x80808080, AX")
-	p("VPBROADCASTD AX, Z28")
-	p("TESTQ CX, CX")
-	p("JLE %s_done", name)
+	b.I("MOVQ panel+0(FP), DI")
+	b.I("MOVQ rows+8(FP), SI")
+	b.I("MOVQ rb+16(FP), R8")
+	b.I("MOVQ nb+24(FP), CX")
+	b.I("LEAQ (R8)(R8*2), R9")
+	b.I("LEAQ (SI)(R8*4), R11")
+	b.I("LEAQ (R11)(R8*4), R12")
+	b.I("LEAQ (R12)(R8*4), R13")
+	b.I("LEAQ (R13)(R8*4), R14")
+	b.I("VPBROADCASTD R8, Z30")
+	b.I("VPMULLD blkzIota<>(SB), Z30, Z30")
+	b.I("MOVL $0x0f0f0f0f, AX")
+	b.I("VPBROADCASTD AX, Z29")
+	b.I("MOVL $0x80808080, AX")
+	b.I("VPBROADCASTD AX, Z28")
+	b.I("TESTQ CX, CX")
+	b.I("JLE %s_done", name)
 	fmt.Fprintf(&b, "\n%s_loop:\n", name)
 	halves, bb := 2, 34
 	if q4 {
 		halves, bb = 1, 18
 	}
-	p("KXNORW K1, K1, K1")
-	p("VPGATHERDD (SI)(Z30*1), K1, Z8")
+	b.I("KXNORW K1, K1, K1")
+	b.I("VPGATHERDD (SI)(Z30*1), K1, Z8")
 	idx := [...]string{"", "(R8*1)", "(R8*2)", "(R9*1)"}
 	for h := 0; h < halves; h++ {
 		off := 2 + 16*h
 		for j := 0; j < 4; j++ {
-			p("VMOVDQU %d(SI)%s, X%d", off, idx[j], j)
+			b.I("VMOVDQU %d(SI)%s, X%d", off, idx[j], j)
 			for l, base := range []string{"R11", "R12", "R13"} {
-				p("VINSERTI32X4 $%d, %d(%s)%s, Z%d, Z%d", l+1, off, base, idx[j], j, j)
+				b.I("VINSERTI32X4 $%d, %d(%s)%s, Z%d, Z%d", l+1, off, base, idx[j], j, j)
 			}
 		}
-		p("VPUNPCKLDQ Z1, Z0, Z4")
-		p("VPUNPCKHDQ Z1, Z0, Z5")
-		p("VPUNPCKLDQ Z3, Z2, Z6")
-		p("VPUNPCKHDQ Z3, Z2, Z7")
-		p("VPUNPCKLQDQ Z6, Z4, Z0")
-		p("VPUNPCKHQDQ Z6, Z4, Z1")
-		p("VPUNPCKLQDQ Z7, Z5, Z2")
-		p("VPUNPCKHQDQ Z7, Z5, Z3")
+		b.I("VPUNPCKLDQ Z1, Z0, Z4")
+		b.I("VPUNPCKHDQ Z1, Z0, Z5")
+		b.I("VPUNPCKLDQ Z3, Z2, Z6")
+		b.I("VPUNPCKHDQ Z3, Z2, Z7")
+		b.I("VPUNPCKLQDQ Z6, Z4, Z0")
+		b.I("VPUNPCKHQDQ Z6, Z4, Z1")
+		b.I("VPUNPCKLQDQ Z7, Z5, Z2")
+		b.I("VPUNPCKHQDQ Z7, Z5, Z3")
 		for k := 0; k < 4; k++ {
 			if q4 {
-				p("VPANDD Z29, Z%d, Z9", k)
-				p("VMOVDQU32 Z9, %d(DI)", 64*k)
-				p("VPSRLD $4, Z%d, Z%d", k, k)
-				p("VPANDD Z29, Z%d, Z%d", k, k)
-				p("VMOVDQU32 Z%d, %d(DI)", k, 64*(k+4))
+				b.I("VPANDD Z29, Z%d, Z9", k)
+				b.I("VMOVDQU32 Z9, %d(DI)", 64*k)
+				b.I("VPSRLD $4, Z%d, Z%d", k, k)
+				b.I("VPANDD Z29, Z%d, Z%d", k, k)
+				b.I("VMOVDQU32 Z%d, %d(DI)", k, 64*(k+4))
 			} else {
-				p("VPXORD Z28, Z%d, Z%d", k, k)
-				p("VMOVDQU32 Z%d, %d(DI)", k, 64*(4*h+k))
+				b.I("VPXORD Z28, Z%d, Z%d", k, k)
+				b.I("VMOVDQU32 Z%d, %d(DI)", k, 64*(4*h+k))
 			}
 		}
 	}
 	// Prefetch (to L2) the next 16 rows (usually this worker's next panel;
 	// a prefetch never faults), 16·bb bytes per block.
 	for o := 0; o < 16*bb; o += 64 {
-		p("PREFETCHT1 %d(R14)", o)
+		b.I("PREFETCHT1 %d(R14)", o)
 	}
-	p("ADDQ $%d, R14", 16*bb)
-	p("VPMOVDW Z8, Y8")
-	p("VCVTPH2PS Y8, Z8")
-	p("VMOVUPS Z8, 512(DI)")
+	b.I("ADDQ $%d, R14", 16*bb)
+	b.I("VPMOVDW Z8, Y8")
+	b.I("VCVTPH2PS Y8, Z8")
+	b.I("VMOVUPS Z8, 512(DI)")
 	for _, r := range []string{"SI", "R11", "R12", "R13"} {
-		p("ADDQ $%d, %s", bb, r)
+		b.I("ADDQ $%d, %s", bb, r)
 	}
-	p("ADDQ $576, DI")
-	p("DECQ CX")
-	p("JNZ %s_loop", name)
+	b.I("ADDQ $576, DI")
+	b.I("DECQ CX")
+	b.I("JNZ %s_loop", name)
 	fmt.Fprintf(&b, "\n%s_done:\n", name)
-	p("VZEROUPPER")
-	p("RET")
+	b.I("VZEROUPPER")
+	b.I("RET")
 }

@@ -5,22 +5,13 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
+
+	"oengine/kernels/cpu/internal/asmgen"
 )
 
-var b bytes.Buffer
-
-func p(format string, args ...any) { fmt.Fprintf(&b, "\t"+format+"\n", args...) }
-
-// tokAddr is the address of bytes off of token t's data: tokens 0-3
-// from base[0], tokens 4-7 from base[1] (4 strides further), one the
-// token stride register, three 3× the stride.
-func tokAddr(base [2]string, one, three string, t, off int) string {
-	idx := [...]string{"", "(" + one + "*1)", "(" + one + "*2)", "(" + three + "*1)"}[t%4]
-	return fmt.Sprintf("%d(%s)%s", off, base[t/4], idx)
-}
+var b asmgen.File
 
 // Token data bases: activations (qs), d and s8 of tokens 0-3 and 4-7.
 var (
@@ -34,41 +25,41 @@ func kernel(T int) {
 	fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)\n", name)
 	fmt.Fprintf(&b, "// gemv16Q4_0P for %d tokens: token t's activations at qs + t·qstride,\n// its d and s8 at d + t·dstride and s8 + t·dstride, its results at\n// out + t·ostride (bytes).\n", T)
 	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-88\n", name)
-	p("MOVQ grp+0(FP), SI")
-	p("MOVQ pf+64(FP), R14")
-	p("ADDQ SI, R14")
-	p("MOVQ qstride+24(FP), R8")
-	p("LEAQ (R8)(R8*2), R12")
-	p("MOVQ dstride+48(FP), R9")
-	p("LEAQ (R9)(R9*2), R11")
-	p("MOVL $0x0f0f0f0f, DX")
-	p("VPBROADCASTD DX, Z29")
-	p("VPXORD Z31, Z31, Z31")
+	b.I("MOVQ grp+0(FP), SI")
+	b.I("MOVQ pf+64(FP), R14")
+	b.I("ADDQ SI, R14")
+	b.I("MOVQ qstride+24(FP), R8")
+	b.I("LEAQ (R8)(R8*2), R12")
+	b.I("MOVQ dstride+48(FP), R9")
+	b.I("LEAQ (R9)(R9*2), R11")
+	b.I("MOVL $0x0f0f0f0f, DX")
+	b.I("VPBROADCASTD DX, Z29")
+	b.I("VPXORD Z31, Z31, Z31")
 	fmt.Fprintf(&b, "\ngroup:\n")
-	p("MOVQ qs+16(FP), DI")
-	p("MOVQ d+32(FP), DX")
-	p("MOVQ s8+40(FP), BX")
+	b.I("MOVQ qs+16(FP), DI")
+	b.I("MOVQ d+32(FP), DX")
+	b.I("MOVQ s8+40(FP), BX")
 	if T > 4 {
-		p("LEAQ (DI)(R8*4), AX")
-		p("LEAQ (DX)(R9*4), R10")
-		p("LEAQ (BX)(R9*4), R13")
+		b.I("LEAQ (DI)(R8*4), AX")
+		b.I("LEAQ (DX)(R9*4), R10")
+		b.I("LEAQ (BX)(R9*4), R13")
 	}
-	p("MOVQ nb+56(FP), CX")
+	b.I("MOVQ nb+56(FP), CX")
 	for t := 0; t < T; t++ {
-		p("VPXORD Z%d, Z%d, Z%d", 16+t, 16+t, 16+t)
+		b.I("VPXORD Z%d, Z%d, Z%d", 16+t, 16+t, 16+t)
 	}
 	fmt.Fprintf(&b, "\nblock:\n")
-	p("VCVTPH2PS (SI), Z8")
+	b.I("VCVTPH2PS (SI), Z8")
 	for k := 0; k < 4; k++ {
-		p("VMOVDQU32 %d(SI), Z%d", 32+64*k, 4+k)
+		b.I("VMOVDQU32 %d(SI), Z%d", 32+64*k, 4+k)
 	}
 	for o := 0; o <= 256; o += 64 {
-		p("PREFETCHT0 %d(R14)", o)
+		b.I("PREFETCHT0 %d(R14)", o)
 	}
 	for k := 0; k < 4; k++ { // low nibbles of dword k in Z(k), high in Z(4+k)
-		p("VPANDD Z29, Z%d, Z%d", 4+k, k)
-		p("VPSRLD $4, Z%d, Z%d", 4+k, 4+k)
-		p("VPANDD Z29, Z%d, Z%d", 4+k, 4+k)
+		b.I("VPANDD Z29, Z%d, Z%d", 4+k, k)
+		b.I("VPSRLD $4, Z%d, Z%d", 4+k, 4+k)
+		b.I("VPANDD Z29, Z%d, Z%d", 4+k, 4+k)
 	}
 	for t := 0; t < T; t++ {
 		// Temporaries alternate between two sets so that consecutive
@@ -77,46 +68,46 @@ func kernel(T int) {
 		if t%2 == 1 {
 			s, h, m = 12, 13, 14
 		}
-		p("VPSUBD.BCST %s, Z31, Z%d", tokAddr(s8Base, "R9", "R11", t, 0), s)
-		p("VPXORD Z%d, Z%d, Z%d", h, h, h)
+		b.I("VPSUBD.BCST %s, Z31, Z%d", asmgen.TokAddr(s8Base, "R9", "R11", t, 0), s)
+		b.I("VPXORD Z%d, Z%d, Z%d", h, h, h)
 		for k := 0; k < 4; k++ {
-			p("VPDPBUSD.BCST %s, Z%d, Z%d", tokAddr(qsBase, "R8", "R12", t, 4*k), k, s)
-			p("VPDPBUSD.BCST %s, Z%d, Z%d", tokAddr(qsBase, "R8", "R12", t, 16+4*k), 4+k, h)
+			b.I("VPDPBUSD.BCST %s, Z%d, Z%d", asmgen.TokAddr(qsBase, "R8", "R12", t, 4*k), k, s)
+			b.I("VPDPBUSD.BCST %s, Z%d, Z%d", asmgen.TokAddr(qsBase, "R8", "R12", t, 16+4*k), 4+k, h)
 		}
-		p("VPADDD Z%d, Z%d, Z%d", h, s, s)
-		p("VCVTDQ2PS Z%d, Z%d", s, s)
-		p("VMULPS.BCST %s, Z8, Z%d", tokAddr(dBase, "R9", "R11", t, 0), m)
-		p("VFMADD231PS Z%d, Z%d, Z%d", s, m, 16+t)
+		b.I("VPADDD Z%d, Z%d, Z%d", h, s, s)
+		b.I("VCVTDQ2PS Z%d, Z%d", s, s)
+		b.I("VMULPS.BCST %s, Z8, Z%d", asmgen.TokAddr(dBase, "R9", "R11", t, 0), m)
+		b.I("VFMADD231PS Z%d, Z%d, Z%d", s, m, 16+t)
 	}
-	p("ADDQ $288, SI")
-	p("ADDQ $288, R14")
-	p("ADDQ $32, DI")
-	p("ADDQ $4, DX")
-	p("ADDQ $4, BX")
+	b.I("ADDQ $288, SI")
+	b.I("ADDQ $288, R14")
+	b.I("ADDQ $32, DI")
+	b.I("ADDQ $4, DX")
+	b.I("ADDQ $4, BX")
 	if T > 4 {
-		p("ADDQ $32, AX")
-		p("ADDQ $4, R10")
-		p("ADDQ $4, R13")
+		b.I("ADDQ $32, AX")
+		b.I("ADDQ $4, R10")
+		b.I("ADDQ $4, R13")
 	}
-	p("DECQ CX")
-	p("JNZ block")
+	b.I("DECQ CX")
+	b.I("JNZ block")
 	b.WriteString("\n")
 	// Results: token t at out + t·ostride; AX and CX the bases of tokens
 	// 0-3 and 4-7, R13 the stride, R10 3× the stride.
-	p("MOVQ out+72(FP), AX")
-	p("MOVQ ostride+80(FP), R13")
-	p("LEAQ (R13)(R13*2), R10")
+	b.I("MOVQ out+72(FP), AX")
+	b.I("MOVQ ostride+80(FP), R13")
+	b.I("LEAQ (R13)(R13*2), R10")
 	if T > 4 {
-		p("LEAQ (AX)(R13*4), CX")
+		b.I("LEAQ (AX)(R13*4), CX")
 	}
 	for t := 0; t < T; t++ {
-		p("VMOVUPS Z%d, %s", 16+t, tokAddr([2]string{"AX", "CX"}, "R13", "R10", t, 0))
+		b.I("VMOVUPS Z%d, %s", 16+t, asmgen.TokAddr([2]string{"AX", "CX"}, "R13", "R10", t, 0))
 	}
-	p("ADDQ $64, out+72(FP)")
-	p("DECQ ngroups+8(FP)")
-	p("JNZ group")
-	p("VZEROUPPER")
-	p("RET")
+	b.I("ADDQ $64, out+72(FP)")
+	b.I("DECQ ngroups+8(FP)")
+	b.I("JNZ group")
+	b.I("VZEROUPPER")
+	b.I("RET")
 }
 
 func main() {
@@ -141,7 +132,7 @@ func main() {
 	for T := 2; T <= 8; T++ {
 		kernel(T)
 	}
-	if err := os.WriteFile("q4_0_decode_few_vnni_amd64.s", b.Bytes(), 0o644); err != nil {
+	if err := b.Save("q4_0_decode_few_vnni_amd64.s"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
