@@ -1,5 +1,7 @@
 package cpu
 
+import "unsafe"
+
 // Attend's decode path on AVX-512 for the common GQA shape of eight
 // query heads per KV head over an F16 store (attn_z_avx512_amd64.s): two
 // positions share a vector, lane 2h+i holding head h at position p+i, so
@@ -14,10 +16,10 @@ func attnExpZ8(scores *float32, npairs int, m *float32, sums *float64)
 func attnCvtPairsZ(src *uint16, sstride int, dst *float32, nrows, w int, idx *int32)
 
 //go:noescape
-func attnScoresZ8(k *float32, qt *float32, npairs, dim, ks int, out *float32, perm *int32)
+func attnScoresZ8(k *float32, qt *float32, npairs, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
 
 //go:noescape
-func attnAxpyF16Z8(v *uint16, vs int, w *float32, nb, dim int, out *float32)
+func attnAxpyF16Z8(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
 
 // attnPairIdx are the VPERMT2PS indices that interleave a 16-value chunk
 // of two rows a, b into (a0, b0, a1, b1, ..., a7, b7) and (a8, b8, ...).
@@ -57,6 +59,19 @@ func attnZ8Ok(g, d int, k, v KVRows) bool {
 		k.PageSize%2 == 0 && v.PageSize%2 == 0
 }
 
+// pageSpan returns the 64-byte lines holding the w values at column off
+// of the rows of positions [p, p+nb) that share p's page (rows of them):
+// the first line's address and the count, for the kernels' spread
+// prefetch (F16 rows).
+func (kv KVRows) pageSpan(table []int32, p, nb, off, w int) (first unsafe.Pointer, lines, rows int) {
+	rows = min(nb, kv.PageSize-p%kv.PageSize)
+	i := kv.index(table, p, off)
+	start := unsafe.Pointer(&kv.F16[i])
+	skew := int(uintptr(start) & 63)
+	bytes := ((rows-1)*kv.Stride + w) * 2
+	return unsafe.Add(start, -skew), (skew + bytes + 63) / 64, rows
+}
+
 // attnPairQ writes q ([8][d]) into qt ([d][16]) with q[h][j] in lanes 2h
 // and 2h+1 of row j: the query operand of attnScoresZ8.
 func attnPairQ(qt, q []float32, d int) {
@@ -86,13 +101,22 @@ func attendGroupsZ8(out, q []float32, kvh int, k, v KVRows, table []int32, n, of
 	for h := range kvh {
 		attnPairQ(qts[h*d*16:(h+1)*d*16], q[h*g*d:(h+1)*g*d], d)
 	}
+	// The K rows two blocks ahead are prefetched inside the scores
+	// kernel, a line per step of its loop, and the V rows of the next
+	// page run inside the output kernel (pageSpan): a whole block's lines
+	// at once would stall the loads of the work in between.
 	k.prefetchRows(table, 0, min(2*bs, n), off, w)
 	for p0 := 0; p0 < n; p0 += bs {
 		nb := min(bs, n-p0)
+		var kpf unsafe.Pointer
+		kl := 0
 		if next := p0 + 2*bs; next < n {
-			k.prefetchRows(table, next, min(bs, n-next), off, w)
+			rows := 0
+			kpf, kl, rows = k.pageSpan(table, next, min(bs, n-next), off, w)
+			if rest := min(bs, n-next) - rows; rest > 0 { // pages smaller than a block
+				k.prefetchRows(table, next+rows, rest, off, w)
+			}
 		}
-		v.prefetchRows(table, p0, nb, off, w)
 		for j := 0; j < nb; { // j even: a run starts a pair
 			p := p0 + j
 			run := min(nb-j, k.PageSize-p%k.PageSize)
@@ -104,7 +128,9 @@ func attendGroupsZ8(out, q []float32, kvh int, k, v KVRows, table []int32, n, of
 		npairs := (nb + 1) / 2
 		for h := range kvh {
 			_, _ = blk[(npairs-1)*2*w+(h+1)*2*d-1], scores[h*np*g+(p0+2*npairs)*g-1]
-			attnScoresZ8(&blk[h*2*d], &qts[h*d*16], npairs, d, 2*w, &scores[h*np*g+p0*g], &attnPairPerm[0])
+			lo, hi := h*kl/kvh, (h+1)*kl/kvh
+			attnScoresZ8(&blk[h*2*d], &qts[h*d*16], npairs, d, 2*w, &scores[h*np*g+p0*g], &attnPairPerm[0],
+				(*byte)(unsafe.Add(kpf, 64*lo)), hi-lo)
 		}
 	}
 	var small [64]float64 // no allocation for up to 64 query heads
@@ -115,6 +141,7 @@ func attendGroupsZ8(out, q []float32, kvh int, k, v KVRows, table []int32, n, of
 	} else {
 		sums, maxes = make([]float64, gq), make([]float32, gq)
 	}
+	v.prefetchRows(table, 0, min(n, v.PageSize), off, w) // while the softmax runs
 	for h := range kvh {
 		sh, hs := scores[h*np*g:h*np*g+n*g], h*g
 		attnScaleMax(sh, g, scale, maxes[hs:hs+g])
@@ -131,8 +158,15 @@ func attendGroupsZ8(out, q []float32, kvh int, k, v KVRows, table []int32, n, of
 		run := min(n-p, v.PageSize-p%v.PageSize)
 		i := v.index(table, p, off)
 		_ = v.F16[i+(run-1)*v.Stride+w-1]
+		var vpf unsafe.Pointer
+		vl := 0
+		if next := p + run; next < n {
+			vpf, vl, _ = v.pageSpan(table, next, n-next, off, w)
+		}
 		for h := range kvh {
-			attnAxpyF16Z8(&v.F16[i+h*d], v.Stride, &scores[h*np*g+p*g], run, d, &out[h*g*d])
+			lo, hi := h*vl/kvh, (h+1)*vl/kvh
+			attnAxpyF16Z8(&v.F16[i+h*d], v.Stride, &scores[h*np*g+p*g], run, d, &out[h*g*d],
+				(*byte)(unsafe.Add(vpf, 64*lo)), hi-lo)
 		}
 		p += run
 	}

@@ -185,13 +185,25 @@ cpdone:
 	VMOVUPS Z, (R10); \
 	ADDQ    $64, R10
 
-// func attnScoresZ8(k *float32, qt *float32, npairs, dim, ks int, out *float32, perm *int32)
+// PF issues the next of the pf lines (PREFETCHT0 of (R8), R8 += 64) while
+// R9 of them are left: the prefetch of rows a later call reads, spread
+// over the loop instead of issued at once (a burst of a block's lines
+// fills the miss buffers and stalls the loads of the work between).
+#define PF \
+	TESTQ      R9, R9; \
+	JZ         4(PC); \
+	PREFETCHT0 (R8); \
+	ADDQ       $64, R8; \
+	DECQ       R9
+
+// func attnScoresZ8(k *float32, qt *float32, npairs, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
 // Scores of eight heads over pair rows (attnCvtPairsZ's layout, ks
 // values apart): out[(2m+i)·8 + h] = Σ_j q[h][j]·k[2m+i][j] as one FMA
 // chain in order of j from 0 (attnScoresGo's), for m < npairs; qt is
 // [dim][16] with q[h][j] in lanes 2h and 2h+1 of row j (attnPairQ), perm
-// the lane order of a position-major pair (attnPairPerm).
-TEXT ·attnScoresZ8(SB), NOSPLIT, $0-56
+// the lane order of a position-major pair (attnPairPerm). It prefetches
+// the pflines 64-byte lines from pf, one per two values of j (PF).
+TEXT ·attnScoresZ8(SB), NOSPLIT, $0-72
 	MOVQ      k+0(FP), R15
 	MOVQ      qt+8(FP), DI
 	MOVQ      npairs+16(FP), BX
@@ -200,6 +212,8 @@ TEXT ·attnScoresZ8(SB), NOSPLIT, $0-56
 	MOVQ      out+40(FP), R10
 	MOVQ      perm+48(FP), AX
 	VMOVDQU32 (AX), Z15
+	MOVQ      pf+56(FP), R8
+	MOVQ      pflines+64(FP), R9
 
 zs8:
 	CMPQ   BX, $8
@@ -222,6 +236,7 @@ zs8:
 	SHRQ   $1, AX
 
 zsj8:
+	PF
 	VMOVUPS (SI), Z8
 	ZROW8(0)
 	VMOVUPS 64(SI), Z8
@@ -275,13 +290,17 @@ zsdone:
 	VFMADD231PS  Z16, zw, a0; \
 	VFMADD231PS  Z17, zw, a1
 
-// func attnAxpyF16Z8(v *uint16, vs int, w *float32, nb, dim int, out *float32)
+// func attnAxpyF16Z8(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
 // attnAxpyBlockAVX2 for eight heads reading the V rows as F16: for
 // h < 8, p < nb, j < dim (a multiple of 32), in order of p:
 // out[h·dim+j] = fma(w[p·8+h], float32(v[p·vs+j]), out[h·dim+j]) (vs: the
 // rows' stride in values). Each 32-value chunk of the eight output rows
 // stays in Z0-Z15 across the positions, so each V value is widened once.
-TEXT ·attnAxpyF16Z8(SB), NOSPLIT, $0-48
+// It prefetches the pflines 64-byte lines from pf, one per position and
+// chunk (PF).
+TEXT ·attnAxpyF16Z8(SB), NOSPLIT, $0-64
+	MOVQ  pf+48(FP), R10
+	MOVQ  pflines+56(FP), CX
 	MOVQ  v+0(FP), SI
 	MOVQ  vs+8(FP), R14
 	MOVQ  w+16(FP), DI
@@ -329,6 +348,11 @@ zachunk:
 	MOVQ    BX, R11
 
 zapos:
+	TESTQ      CX, CX
+	JZ         4(PC)
+	PREFETCHT0 (R10)
+	ADDQ       $64, R10
+	DECQ       CX
 	VCVTPH2PS (R12), Z16
 	VCVTPH2PS 32(R12), Z17
 	ZAXPY(0, Z18, Z0, Z1)
