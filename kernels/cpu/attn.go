@@ -37,8 +37,8 @@ func AttnHeadsScratch(kvh, g, n, d int) int { return attnGroupsScratch(kvh, g, n
 func attnGroupsScratch(kvh, g, n, d int) int {
 	w := kvh * d
 	need := kvh*g*n + attnBlockRows(w)*w + kvh*d*attnPad(g)
-	if g == 8 {
-		need = max(need, attnZ8Scratch(kvh, n, d))
+	if g == 2 || g == 4 || g == 8 {
+		need = max(need, attnZScratch(kvh, g, n, d))
 	}
 	return need
 }
@@ -83,8 +83,8 @@ func AttendHeads(out, q []float32, kvh, g int, k, v KVRows, table []int32, n int
 // attendGroups computes Attend for kvh consecutive KV heads starting at
 // column off, reading rows of kvh·d values.
 func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
-	if attnZ8Ok(g, len(q)/(kvh*g), k, v) {
-		attendGroupsZ8(out, q, kvh, k, v, table, n, off, scale, scratch)
+	if attnZOk(g, len(q)/(kvh*g), k, v) {
+		attendGroupsZ(out, q, kvh, g, k, v, table, n, off, scale, scratch)
 		return
 	}
 	gq := kvh * g // query heads

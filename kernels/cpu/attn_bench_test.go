@@ -87,6 +87,37 @@ func BenchmarkAttendStep(b *testing.B) {
 	}
 }
 
+// BenchmarkAttendStepZ compares attention's AVX-512 decode path
+// (attnZOn, attn_z_avx512_amd64.s) with the AVX2 helpers side by side
+// for each group size it covers: g8 is tinyllama-1.1b (4 KV heads of 8,
+// d 64), g4 Llama-3-8B (8 KV heads of 4, d 128), g2 8 KV heads of 2, d
+// 128; 16 sequences with their K/V from memory, whole rows (AttendHeads)
+// as model/llama runs it. cpu-us/call is per (token, KV head).
+func BenchmarkAttendStepZ(b *testing.B) {
+	for _, s := range []struct {
+		name                 string
+		g, d, kvh, layers512 int // layers at context 512 (a quarter at 2048)
+	}{{"g8", 8, 64, 4, 22}, {"g4", 4, 128, 8, 6}, {"g2", 2, 128, 8, 10}} {
+		for _, ctx := range []int{512, 2048} {
+			layers := s.layers512
+			if ctx == 2048 {
+				layers = max(1, layers/4)
+			}
+			for _, z := range []bool{true, false} {
+				mode := map[bool]string{true: "z", false: "avx2"}[z]
+				b.Run(fmt.Sprintf("%s/ctx%d/%s", s.name, ctx, mode), func(b *testing.B) {
+					if z && !hasAVX512F16 {
+						b.Skip("no AVX-512 on this CPU")
+					}
+					defer func(on bool) { attnZOn = on }(attnZOn)
+					attnZOn = z
+					benchAttendStep(b, s.g, s.d, s.kvh, 16, 16, ctx, layers, true)
+				})
+			}
+		}
+	}
+}
+
 func benchAttendStep(b *testing.B, g, d, kvHeads, page, seqs, ctx, layers int, rows bool) {
 	n := ctx + 1
 	per := (n + page - 1) / page

@@ -26,8 +26,8 @@ func attnScores(out, q, qt, kb []float32, nb, g, d, ks int) {
 	attnScoresGo(out, q, kb, nb, g, d, ks)
 }
 
-func attnZ8Ok(g, d int, k, v KVRows) bool { return false }
-func attnZ8Scratch(kvh, n, d int) int     { return 0 }
-func attendGroupsZ8(out, q []float32, kvh int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
-	panic("cpu: attendGroupsZ8 without amd64")
+func attnZOk(g, d int, k, v KVRows) bool { return false }
+func attnZScratch(kvh, g, n, d int) int  { return 0 }
+func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
+	panic("cpu: attendGroupsZ without amd64")
 }

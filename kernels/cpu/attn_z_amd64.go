@@ -2,61 +2,130 @@ package cpu
 
 import "unsafe"
 
-// Attend's decode path on AVX-512 for the common GQA shape of eight
-// query heads per KV head over an F16 store (attn_z_avx512_amd64.s): two
-// positions share a vector, lane 2h+i holding head h at position p+i, so
-// every instruction does twice the AVX2 helpers' work; the V rows are
-// widened inside the output loop instead of through the scratch. Every
-// result is bit for bit attendGroups' AVX2 path (TestAttendZ8Bitwise).
+// Attend's decode path on AVX-512 for g = 2, 4 or 8 query heads per KV
+// head over an F16 store (attn_z_avx512_amd64.s, written by
+// attn_z_gen.go): P = 16/g positions share a vector, lane P·h+i holding
+// head h at position p+i, so every instruction does 16 lanes of work;
+// the V rows are widened inside the output loop instead of through the
+// scratch, and the prefetch of the rows ahead is spread over the kernels'
+// loops. Every result is bit for bit attendGroups' AVX2 path
+// (TestAttendZBitwise).
+
+//go:generate go run attn_z_gen.go
 
 //go:noescape
-func attnExpZ8(scores *float32, npairs int, m *float32, sums *float64)
+func attnExpZ2(scores *float32, nvec int, m *float32, sums *float64)
 
 //go:noescape
-func attnCvtPairsZ(src *uint16, sstride int, dst *float32, nrows, w int, idx *int32)
+func attnExpZ4(scores *float32, nvec int, m *float32, sums *float64)
 
 //go:noescape
-func attnScoresZ8(k *float32, qt *float32, npairs, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
+func attnExpZ8(scores *float32, nvec int, m *float32, sums *float64)
+
+//go:noescape
+func attnCvtInterleave2(src *uint16, sstride int, dst *float32, nrows, w int, idx *int32)
+
+//go:noescape
+func attnCvtInterleave4(src *uint16, sstride int, dst *float32, nrows, w int, idx *int32)
+
+//go:noescape
+func attnCvtInterleave8(src *uint16, sstride int, dst *float32, nrows, w int, idx *int32)
+
+//go:noescape
+func attnScoresZ2(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
+
+//go:noescape
+func attnScoresZ4(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
+
+//go:noescape
+func attnScoresZ8(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
+
+//go:noescape
+func attnAxpyF16Z2(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
+
+//go:noescape
+func attnAxpyF16Z4(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
 
 //go:noescape
 func attnAxpyF16Z8(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
 
-// attnPairIdx are the VPERMT2PS indices that interleave a 16-value chunk
-// of two rows a, b into (a0, b0, a1, b1, ..., a7, b7) and (a8, b8, ...).
-var attnPairIdx = func() (x [32]int32) {
-	for i := range 8 {
-		x[2*i], x[2*i+1] = int32(i), int32(16+i)
-		x[16+2*i], x[16+2*i+1] = int32(8+i), int32(24+i)
+// attnZKernel is the kernel set of one group size g.
+type attnZKernel struct {
+	exp    func(scores *float32, nvec int, m *float32, sums *float64)
+	cvt    func(src *uint16, sstride int, dst *float32, nrows, w int, idx *int32) // P = 16/g rows interleaved
+	scores func(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
+	axpy   func(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
+	chunk  int       // output values per head the axpy kernel keeps in registers: d must be a multiple
+	perm   [16]int32 // lanes P·h+i to position-major lanes g·i+h
+}
+
+var attnZKernels = [9]*attnZKernel{
+	2: {exp: attnExpZ2, cvt: attnCvtInterleave8, scores: attnScoresZ2, axpy: attnAxpyF16Z2, chunk: 64, perm: attnGroupPerm(2)},
+	4: {exp: attnExpZ4, cvt: attnCvtInterleave4, scores: attnScoresZ4, axpy: attnAxpyF16Z4, chunk: 64, perm: attnGroupPerm(4)},
+	8: {exp: attnExpZ8, cvt: attnCvtInterleave2, scores: attnScoresZ8, axpy: attnAxpyF16Z8, chunk: 32, perm: attnGroupPerm(8)},
+}
+
+// attnGroupPerm is the VPERMPS index that reorders a vector of P = 16/g
+// positions from lanes P·h+i (head h, position p+i) to position-major
+// lanes g·i+h.
+func attnGroupPerm(g int) (x [16]int32) {
+	p := 16 / g
+	for h := range g {
+		for i := range p {
+			x[g*i+h] = int32(p*h + i)
+		}
 	}
 	return x
-}()
+}
 
-// attnPairPerm reorders a pair's scores from lanes 2h+i (head h, position
-// p+i) to position-major lanes 8i+h.
-var attnPairPerm = func() (x [16]int32) {
-	for h := range 8 {
-		for i := range 2 {
-			x[8*i+h] = int32(2*h + i)
+// attnGroupIdx are the index vectors of attnCvtInterleave*: float32 pairs
+// of two rows (a0, b0, ..., a7, b7) and (a8, b8, ..., a15, b15)
+// (VPERMT2PS), then qword pairs and 128-bit pairs of two such vectors,
+// low and high halves (VPERMT2PD, one qword index per two int32).
+var attnGroupIdx = func() (x [6][16]int32) {
+	for i := range 8 {
+		x[0][2*i], x[0][2*i+1] = int32(i), int32(16+i)
+		x[1][2*i], x[1][2*i+1] = int32(8+i), int32(24+i)
+	}
+	q := [4][8]int32{
+		{0, 8, 1, 9, 2, 10, 3, 11}, {4, 12, 5, 13, 6, 14, 7, 15},
+		{0, 1, 8, 9, 2, 3, 10, 11}, {4, 5, 12, 13, 6, 7, 14, 15},
+	}
+	for v := range q {
+		for i, ix := range q[v] {
+			x[2+v][2*i] = ix
 		}
 	}
 	return x
 }()
 
-// attnZ8Scratch is the scratch attendGroupsZ8 needs.
-func attnZ8Scratch(kvh, n, d int) int {
-	w := kvh * d
-	return kvh*8*((n+1)&^1) + attnZ8BlockRows(w)*w + kvh*d*16
+// attnZPositions is P = 16/g, the positions of one vector.
+func attnZPositions(g int) int { return 16 / g }
+
+// attnZBlockRows is the K rows attendGroupsZ widens per block: whole
+// groups of eight vectors (8P rows, the scores kernel's eight chains), at
+// least attnBlockRows(w).
+func attnZBlockRows(g, w int) int {
+	u := 8 * attnZPositions(g)
+	return (max(attnBlockRows(w), u) + u - 1) / u * u
 }
 
-// attnZ8BlockRows is attnBlockRows rounded up to whole pairs.
-func attnZ8BlockRows(w int) int { return (attnBlockRows(w) + 1) &^ 1 }
+// attnZScratch is the scratch attendGroupsZ needs.
+func attnZScratch(kvh, g, n, d int) int {
+	p := attnZPositions(g)
+	return kvh*g*((n+p-1)/p*p) + attnZBlockRows(g, kvh*d)*d + kvh*d*16
+}
 
-// attnZ8Ok reports whether attendGroupsZ8 computes this call: g = 8,
-// F16 K and V, d a multiple of 32, and pages of an even number of rows
-// (a page run then starts at an even position and fills whole pairs).
-func attnZ8Ok(g, d int, k, v KVRows) bool {
-	return attnZ8On && attnAVX2 && g == 8 && d%32 == 0 && d > 0 && k.F16 != nil && v.F16 != nil &&
-		k.PageSize%2 == 0 && v.PageSize%2 == 0
+// attnZOk reports whether attendGroupsZ computes this call: g of 2, 4 or
+// 8, F16 K and V, d a multiple of the output chunk, and pages of a
+// multiple of P rows (a page run then starts a whole vector group).
+func attnZOk(g, d int, k, v KVRows) bool {
+	if !attnZOn || !attnAVX2 || g < 0 || g >= len(attnZKernels) || attnZKernels[g] == nil ||
+		k.F16 == nil || v.F16 == nil || d <= 0 || d%attnZKernels[g].chunk != 0 {
+		return false
+	}
+	p := attnZPositions(g)
+	return k.PageSize%p == 0 && v.PageSize%p == 0
 }
 
 // pageSpan returns the 64-byte lines holding the w values at column off
@@ -72,39 +141,43 @@ func (kv KVRows) pageSpan(table []int32, p, nb, off, w int) (first unsafe.Pointe
 	return unsafe.Add(start, -skew), (skew + bytes + 63) / 64, rows
 }
 
-// attnPairQ writes q ([8][d]) into qt ([d][16]) with q[h][j] in lanes 2h
-// and 2h+1 of row j: the query operand of attnScoresZ8.
-func attnPairQ(qt, q []float32, d int) {
-	qt, q = qt[:16*d], q[:8*d]
-	for h := range 8 {
+// attnGroupQ writes q ([g][d]) into qt ([d][16]) with q[h][j] in lanes
+// P·h to P·h+P-1 of row j: the query operand of the scores kernels.
+func attnGroupQ(qt, q []float32, g, d int) {
+	p := attnZPositions(g)
+	qt, q = qt[:16*d], q[:g*d]
+	for h := range g {
 		for j, x := range q[h*d : (h+1)*d] {
-			qt[16*j+2*h], qt[16*j+2*h+1] = x, x
+			for i := range p {
+				qt[16*j+p*h+i] = x
+			}
 		}
 	}
 }
 
-// attendGroupsZ8 is attendGroups for g = 8 over F16 stores (attnZ8Ok):
-// the same scores, softmax and output, computed two positions a vector.
-func attendGroupsZ8(out, q []float32, kvh int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
-	const g = 8
+// attendGroupsZ is attendGroups for attnZOk calls: the same scores,
+// softmax and output, computed P positions a vector.
+func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
+	kz := attnZKernels[g]
+	p := attnZPositions(g)
 	gq := kvh * g
 	d := len(q) / gq
 	w := kvh * d
 	q, out = q[:gq*d], out[:gq*d]
 	// scores: [kvh][np][g], each head's positions rounded up to whole
-	// pairs (the last pair of an odd n computes one padding position).
-	np := (n + 1) &^ 1
+	// vectors (the last one may compute padding positions).
+	np := (n + p - 1) / p * p
 	scores := scratch[:kvh*np*g]
-	bs := attnZ8BlockRows(w)
-	blk := scratch[len(scores) : len(scores)+bs*w] // [bs/2][2w] pair rows
-	qts := scratch[len(scores)+bs*w : len(scores)+bs*w+kvh*d*16]
+	bs := attnZBlockRows(g, w)
+	blk := scratch[len(scores) : len(scores)+bs*d] // one head's K block, [bs/P][P·d]
+	qts := scratch[len(scores)+bs*d : len(scores)+bs*d+kvh*d*16]
 	for h := range kvh {
-		attnPairQ(qts[h*d*16:(h+1)*d*16], q[h*g*d:(h+1)*g*d], d)
+		attnGroupQ(qts[h*d*16:(h+1)*d*16], q[h*g*d:(h+1)*g*d], g, d)
 	}
 	// The K rows two blocks ahead are prefetched inside the scores
-	// kernel, a line per step of its loop, and the V rows of the next
-	// page run inside the output kernel (pageSpan): a whole block's lines
-	// at once would stall the loads of the work in between.
+	// kernel and the V rows of the next page run inside the output
+	// kernel (pageSpan), a few lines per step of their loops: a whole
+	// block's lines at once would stall the loads of the work between.
 	k.prefetchRows(table, 0, min(2*bs, n), off, w)
 	for p0 := 0; p0 < n; p0 += bs {
 		nb := min(bs, n-p0)
@@ -117,19 +190,19 @@ func attendGroupsZ8(out, q []float32, kvh int, k, v KVRows, table []int32, n, of
 				k.prefetchRows(table, next+rows, rest, off, w)
 			}
 		}
-		for j := 0; j < nb; { // j even: a run starts a pair
-			p := p0 + j
-			run := min(nb-j, k.PageSize-p%k.PageSize)
-			i := k.index(table, p, off)
-			_, _ = k.F16[i+(run-1)*k.Stride+w-1], blk[((run+1)/2+j/2)*2*w-1]
-			attnCvtPairsZ(&k.F16[i], k.Stride, &blk[j*w], run, w, &attnPairIdx[0])
-			j += run
-		}
-		npairs := (nb + 1) / 2
+		ng := (nb + p - 1) / p
 		for h := range kvh {
-			_, _ = blk[(npairs-1)*2*w+(h+1)*2*d-1], scores[h*np*g+(p0+2*npairs)*g-1]
+			for j := 0; j < nb; { // j a multiple of P: a run starts a group
+				pos := p0 + j
+				run := min(nb-j, k.PageSize-pos%k.PageSize)
+				i := k.index(table, pos, off+h*d)
+				_, _ = k.F16[i+(run-1)*k.Stride+d-1], blk[(j+(run+p-1)/p*p)*d-1]
+				kz.cvt(&k.F16[i], k.Stride, &blk[j*d], run, d, &attnGroupIdx[0][0])
+				j += run
+			}
 			lo, hi := h*kl/kvh, (h+1)*kl/kvh
-			attnScoresZ8(&blk[h*2*d], &qts[h*d*16], npairs, d, 2*w, &scores[h*np*g+p0*g], &attnPairPerm[0],
+			_ = scores[h*np*g+(p0+ng*p)*g-1]
+			kz.scores(&blk[0], &qts[h*d*16], ng, d, p*d, &scores[h*np*g+p0*g], &kz.perm[0],
 				(*byte)(unsafe.Add(kpf, 64*lo)), hi-lo)
 		}
 	}
@@ -144,31 +217,34 @@ func attendGroupsZ8(out, q []float32, kvh int, k, v KVRows, table []int32, n, of
 	v.prefetchRows(table, 0, min(n, v.PageSize), off, w) // while the softmax runs
 	for h := range kvh {
 		sh, hs := scores[h*np*g:h*np*g+n*g], h*g
-		attnScaleMax(sh, g, scale, maxes[hs:hs+g])
-		clear(sums[hs : hs+g])
-		if n >= 2 {
-			attnExpZ8(&sh[0], n/2, &maxes[hs], &sums[hs])
+		m, sm := maxes[hs:hs+g], sums[hs:hs+g]
+		attnScaleMax(sh, g, scale, m)
+		clear(sm)
+		if full := n / p; full > 0 {
+			kz.exp(&sh[0], full, &m[0], &sm[0])
 		}
-		if n%2 == 1 { // the last position alone, continuing the sums
-			attnExpAVX2(&sh[(n-1)*g], 1, g, &maxes[hs], &sums[hs])
+		for i := n / p * p * g; i < n*g; i++ { // the positions after the last whole vector
+			e := expAttn(sh[i] - m[i%g])
+			sh[i] = e
+			sm[i%g] += float64(e)
 		}
 	}
 	clear(out)
-	for p := 0; p < n; {
-		run := min(n-p, v.PageSize-p%v.PageSize)
-		i := v.index(table, p, off)
+	for pos := 0; pos < n; {
+		run := min(n-pos, v.PageSize-pos%v.PageSize)
+		i := v.index(table, pos, off)
 		_ = v.F16[i+(run-1)*v.Stride+w-1]
 		var vpf unsafe.Pointer
 		vl := 0
-		if next := p + run; next < n {
+		if next := pos + run; next < n {
 			vpf, vl, _ = v.pageSpan(table, next, n-next, off, w)
 		}
 		for h := range kvh {
 			lo, hi := h*vl/kvh, (h+1)*vl/kvh
-			attnAxpyF16Z8(&v.F16[i+h*d], v.Stride, &scores[h*np*g+p*g], run, d, &out[h*g*d],
+			kz.axpy(&v.F16[i+h*d], v.Stride, &scores[h*np*g+pos*g], run, d, &out[h*g*d],
 				(*byte)(unsafe.Add(vpf, 64*lo)), hi-lo)
 		}
-		p += run
+		pos += run
 	}
 	for h := range gq {
 		inv := float32(1 / sums[h])

@@ -118,11 +118,11 @@ var (
 	// AVX-512 rows kernels (dot_f16rowsz*) instead of the AVX2 rows
 	// kernels and tiles.
 	f16RowsZOn = active.f16Z
-	// attnZ8On: attention over F16 pages with eight query heads per KV
-	// head runs the AVX-512 kernels (attn_z_avx512_amd64.s), two
-	// positions a vector and V widened in the output loop, instead of the
-	// AVX2 helpers.
-	attnZ8On = active.f16Z
+	// attnZOn: attention over F16 pages with two, four or eight query
+	// heads per KV head runs the AVX-512 kernels (attn_z_avx512_amd64.s),
+	// 16/g positions a vector and V widened in the output loop, instead
+	// of the AVX2 helpers.
+	attnZOn = active.f16Z
 )
 
 // q4zFewMaxDefault is q4zFewMax as shipped; TestQ4ZMatMul also runs 4,
