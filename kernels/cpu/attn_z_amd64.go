@@ -174,16 +174,20 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, 
 	for h := range kvh {
 		attnGroupQ(qts[h*d*16:(h+1)*d*16], q[h*g*d:(h+1)*g*d], g, d)
 	}
-	// The K rows two blocks ahead are prefetched inside the scores
-	// kernel and the V rows of the next page run inside the output
-	// kernel (pageSpan), a few lines per step of their loops: a whole
-	// block's lines at once would stall the loads of the work between.
+	// Whole rows (AttendHeads): the K rows two blocks ahead are
+	// prefetched inside the scores kernel and the V rows of the next page
+	// run inside the output kernel (pageSpan), a few lines per step of
+	// their loops: a whole block's lines at once would stall the loads of
+	// the work between. One head's columns (Attend) are a quarter or less
+	// of those lines, prefetched at once (prefetchRows) before the work.
 	k.prefetchRows(table, 0, min(2*bs, n), off, w)
 	for p0 := 0; p0 < n; p0 += bs {
 		nb := min(bs, n-p0)
 		var kpf unsafe.Pointer
 		kl := 0
-		if next := p0 + 2*bs; next < n {
+		if next := p0 + 2*bs; next < n && w < k.Stride { // one head's columns: the rows' lines in between are not read
+			k.prefetchRows(table, next, min(bs, n-next), off, w)
+		} else if next < n {
 			rows := 0
 			kpf, kl, rows = k.pageSpan(table, next, min(bs, n-next), off, w)
 			if rest := min(bs, n-next) - rows; rest > 0 { // pages smaller than a block
@@ -236,7 +240,9 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, 
 		_ = v.F16[i+(run-1)*v.Stride+w-1]
 		var vpf unsafe.Pointer
 		vl := 0
-		if next := pos + run; next < n {
+		if next := pos + run; next < n && w < v.Stride {
+			v.prefetchRows(table, next, min(n-next, v.PageSize-next%v.PageSize), off, w)
+		} else if next < n {
 			vpf, vl, _ = v.pageSpan(table, next, n-next, off, w)
 		}
 		for h := range kvh {
