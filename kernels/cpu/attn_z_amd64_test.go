@@ -76,22 +76,36 @@ func TestAttendZBitwise(t *testing.T) {
 
 // TestAttnExpZMatchesTwin: the 16-lane exponential passes (g = 2, 4, 8)
 // give attnExpGo's values and sums bit for bit, including clamped
-// (< -87), zero, positive and NaN inputs, and continue sums passed in.
+// (< -87), zero and positive inputs, and continue sums passed in; a NaN
+// score stays NaN and poisons its own head's sum only.
 func TestAttnExpZMatchesTwin(t *testing.T) {
 	if !hasAVX512F16 {
 		t.Skip("no AVX-512 on this CPU")
 	}
 	r := rand.New(rand.NewPCG(3, 4))
-	special := []float32{-100, -87, -86.9, 0, float32(math.Copysign(0, -1)), 3, float32(math.NaN()), -1e-30, -88.7}
-	for _, g := range []int{2, 4, 8} {
+	special := []float32{-100, -87, -86.9, 0, float32(math.Copysign(0, -1)), 3, -1e-30, -88.7}
+	for _, tc := range []struct {
+		g   int
+		nan bool // one NaN score: its value stays NaN, its head's sum is NaN
+	}{{2, false}, {4, false}, {8, false}, {2, true}, {4, true}, {8, true}} {
+		g := tc.g
 		const nvec = 37
 		scores := make([]float32, 16*nvec)
+		// Half the scores spread over [-45, 0], where e ranges from 1 down
+		// to 2^-65: the float64 sums then round at nearly every step, so
+		// an order of additions other than the positions' shows.
 		for i := range scores {
-			if i%5 == 0 {
+			switch {
+			case i%5 == 0:
 				scores[i] = special[(i/5)%len(special)]
-			} else {
+			case i%2 == 0:
+				scores[i] = -45 * r.Float32()
+			default:
 				scores[i] = float32(r.NormFloat64() * 20)
 			}
+		}
+		if tc.nan {
+			scores[16*5+3] = float32(math.NaN())
 		}
 		m := []float32{0, 1, -2, 0.5, 3, -1, 0, 2}[:g]
 		want := append([]float32(nil), scores...)
@@ -108,8 +122,54 @@ func TestAttnExpZMatchesTwin(t *testing.T) {
 			}
 		}
 		for h := range g {
+			if math.IsNaN(wantSums[h]) != (tc.nan && h == 3%g) {
+				t.Fatalf("g %d: the twin's sum %d is %g", g, h, wantSums[h]) // the test's own premise
+			}
 			if math.Float64bits(gotSums[h]) != math.Float64bits(wantSums[h]) && !(math.IsNaN(gotSums[h]) && math.IsNaN(wantSums[h])) {
 				t.Fatalf("g %d sum %d: %g, want %g", g, h, gotSums[h], wantSums[h])
+			}
+		}
+	}
+}
+
+// TestAttnCvtInterleave: the widening kernels lay P = 2, 4, 8 rows out
+// as documented (row P·m+i, value j at m·P·w + P·j + i), for every row
+// count up to two groups and one row, rows of 16-48 values with and
+// without a gap between them, and write zeros (not the rows that follow
+// in memory) for the rows past the count.
+func TestAttnCvtInterleave(t *testing.T) {
+	if !hasAVX512F16 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, p := range []int{2, 4, 8} {
+		cvt := map[int]func(*uint16, int, *float32, int, int, *int32){2: attnCvtInterleave2, 4: attnCvtInterleave4, 8: attnCvtInterleave8}[p]
+		for nrows := 1; nrows <= 2*p+1; nrows++ {
+			c := struct{ nrows, w, stride int }{nrows, 16 * (1 + nrows%3), 16*(1+nrows%3) + 16*(nrows%2)}
+			groups := (c.nrows + p - 1) / p
+			src := make([]uint16, (groups*p+1)*c.stride) // rows past nrows hold values too
+			for i := range src {
+				src[i] = F32ToF16(float32(r.NormFloat64()) + 3)
+			}
+			dst := make([]float32, groups*p*c.w+1)
+			dst[len(dst)-1] = 42 // canary
+			cvt(&src[0], c.stride, &dst[0], c.nrows, c.w, &attnGroupIdx[0][0])
+			for m := 0; m < groups; m++ {
+				for j := 0; j < c.w; j++ {
+					for i := 0; i < p; i++ {
+						row := p*m + i
+						want := float32(0)
+						if row < c.nrows {
+							want = F16ToF32(src[row*c.stride+j])
+						}
+						if got := dst[m*p*c.w+p*j+i]; math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("P %d, %d rows of %d: row %d value %d: %g, want %g", p, c.nrows, c.w, row, j, got, want)
+						}
+					}
+				}
+			}
+			if dst[len(dst)-1] != 42 {
+				t.Fatalf("P %d, %d rows: wrote past the groups", p, c.nrows)
 			}
 		}
 	}
