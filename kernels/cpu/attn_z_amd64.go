@@ -128,6 +128,17 @@ func attnZOk(g, d int, k, v KVRows) bool {
 	return k.PageSize%p == 0 && v.PageSize%p == 0
 }
 
+// AttnTokensFaster reports whether, for g query heads per KV head of
+// dimension d over the stores k and v, AttendHeads token by token is
+// faster than AttendChunk's tiles on this CPU, so that a prefill chunk
+// (or a run of draft tokens being verified) should not be tiled. It is
+// the AVX-512 path at g = 8: BenchmarkAttendChunk, one layer of a
+// 512-token chunk, 1.4x at position 0 and 1.6x at 1024 (AttendChunk
+// reads each K/V block once per tile, but its lanes are AVX2's eight).
+// At g = 2 and 4 the tiles stay faster (2.1x and 1.5x). The bits are
+// the same either way.
+func AttnTokensFaster(g, d int, k, v KVRows) bool { return g == 8 && attnZOk(g, d, k, v) }
+
 // pageSpan returns the 64-byte lines holding the w values at column off
 // of the rows of positions [p, p+nb) that share p's page (rows of them):
 // the first line's address and the count, for the kernels' spread

@@ -6,6 +6,7 @@ import (
 
 	"oengine/ggml"
 	"oengine/kernels/cpu"
+	"oengine/model/synth"
 )
 
 // TestChunkAttentionInvariance: with prompts long enough that most
@@ -178,5 +179,45 @@ func TestChunkAttentionNoAllocs(t *testing.T) {
 	}
 	if allocs != 0 {
 		t.Fatalf("prefill chunk allocates %v times", allocs)
+	}
+}
+
+// TestChunkAttentionTokensWhereFaster: with eight query heads per KV
+// head over F16 pages, where cpu.AttnTokensFaster (the AVX-512 path), a
+// prompt's consecutive tokens are not tiled (every attention item is one
+// token, cpu.AttendHeads), an F32 store is still tiled, and either way
+// the logits are bitwise those of running the prompt token by token.
+func TestChunkAttentionTokensWhereFaster(t *testing.T) {
+	d := synth.Dims{Dim: 512, Layers: 2, Heads: 8, KVHeads: 1, FFN: 384, Vocab: 512, CtxLen: 2048, RopeBase: 10000}
+	m := synthLoad(t, synth.Options{Arch: "llama", Dims: d, Type: ggml.TypeQ8_0, Seed: 5})
+	t.Cleanup(m.Close)
+	V := m.Config().Vocab
+	const n, page = 150, 16
+	tokens := testTokens(n, V, 8)
+	table := make([]int32, n/page+1)
+	for i := range table {
+		table[i] = int32(len(table) - 1 - i)
+	}
+	for _, kvt := range []KVType{KVF16, KVF32} {
+		kv, err := m.NewKV(len(table), page, kvt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := runChunks(t, m, kv, table, tokens, []int{1})
+		got := runChunks(t, m, kv, table, tokens, []int{n})
+		if i := firstDiff(got, want); i >= 0 {
+			t.Fatalf("%s: one batch: logits differ at token %d: %g vs %g", kvt, i/V, got[i], want[i])
+		}
+		tiled := slices.ContainsFunc(m.fw.attnItems, func(it attnItem) bool { return it.n > 1 })
+		perToken := cpu.AttnTokensFaster(8, 64, kv.k[0], kv.v[0])
+		if kvt == KVF32 && perToken {
+			t.Fatalf("AttnTokensFaster on an F32 store")
+		}
+		if tiled == perToken {
+			t.Fatalf("%s: AttnTokensFaster %v, but the prompt made tiles: %v (%v)", kvt, perToken, tiled, m.fw.attnItems)
+		}
+		if kvt == KVF16 && !perToken {
+			t.Logf("this CPU runs no AVX-512 attention path: the F16 prompt was tiled")
+		}
 	}
 }
