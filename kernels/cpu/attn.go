@@ -36,11 +36,7 @@ func AttnHeadsScratch(kvh, g, n, d int) int { return attnGroupsScratch(kvh, g, n
 
 func attnGroupsScratch(kvh, g, n, d int) int {
 	w := kvh * d
-	need := kvh*g*n + attnBlockRows(w)*w + kvh*d*attnPad(g)
-	if g == 2 || g == 4 || g == 8 {
-		need = max(need, attnZScratch(kvh, g, n, d))
-	}
-	return need
+	return max(kvh*g*n+attnBlockRows(w)*w+kvh*d*attnPad(g), attnZScratch(kvh, g, n, d))
 }
 
 // attnPad is g rounded up to a multiple of 8: the width of the transposed

@@ -110,8 +110,12 @@ func attnZBlockRows(g, w int) int {
 	return (max(attnBlockRows(w), u) + u - 1) / u * u
 }
 
-// attnZScratch is the scratch attendGroupsZ needs.
+// attnZScratch is the scratch attendGroupsZ needs (0 for a group size it
+// does not compute).
 func attnZScratch(kvh, g, n, d int) int {
+	if g <= 0 || g >= len(attnZKernels) || attnZKernels[g] == nil {
+		return 0
+	}
 	p := attnZPositions(g)
 	return kvh*g*((n+p-1)/p*p) + attnZBlockRows(g, kvh*d)*d + kvh*d*16
 }
@@ -139,17 +143,16 @@ func attnZOk(g, d int, k, v KVRows) bool {
 // the same either way.
 func AttnTokensFaster(g, d int, k, v KVRows) bool { return g == 8 && attnZOk(g, d, k, v) }
 
-// pageSpan returns the 64-byte lines holding the w values at column off
-// of the rows of positions [p, p+nb) that share p's page (rows of them):
-// the first line's address and the count, for the kernels' spread
-// prefetch (F16 rows).
+// pageSpan returns the span of the w values at column off of the rows of
+// positions [p, p+nb) that share p's page (rows of them) as 64-byte
+// steps from its first value: first + 64·k for k < lines touches every
+// cache line of the span, and stays inside it (F16 rows; the kernels'
+// spread prefetch).
 func (kv KVRows) pageSpan(table []int32, p, nb, off, w int) (first unsafe.Pointer, lines, rows int) {
 	rows = min(nb, kv.PageSize-p%kv.PageSize)
 	i := kv.index(table, p, off)
-	start := unsafe.Pointer(&kv.F16[i])
-	skew := int(uintptr(start) & 63)
 	bytes := ((rows-1)*kv.Stride + w) * 2
-	return unsafe.Add(start, -skew), (skew + bytes + 63) / 64, rows
+	return unsafe.Pointer(&kv.F16[i]), (bytes + 63) / 64, rows
 }
 
 // attnGroupQ writes q ([g][d]) into qt ([d][16]) with q[h][j] in lanes
