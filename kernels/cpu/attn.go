@@ -141,8 +141,14 @@ func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, o
 			attnAxpyBlock(out[h*g*d:(h+1)*g*d], blk[h*d:(nb-1)*w+(h+1)*d], sh[p0*g:(p0+nb)*g], nb, g, d, w)
 		}
 	}
-	for h := 0; h < gq; h++ {
-		inv := float32(1 / sums[h])
+	attnNormalize(out, sums, d)
+}
+
+// attnNormalize divides each head's output row (out: [len(sums)][d]) by
+// its softmax sum, as one float32 multiply by the rounded inverse.
+func attnNormalize(out []float32, sums []float64, d int) {
+	for h, sum := range sums {
+		inv := float32(1 / sum)
 		o := out[h*d : h*d+d]
 		for j := range o {
 			o[j] *= inv

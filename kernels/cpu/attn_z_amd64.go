@@ -266,11 +266,5 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, 
 		}
 		pos += run
 	}
-	for h := range gq {
-		inv := float32(1 / sums[h])
-		o := out[h*d : h*d+d]
-		for j := range o {
-			o[j] *= inv
-		}
-	}
+	attnNormalize(out, sums, d)
 }
