@@ -32,29 +32,29 @@ func attnCvtInterleave4(src *uint16, sstride int, dst *float32, nrows, w int, id
 func attnCvtInterleave8(src *uint16, sstride int, dst *float32, nrows, w int, idx *int32)
 
 //go:noescape
-func attnScoresZ2(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
+func attnScoresZ2(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines, pfstep int)
 
 //go:noescape
-func attnScoresZ4(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
+func attnScoresZ4(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines, pfstep int)
 
 //go:noescape
-func attnScoresZ8(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
+func attnScoresZ8(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines, pfstep int)
 
 //go:noescape
-func attnAxpyF16Z2(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
+func attnAxpyF16Z2(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines, pfstep int)
 
 //go:noescape
-func attnAxpyF16Z4(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
+func attnAxpyF16Z4(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines, pfstep int)
 
 //go:noescape
-func attnAxpyF16Z8(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
+func attnAxpyF16Z8(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines, pfstep int)
 
 // attnZKernel is the kernel set of one group size g.
 type attnZKernel struct {
 	exp    func(scores *float32, nvec int, m *float32, sums *float64)
 	cvt    func(src *uint16, sstride int, dst *float32, nrows, w int, idx *int32) // P = 16/g rows interleaved
-	scores func(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
-	axpy   func(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
+	scores func(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines, pfstep int)
+	axpy   func(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines, pfstep int)
 	chunk  int       // output values per head the axpy kernel keeps in registers: d must be a multiple
 	perm   [16]int32 // lanes P·h+i to position-major lanes g·i+h
 }
@@ -143,16 +143,38 @@ func attnZOk(g, d int, k, v KVRows) bool {
 // the same either way.
 func AttnTokensFaster(g, d int, k, v KVRows) bool { return g == 8 && attnZOk(g, d, k, v) }
 
-// pageSpan returns the span of the w values at column off of the rows of
-// positions [p, p+nb) that share p's page (rows of them) as 64-byte
-// steps from its first value: first + 64·k for k < lines touches every
-// cache line of the span, and stays inside it (F16 rows; the kernels'
-// spread prefetch).
-func (kv KVRows) pageSpan(table []int32, p, nb, off, w int) (first unsafe.Pointer, lines, rows int) {
+// pfSpan is a prefetch spread over a kernel's loop (PF2 in the
+// kernels): lines 64-byte lines, two per step, a step's pair at
+// first + k·step.
+type pfSpan struct {
+	first       unsafe.Pointer
+	lines, step int
+}
+
+// part returns the share of the span that call h of n issues: whole
+// steps, so that a step's two lines stay together.
+func (s pfSpan) part(h, n int) (*byte, int) {
+	steps := (s.lines + 1) / 2
+	lo, hi := h*steps/n, (h+1)*steps/n
+	return (*byte)(unsafe.Add(s.first, lo*s.step)), min(s.lines, 2*hi) - 2*lo
+}
+
+// pageSpan returns the prefetch of the w values at column off of the
+// rows of positions [p, p+nb) that share p's page (rows of them), F16
+// rows: whole rows (w = Stride) as one contiguous span, 128 bytes a
+// step; one head's columns of up to 128 bytes as a row a step (two
+// lines). Wider columns give no span (lines 0): the caller prefetches
+// them with prefetchRows. Every address stays inside the span.
+func (kv KVRows) pageSpan(table []int32, p, nb, off, w int) (span pfSpan, rows int) {
 	rows = min(nb, kv.PageSize-p%kv.PageSize)
-	i := kv.index(table, p, off)
-	bytes := ((rows-1)*kv.Stride + w) * 2
-	return unsafe.Pointer(&kv.F16[i]), (bytes + 63) / 64, rows
+	first := unsafe.Pointer(&kv.F16[kv.index(table, p, off)])
+	switch {
+	case w == kv.Stride:
+		return pfSpan{first, (rows*w*2 + 63) / 64, 128}, rows
+	case w*2 <= 128:
+		return pfSpan{first, 2 * rows, kv.Stride * 2}, rows
+	}
+	return pfSpan{}, rows
 }
 
 // attnGroupQ writes q ([g][d]) into qt ([d][16]) with q[h][j] in lanes
@@ -188,23 +210,21 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, 
 	for h := range kvh {
 		attnGroupQ(qts[h*d*16:(h+1)*d*16], q[h*g*d:(h+1)*g*d], g, d)
 	}
-	// Whole rows (AttendHeads): the K rows two blocks ahead are
-	// prefetched inside the scores kernel and the V rows of the next page
-	// run inside the output kernel (pageSpan), a few lines per step of
-	// their loops: a whole block's lines at once would stall the loads of
-	// the work between. One head's columns (Attend) are a quarter or less
-	// of those lines, prefetched at once (prefetchRows) before the work.
+	// The K rows two blocks ahead are prefetched inside the scores kernel
+	// and the V rows of the next page run inside the output kernel
+	// (pageSpan), two lines per step of their loops: a whole block's
+	// lines at once would stall the loads of the work between.
 	k.prefetchRows(table, 0, min(2*bs, n), off, w)
 	for p0 := 0; p0 < n; p0 += bs {
 		nb := min(bs, n-p0)
-		var kpf unsafe.Pointer
-		kl := 0
-		if next := p0 + 2*bs; next < n && w < k.Stride { // one head's columns: the rows' lines in between are not read
-			k.prefetchRows(table, next, min(bs, n-next), off, w)
-		} else if next < n {
+		var kpf pfSpan
+		if next := p0 + 2*bs; next < n {
 			rows := 0
-			kpf, kl, rows = k.pageSpan(table, next, min(bs, n-next), off, w)
-			if rest := min(bs, n-next) - rows; rest > 0 { // pages smaller than a block
+			kpf, rows = k.pageSpan(table, next, min(bs, n-next), off, w)
+			if kpf.lines == 0 {
+				rows = 0
+			}
+			if rest := min(bs, n-next) - rows; rest > 0 { // pages smaller than a block, wide columns
 				k.prefetchRows(table, next+rows, rest, off, w)
 			}
 		}
@@ -218,10 +238,9 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, 
 				kz.cvt(&k.F16[i], k.Stride, &blk[j*d], run, d, &attnGroupIdx[0][0])
 				j += run
 			}
-			lo, hi := h*kl/kvh, (h+1)*kl/kvh
+			pf, lines := kpf.part(h, kvh)
 			_ = scores[h*np*g+(p0+ng*p)*g-1]
-			kz.scores(&blk[0], &qts[h*d*16], ng, d, p*d, &scores[h*np*g+p0*g], &kz.perm[0],
-				(*byte)(unsafe.Add(kpf, 64*lo)), hi-lo)
+			kz.scores(&blk[0], &qts[h*d*16], ng, d, p*d, &scores[h*np*g+p0*g], &kz.perm[0], pf, lines, kpf.step)
 		}
 	}
 	var small [64]float64 // no allocation for up to 64 query heads
@@ -252,17 +271,16 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, 
 		run := min(n-pos, v.PageSize-pos%v.PageSize)
 		i := v.index(table, pos, off)
 		_ = v.F16[i+(run-1)*v.Stride+w-1]
-		var vpf unsafe.Pointer
-		vl := 0
-		if next := pos + run; next < n && w < v.Stride {
-			v.prefetchRows(table, next, min(n-next, v.PageSize-next%v.PageSize), off, w)
-		} else if next < n {
-			vpf, vl, _ = v.pageSpan(table, next, n-next, off, w)
+		var vpf pfSpan
+		if next := pos + run; next < n {
+			rows := 0
+			if vpf, rows = v.pageSpan(table, next, n-next, off, w); vpf.lines == 0 {
+				v.prefetchRows(table, next, rows, off, w)
+			}
 		}
 		for h := range kvh {
-			lo, hi := h*vl/kvh, (h+1)*vl/kvh
-			kz.axpy(&v.F16[i+h*d], v.Stride, &scores[h*np*g+pos*g], run, d, &out[h*g*d],
-				(*byte)(unsafe.Add(vpf, 64*lo)), hi-lo)
+			pf, lines := vpf.part(h, kvh)
+			kz.axpy(&v.F16[i+h*d], v.Stride, &scores[h*np*g+pos*g], run, d, &out[h*g*d], pf, lines, vpf.step)
 		}
 		pos += run
 	}

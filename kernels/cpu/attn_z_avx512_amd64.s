@@ -62,16 +62,18 @@ GLOBL attnz<>(SB), RODATA|NOPTR, $48
 	VCMPPS           $3, Z5, Z5, K2; \
 	VMOVAPS          Z5, K2, Z0
 
-// PF2 issues the next two of the lines to prefetch (PREFETCHT0 of (R8),
-// R8 += 64) while R9 of them are left: rows a later call reads, spread
-// over a loop instead of issued at once (a burst of a block's lines fills
-// the miss buffers and stalls the loads of the work in between).
+// PF2 issues the next two of the lines to prefetch (PREFETCHT0 of (R8)
+// and 64(R8), then R8 += CX: 128 for a contiguous span, a row's bytes
+// for one head's 128-byte columns) while R9 of them are left: rows a
+// later call reads, spread over a loop instead of issued at once (a
+// burst of a block's lines fills the miss buffers and stalls the loads
+// of the work in between).
 #define PF2 \
 	CMPQ       R9, $2; \
 	JLT        6(PC); \
 	PREFETCHT0 (R8); \
 	PREFETCHT0 64(R8); \
-	ADDQ       $128, R8; \
+	ADDQ       CX, R8; \
 	SUBQ       $2, R9; \
 	JMP        5(PC); \
 	TESTQ      R9, R9; \
@@ -464,14 +466,14 @@ cgdone2:
 	VZEROUPPER
 	RET
 
-// func attnScoresZ2(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
+// func attnScoresZ2(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines, pfstep int)
 // Scores of 2 heads over groups of 8 K rows (attnCvtInterleave8's layout,
 // ks values apart): out[(8·m+i)·2 + h] = Σ_j q[h][j]·k[8·m+i][j], one FMA
 // chain in order of j from 0 (attnScoresGo's), for m < ngroups; qt is
 // [dim][16] with q[h][j] in lanes 8·h to 8·h+7 (attnGroupQ), perm the
 // position-major lane order (attnGroupPerm). Eight groups run at once
 // (eight chains), the rest one at a time; PF2 spreads the prefetch.
-TEXT ·attnScoresZ2(SB), NOSPLIT, $0-72
+TEXT ·attnScoresZ2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), R15
 	MOVQ qt+8(FP), DI
 	MOVQ ngroups+16(FP), BX
@@ -482,6 +484,7 @@ TEXT ·attnScoresZ2(SB), NOSPLIT, $0-72
 	VMOVDQU32 (AX), Z15
 	MOVQ pf+56(FP), R8
 	MOVQ pflines+64(FP), R9
+	MOVQ pfstep+72(FP), CX
 zs8_2:
 	CMPQ BX, $8
 	JLT zs1_2
@@ -576,14 +579,14 @@ zsdone2:
 	VZEROUPPER
 	RET
 
-// func attnScoresZ4(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
+// func attnScoresZ4(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines, pfstep int)
 // Scores of 4 heads over groups of 4 K rows (attnCvtInterleave4's layout,
 // ks values apart): out[(4·m+i)·4 + h] = Σ_j q[h][j]·k[4·m+i][j], one FMA
 // chain in order of j from 0 (attnScoresGo's), for m < ngroups; qt is
 // [dim][16] with q[h][j] in lanes 4·h to 4·h+3 (attnGroupQ), perm the
 // position-major lane order (attnGroupPerm). Eight groups run at once
 // (eight chains), the rest one at a time; PF2 spreads the prefetch.
-TEXT ·attnScoresZ4(SB), NOSPLIT, $0-72
+TEXT ·attnScoresZ4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), R15
 	MOVQ qt+8(FP), DI
 	MOVQ ngroups+16(FP), BX
@@ -594,6 +597,7 @@ TEXT ·attnScoresZ4(SB), NOSPLIT, $0-72
 	VMOVDQU32 (AX), Z15
 	MOVQ pf+56(FP), R8
 	MOVQ pflines+64(FP), R9
+	MOVQ pfstep+72(FP), CX
 zs8_4:
 	CMPQ BX, $8
 	JLT zs1_4
@@ -688,14 +692,14 @@ zsdone4:
 	VZEROUPPER
 	RET
 
-// func attnScoresZ8(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)
+// func attnScoresZ8(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines, pfstep int)
 // Scores of 8 heads over groups of 2 K rows (attnCvtInterleave2's layout,
 // ks values apart): out[(2·m+i)·8 + h] = Σ_j q[h][j]·k[2·m+i][j], one FMA
 // chain in order of j from 0 (attnScoresGo's), for m < ngroups; qt is
 // [dim][16] with q[h][j] in lanes 2·h to 2·h+1 (attnGroupQ), perm the
 // position-major lane order (attnGroupPerm). Eight groups run at once
 // (eight chains), the rest one at a time; PF2 spreads the prefetch.
-TEXT ·attnScoresZ8(SB), NOSPLIT, $0-72
+TEXT ·attnScoresZ8(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), R15
 	MOVQ qt+8(FP), DI
 	MOVQ ngroups+16(FP), BX
@@ -706,6 +710,7 @@ TEXT ·attnScoresZ8(SB), NOSPLIT, $0-72
 	VMOVDQU32 (AX), Z15
 	MOVQ pf+56(FP), R8
 	MOVQ pflines+64(FP), R9
+	MOVQ pfstep+72(FP), CX
 zs8_8:
 	CMPQ BX, $8
 	JLT zs1_8
@@ -800,16 +805,17 @@ zsdone8:
 	VZEROUPPER
 	RET
 
-// func attnAxpyF16Z2(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
+// func attnAxpyF16Z2(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines, pfstep int)
 // attnAxpyBlockAVX2 for 2 heads reading the V rows as F16: for h < 2,
 // p < nb, j < dim (a multiple of 64), in order of p: out[h·dim+j] =
 // fma(w[p·2+h], float32(v[p·vs+j]), out[h·dim+j]) (vs: the rows' stride
 // in values). A 64-value chunk of the output rows stays in Z0-Z7 across
 // the positions, so each V value is widened once; two prefetch lines
 // per position and chunk.
-TEXT ·attnAxpyF16Z2(SB), NOSPLIT, $0-64
+TEXT ·attnAxpyF16Z2(SB), NOSPLIT, $0-72
 	MOVQ pf+48(FP), R8
 	MOVQ pflines+56(FP), R9
+	MOVQ pfstep+64(FP), CX
 	MOVQ v+0(FP), SI
 	MOVQ vs+8(FP), R14
 	MOVQ w+16(FP), DI
@@ -877,16 +883,17 @@ zadone2:
 	VZEROUPPER
 	RET
 
-// func attnAxpyF16Z4(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
+// func attnAxpyF16Z4(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines, pfstep int)
 // attnAxpyBlockAVX2 for 4 heads reading the V rows as F16: for h < 4,
 // p < nb, j < dim (a multiple of 64), in order of p: out[h·dim+j] =
 // fma(w[p·4+h], float32(v[p·vs+j]), out[h·dim+j]) (vs: the rows' stride
 // in values). A 64-value chunk of the output rows stays in Z0-Z15 across
 // the positions, so each V value is widened once; two prefetch lines
 // per position and chunk.
-TEXT ·attnAxpyF16Z4(SB), NOSPLIT, $0-64
+TEXT ·attnAxpyF16Z4(SB), NOSPLIT, $0-72
 	MOVQ pf+48(FP), R8
 	MOVQ pflines+56(FP), R9
+	MOVQ pfstep+64(FP), CX
 	MOVQ v+0(FP), SI
 	MOVQ vs+8(FP), R14
 	MOVQ w+16(FP), DI
@@ -984,16 +991,17 @@ zadone4:
 	VZEROUPPER
 	RET
 
-// func attnAxpyF16Z8(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)
+// func attnAxpyF16Z8(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines, pfstep int)
 // attnAxpyBlockAVX2 for 8 heads reading the V rows as F16: for h < 8,
 // p < nb, j < dim (a multiple of 32), in order of p: out[h·dim+j] =
 // fma(w[p·8+h], float32(v[p·vs+j]), out[h·dim+j]) (vs: the rows' stride
 // in values). A 32-value chunk of the output rows stays in Z0-Z15 across
 // the positions, so each V value is widened once; two prefetch lines
 // per position and chunk.
-TEXT ·attnAxpyF16Z8(SB), NOSPLIT, $0-64
+TEXT ·attnAxpyF16Z8(SB), NOSPLIT, $0-72
 	MOVQ pf+48(FP), R8
 	MOVQ pflines+56(FP), R9
+	MOVQ pfstep+64(FP), CX
 	MOVQ v+0(FP), SI
 	MOVQ vs+8(FP), R14
 	MOVQ w+16(FP), DI

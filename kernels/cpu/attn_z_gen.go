@@ -183,14 +183,14 @@ func cvtKernel(p int) {
 // scoresKernel: attnScoresZ{g}.
 func scoresKernel(g int) {
 	p := 16 / g
-	fmt.Fprintf(&b, "\n// func attnScoresZ%d(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines int)\n", g)
+	fmt.Fprintf(&b, "\n// func attnScoresZ%d(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines, pfstep int)\n", g)
 	fmt.Fprintf(&b, "// Scores of %d heads over groups of %d K rows (attnCvtInterleave%d's layout,\n", g, p, p)
 	fmt.Fprintf(&b, "// ks values apart): out[(%d·m+i)·%d + h] = Σ_j q[h][j]·k[%d·m+i][j], one FMA\n", p, g, p)
 	fmt.Fprintf(&b, "// chain in order of j from 0 (attnScoresGo's), for m < ngroups; qt is\n")
 	fmt.Fprintf(&b, "// [dim][16] with q[h][j] in lanes %d·h to %d·h+%d (attnGroupQ), perm the\n", p, p, p-1)
 	fmt.Fprintf(&b, "// position-major lane order (attnGroupPerm). Eight groups run at once\n")
 	fmt.Fprintf(&b, "// (eight chains), the rest one at a time; PF2 spreads the prefetch.\n")
-	fmt.Fprintf(&b, "TEXT ·attnScoresZ%d(SB), NOSPLIT, $0-72\n", g)
+	fmt.Fprintf(&b, "TEXT ·attnScoresZ%d(SB), NOSPLIT, $0-80\n", g)
 	b.I("MOVQ k+0(FP), R15")
 	b.I("MOVQ qt+8(FP), DI")
 	b.I("MOVQ ngroups+16(FP), BX")
@@ -201,6 +201,7 @@ func scoresKernel(g int) {
 	b.I("VMOVDQU32 (AX), Z15")
 	b.I("MOVQ pf+56(FP), R8")
 	b.I("MOVQ pflines+64(FP), R9")
+	b.I("MOVQ pfstep+72(FP), CX")
 	label("zs8_", g)
 	b.I("CMPQ BX, $8")
 	b.I("JLT zs1_%d", g)
@@ -270,15 +271,16 @@ func scoresKernel(g int) {
 // axpyKernel: attnAxpyF16Z{g}, c vectors (16·c values) of each of the g
 // output rows per chunk.
 func axpyKernel(g, c int) {
-	fmt.Fprintf(&b, "\n// func attnAxpyF16Z%d(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines int)\n", g)
+	fmt.Fprintf(&b, "\n// func attnAxpyF16Z%d(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines, pfstep int)\n", g)
 	fmt.Fprintf(&b, "// attnAxpyBlockAVX2 for %d heads reading the V rows as F16: for h < %d,\n", g, g)
 	fmt.Fprintf(&b, "// p < nb, j < dim (a multiple of %d), in order of p: out[h·dim+j] =\n", 16*c)
 	fmt.Fprintf(&b, "// fma(w[p·%d+h], float32(v[p·vs+j]), out[h·dim+j]) (vs: the rows' stride\n", g)
 	fmt.Fprintf(&b, "// in values). A %d-value chunk of the output rows stays in Z0-Z%d across\n", 16*c, g*c-1)
 	fmt.Fprintf(&b, "// the positions, so each V value is widened once; two prefetch lines\n// per position and chunk.\n")
-	fmt.Fprintf(&b, "TEXT ·attnAxpyF16Z%d(SB), NOSPLIT, $0-64\n", g)
+	fmt.Fprintf(&b, "TEXT ·attnAxpyF16Z%d(SB), NOSPLIT, $0-72\n", g)
 	b.I("MOVQ pf+48(FP), R8")
 	b.I("MOVQ pflines+56(FP), R9")
+	b.I("MOVQ pfstep+64(FP), CX")
 	b.I("MOVQ v+0(FP), SI")
 	b.I("MOVQ vs+8(FP), R14")
 	b.I("MOVQ w+16(FP), DI")
@@ -404,16 +406,18 @@ GLOBL attnz<>(SB), RODATA|NOPTR, $48
 	VCMPPS           $3, Z5, Z5, K2; \
 	VMOVAPS          Z5, K2, Z0
 
-// PF2 issues the next two of the lines to prefetch (PREFETCHT0 of (R8),
-// R8 += 64) while R9 of them are left: rows a later call reads, spread
-// over a loop instead of issued at once (a burst of a block's lines fills
-// the miss buffers and stalls the loads of the work in between).
+// PF2 issues the next two of the lines to prefetch (PREFETCHT0 of (R8)
+// and 64(R8), then R8 += CX: 128 for a contiguous span, a row's bytes
+// for one head's 128-byte columns) while R9 of them are left: rows a
+// later call reads, spread over a loop instead of issued at once (a
+// burst of a block's lines fills the miss buffers and stalls the loads
+// of the work in between).
 #define PF2 \
 	CMPQ       R9, $2; \
 	JLT        6(PC); \
 	PREFETCHT0 (R8); \
 	PREFETCHT0 64(R8); \
-	ADDQ       $128, R8; \
+	ADDQ       CX, R8; \
 	SUBQ       $2, R9; \
 	JMP        5(PC); \
 	TESTQ      R9, R9; \
