@@ -164,7 +164,9 @@ func (s pfSpan) part(h, n int) (*byte, int) {
 // rows: whole rows (w = Stride) as one contiguous span, 128 bytes a
 // step; one head's columns of up to 128 bytes as a row a step (two
 // lines). Wider columns give no span (lines 0): the caller prefetches
-// them with prefetchRows. Every address stays inside the span.
+// them with prefetchRows. The span's Go pointers (first + k·step) stay
+// inside it; a step's second line may lie past a narrow column, which a
+// prefetch may address (it never faults).
 func (kv KVRows) pageSpan(table []int32, p, nb, off, w int) (span pfSpan, rows int) {
 	rows = min(nb, kv.PageSize-p%kv.PageSize)
 	first := unsafe.Pointer(&kv.F16[kv.index(table, p, off)])
