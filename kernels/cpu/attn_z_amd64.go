@@ -55,14 +55,13 @@ type attnZKernel struct {
 	cvt    func(src *uint16, sstride int, dst *float32, nrows, w int, idx *int32) // P = 16/g rows interleaved
 	scores func(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines, pfstep int)
 	axpy   func(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines, pfstep int)
-	chunk  int       // output values per head the axpy kernel keeps in registers: d must be a multiple
 	perm   [16]int32 // lanes P·h+i to position-major lanes g·i+h
 }
 
 var attnZKernels = [9]*attnZKernel{
-	2: {exp: attnExpZ2, cvt: attnCvtInterleave8, scores: attnScoresZ2, axpy: attnAxpyF16Z2, chunk: 64, perm: attnGroupPerm(2)},
-	4: {exp: attnExpZ4, cvt: attnCvtInterleave4, scores: attnScoresZ4, axpy: attnAxpyF16Z4, chunk: 64, perm: attnGroupPerm(4)},
-	8: {exp: attnExpZ8, cvt: attnCvtInterleave2, scores: attnScoresZ8, axpy: attnAxpyF16Z8, chunk: 32, perm: attnGroupPerm(8)},
+	2: {exp: attnExpZ2, cvt: attnCvtInterleave8, scores: attnScoresZ2, axpy: attnAxpyF16Z2, perm: attnGroupPerm(2)},
+	4: {exp: attnExpZ4, cvt: attnCvtInterleave4, scores: attnScoresZ4, axpy: attnAxpyF16Z4, perm: attnGroupPerm(4)},
+	8: {exp: attnExpZ8, cvt: attnCvtInterleave2, scores: attnScoresZ8, axpy: attnAxpyF16Z8, perm: attnGroupPerm(8)},
 }
 
 // attnGroupPerm is the VPERMPS index that reorders a vector of P = 16/g
@@ -99,6 +98,11 @@ var attnGroupIdx = func() (x [6][16]int32) {
 	return x
 }()
 
+// attnZChunk is the output values per head the axpy kernel of group
+// size g keeps in registers (16·min(4, 16/g), as attn_z_gen.go writes
+// it): d must be a multiple.
+func attnZChunk(g int) int { return 16 * min(4, 16/g) }
+
 // attnZPositions is P = 16/g, the positions of one vector.
 func attnZPositions(g int) int { return 16 / g }
 
@@ -125,7 +129,7 @@ func attnZScratch(kvh, g, n, d int) int {
 // multiple of P rows (a page run then starts a whole vector group).
 func attnZOk(g, d int, k, v KVRows) bool {
 	if !attnZOn || !attnAVX2 || g < 0 || g >= len(attnZKernels) || attnZKernels[g] == nil ||
-		k.F16 == nil || v.F16 == nil || d <= 0 || d%attnZKernels[g].chunk != 0 {
+		k.F16 == nil || v.F16 == nil || d <= 0 || d%attnZChunk(g) != 0 {
 		return false
 	}
 	p := attnZPositions(g)

@@ -174,3 +174,4 @@ func TestAttnCvtInterleave(t *testing.T) {
 		}
 	}
 }
+

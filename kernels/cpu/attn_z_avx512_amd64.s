@@ -9,55 +9,44 @@
 
 #include "textflag.h"
 
-// Constants of EXPZ, broadcast from one float32 (or int32) each: the
-// values of attnexpf<> in attn_exp_amd64.s.
-DATA attnz<>+0(SB)/4, $0xc2ae0000  // -87
-DATA attnz<>+4(SB)/4, $0x3fb8aa3b  // log2(e)
-DATA attnz<>+8(SB)/4, $0x3f318000  // c1
-DATA attnz<>+12(SB)/4, $0xb95e8083 // c2
-DATA attnz<>+16(SB)/4, $0x39506967 // p0
-DATA attnz<>+20(SB)/4, $0x3ab743ce // p1
-DATA attnz<>+24(SB)/4, $0x3c088908 // p2
-DATA attnz<>+28(SB)/4, $0x3d2aa9c1 // p3
-DATA attnz<>+32(SB)/4, $0x3e2aaaaa // p4
-DATA attnz<>+36(SB)/4, $0x3f000000 // p5
-DATA attnz<>+40(SB)/4, $0x3f800000 // 1
-DATA attnz<>+44(SB)/4, $0x0000007f // 127
-GLOBL attnz<>(SB), RODATA|NOPTR, $48
+// EXPZ reads its constants from ·attnExpF, the table of EXPF in
+// attn_exp_amd64.s: each constant is eight copies of one float32 (or
+// int32) at a multiple of 32 bytes, and .BCST broadcasts the first copy
+// to all 16 lanes.
 
 // EXPZ: Z0 = expAttn(Z0) per lane, the operations of attn_exp_amd64.s's
 // EXPF on 16 lanes (VRNDSCALEPS $0 rounds to even as VROUNDPS $0 does);
 // clobbers Z1-Z5, K1, K2.
 #define EXPZ \
 	VMOVAPS          Z0, Z5; \
-	VMAXPS.BCST      attnz<>+0(SB), Z0, Z0; \
+	VMAXPS.BCST      ·attnExpF+0(SB), Z0, Z0; \
 	VPXORD           Z4, Z4, Z4; \
 	VMINPS           Z4, Z0, Z0; \
-	VMULPS.BCST      attnz<>+4(SB), Z0, Z1; \
+	VMULPS.BCST      ·attnExpF+32(SB), Z0, Z1; \
 	VRNDSCALEPS      $0, Z1, Z1; \
-	VMULPS.BCST      attnz<>+8(SB), Z1, Z2; \
+	VMULPS.BCST      ·attnExpF+64(SB), Z1, Z2; \
 	VSUBPS           Z2, Z0, Z0; \
-	VMULPS.BCST      attnz<>+12(SB), Z1, Z2; \
+	VMULPS.BCST      ·attnExpF+96(SB), Z1, Z2; \
 	VSUBPS           Z2, Z0, Z0; \
 	VMULPS           Z0, Z0, Z3; \
-	VMULPS.BCST      attnz<>+16(SB), Z0, Z2; \
-	VADDPS.BCST      attnz<>+20(SB), Z2, Z2; \
+	VMULPS.BCST      ·attnExpF+128(SB), Z0, Z2; \
+	VADDPS.BCST      ·attnExpF+160(SB), Z2, Z2; \
 	VMULPS           Z0, Z2, Z2; \
-	VADDPS.BCST      attnz<>+24(SB), Z2, Z2; \
+	VADDPS.BCST      ·attnExpF+192(SB), Z2, Z2; \
 	VMULPS           Z0, Z2, Z2; \
-	VADDPS.BCST      attnz<>+28(SB), Z2, Z2; \
+	VADDPS.BCST      ·attnExpF+224(SB), Z2, Z2; \
 	VMULPS           Z0, Z2, Z2; \
-	VADDPS.BCST      attnz<>+32(SB), Z2, Z2; \
+	VADDPS.BCST      ·attnExpF+256(SB), Z2, Z2; \
 	VMULPS           Z0, Z2, Z2; \
-	VADDPS.BCST      attnz<>+36(SB), Z2, Z2; \
+	VADDPS.BCST      ·attnExpF+288(SB), Z2, Z2; \
 	VMULPS           Z3, Z2, Z2; \
 	VADDPS           Z0, Z2, Z2; \
-	VADDPS.BCST      attnz<>+40(SB), Z2, Z2; \
+	VADDPS.BCST      ·attnExpF+320(SB), Z2, Z2; \
 	VCVTPS2DQ        Z1, Z1; \
-	VPADDD.BCST      attnz<>+44(SB), Z1, Z1; \
+	VPADDD.BCST      ·attnExpF+352(SB), Z1, Z1; \
 	VPSLLD           $23, Z1, Z1; \
 	VMULPS           Z1, Z2, Z0; \
-	VCMPPS.BCST      $1, attnz<>+0(SB), Z5, K1; \
+	VCMPPS.BCST      $1, ·attnExpF+0(SB), Z5, K1; \
 	VPXORD           Z0, Z0, K1, Z0; \
 	VCMPPS           $3, Z5, Z5, K2; \
 	VMOVAPS          Z5, K2, Z0
