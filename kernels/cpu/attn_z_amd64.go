@@ -51,7 +51,6 @@ func attnAxpyF16Z8(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf 
 
 // attnZKernel is the kernel set of one group size g.
 type attnZKernel struct {
-	exp    func(scores *float32, nvec int, m *float32, sums *float64)
 	cvt    func(src *uint16, sstride int, dst *float32, nrows, w int, idx *int32) // P = 16/g rows interleaved
 	scores func(k *float32, qt *float32, ngroups, dim, ks int, out *float32, perm *int32, pf *byte, pflines, pfstep int)
 	axpy   func(v *uint16, vs int, w *float32, nb, dim int, out *float32, pf *byte, pflines, pfstep int)
@@ -59,9 +58,25 @@ type attnZKernel struct {
 }
 
 var attnZKernels = [9]*attnZKernel{
-	2: {exp: attnExpZ2, cvt: attnCvtInterleave8, scores: attnScoresZ2, axpy: attnAxpyF16Z2, perm: attnGroupPerm(2)},
-	4: {exp: attnExpZ4, cvt: attnCvtInterleave4, scores: attnScoresZ4, axpy: attnAxpyF16Z4, perm: attnGroupPerm(4)},
-	8: {exp: attnExpZ8, cvt: attnCvtInterleave2, scores: attnScoresZ8, axpy: attnAxpyF16Z8, perm: attnGroupPerm(8)},
+	2: {cvt: attnCvtInterleave8, scores: attnScoresZ2, axpy: attnAxpyF16Z2, perm: attnGroupPerm(2)},
+	4: {cvt: attnCvtInterleave4, scores: attnScoresZ4, axpy: attnAxpyF16Z4, perm: attnGroupPerm(4)},
+	8: {cvt: attnCvtInterleave2, scores: attnScoresZ8, axpy: attnAxpyF16Z8, perm: attnGroupPerm(8)},
+}
+
+// attnExpZ calls the exponential kernel of group size g directly: through
+// a func value its pointer arguments would escape, and the caller's
+// stack arrays of maxima and sums would move to the heap on every call.
+func attnExpZ(g int, scores *float32, nvec int, m *float32, sums *float64) {
+	switch g {
+	case 2:
+		attnExpZ2(scores, nvec, m, sums)
+	case 4:
+		attnExpZ4(scores, nvec, m, sums)
+	case 8:
+		attnExpZ8(scores, nvec, m, sums)
+	default:
+		panic("cpu: attnExpZ group size")
+	}
 }
 
 // attnGroupPerm is the VPERMPS index that reorders a vector of P = 16/g
@@ -264,7 +279,7 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, 
 		attnScaleMax(sh, g, scale, m)
 		clear(sm)
 		if full := n / p; full > 0 {
-			kz.exp(&sh[0], full, &m[0], &sm[0])
+			attnExpZ(g, &sh[0], full, &m[0], &sm[0])
 		}
 		for i := n / p * p * g; i < n*g; i++ { // the positions after the last whole vector
 			e := expAttn(sh[i] - m[i%g])

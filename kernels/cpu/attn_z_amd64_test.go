@@ -113,9 +113,8 @@ func TestAttnExpZMatchesTwin(t *testing.T) {
 		attnExpGo(want, g, m, wantSums)
 		got := append([]float32(nil), scores...)
 		gotSums := make([]float64, g)
-		exp := attnZKernels[g].exp
-		exp(&got[0], nvec-1, &m[0], &gotSums[0])
-		exp(&got[16*(nvec-1)], 1, &m[0], &gotSums[0]) // sums continue
+		attnExpZ(g, &got[0], nvec-1, &m[0], &gotSums[0])
+		attnExpZ(g, &got[16*(nvec-1)], 1, &m[0], &gotSums[0]) // sums continue
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
 				t.Fatalf("g %d value %d (input %g, max %g): %g, want %g", g, i, scores[i], m[i%g], got[i], want[i])
@@ -175,3 +174,28 @@ func TestAttnCvtInterleave(t *testing.T) {
 	}
 }
 
+// TestAttendZNoAllocs: the AVX-512 decode path allocates nothing per call
+// (it runs once per token, KV head group and layer): its per-head maxima
+// and sums stay on the stack, as the AVX2 path's do.
+func TestAttendZNoAllocs(t *testing.T) {
+	if !hasAVX512F16 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, g := range []int{2, 4, 8} {
+		const kvh, d, n = 2, 64, 100
+		k, table, _ := pagedStore(r, n, 16, kvh*d, true)
+		v, _ := sameTable(r, k, table, n, true)
+		if !attnZOk(g, d, k, v) {
+			t.Fatalf("g %d: not on the AVX-512 path", g)
+		}
+		q := randVec(r, kvh*g*d, 1)
+		out := make([]float32, len(q))
+		scratch := make([]float32, AttnHeadsScratch(kvh, g, n, d))
+		if a := testing.AllocsPerRun(10, func() {
+			AttendHeads(out, q, kvh, g, k, v, table, n, 0.125, scratch)
+		}); a != 0 {
+			t.Fatalf("g %d: %v allocations per call", g, a)
+		}
+	}
+}
