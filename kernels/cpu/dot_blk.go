@@ -122,7 +122,7 @@ const packMin = 4
 // blocked kernels; worker indexes the per-worker panel scratch. t0 is a
 // multiple of 8 (token tiles are multiples of 8, or all n tokens).
 func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
-	if r0 < op.w.q4zRows() { // Q4_0 decode layout (q4_0_decode.go); tiles are whole groups
+	if r0 < op.w.dlRows() { // Q4_0 decode layout (q4_0_decode.go); tiles are whole groups
 		p.tileQ4Z(worker, op, r0, r1, t0, t1)
 		return
 	}

@@ -14,10 +14,10 @@ type Matrix struct {
 	Type       ggml.Type
 	Rows, Cols int
 	Data       []byte
-	// q4z: the whole groups of 16 rows, rows [0, q4zRows()), are stored
-	// in the Q4_0 decode layout (PackQ4_0Decode, q4_0_decode.go) instead of
+	// dl: the whole groups of 16 rows, rows [0, dlRows()), are stored
+	// in the decode layout of Type (decode_layout.go) instead of
 	// row-major.
-	q4z bool
+	dl bool
 }
 
 // NewMatrix validates that data holds rows×cols elements of type t (whole
@@ -44,12 +44,12 @@ func (m Matrix) rowBytes() int {
 	return m.Cols / m.Type.BlockElems() * m.Type.BlockBytes()
 }
 
-// Row returns the encoded bytes of row r (a copy for rows stored in the
-// Q4_0 decode layout).
+// Row returns the encoded bytes of row r (a copy for rows stored in a
+// decode layout).
 func (m Matrix) Row(r int) []byte {
 	rb := m.rowBytes()
-	if r < m.q4zRows() {
-		return q4zRow(m, r)
+	if r < m.dlRows() {
+		return dlRow(m, r)
 	}
 	return m.Data[r*rb : (r+1)*rb]
 }

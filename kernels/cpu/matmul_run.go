@@ -168,8 +168,8 @@ func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
 		s.rowC = 16 // whole 8-row groups for the blocked kernels
 	}
 	for _, op := range s.ops[:nops] {
-		if op.w.q4z {
-			s.rowC = 16 // whole groups of the Q4_0 decode layout
+		if op.w.dl {
+			s.rowC = 16 // whole groups of a decode layout
 		}
 	}
 	s.tokC = n
@@ -240,6 +240,10 @@ func (p *Pool) matmulChunk(worker, lo, hi int) {
 func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	if op.k.blk != nil {
 		p.tileBlk(worker, op, r0, r1, t0, t1)
+		return
+	}
+	if r0 < op.w.dlRows() { // Q4_K decode layout (q4_k_decode.go); tiles are whole groups
+		p.tileQ4KZ(op, r0, r1, t0, t1)
 		return
 	}
 	s := &p.scratch

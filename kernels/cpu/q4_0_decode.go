@@ -40,7 +40,7 @@ func Q4_0DecodeLayout(t ggml.Type) bool { return t == ggml.TypeQ4_0 && q4zActive
 // false, writing nothing, when the layout does not apply (not Q4_0, fewer
 // than 16 rows, or no AVX-512 VNNI kernels).
 func PackQ4_0Decode(m Matrix, dst []byte) (Matrix, bool) {
-	if !Q4_0DecodeLayout(m.Type) || m.Rows < 16 || m.q4z || len(dst) != len(m.Data) {
+	if !Q4_0DecodeLayout(m.Type) || m.Rows < 16 || m.dl || len(dst) != len(m.Data) {
 		return m, false
 	}
 	rb, nb := m.rowBytes(), m.Cols/qk
@@ -55,20 +55,8 @@ func PackQ4_0Decode(m Matrix, dst []byte) (Matrix, bool) {
 		copy(dst[o:], m.Data[o:])
 	}
 	out := m
-	out.Data, out.q4z = dst, true
+	out.Data, out.dl = dst, true
 	return out, true
-}
-
-// DecodeLayout reports whether m has rows in the Q4_0 decode layout.
-func (m Matrix) DecodeLayout() bool { return m.q4z }
-
-// q4zRows is the number of rows in the decode layout: the whole groups of
-// 16 rows of a packed matrix, else 0.
-func (m Matrix) q4zRows() int {
-	if !m.q4z {
-		return 0
-	}
-	return m.Rows &^ 15
 }
 
 // q4zPackGroup writes 16 row-major rows (rb bytes apart, nb blocks) as one
@@ -102,15 +90,6 @@ func q4zUnpackRow(dst, grp []byte, r, nb int) {
 			copy(d[2+4*k:6+4*k], blk[32+64*k+4*r:32+64*k+4*r+4])
 		}
 	}
-}
-
-// q4zRow returns a row-major copy of row r (< m.q4z) of m.
-func q4zRow(m Matrix, r int) []byte {
-	rb, nb := m.rowBytes(), m.Cols/qk
-	g := r / 16
-	out := make([]byte, rb)
-	q4zUnpackRow(out, m.Data[g*16*rb:(g+1)*16*rb], r%16, nb)
-	return out
 }
 
 // packPanelFromQ4Z is packPanelZ (dot_blk16.go) for the 16 rows of a

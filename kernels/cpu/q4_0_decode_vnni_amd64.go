@@ -82,7 +82,7 @@ func q4zChunk(left int) int {
 func (p *Pool) tileQ4Z(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	s := &p.scratch
 	w, rb := op.w, op.rb
-	if r0%16 != 0 || (r1-r0)%16 != 0 || r1 > w.q4zRows() {
+	if r0%16 != 0 || (r1-r0)%16 != 0 || r1 > w.dlRows() {
 		panic("cpu: Q4_0 decode-layout tile not on whole groups")
 	}
 	nb, cols := w.Cols/qk, w.Cols

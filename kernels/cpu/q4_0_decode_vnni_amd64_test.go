@@ -27,8 +27,8 @@ func TestQ4ZPackRoundTrip(t *testing.T) {
 		w := randomMatrix(t, rng, ggml.TypeQ4_0, sh.rows, sh.cols)
 		orig := append([]byte(nil), w.Data...)
 		p1, ok := PackQ4_0Decode(w, make([]byte, len(w.Data)))
-		if !ok || p1.q4zRows() != sh.rows/16*16 {
-			t.Fatalf("%v: packed %v, q4z rows %d", sh, ok, p1.q4zRows())
+		if !ok || p1.dlRows() != sh.rows/16*16 {
+			t.Fatalf("%v: packed %v, q4z rows %d", sh, ok, p1.dlRows())
 		}
 		if !bytes.Equal(w.Data, orig) {
 			t.Fatal("packing into a new buffer changed the source")
@@ -42,10 +42,10 @@ func TestQ4ZPackRoundTrip(t *testing.T) {
 			t.Fatal("a packed matrix was packed again")
 		}
 		rb := w.rowBytes()
-		if tail := p1.q4zRows() * rb; !bytes.Equal(p1.Data[tail:], orig[tail:]) {
+		if tail := p1.dlRows() * rb; !bytes.Equal(p1.Data[tail:], orig[tail:]) {
 			t.Fatalf("%v: tail rows changed", sh)
 		}
-		if p1.q4zRows() > 0 && bytes.Equal(p1.Data[:rb], orig[:rb]) {
+		if p1.dlRows() > 0 && bytes.Equal(p1.Data[:rb], orig[:rb]) {
 			t.Fatalf("%v: first group not rewritten", sh)
 		}
 		for r := 0; r < sh.rows; r++ {

@@ -12,14 +12,24 @@ import (
 	"oengine/model/gguf"
 )
 
-// TestDecodeLayoutBitwise: a Q4_0 model loaded from a private copy
-// (gguf.OpenCopy) has its linear weights rewritten into the Q4_0 decode
-// layout where the CPU has the kernels, and computes exactly the logits of
-// the row-major model (mapped file) for a prefill and decode steps; a
-// second Load of the rewritten file is refused; RowMajor keeps the layout;
-// no goroutine outlives the models.
+// TestDecodeLayoutBitwise: a Q4_0 or Q4_K_M model loaded from a private
+// copy (gguf.OpenCopy) has its Q4_0 / Q4_K linear weights rewritten into
+// their decode layouts where the CPU has the kernels, and computes exactly
+// the logits of the row-major model (mapped file) for a prefill and decode
+// steps; a second Load of the rewritten file is refused; RowMajor keeps
+// the layout; no goroutine outlives the models.
 func TestDecodeLayoutBitwise(t *testing.T) {
-	path := filepath.Join(sharedModels(t), "tiny-llama-q4_0.gguf")
+	for _, c := range []struct {
+		file   string
+		typ    ggml.Type
+		packed int // matrices per layer at least
+	}{{"tiny-llama-q4_0.gguf", ggml.TypeQ4_0, 7}, {"tiny-llama-q4_k_m.gguf", ggml.TypeQ4_K, 1}, {"tiny-qwen3-q4_k_m.gguf", ggml.TypeQ4_K, 1}} {
+		t.Run(c.file, func(t *testing.T) { testDecodeLayoutBitwise(t, c.file, c.typ, c.packed) })
+	}
+}
+
+func testDecodeLayoutBitwise(t *testing.T, file string, typ ggml.Type, packed int) {
+	path := filepath.Join(sharedModels(t), file)
 	// Every goroutine the loads start (pools, the rewrite) ends once the
 	// models are closed (Cleanup runs after the deferred Closes).
 	base := runtime.NumGoroutine()
@@ -57,9 +67,10 @@ func TestDecodeLayoutBitwise(t *testing.T) {
 	defer m.Close()
 	c := m.Config()
 	if cpu.Q4_0DecodeLayout(ggml.TypeQ4_0) {
-		if m.DecodeLayout() < 7*c.Layers {
-			t.Fatalf("%d matrices in the decode layout, want at least %d", m.DecodeLayout(), 7*c.Layers)
+		if m.DecodeLayout() < packed*c.Layers {
+			t.Fatalf("%d matrices in the decode layout, want at least %d", m.DecodeLayout(), packed*c.Layers)
 		}
+		t.Logf("%d %s-file matrices in the decode layout", m.DecodeLayout(), typ)
 	} else if m.DecodeLayout() != 0 {
 		t.Fatal("decode layout without its kernels")
 	}

@@ -16,12 +16,12 @@ type Options struct {
 	// checks against llama.cpp references (ggml_arith.go); slower, and the
 	// attention arithmetic then depends on the batch size.
 	GGMLArithmetic bool
-	// RowMajor keeps Q4_0 weights row-major. Otherwise, when the file's
-	// tensor bytes are writable (gguf.OpenCopy) and the CPU has the
-	// AVX-512 VNNI kernels, Load rewrites the Q4_0 linear weights in place
-	// into the decode layout (cpu.PackQ4_0Decode: the same bytes, 16 rows
-	// interleaved per block; decode reads them with a third of the loads).
-	// Results are bitwise the same either way.
+	// RowMajor keeps Q4_0 and Q4_K weights row-major. Otherwise, when the
+	// file's tensor bytes are writable (gguf.OpenCopy) and the CPU has the
+	// AVX-512 VNNI kernels, Load rewrites the Q4_0 and Q4_K linear weights
+	// in place into their decode layouts (cpu.PackDecodeLayout: the same
+	// bytes, 16 rows interleaved per block, read by 16-row kernels as one
+	// stream). Results are bitwise the same either way.
 	RowMajor bool
 }
 
@@ -127,15 +127,16 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	return m, nil
 }
 
-// packDecodeLayout rewrites the Q4_0 linear weights (not the token
-// embedding, which is also read by rows) in place into the decode layout.
+// packDecodeLayout rewrites the Q4_0 and Q4_K linear weights (not the
+// token embedding, which is also read by rows) in place into their decode
+// layouts.
 // The caller owns the tensor bytes (gguf.File.ClaimWritable).
 func (m *Model) packDecodeLayout() {
 	ws := m.linearMatrices()
 	// Matrices are independent: rewrite them on the model's workers.
 	m.pool.For(len(ws), func(lo, hi int) {
 		for _, w := range ws[lo:hi] {
-			if p, ok := cpu.PackQ4_0Decode(*w, w.Data); ok {
+			if p, ok := cpu.PackDecodeLayout(*w, w.Data); ok {
 				*w = p
 			}
 		}
@@ -157,8 +158,8 @@ func (m *Model) linearMatrices() []*cpu.Matrix {
 	return ws
 }
 
-// DecodeLayout reports how many weight matrices Load rewrote into the Q4_0
-// decode layout.
+// DecodeLayout reports how many weight matrices Load rewrote into a decode
+// layout.
 func (m *Model) DecodeLayout() int {
 	n := 0
 	for _, w := range m.linearMatrices() {

@@ -1,0 +1,54 @@
+package cpu
+
+import "oengine/ggml"
+
+// Decode layouts. Decode reads every weight once per token, and the
+// widest kernels compute 16 rows at once, lane r of a vector = row r. A
+// decode layout stores each whole group of 16 rows so that such a kernel
+// reads its operands as consecutive vectors of one stream: Q4_0
+// (q4_0_decode.go) and Q4_K (q4_k_decode.go) have one, on CPUs with the
+// AVX-512 VNNI kernels. A group keeps the byte range of its 16 rows (the
+// same bytes, rearranged), so a matrix is packed in place, once, at load
+// (PackDecodeLayout); rows after the last whole group stay row-major.
+// Every kernel gives the bits it gives on the row-major rows.
+
+// PackDecodeLayout writes m in its type's decode layout into dst
+// (len(dst) == len(m.Data); dst may be m.Data itself) and returns the
+// matrix over dst. It returns m and false, writing nothing, when no
+// layout applies (another type, fewer than 16 rows, already packed, or
+// this CPU lacks the layout's kernels).
+func PackDecodeLayout(m Matrix, dst []byte) (Matrix, bool) {
+	switch m.Type {
+	case ggml.TypeQ4_0:
+		return PackQ4_0Decode(m, dst)
+	case ggml.TypeQ4_K:
+		return PackQ4_KDecode(m, dst)
+	}
+	return m, false
+}
+
+// DecodeLayout reports whether m has rows in a decode layout.
+func (m Matrix) DecodeLayout() bool { return m.dl }
+
+// dlRows is the number of rows in the decode layout: the whole groups of
+// 16 rows of a packed matrix, else 0.
+func (m Matrix) dlRows() int {
+	if !m.dl {
+		return 0
+	}
+	return m.Rows &^ 15
+}
+
+// dlRow returns a row-major copy of row r (< m.dlRows()) of m.
+func dlRow(m Matrix, r int) []byte {
+	rb := m.rowBytes()
+	g := r / 16
+	out := make([]byte, rb)
+	grp := m.Data[g*16*rb : (g+1)*16*rb]
+	if m.Type == ggml.TypeQ4_K {
+		q4kzUnpackRow(out, grp, r%16, m.Cols/qkK)
+	} else {
+		q4zUnpackRow(out, grp, r%16, m.Cols/qk)
+	}
+	return out
+}
