@@ -6,8 +6,8 @@ import "oengine/ggml"
 // widest kernels compute 16 rows at once, lane r of a vector = row r. A
 // decode layout stores each whole group of 16 rows so that such a kernel
 // reads its operands as consecutive vectors of one stream: Q4_0
-// (q4_0_decode.go) and Q4_K (q4_k_decode.go) have one, on CPUs with the
-// AVX-512 VNNI kernels. A group keeps the byte range of its 16 rows (the
+// (q4_0_decode.go), Q4_K (q4_k_decode.go) and Q6_K (q6_k_decode.go) have
+// one, on CPUs with the AVX-512 VNNI kernels. A group keeps the byte range of its 16 rows (the
 // same bytes, rearranged), so a matrix is packed in place, once, at load
 // (PackDecodeLayout); rows after the last whole group stay row-major.
 // Every kernel gives the bits it gives on the row-major rows.
@@ -23,6 +23,8 @@ func PackDecodeLayout(m Matrix, dst []byte) (Matrix, bool) {
 		return PackQ4_0Decode(m, dst)
 	case ggml.TypeQ4_K:
 		return PackQ4_KDecode(m, dst)
+	case ggml.TypeQ6_K:
+		return PackQ6_KDecode(m, dst)
 	}
 	return m, false
 }
@@ -45,9 +47,12 @@ func dlRow(m Matrix, r int) []byte {
 	g := r / 16
 	out := make([]byte, rb)
 	grp := m.Data[g*16*rb : (g+1)*16*rb]
-	if m.Type == ggml.TypeQ4_K {
+	switch m.Type {
+	case ggml.TypeQ4_K:
 		q4kzUnpackRow(out, grp, r%16, m.Cols/qkK)
-	} else {
+	case ggml.TypeQ6_K:
+		q6kzUnpackRow(out, grp, r%16, m.Cols/qkK)
+	default:
 		q4zUnpackRow(out, grp, r%16, m.Cols/qk)
 	}
 	return out

@@ -132,8 +132,9 @@ const q4zFewMaxDefault = 256
 // q4zActive reports whether the Q4_0 decode layout's kernels run here.
 func q4zActive() bool { return active.vnni }
 
-// q4kzActive reports whether the Q4_K decode layout's kernel runs here.
-func q4kzActive() bool { return active.vnni }
+// kzActive reports whether the Q4_K and Q6_K decode layouts' kernels run
+// here.
+func kzActive() bool { return active.vnni }
 
 // Features names the instruction set the MatMul kernels use on this CPU
 // ("generic", "avx2+fma+f16c", "avx2+fma+f16c+avx512",

@@ -37,7 +37,7 @@ const q4kzBlock = 16 * 144
 // does not apply (not Q4_K, fewer than 16 rows, already packed, or no
 // AVX-512 VNNI kernels).
 func PackQ4_KDecode(m Matrix, dst []byte) (Matrix, bool) {
-	if m.Type != ggml.TypeQ4_K || !q4kzActive() || m.Rows < 16 || m.dl || len(dst) != len(m.Data) {
+	if m.Type != ggml.TypeQ4_K || !kzActive() || m.Rows < 16 || m.dl || len(dst) != len(m.Data) {
 		return m, false
 	}
 	rb, nb := m.rowBytes(), m.Cols/qkK

@@ -1,0 +1,297 @@
+package cpu
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"oengine/ggml"
+)
+
+// kzTypes are the K-quant types with a decode layout.
+var kzTypes = []ggml.Type{ggml.TypeQ4_K, ggml.TypeQ6_K}
+
+// TestKZPackRoundTrip: packing into a new buffer and in place gives the
+// same bytes; every row read back (Row) is the row-major row; rows after
+// the last whole group are untouched; other types and short matrices are
+// not packed, nor is a packed matrix packed again.
+func TestKZPackRoundTrip(t *testing.T) {
+	skipNoQ4Z(t)
+	rng := rand.New(rand.NewPCG(191, 192))
+	for _, typ := range kzTypes {
+		testKZPackRoundTrip(t, rng, typ)
+	}
+	for _, typ := range []ggml.Type{ggml.TypeQ5_K, ggml.TypeF16} {
+		m := randomMatrix(t, rng, typ, 32, 256)
+		if _, ok := PackDecodeLayout(m, make([]byte, len(m.Data))); ok {
+			t.Fatalf("%s matrix packed", typ)
+		}
+	}
+}
+
+func testKZPackRoundTrip(t *testing.T, rng *rand.Rand, typ ggml.Type) {
+	for _, sh := range []struct{ rows, cols int }{{16, 256}, {37, 512}, {64, 2048}, {50, 768}} {
+		w := randomMatrix(t, rng, typ, sh.rows, sh.cols)
+		orig := append([]byte(nil), w.Data...)
+		p1, ok := PackDecodeLayout(w, make([]byte, len(w.Data)))
+		if !ok || !p1.DecodeLayout() || p1.dlRows() != sh.rows/16*16 {
+			t.Fatalf("%s %v: packed %v, layout rows %d", typ, sh, ok, p1.dlRows())
+		}
+		if !bytes.Equal(w.Data, orig) {
+			t.Fatal("packing into a new buffer changed the source")
+		}
+		inPlace := Matrix{Type: w.Type, Rows: w.Rows, Cols: w.Cols, Data: append([]byte(nil), orig...)}
+		p2, ok := PackDecodeLayout(inPlace, inPlace.Data)
+		if !ok || !bytes.Equal(p1.Data, p2.Data) {
+			t.Fatalf("%v: in-place packing differs", sh)
+		}
+		if _, again := PackDecodeLayout(p2, p2.Data); again {
+			t.Fatal("a packed matrix was packed again")
+		}
+		rb := w.rowBytes()
+		if tail := p1.dlRows() * rb; !bytes.Equal(p1.Data[tail:], orig[tail:]) {
+			t.Fatalf("%v: tail rows changed", sh)
+		}
+		if bytes.Equal(p1.Data[:rb], orig[:rb]) {
+			t.Fatalf("%v: first group not rewritten", sh)
+		}
+		for r := 0; r < sh.rows; r++ {
+			if !bytes.Equal(p1.Row(r), orig[r*rb:(r+1)*rb]) {
+				t.Fatalf("%v: row %d differs after packing", sh, r)
+			}
+		}
+	}
+	short := randomMatrix(t, rng, typ, 15, 256)
+	if _, ok := PackDecodeLayout(short, make([]byte, len(short.Data))); ok {
+		t.Fatalf("15-row %s matrix packed", typ)
+	}
+}
+
+// TestKZGemv: the decode-layout kernels give every row exactly the bits
+// of the row-major one-token kernels (gemvQ4_KAVX2 / gemvQ6_KAVX2 through
+// decodeRows, and dotQ4_KAVX2 / dotQ6_KAVX2), on random rows with extreme
+// scales (subnormal, huge, zero and negative d / dmin), activations with
+// full-range quants and zero, tiny and huge block scales, and rows whose
+// quants are all at the top or all at the bottom of their range with the
+// largest scales (Q4_K: 63; Q6_K: -128 and 127).
+func TestKZGemv(t *testing.T) {
+	skipNoQ4Z(t)
+	rng := rand.New(rand.NewPCG(193, 194))
+	for _, typ := range kzTypes {
+		bb := typ.BlockBytes()
+		for _, sh := range []struct{ rows, cols int }{{16, 256}, {32, 512}, {48, 2048}, {16, 5632}} {
+			for _, extreme := range []bool{false, true} {
+				nb := sh.cols / qkK
+				data := make([]byte, 0, sh.rows*nb*bb)
+				for r := 0; r < sh.rows; r++ {
+					row := kzRandRowK(rng, nb, bb)
+					if extreme {
+						kzExtremeRow(typ, row, nb, r)
+					}
+					data = append(data, row...)
+				}
+				w, err := NewMatrix(typ, sh.rows, sh.cols, data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				qs, d, bsums := kzRandAct(rng, nb)
+				qs, d, bsums = qs[:sh.cols], d[:nb], bsums[:sh.cols/16]
+				if extreme {
+					for i := range qs {
+						qs[i] = -128
+					}
+					for i := range bsums {
+						bsums[i] = -128 * 16
+					}
+				}
+				v := actView{qs: qs, d: d, bsums: bsums}
+				pk, ok := PackDecodeLayout(w, make([]byte, len(w.Data)))
+				if !ok {
+					t.Fatalf("%s not packed", typ)
+				}
+				out := make([]float32, sh.rows+1)
+				out[sh.rows] = 777
+				kzGemv(typ, pk.Data, qs, d, bsums, out[:sh.rows], 4096)
+				want := make([]float32, sh.rows)
+				if !decodeRows(typ, w.Data, w.rowBytes(), v, want) {
+					t.Fatalf("no %s rows kernel", typ)
+				}
+				for r := 0; r < sh.rows; r++ {
+					one := simdKernels[typ](w.Row(r), v)
+					if math.Float32bits(out[r]) != math.Float32bits(want[r]) || math.Float32bits(one) != math.Float32bits(want[r]) {
+						t.Fatalf("%s %v extreme=%v row %d: decode layout %g, rows kernel %g, one-row %g", typ, sh, extreme, r, out[r], want[r], one)
+					}
+				}
+				if out[sh.rows] != 777 {
+					t.Fatal("kernel wrote past its rows")
+				}
+			}
+		}
+	}
+}
+
+// kzExtremeRow sets row r's quants to the top of their range (odd r) or
+// to 0 (even r) and its scales to their extremes, keeping d and dmin.
+func kzExtremeRow(typ ggml.Type, row []byte, nb, r int) {
+	for b := 0; b < nb; b++ {
+		if typ == ggml.TypeQ4_K {
+			blk := row[b*144 : b*144+144]
+			for i := 16; i < 144; i++ {
+				blk[i] = 0xff * byte(r%2) // nibbles of 15 and of 0
+			}
+			for i := 4; i < 16; i++ {
+				blk[i] = 0xff // scales and mins of 63
+			}
+			continue
+		}
+		blk := row[b*210 : b*210+210]
+		for i := 0; i < 192; i++ {
+			blk[i] = 0xff * byte(r%2) // 6-bit values of 63 and of 0
+		}
+		for i := 192; i < 208; i++ {
+			blk[i] = byte(0x7f + i%2) // scales 127 and -128
+		}
+	}
+}
+
+// TestKZMatMul: MatMul over a packed Q4_K or Q6_K matrix (whole groups in
+// the decode layout, a row-major tail) gives the bits of the row-major
+// matrix for 1 to 9 and 40 tokens, on one and two threads.
+func TestKZMatMul(t *testing.T) {
+	skipNoQ4Z(t)
+	rng := rand.New(rand.NewPCG(195, 196))
+	for _, c := range []struct {
+		typ        ggml.Type
+		rows, cols int
+	}{{ggml.TypeQ4_K, 40, 512}, {ggml.TypeQ4_K, 96, 2048}, {ggml.TypeQ6_K, 40, 512}, {ggml.TypeQ6_K, 96, 2048}} {
+		sh := c
+		w := randomMatrix(t, rng, c.typ, sh.rows, sh.cols)
+		pk, ok := PackDecodeLayout(w, make([]byte, len(w.Data)))
+		if !ok {
+			t.Fatal("not packed")
+		}
+		for _, threads := range []int{1, 2} {
+			p := NewPool(threads)
+			for _, n := range []int{1, 2, 3, 4, 5, 8, 9, 40} {
+				x := randNormal(rng, n*sh.cols, 1)
+				want := make([]float32, n*sh.rows)
+				got := make([]float32, n*sh.rows)
+				p.MatMul(want, w, x, n)
+				p.MatMul(got, pk, x, n)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s %dx%d threads %d n %d: [%d] packed %g, row-major %g", sh.typ, sh.rows, sh.cols, threads, n, i, got[i], want[i])
+					}
+				}
+			}
+			p.Close()
+		}
+	}
+}
+
+// BenchmarkKZDecode: Q4_K and Q6_K decode (one token) from DRAM, the
+// decode layout against the row-major rows kernel and a plain read of the
+// same bytes, on one and two threads, and from L2; GB/s of weights, side
+// by side.
+func BenchmarkKZDecode(b *testing.B) {
+	skipNoQ4Z(b)
+	for _, typ := range kzTypes {
+		for _, cols := range []int{2048, 5632} {
+			benchKZDecode(b, typ, cols)
+		}
+	}
+}
+
+func benchKZDecode(b *testing.B, typ ggml.Type, cols int) {
+	{
+		db := newDecodeBench(b, typ, cols)
+		pk, _ := PackDecodeLayout(db.w, make([]byte, len(db.w.Data)))
+		rb := db.rb
+		zpath := func(w Matrix, out []float32) func() {
+			return func() {
+				for r := 0; r+16 <= len(out); r += 16 {
+					kzGemv(typ, w.Data[r*rb:(r+16)*rb], db.v.qs, db.v.d, db.v.bsums, out[r:r+16], 16*rb)
+				}
+			}
+		}
+		var sink uint64
+		vs := []variant{
+			{"read", func() { sink += readAVX2(&db.w.Data[0], len(db.w.Data)&^127, 2048) }},
+			{"rowmajor", db.newPath(-1)},
+			{"layout", zpath(pk, db.out)},
+		}
+		b.Run(fmt.Sprintf("%s/DRAM/%d", typ, cols), func(b *testing.B) { roundRobin(b, len(db.w.Data), 1, vs) })
+		halves := db.split(2)
+		vs2 := make([]variant, 3)
+		for j, name := range []string{"read", "rowmajor", "layout"} {
+			fns := make([]func(), len(halves))
+			for h, hb := range halves {
+				lo := (len(db.w.Data) - len(hb.w.Data)) * h // halves are equal
+				hp := Matrix{Type: pk.Type, Rows: hb.w.Rows, Cols: pk.Cols, Data: pk.Data[lo : lo+len(hb.w.Data)]}
+				switch name {
+				case "read":
+					fns[h] = func() { sinks[h] += readAVX2(&hb.w.Data[0], len(hb.w.Data)&^127, 2048) }
+				case "rowmajor":
+					fns[h] = hb.newPath(-1)
+				default:
+					fns[h] = zpath(hp, hb.out)
+				}
+			}
+			vs2[j] = variant{name, parallel(fns)}
+		}
+		b.Run(fmt.Sprintf("%s/DRAM/%d/2threads", typ, cols), func(b *testing.B) { roundRobin(b, len(db.w.Data), 1, vs2) })
+		small := *db
+		rows := (256 << 10) / rb &^ 15
+		small.w.Rows, small.w.Data, small.out = rows, db.w.Data[:rows*rb], db.out[:rows]
+		spk := Matrix{Type: pk.Type, Rows: rows, Cols: pk.Cols, Data: pk.Data[:rows*rb]}
+		vs3 := []variant{{"rowmajor", small.newPath(-1)}, {"layout", zpath(spk, small.out)}}
+		b.Run(fmt.Sprintf("%s/cache/%d", typ, cols), func(b *testing.B) { roundRobin(b, len(small.w.Data), 20, vs3) })
+		_ = sink
+		delete(benchMatrices, fmt.Sprint(typ, db.w.Rows, db.w.Cols))
+	}
+}
+
+// BenchmarkKZMatMul: MatMul of n tokens over Q4_K and Q6_K FFN matrices
+// of tinyllama-1.1b (5632 × 2048, 24 of them in turn, 187 / 273 MB: from
+// DRAM), row-major against the decode layout, on a 2-thread pool; us/mat
+// is the time of one product.
+func BenchmarkKZMatMul(b *testing.B) {
+	skipNoQ4Z(b)
+	pool := NewPool(2)
+	defer pool.Close()
+	for _, typ := range kzTypes {
+		benchKZMatMul(b, pool, typ)
+	}
+}
+
+func benchKZMatMul(b *testing.B, pool *Pool, typ ggml.Type) {
+	const rows, cols, nm = 5632, 2048, 24
+	src := benchMatrix(b, typ, rows, cols)
+	var rm, pk []Matrix
+	for range nm {
+		m, err := NewMatrix(typ, rows, cols, append([]byte(nil), src.Data...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rm = append(rm, m)
+		p, _ := PackDecodeLayout(m, make([]byte, len(m.Data)))
+		pk = append(pk, p)
+	}
+	for _, n := range []int{1, 2, 3, 4, 8, 16, 64, 256} {
+		for _, mode := range []string{"rowmajor", "layout"} {
+			ws := map[string][]Matrix{"rowmajor": rm, "layout": pk}[mode]
+			b.Run(fmt.Sprintf("%s/n%d/%s", typ, n, mode), func(b *testing.B) {
+				x := randNormal(rand.New(rand.NewPCG(2, 3)), n*cols, 1)
+				dst := make([]float32, n*rows)
+				pool.MatMul(dst, ws[0], x, n)
+				b.ResetTimer()
+				for i := range b.N {
+					pool.MatMul(dst, ws[i%len(ws)], x, n)
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/mat")
+			})
+		}
+	}
+}
