@@ -110,6 +110,10 @@ var (
 	// eight at a time (q4zGemvFew), each block read and unpacked once for
 	// all of them, instead of one token per call.
 	q4zFewOn = true
+	// kzFewOn: Q6_K products in the decode layout run two to four tokens
+	// a kernel call (q6kzGemvFew), each super-block read and unpacked once
+	// for all of them, instead of one token per call.
+	kzFewOn = true
 	// f16zOn: the F16 tile is the AVX-512 4×6 one.
 	f16zOn = active.f16Z
 	// f16RowsZOn: with f16FewOn, two to eight tokens of an F16 product

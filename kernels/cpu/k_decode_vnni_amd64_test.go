@@ -132,6 +132,89 @@ func TestKZGemv(t *testing.T) {
 	}
 }
 
+// TestKZGemvFew: the two- to four-token Q6_K decode-layout kernels give
+// every token and row exactly the bits of the one-token kernel, on the rows and
+// activations of TestKZGemv (extreme ones included), with the tokens'
+// activations and results a stride apart and nothing written outside
+// their rows.
+func TestKZGemvFew(t *testing.T) {
+	skipNoQ4Z(t)
+	rng := rand.New(rand.NewPCG(197, 198))
+	for _, typ := range []ggml.Type{ggml.TypeQ6_K} {
+		bb := typ.BlockBytes()
+		for _, sh := range []struct{ rows, cols int }{{16, 256}, {32, 768}, {48, 2048}} {
+			for _, extreme := range []bool{false, true} {
+				nb := sh.cols / qkK
+				data := make([]byte, 0, sh.rows*nb*bb)
+				for r := 0; r < sh.rows; r++ {
+					row := kzRandRowK(rng, nb, bb)
+					if extreme {
+						kzExtremeRow(typ, row, nb, r)
+					}
+					data = append(data, row...)
+				}
+				w, err := NewMatrix(typ, sh.rows, sh.cols, data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pk, _ := PackDecodeLayout(w, make([]byte, len(w.Data)))
+				qs, d, bsums := kzRandAct(rng, nb) // four tokens
+				if extreme {
+					for i := range qs[:sh.cols] {
+						qs[i] = -128
+					}
+					for i := range bsums[:sh.cols/16] {
+						bsums[i] = -128 * 16
+					}
+				}
+				for n := 2; n <= 4; n++ {
+					ostride := sh.rows + 5
+					out := make([]float32, n*ostride)
+					for i := range out {
+						out[i] = 777
+					}
+					q6kzGemvFew(pk.Data, n, qs[:n*sh.cols], d[:n*nb], bsums[:n*sh.cols/16], out, ostride, sh.rows, 4096)
+					for tok := 0; tok < n; tok++ {
+						want := make([]float32, sh.rows)
+						kzGemv(typ, pk.Data, qs[tok*sh.cols:(tok+1)*sh.cols], d[tok*nb:(tok+1)*nb], bsums[tok*sh.cols/16:(tok+1)*sh.cols/16], want, 4096)
+						for r := 0; r < ostride; r++ {
+							got := out[tok*ostride+r]
+							if r >= sh.rows {
+								if got != 777 {
+									t.Fatalf("%s n=%d token %d: wrote past its rows", typ, n, tok)
+								}
+								continue
+							}
+							if math.Float32bits(got) != math.Float32bits(want[r]) {
+								t.Fatalf("%s %v extreme=%v n=%d token %d row %d: %g, one-token kernel %g", typ, sh, extreme, n, tok, r, got, want[r])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestKZChunk: calls of at most four tokens cover any count, and none
+// takes one token after others.
+func TestKZChunk(t *testing.T) {
+	for left := 1; left <= 40; left++ {
+		var calls []int
+		for l := left; l > 0; {
+			c := kzChunk(l)
+			if c < 1 || c > 4 {
+				t.Fatalf("%d left: chunk %d", l, c)
+			}
+			calls = append(calls, c)
+			l -= c
+		}
+		if len(calls) > 1 && calls[len(calls)-1] == 1 {
+			t.Fatalf("%d tokens: calls %v end with one token", left, calls)
+		}
+	}
+}
+
 // kzExtremeRow sets row r's quants to the top of their range (odd r) or
 // to 0 (even r) and its scales to their extremes, keeping d and dmin.
 func kzExtremeRow(typ ggml.Type, row []byte, nb, r int) {
@@ -255,8 +338,9 @@ func benchKZDecode(b *testing.B, typ ggml.Type, cols int) {
 
 // BenchmarkKZMatMul: MatMul of n tokens over Q4_K and Q6_K FFN matrices
 // of tinyllama-1.1b (5632 × 2048, 24 of them in turn, 187 / 273 MB: from
-// DRAM), row-major against the decode layout, on a 2-thread pool; us/mat
-// is the time of one product.
+// DRAM), row-major against the decode layout (Q6_K up to four tokens a
+// kernel call, and one: layout-pertoken), on a 2-thread pool; us/mat is the time
+// of one product.
 func BenchmarkKZMatMul(b *testing.B) {
 	skipNoQ4Z(b)
 	pool := NewPool(2)
@@ -280,9 +364,14 @@ func benchKZMatMul(b *testing.B, pool *Pool, typ ggml.Type) {
 		pk = append(pk, p)
 	}
 	for _, n := range []int{1, 2, 3, 4, 8, 16, 64, 256} {
-		for _, mode := range []string{"rowmajor", "layout"} {
-			ws := map[string][]Matrix{"rowmajor": rm, "layout": pk}[mode]
+		for _, mode := range []string{"rowmajor", "layout", "layout-pertoken"} {
+			if mode == "layout-pertoken" && (n == 1 || typ != ggml.TypeQ6_K) {
+				continue
+			}
+			ws := map[string][]Matrix{"rowmajor": rm, "layout": pk, "layout-pertoken": pk}[mode]
 			b.Run(fmt.Sprintf("%s/n%d/%s", typ, n, mode), func(b *testing.B) {
+				defer func(on bool) { kzFewOn = on }(kzFewOn)
+				kzFewOn = mode == "layout"
 				x := randNormal(rand.New(rand.NewPCG(2, 3)), n*cols, 1)
 				dst := make([]float32, n*rows)
 				pool.MatMul(dst, ws[0], x, n)

@@ -24,7 +24,7 @@ import (
 // at byte offset g·16·rb + 2304·b: a group keeps the byte range of its 16
 // rows, rows after the last whole group stay row-major. The same bytes, so
 // the same memory traffic, read as one stream. The decode kernel
-// (gemv16Q4_KP, q4_k_decode_vnni_amd64.s) computes 16 rows at once, lane r
+// (gemv16Q4_KP, k_decode_vnni_amd64.s) computes 16 rows at once, lane r
 // = row r, bitwise the row-major kernels (TestQ4KZGemv); Row copies a row
 // back out.
 

@@ -27,7 +27,7 @@ import (
 // so that the data of a super-block starts on a 64-byte line when the
 // group does (3328 = 52·64; the d, 32 bytes a super-block, would break
 // that between them). Rows after the last whole group stay row-major.
-// The decode kernel (gemv16Q6_KP, q6_k_decode_vnni_amd64.s) computes 16
+// The decode kernel (gemv16Q6_KP, k_decode_vnni_amd64.s) computes 16
 // rows at once, bitwise the row-major kernels (TestQ6KZGemv).
 
 // q6kzData is the size of one super-block's scales, ql and qh for 16 rows.

@@ -1,0 +1,548 @@
+//go:build ignore
+
+// k_decode_gen.go writes k_decode_vnni_amd64.s (go run k_decode_gen.go):
+// the Q4_K and Q6_K decode-layout kernels (q4_k_decode.go,
+// q6_k_decode.go), for one token, and for Q6_K two to four.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"oengine/kernels/cpu/internal/asmgen"
+)
+
+var b asmgen.File
+
+// Block offsets of the Q4_K decode layout (q4_k_decode.go).
+const (
+	q4D     = 0   // the 16 rows' F16 d
+	q4Dmin  = 32  // their F16 dmin
+	q4Scale = 64  // scale dword i (bytes 4i..4i+3 of the 12) at 64+64i
+	q4Qs    = 256 // nibble dword k of chunk c at 256+512c+64k
+	q4Block = 2304
+)
+
+// Offsets in a super-block's data in the Q6_K decode layout
+// (q6_k_decode.go); its d are apart, after the group's data.
+const (
+	q6Scale = 0    // scale dword i (scales 4i..4i+3) at 64i, i = 0..3
+	q6Ql    = 256  // ql dword m at 256+64m, m = 0..31
+	q6Qh    = 2304 // qh dword m at 2304+64m, m = 0..15
+	q6Data  = 3328
+)
+
+func q4k1() {
+	b.WriteString(`
+// func gemv16Q4_KP(grp *byte, ngroups int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32)
+// ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.
+TEXT ·gemv16Q4_KP(SB), NOSPLIT, $0-64
+`)
+	b.I("MOVQ grp+0(FP), SI")
+	b.I("MOVQ ngroups+8(FP), R10")
+	b.I("MOVQ pf+48(FP), R14")
+	b.I("ADDQ SI, R14")
+	b.I("MOVQ out+56(FP), AX")
+	b.I("MOVL $0x0f0f0f0f, DX")
+	b.I("VPBROADCASTD DX, Z20")
+	fmt.Fprintf(&b, "\nq4group:\n")
+	b.I("MOVQ qs+16(FP), DI")
+	b.I("MOVQ d+24(FP), DX")
+	b.I("MOVQ bsums+32(FP), BX")
+	b.I("MOVQ nb+40(FP), CX")
+	for z := 8; z < 20; z++ {
+		b.I("VPXORD Z%d, Z%d, Z%d", z, z, z)
+	}
+	fmt.Fprintf(&b, "\nq4super:\n")
+	// Scales and mins, as Q4KBODY's scalar code unpacks them, for the 16
+	// rows at once: sc[0..3] = s0 & 63, sc[4..7] = (s2 & 15) | (s0>>6)<<4,
+	// m[0..3] = s1 & 63, m[4..7] = (s2>>4) | (s1>>6)<<4, bytewise.
+	b.I("VMOVDQU32 %d(SI), Z23", q4Scale)
+	b.I("VMOVDQU32 %d(SI), Z24", q4Scale+64)
+	b.I("VMOVDQU32 %d(SI), Z25", q4Scale+128)
+	b.I("VPANDD.BCST kz3f<>(SB), Z23, Z21")
+	b.I("VPSRLD $2, Z23, Z26")
+	b.I("VPANDD.BCST kz30<>(SB), Z26, Z26")
+	b.I("VPANDD Z20, Z25, Z22")
+	b.I("VPORD Z26, Z22, Z22")
+	b.I("VPANDD.BCST kz3f<>(SB), Z24, Z23")
+	b.I("VPSRLD $2, Z24, Z26")
+	b.I("VPANDD.BCST kz30<>(SB), Z26, Z26")
+	b.I("VPSRLD $4, Z25, Z24")
+	b.I("VPANDD Z20, Z24, Z24")
+	b.I("VPORD Z26, Z24, Z24")
+	for o := 2048; o < q4Block; o += 64 {
+		b.I("PREFETCHT0 %d(R14)", o)
+	}
+	// The mins' part: X0 word j = bsums[2j]+bsums[2j+1] (the sums of the
+	// eight 32-element sub-blocks); lane k of Q4KBODY's X12 is
+	// m[2k]·word 2k + m[2k+1]·word 2k+1, and Z16+k accumulates
+	// fma(dmin·dy, float32(lane k), ·).
+	b.I("VMOVDQU (BX), X0")
+	b.I("VPHADDW 16(BX), X0, X0")
+	b.I("VCVTPH2PS %d(SI), Z26", q4Dmin)
+	b.I("VMULPS.BCST (DX), Z26, Z26")
+	for k := 0; k < 4; k++ {
+		src := []string{"Z23", "Z23", "Z24", "Z24"}[k]
+		b.I("VPSHUFB kzmw<>+%d(SB), %s, Z27", 64*(k%2), src)
+		if k == 0 {
+			b.I("VPBROADCASTD X0, Z28")
+		} else {
+			b.I("VPSHUFD $0x%02x, X0, X1", 0x55*k)
+			b.I("VPBROADCASTD X1, Z28")
+		}
+		b.I("VPMADDWD Z28, Z27, Z27")
+		b.I("VCVTDQ2PS Z27, Z27")
+		b.I("VFMADD231PS Z27, Z26, Z%d", 16+k)
+	}
+	// The scales' part: Z(k) gets lane k of Q4KBODY's Y4 for the 16
+	// rows: Σ over sub-blocks j of sc[j]·Σ of the products of elements
+	// 4k..4k+3 of sub-block j. VPMADDUBSW sums the products in pairs
+	// (at most 2·15·128, no saturation); VPDPWSSD multiplies both pair
+	// sums by sc[j] (a word in both halves of each dword) and adds them.
+	for k := 0; k < 8; k++ {
+		b.I("VPXORD Z%d, Z%d, Z%d", k, k, k)
+	}
+	for c := 0; c < 4; c++ {
+		for h := 0; h < 2; h++ { // sub-block 2c (low nibbles), 2c+1 (high)
+			j := 2*c + h
+			src := "Z21"
+			if j >= 4 {
+				src = "Z22"
+			}
+			b.I("VPSHUFB kzsel<>+%d(SB), %s, Z%d", 64*(j%4), src, 27+h)
+		}
+		for k := 0; k < 8; k++ {
+			q, hi, a := 29, 30, 31 // lo is q, unpacked in place
+			if k%2 == 1 {
+				q, hi, a = 23, 24, 25
+			}
+			b.I("VMOVDQU32 %d(SI), Z%d", q4Qs+512*c+64*k, q)
+			b.I("VPSRLW $4, Z%d, Z%d", q, hi)
+			b.I("VPANDD Z20, Z%d, Z%d", q, q)
+			b.I("VPANDD Z20, Z%d, Z%d", hi, hi)
+			b.I("VPBROADCASTD %d(DI), Z%d", 64*c+4*k, a)
+			b.I("VPMADDUBSW Z%d, Z%d, Z%d", a, q, q)
+			b.I("VPBROADCASTD %d(DI), Z%d", 64*c+32+4*k, a)
+			b.I("VPMADDUBSW Z%d, Z%d, Z%d", a, hi, hi)
+			b.I("VPDPWSSD Z27, Z%d, Z%d", q, k)
+			b.I("VPDPWSSD Z28, Z%d, Z%d", hi, k)
+			b.I("PREFETCHT0 %d(R14)", 64*(8*c+k))
+		}
+	}
+	// Σ d·sumi lanes: fma(d·dy, float32(lane k), Z8+k), Q4KBODY's last
+	// three instructions.
+	b.I("VCVTPH2PS %d(SI), Z26", q4D)
+	b.I("VMULPS.BCST (DX), Z26, Z26")
+	for k := 0; k < 8; k++ {
+		b.I("VCVTDQ2PS Z%d, Z%d", k, k)
+		b.I("VFMADD231PS Z%d, Z26, Z%d", k, 8+k)
+	}
+	b.I("ADDQ $%d, SI", q4Block)
+	b.I("ADDQ $%d, R14", q4Block)
+	b.I("ADDQ $256, DI")
+	b.I("ADDQ $4, DX")
+	b.I("ADDQ $32, BX")
+	b.I("DECQ CX")
+	b.I("JNZ q4super")
+	// HSUM8's order per row: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) for
+	// the d lanes; the dmin lanes 4-7 are zeros, so their sum is
+	// (m0+m2)+(m1+m3) (m+0 = m: the accumulators are never -0).
+	for k := 0; k < 4; k++ {
+		b.I("VADDPS Z%d, Z%d, Z%d", 12+k, 8+k, 8+k)
+	}
+	b.I("VADDPS Z10, Z8, Z8")
+	b.I("VADDPS Z11, Z9, Z9")
+	b.I("VADDPS Z9, Z8, Z8")
+	b.I("VADDPS Z18, Z16, Z16")
+	b.I("VADDPS Z19, Z17, Z17")
+	b.I("VADDPS Z17, Z16, Z16")
+	b.I("VSUBPS Z16, Z8, Z8")
+	b.I("VMOVUPS Z8, (AX)")
+	b.I("ADDQ $64, AX")
+	b.I("DECQ R10")
+	b.I("JNZ q4group")
+	b.I("VZEROUPPER")
+	b.I("RET")
+}
+
+func q6k1() {
+	b.WriteString(`
+// func gemv16Q6_KP(grp *byte, ngroups int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32)
+// ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.
+TEXT ·gemv16Q6_KP(SB), NOSPLIT, $0-64
+`)
+	b.I("MOVQ grp+0(FP), SI")
+	b.I("MOVQ ngroups+8(FP), R10")
+	b.I("MOVQ out+56(FP), AX")
+	b.I("MOVL $0x0f0f0f0f, DX")
+	b.I("VPBROADCASTD DX, Z16")
+	b.I("MOVL $0x30303030, DX")
+	b.I("VPBROADCASTD DX, Z17")
+	b.I("MOVQ nb+40(FP), R11")
+	b.I("IMULQ $%d, R11", q6Data)
+	b.I("MOVQ pf+48(FP), R12")
+	fmt.Fprintf(&b, "\nq6group:\n")
+	b.I("MOVQ qs+16(FP), DI")
+	b.I("MOVQ d+24(FP), DX")
+	b.I("MOVQ bsums+32(FP), BX")
+	b.I("MOVQ nb+40(FP), CX")
+	b.I("LEAQ (SI)(R11*1), R9") // the group's d
+	b.I("LEAQ (SI)(R12*1), R14")
+	for z := 8; z < 16; z++ {
+		b.I("VPXORD Z%d, Z%d, Z%d", z, z, z)
+	}
+	fmt.Fprintf(&b, "\nq6super:\n")
+	// Q6KBODY's start: lane i = -32·(sc[2i]·bsums[2i] + sc[2i+1]·bsums[2i+1]),
+	// the scales sign-extended to words.
+	for i := 0; i < 8; i++ {
+		b.I("VMOVDQU32 %d(SI), Z18", q6Scale+64*(i/2))
+		b.I("VPSHUFB kzq6pair<>+%d(SB), Z18, Z18", 64*(i%2))
+		b.I("VPSRAW $8, Z18, Z18")
+		b.I("VPBROADCASTD %d(BX), Z20", 4*i)
+		b.I("VPMADDWD Z20, Z18, Z18")
+		b.I("VPSLLD $5, Z18, Z18")
+		b.I("VPXORD Z%d, Z%d, Z%d", i, i, i)
+		b.I("VPSUBD Z18, Z%d, Z%d", i, i)
+	}
+	b.I("PREFETCHT0 (R9)(R12*1)") // the next group's d
+	for p := 0; p < 4; p++ {
+		b.I("PREFETCHT0 %d(R14)", 64*p)
+	}
+	// Lane k of the 32-byte groups: elements 4k..4k+3 of each of the
+	// eight 32-element groups, group g of half h being elements
+	// 128h+32g.. (sub-block 8h+2g for k < 4, 8h+2g+1 for k ≥ 4). A 6-bit
+	// value is (ql nibble) | (qh bits 2g, 2g+1) << 4, unsigned; the -32 is
+	// in the lane's start above. VPMADDUBSW sums its products with the
+	// activations in pairs (at most 2·63·128, no saturation), VPDPWSSD
+	// multiplies both by the sub-block's scale and adds them.
+	pf := 4
+	for h := 0; h < 2; h++ {
+		for kh := 0; kh < 2; kh++ {
+			for g := 0; g < 4; g++ {
+				s := 8*h + 2*g + kh
+				b.I("VMOVDQU32 %d(SI), Z%d", q6Scale+64*(s/4), 22+g)
+				b.I("VPSHUFB kzq6sel<>+%d(SB), Z%d, Z%d", 64*(s%4), 22+g, 22+g)
+				b.I("VPSRAW $8, Z%d, Z%d", 22+g, 22+g)
+			}
+			for k := 4 * kh; k < 4*kh+4; k++ {
+				b.I("VMOVDQU32 %d(SI), Z26", q6Ql+64*(16*h+k))
+				b.I("VMOVDQU32 %d(SI), Z27", q6Ql+64*(16*h+8+k))
+				b.I("VMOVDQU32 %d(SI), Z28", q6Qh+64*(8*h+k))
+				b.I("VPSRLW $4, Z26, Z29")
+				b.I("VPSRLW $4, Z27, Z30")
+				for g := 0; g < 4; g++ {
+					hb := "Z28"
+					switch g {
+					case 0:
+						b.I("VPSLLW $4, Z28, Z18")
+						hb = "Z18"
+					case 1:
+						b.I("VPSLLW $2, Z28, Z18")
+						hb = "Z18"
+					case 3:
+						b.I("VPSRLW $2, Z28, Z18")
+						hb = "Z18"
+					}
+					b.I("VPANDD Z17, %s, Z18", hb)
+					// Z18 |= nibbles & 0x0f (Z18 has only bits 4-5).
+					b.I("VPTERNLOGD $0xf8, Z16, Z%d, Z18", []int{26, 27, 29, 30}[g])
+					b.I("VPBROADCASTD %d(DI), Z20", 128*h+32*g+4*k)
+					b.I("VPMADDUBSW Z20, Z18, Z18")
+					b.I("VPDPWSSD Z%d, Z18, Z%d", 22+g, k)
+				}
+				for q := 0; q < 3 && pf < q6Data/64; q++ {
+					b.I("PREFETCHT0 %d(R14)", 64*pf)
+					pf++
+				}
+			}
+		}
+	}
+	// fma(d·dy, float32(lane k), Z8+k): Q6KBODY's last instructions.
+	b.I("VCVTPH2PS (R9), Z19")
+	b.I("VMULPS.BCST (DX), Z19, Z19")
+	for k := 0; k < 8; k++ {
+		b.I("VCVTDQ2PS Z%d, Z%d", k, k)
+		b.I("VFMADD231PS Z%d, Z19, Z%d", k, 8+k)
+	}
+	b.I("ADDQ $32, R9")
+	b.I("ADDQ $%d, SI", q6Data)
+	b.I("ADDQ $%d, R14", q6Data)
+	b.I("ADDQ $256, DI")
+	b.I("ADDQ $4, DX")
+	b.I("ADDQ $32, BX")
+	b.I("DECQ CX")
+	b.I("JNZ q6super")
+	// HSUM8's order per row: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+	for k := 0; k < 4; k++ {
+		b.I("VADDPS Z%d, Z%d, Z%d", 12+k, 8+k, 8+k)
+	}
+	b.I("VADDPS Z10, Z8, Z8")
+	b.I("VADDPS Z11, Z9, Z9")
+	b.I("VADDPS Z9, Z8, Z8")
+	b.I("VMOVUPS Z8, (AX)")
+	b.I("MOVQ R9, SI") // the next group follows this one's d
+	b.I("ADDQ $64, AX")
+	b.I("DECQ R10")
+	b.I("JNZ q6group")
+	b.I("VZEROUPPER")
+	b.I("RET")
+}
+
+// The Q6_K kernels for T = 2..4 tokens read each super-block once for all
+// of them. (Such kernels for Q4_K ran slower than its one-token kernel
+// once a token, which has little to unpack; docs/performance.md.) They
+// run lane by lane (k outer): for lane k every sub-block's dword k is
+// unpacked once and multiplied with each token's activations into that
+// token's integer lane (two accumulators, then one exact add), and the
+// lane's float FMA is done with its accumulator kept in the stack frame:
+// per token and row the same integers and the same float operations, in
+// the same order per float lane, as the one-token kernel, so every
+// result is bitwise its (TestKZGemvFew).
+
+// fewHeader writes the TEXT line and the set-up shared by the T-token
+// kernels; frame is the accumulator bytes per token.
+func fewHeader(name string, T, frame int) {
+	fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, qstride int, d *float32, bsums *int16, dstride, bstride, nb, pf int, out *float32, ostride int)\n", name)
+	fmt.Fprintf(&b, "// The one-token kernel for %d tokens: token t's activations at qs +\n// t·qstride, its d at d + t·dstride, its bsums at bsums + t·bstride,\n// its results at out + t·ostride (bytes).\n", T)
+	fmt.Fprintf(&b, "TEXT ·%s(SB), 0, $%d-96\n", name, T*frame)
+	b.I("MOVQ grp+0(FP), SI")
+	b.I("MOVQ qstride+24(FP), R8")
+	b.I("LEAQ (R8)(R8*2), R12")
+	b.I("MOVQ dstride+48(FP), R9")
+	b.I("LEAQ (R9)(R9*2), R11")
+	b.I("MOVL $0x0f0f0f0f, AX")
+	b.I("VPBROADCASTD AX, Z31")
+}
+
+func qsAt(t, off int) string { return asmgen.TokAddr([2]string{"DI", ""}, "R8", "R12", t, off) }
+func dAt(t int) string       { return asmgen.TokAddr([2]string{"DX", ""}, "R9", "R11", t, 0) }
+
+// fewFloat: token t's lane k (integers in Z(acc)) into its accumulator at
+// off(SP): fma(dd, float32(lane), acc) with dd in Z(dd).
+func fewFloat(acc, dd, off int) {
+	b.I("VCVTDQ2PS Z%d, Z%d", acc, acc)
+	b.I("VFMADD213PS %d(SP), Z%d, Z%d", off, dd, acc)
+	b.I("VMOVUPS Z%d, %d(SP)", acc, off)
+}
+
+// fewStore writes token t's 16 results: HSUM8's order over its eight lane
+// accumulators at fo(SP).
+func fewStore(t, fo int) {
+	for k := 0; k < 8; k++ {
+		b.I("VMOVUPS %d(SP), Z%d", fo+64*k, k)
+	}
+	for k := 0; k < 4; k++ {
+		b.I("VADDPS Z%d, Z%d, Z%d", 4+k, k, k)
+	}
+	b.I("VADDPS Z2, Z0, Z0")
+	b.I("VADDPS Z3, Z1, Z1")
+	b.I("VADDPS Z1, Z0, Z0")
+	b.I("VMOVUPS Z0, %s", asmgen.TokAddr([2]string{"AX", ""}, "CX", "R13", t, 0))
+}
+
+// q6kFew: gemv16Q6_KPT{T}. Registers: Z31 / Z30 the 0x0f / 0x30 byte
+// masks, Z13+t token t's d·dy, Z17+4h+g the scales of sub-block
+// 8h+2g+(k ≥ 4) (words), Z(t) / Z(9+t) token t's integer lane (half 0 /
+// half 1), Z25-Z29 the ql / qh dwords, Z5-Z8 temporaries; R13 the
+// super-block's d. Frame: token t's eight lanes at 576t (a line of
+// padding per token: BenchmarkKZMatMul measured up to 1.2x slower
+// without it, probably 4 KiB aliasing between the frame's stores and the
+// loads of activations that lie 2048 bytes apart per token).
+func q6kFew(T int) {
+	const frame = 576
+	fewHeader(fmt.Sprintf("gemv16Q6_KPT%d", T), T, frame)
+	b.I("MOVL $0x30303030, AX")
+	b.I("VPBROADCASTD AX, Z30")
+	fmt.Fprintf(&b, "\nq6t%dgroup:\n", T)
+	b.I("MOVQ pf+72(FP), R14")
+	b.I("ADDQ SI, R14")
+	b.I("MOVQ nb+64(FP), CX")
+	b.I("IMUL3Q $%d, CX, R13", q6Data)
+	b.I("ADDQ SI, R13")
+	b.I("MOVQ qs+16(FP), DI")
+	b.I("MOVQ d+32(FP), DX")
+	b.I("MOVQ bsums+40(FP), BX")
+	b.I("VPXORD Z0, Z0, Z0")
+	for o := 0; o < T*frame; o += 64 {
+		b.I("VMOVUPS Z0, %d(SP)", o)
+	}
+	fmt.Fprintf(&b, "\nq6t%dsuper:\n", T)
+	b.I("VCVTPH2PS (R13), Z8")
+	for t := 0; t < T; t++ {
+		b.I("VMULPS.BCST %s, Z8, Z%d", dAt(t), 13+t)
+	}
+	for p := 0; p < 4; p++ {
+		b.I("PREFETCHT0 %d(R14)", 64*p)
+	}
+	pf := 4
+	for kh := 0; kh < 2; kh++ {
+		for h := 0; h < 2; h++ {
+			for g := 0; g < 4; g++ {
+				s, z := 8*h+2*g+kh, 17+4*h+g
+				b.I("VMOVDQU32 %d(SI), Z%d", q6Scale+64*(s/4), z)
+				b.I("VPSHUFB kzq6sel<>+%d(SB), Z%d, Z%d", 64*(s%4), z, z)
+				b.I("VPSRAW $8, Z%d, Z%d", z, z)
+			}
+		}
+		for k := 4 * kh; k < 4*kh+4; k++ {
+			// The lane's start: -32·(sc[2k]·bsums[2k] + sc[2k+1]·bsums[2k+1]).
+			b.I("VMOVDQU32 %d(SI), Z8", q6Scale+64*(k/2))
+			b.I("VPSHUFB kzq6pair<>+%d(SB), Z8, Z8", 64*(k%2))
+			b.I("VPSRAW $8, Z8, Z8")
+			b.I("MOVQ bstride+56(FP), AX")
+			for t := 0; t < T; t++ {
+				switch t {
+				case 0:
+					b.I("VPBROADCASTD %d(BX), Z6", 4*k)
+				case 1:
+					b.I("VPBROADCASTD %d(BX)(AX*1), Z6", 4*k)
+				case 2:
+					b.I("VPBROADCASTD %d(BX)(AX*2), Z6", 4*k)
+				case 3:
+					b.I("LEAQ (AX)(AX*2), AX")
+					b.I("VPBROADCASTD %d(BX)(AX*1), Z6", 4*k)
+				}
+				b.I("VPMADDWD Z6, Z8, Z6")
+				b.I("VPSLLD $5, Z6, Z6")
+				b.I("VPXORD Z%d, Z%d, Z%d", t, t, t)
+				b.I("VPSUBD Z6, Z%d, Z%d", t, t)
+				b.I("VPXORD Z%d, Z%d, Z%d", 9+t, 9+t, 9+t)
+			}
+			for h := 0; h < 2; h++ {
+				b.I("VMOVDQU32 %d(SI), Z25", q6Ql+64*(16*h+k))
+				b.I("VMOVDQU32 %d(SI), Z26", q6Ql+64*(16*h+8+k))
+				b.I("VMOVDQU32 %d(SI), Z27", q6Qh+64*(8*h+k))
+				b.I("VPSRLW $4, Z25, Z28")
+				b.I("VPSRLW $4, Z26, Z29")
+				for g := 0; g < 4; g++ {
+					hb := "Z5"
+					switch g {
+					case 0:
+						b.I("VPSLLW $4, Z27, Z5")
+					case 1:
+						b.I("VPSLLW $2, Z27, Z5")
+					case 2:
+						hb = "Z27"
+					case 3:
+						b.I("VPSRLW $2, Z27, Z5")
+					}
+					b.I("VPANDD Z30, %s, Z5", hb)
+					b.I("VPTERNLOGD $0xf8, Z31, Z%d, Z5", []int{25, 26, 28, 29}[g])
+					for t := 0; t < T; t++ {
+						b.I("VPBROADCASTD %s, Z6", qsAt(t, 128*h+32*g+4*k))
+						b.I("VPMADDUBSW Z6, Z5, Z7")
+						b.I("VPDPWSSD Z%d, Z7, Z%d", 17+4*h+g, t+9*h)
+					}
+				}
+				for q := 0; q < 3 && pf < q6Data/64; q++ {
+					b.I("PREFETCHT0 %d(R14)", 64*pf)
+					pf++
+				}
+			}
+			for t := 0; t < T; t++ {
+				b.I("VPADDD Z%d, Z%d, Z%d", 9+t, t, t)
+				fewFloat(t, 13+t, frame*t+64*k)
+			}
+		}
+	}
+	b.I("ADDQ $32, R13")
+	b.I("ADDQ $%d, SI", q6Data)
+	b.I("ADDQ $%d, R14", q6Data)
+	b.I("ADDQ $256, DI")
+	b.I("ADDQ $4, DX")
+	b.I("ADDQ $32, BX")
+	b.I("DECQ CX")
+	fmt.Fprintf(&b, "\tJNZ q6t%dsuper\n", T)
+	b.I("MOVQ R13, SI") // the next group follows this one's d
+	b.I("MOVQ out+80(FP), AX")
+	b.I("MOVQ ostride+88(FP), CX")
+	b.I("LEAQ (CX)(CX*2), R13")
+	for t := 0; t < T; t++ {
+		fewStore(t, frame*t)
+	}
+	b.I("ADDQ $64, AX")
+	b.I("MOVQ AX, out+80(FP)")
+	b.I("DECQ ngroups+8(FP)")
+	fmt.Fprintf(&b, "\tJNZ q6t%dgroup\n", T)
+	b.I("VZEROUPPER")
+	b.I("RET")
+}
+
+// consts writes the constants: the byte masks; the VPSHUFB masks that
+// spread Q4_K scale byte j%4 of each dword to both of its words (kzsel<>,
+// 64 bytes per j%4) and make words of mins bytes 0,1 or 2,3 (kzmw<>); and
+// those that put Q6_K scale byte s%4 in the high byte of both words
+// (kzq6sel<>) or scale bytes 0,1 or 2,3 in the high bytes of the two
+// words (kzq6pair<>), which an arithmetic shift by 8 then sign-extends.
+func consts() {
+	fmt.Fprintf(&b, "\nDATA kz3f<>+0(SB)/4, $0x3f3f3f3f\nGLOBL kz3f<>(SB), RODATA|NOPTR, $4\n")
+	fmt.Fprintf(&b, "DATA kz30<>+0(SB)/4, $0x30303030\nGLOBL kz30<>(SB), RODATA|NOPTR, $4\n")
+	mask := func(sym string, idx int, f func(i int) [4]byte) {
+		for q := 0; q < 64; q += 8 {
+			var v uint64
+			for by := 0; by < 8; by++ {
+				i := (q + by) % 16 / 4 // dword within the 128-bit lane
+				v |= uint64(f(i)[(q+by)%4]) << (8 * by)
+			}
+			fmt.Fprintf(&b, "DATA %s<>+%d(SB)/8, $0x%016x\n", sym, 64*idx+q, v)
+		}
+	}
+	for j := 0; j < 4; j++ {
+		mask("kzsel", j, func(i int) [4]byte { return [4]byte{byte(4*i + j), 0x80, byte(4*i + j), 0x80} })
+	}
+	fmt.Fprintf(&b, "GLOBL kzsel<>(SB), RODATA|NOPTR, $256\n")
+	for h := 0; h < 2; h++ {
+		mask("kzmw", h, func(i int) [4]byte { return [4]byte{byte(4*i + 2*h), 0x80, byte(4*i + 2*h + 1), 0x80} })
+	}
+	fmt.Fprintf(&b, "GLOBL kzmw<>(SB), RODATA|NOPTR, $128\n")
+	for j := 0; j < 4; j++ {
+		mask("kzq6sel", j, func(i int) [4]byte { return [4]byte{0x80, byte(4*i + j), 0x80, byte(4*i + j)} })
+	}
+	fmt.Fprintf(&b, "GLOBL kzq6sel<>(SB), RODATA|NOPTR, $256\n")
+	for h := 0; h < 2; h++ {
+		mask("kzq6pair", h, func(i int) [4]byte { return [4]byte{0x80, byte(4*i + 2*h), 0x80, byte(4*i + 2*h + 1)} })
+	}
+	fmt.Fprintf(&b, "GLOBL kzq6pair<>(SB), RODATA|NOPTR, $128\n")
+}
+
+func main() {
+	b.WriteString(`// Code generated by k_decode_gen.go; DO NOT EDIT.
+
+// Q4_K and Q6_K decode kernels on their decode layouts (q4_k_decode.go,
+// q6_k_decode.go): groups of 16 rows, lane r of a zmm = row r.
+//
+// gemv16Q4_KP computes, per row, what gemvQ4_KAVX2 does
+// (dot_kquant_amd64.s, Q4KBODY) with the same float operations on the
+// same operands, so every result is bitwise that kernel's (TestKZGemv):
+// its eight float lanes of Σ d·sumi are Z8-Z15 here (lane k of the row =
+// lane r of Z8+k), its four lanes of Σ dmin·summs Z16-Z19, and the
+// integers behind them are exact sums in any order. Registers: Z0-Z7 the
+// super-block's integer lanes, Z8-Z19 the float accumulators, Z20 the
+// nibble mask, Z21 / Z22 scales 0-3 / 4-7 (bytes), Z23-Z31 temporaries;
+// SI the group, R14 SI + pf (prefetch), DI, DX, BX the activations, their
+// d and bsums, CX the super-blocks left, R10 the groups left, AX the
+// output.
+//
+// gemv16Q6_KP does the same for gemvQ6_KAVX2 (Q6KBODY): its eight float
+// lanes are Z8-Z15. Registers: Z0-Z7 the super-block's integer lanes,
+// Z8-Z15 the float accumulators, Z16 / Z17 the 0x0f / 0x30 byte masks,
+// Z22-Z25 the scales of the sub-blocks in progress (words), Z26-Z30 the
+// ql / qh dwords, Z18-Z20 temporaries; SI the super-block, R9 its d, R12
+// pf, R14 SI + pf (prefetch), R11 the group's data size, DI, DX, BX the
+// activations, their d and bsums, CX the super-blocks left, R10 the groups
+// left, AX the output.
+
+#include "textflag.h"
+`)
+	q4k1()
+	q6k1()
+	for T := 2; T <= 4; T++ {
+		q6kFew(T)
+	}
+	consts()
+	if err := b.Save("k_decode_vnni_amd64.s"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
