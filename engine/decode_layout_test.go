@@ -10,13 +10,19 @@ import (
 	"oengine/sampling"
 )
 
-// TestRealDecodeLayout: tiny-llama-q4_0 read into owned memory (its Q4_0
-// weights rewritten into the decode layout where the CPU has the kernels)
-// serves concurrent greedy requests with exactly the tokens the mapped,
-// row-major model gives each request alone (up to a near-tie, as
-// TestRealBatchInvariance).
+// TestRealDecodeLayout: tiny-llama-q4_0 and tiny-llama-q4_k_m read into
+// owned memory (their Q4_0, Q4_K and Q6_K weights rewritten into the
+// decode layouts where the CPU has the kernels) serve concurrent greedy
+// requests with exactly the tokens the mapped, row-major model gives each
+// request alone (up to a near-tie, as TestRealBatchInvariance).
 func TestRealDecodeLayout(t *testing.T) {
-	path := filepath.Join(sharedTestdata(t), "models", "tiny-llama-q4_0.gguf")
+	for _, file := range []string{"tiny-llama-q4_0.gguf", "tiny-llama-q4_k_m.gguf"} {
+		t.Run(file, func(t *testing.T) { testRealDecodeLayout(t, file) })
+	}
+}
+
+func testRealDecodeLayout(t *testing.T, file string) {
+	path := filepath.Join(sharedTestdata(t), "models", file)
 	load := func(open func(string) (*gguf.File, error)) (Model, Tokenizer, *llama.Model) {
 		f, err := open(path)
 		if err != nil {
