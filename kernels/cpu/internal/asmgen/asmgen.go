@@ -1,7 +1,8 @@
 // Package asmgen is what the assembly generators of kernels/cpu
-// (dot_blk16_gen.go, q4_0_decode_few_gen.go, attn_z_gen.go, run by go
-// generate) share: a file buffer that writes instruction lines, and the
-// addresses of the per-token data their kernels read.
+// (dot_blk16_gen.go, q4_0_decode_few_gen.go, attn_z_gen.go,
+// k_decode_gen.go, run by go generate) share: a file buffer that writes
+// instruction lines, and the addresses of the per-token data their
+// kernels read.
 package asmgen
 
 import (
