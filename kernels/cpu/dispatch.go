@@ -136,8 +136,8 @@ const q4zFewMaxDefault = 256
 // q4zActive reports whether the Q4_0 decode layout's kernels run here.
 func q4zActive() bool { return active.vnni }
 
-// kzActive reports whether the Q4_K and Q6_K decode layouts' kernels run
-// here.
+// kzActive reports whether the K-quant (Q4_K, Q5_K, Q6_K) decode layouts'
+// kernels run here.
 func kzActive() bool { return active.vnni }
 
 // Features names the instruction set the MatMul kernels use on this CPU

@@ -23,6 +23,14 @@ const (
 	q4Block = 2304
 )
 
+// Block offsets of the Q5_K decode layout (q5_k_decode.go): Q4_K's, with
+// the qh dwords before the nibbles.
+const (
+	q5Qh    = 256 // qh dword k (bytes 4k..4k+3 of the 32) at 256+64k
+	q5Qs    = 768 // nibble dword k of chunk c at 768+512c+64k
+	q5Block = 2816
+)
+
 // Offsets in a super-block's data in the Q6_K decode layout
 // (q6_k_decode.go); its d are apart, after the group's data.
 const (
@@ -32,12 +40,48 @@ const (
 	q6Data  = 3328
 )
 
-func q4k1() {
-	b.WriteString(`
-// func gemv16Q4_KP(grp *byte, ngroups int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32)
+// q5Step is one (chunk c, dword k) step of gemv16Q5_KP: Q5KPAIR's
+// values, nibble | (bit 2c or 2c+1 of qh byte l) << 4 (0..31: pair sums
+// at most 2·31·128), into lane k as in gemv16Q4_KP.
+func q5Step(qsOff, c, k int) {
+	b.I("VMOVDQU32 %d(SI), Z29", qsOff+512*c+64*k)
+	b.I("VPSRLW $4, Z29, Z30")
+	b.I("VMOVDQU32 %d(SI), Z26", q5Qh+64*k)
+	for h, nib := range []int{29, 30} {
+		dst, src := 23+h, fmt.Sprintf("Z%d", 23+h)
+		switch bit := 2*c + h; {
+		case bit < 4:
+			b.I("VPSLLW $%d, Z26, Z%d", 4-bit, dst)
+		case bit > 4:
+			b.I("VPSRLW $%d, Z26, Z%d", bit-4, dst)
+		default:
+			src = "Z26"
+		}
+		b.I("VPANDD.BCST kz10<>(SB), %s, Z%d", src, dst)
+		// Z(dst) |= nibbles & 0x0f (Z(dst) has only bit 4).
+		b.I("VPTERNLOGD $0xf8, Z20, Z%d, Z%d", nib, dst)
+	}
+	b.I("VPBROADCASTD %d(DI), Z31", 64*c+4*k)
+	b.I("VPMADDUBSW Z31, Z23, Z23")
+	b.I("VPBROADCASTD %d(DI), Z31", 64*c+32+4*k)
+	b.I("VPMADDUBSW Z31, Z24, Z24")
+	b.I("VPDPWSSD Z27, Z23, Z%d", k)
+	b.I("VPDPWSSD Z28, Z24, Z%d", k)
+	b.I("PREFETCHT0 %d(R14)", 64*(8*c+k))
+}
+
+// q45k1 writes gemv16Q4_KP, or (q5) gemv16Q5_KP: the same kernel with
+// the 5th bits of Q5_K's values ORed into the nibbles.
+func q45k1(q5 bool) {
+	name, block, qsOff, lbl := "gemv16Q4_KP", q4Block, q4Qs, "q4"
+	if q5 {
+		name, block, qsOff, lbl = "gemv16Q5_KP", q5Block, q5Qs, "q5"
+	}
+	fmt.Fprintf(&b, `
+// func %[1]s(grp *byte, ngroups int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32)
 // ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.
-TEXT ·gemv16Q4_KP(SB), NOSPLIT, $0-64
-`)
+TEXT ·%[1]s(SB), NOSPLIT, $0-64
+`, name)
 	b.I("MOVQ grp+0(FP), SI")
 	b.I("MOVQ ngroups+8(FP), R10")
 	b.I("MOVQ pf+48(FP), R14")
@@ -45,7 +89,7 @@ TEXT ·gemv16Q4_KP(SB), NOSPLIT, $0-64
 	b.I("MOVQ out+56(FP), AX")
 	b.I("MOVL $0x0f0f0f0f, DX")
 	b.I("VPBROADCASTD DX, Z20")
-	fmt.Fprintf(&b, "\nq4group:\n")
+	fmt.Fprintf(&b, "\n%sgroup:\n", lbl)
 	b.I("MOVQ qs+16(FP), DI")
 	b.I("MOVQ d+24(FP), DX")
 	b.I("MOVQ bsums+32(FP), BX")
@@ -53,7 +97,7 @@ TEXT ·gemv16Q4_KP(SB), NOSPLIT, $0-64
 	for z := 8; z < 20; z++ {
 		b.I("VPXORD Z%d, Z%d, Z%d", z, z, z)
 	}
-	fmt.Fprintf(&b, "\nq4super:\n")
+	fmt.Fprintf(&b, "\n%ssuper:\n", lbl)
 	// Scales and mins, as Q4KBODY's scalar code unpacks them, for the 16
 	// rows at once: sc[0..3] = s0 & 63, sc[4..7] = (s2 & 15) | (s0>>6)<<4,
 	// m[0..3] = s1 & 63, m[4..7] = (s2>>4) | (s1>>6)<<4, bytewise.
@@ -71,7 +115,7 @@ TEXT ·gemv16Q4_KP(SB), NOSPLIT, $0-64
 	b.I("VPSRLD $4, Z25, Z24")
 	b.I("VPANDD Z20, Z24, Z24")
 	b.I("VPORD Z26, Z24, Z24")
-	for o := 2048; o < q4Block; o += 64 {
+	for o := 2048; o < block; o += 64 {
 		b.I("PREFETCHT0 %d(R14)", o)
 	}
 	// The mins' part: X0 word j = bsums[2j]+bsums[2j+1] (the sums of the
@@ -113,11 +157,15 @@ TEXT ·gemv16Q4_KP(SB), NOSPLIT, $0-64
 			b.I("VPSHUFB kzsel<>+%d(SB), %s, Z%d", 64*(j%4), src, 27+h)
 		}
 		for k := 0; k < 8; k++ {
+			if q5 {
+				q5Step(qsOff, c, k)
+				continue
+			}
 			q, hi, a := 29, 30, 31 // lo is q, unpacked in place
 			if k%2 == 1 {
 				q, hi, a = 23, 24, 25
 			}
-			b.I("VMOVDQU32 %d(SI), Z%d", q4Qs+512*c+64*k, q)
+			b.I("VMOVDQU32 %d(SI), Z%d", qsOff+512*c+64*k, q)
 			b.I("VPSRLW $4, Z%d, Z%d", q, hi)
 			b.I("VPANDD Z20, Z%d, Z%d", q, q)
 			b.I("VPANDD Z20, Z%d, Z%d", hi, hi)
@@ -138,13 +186,13 @@ TEXT ·gemv16Q4_KP(SB), NOSPLIT, $0-64
 		b.I("VCVTDQ2PS Z%d, Z%d", k, k)
 		b.I("VFMADD231PS Z%d, Z26, Z%d", k, 8+k)
 	}
-	b.I("ADDQ $%d, SI", q4Block)
-	b.I("ADDQ $%d, R14", q4Block)
+	b.I("ADDQ $%d, SI", block)
+	b.I("ADDQ $%d, R14", block)
 	b.I("ADDQ $256, DI")
 	b.I("ADDQ $4, DX")
 	b.I("ADDQ $32, BX")
 	b.I("DECQ CX")
-	b.I("JNZ q4super")
+	b.I("JNZ %ssuper", lbl)
 	// HSUM8's order per row: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) for
 	// the d lanes; the dmin lanes 4-7 are zeros, so their sum is
 	// (m0+m2)+(m1+m3) (m+0 = m: the accumulators are never -0).
@@ -161,7 +209,7 @@ TEXT ·gemv16Q4_KP(SB), NOSPLIT, $0-64
 	b.I("VMOVUPS Z8, (AX)")
 	b.I("ADDQ $64, AX")
 	b.I("DECQ R10")
-	b.I("JNZ q4group")
+	b.I("JNZ %sgroup", lbl)
 	b.I("VZEROUPPER")
 	b.I("RET")
 }
@@ -478,6 +526,7 @@ func q6kFew(T int) {
 func consts() {
 	fmt.Fprintf(&b, "\nDATA kz3f<>+0(SB)/4, $0x3f3f3f3f\nGLOBL kz3f<>(SB), RODATA|NOPTR, $4\n")
 	fmt.Fprintf(&b, "DATA kz30<>+0(SB)/4, $0x30303030\nGLOBL kz30<>(SB), RODATA|NOPTR, $4\n")
+	fmt.Fprintf(&b, "DATA kz10<>+0(SB)/4, $0x10101010\nGLOBL kz10<>(SB), RODATA|NOPTR, $4\n")
 	mask := func(sym string, idx int, f func(i int) [4]byte) {
 		for q := 0; q < 64; q += 8 {
 			var v uint64
@@ -535,7 +584,8 @@ func main() {
 
 #include "textflag.h"
 `)
-	q4k1()
+	q45k1(false)
+	q45k1(true)
 	q6k1()
 	for T := 2; T <= 4; T++ {
 		q6kFew(T)

@@ -11,7 +11,7 @@ import (
 )
 
 // kzTypes are the K-quant types with a decode layout.
-var kzTypes = []ggml.Type{ggml.TypeQ4_K, ggml.TypeQ6_K}
+var kzTypes = []ggml.Type{ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K}
 
 // TestKZPackRoundTrip: packing into a new buffer and in place gives the
 // same bytes; every row read back (Row) is the row-major row; rows after
@@ -23,7 +23,7 @@ func TestKZPackRoundTrip(t *testing.T) {
 	for _, typ := range kzTypes {
 		testKZPackRoundTrip(t, rng, typ)
 	}
-	for _, typ := range []ggml.Type{ggml.TypeQ5_K, ggml.TypeF16} {
+	for _, typ := range []ggml.Type{ggml.TypeQ3_K, ggml.TypeF16} {
 		m := randomMatrix(t, rng, typ, 32, 256)
 		if _, ok := PackDecodeLayout(m, make([]byte, len(m.Data))); ok {
 			t.Fatalf("%s matrix packed", typ)
@@ -71,11 +71,11 @@ func testKZPackRoundTrip(t *testing.T, rng *rand.Rand, typ ggml.Type) {
 
 // TestKZGemv: the decode-layout kernels give every row exactly the bits
 // of the row-major one-token kernels (gemvQ4_KAVX2 / gemvQ6_KAVX2 through
-// decodeRows, and dotQ4_KAVX2 / dotQ6_KAVX2), on random rows with extreme
+// decodeRows, and dotQ4_KAVX2 / dotQ5_KAVX2 / dotQ6_KAVX2), on random rows with extreme
 // scales (subnormal, huge, zero and negative d / dmin), activations with
 // full-range quants and zero, tiny and huge block scales, and rows whose
 // quants are all at the top or all at the bottom of their range with the
-// largest scales (Q4_K: 63; Q6_K: -128 and 127).
+// largest scales (Q4_K, Q5_K: 63; Q6_K: -128 and 127).
 func TestKZGemv(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(193, 194))
@@ -115,8 +115,10 @@ func TestKZGemv(t *testing.T) {
 				out[sh.rows] = 777
 				kzGemv(typ, pk.Data, qs, d, bsums, out[:sh.rows], 4096)
 				want := make([]float32, sh.rows)
-				if !decodeRows(typ, w.Data, w.rowBytes(), v, want) {
-					t.Fatalf("no %s rows kernel", typ)
+				if !decodeRows(typ, w.Data, w.rowBytes(), v, want) { // Q5_K has none
+					for r := range want {
+						want[r] = simdKernels[typ](w.Row(r), v)
+					}
 				}
 				for r := 0; r < sh.rows; r++ {
 					one := simdKernels[typ](w.Row(r), v)
@@ -219,10 +221,10 @@ func TestKZChunk(t *testing.T) {
 // to 0 (even r) and its scales to their extremes, keeping d and dmin.
 func kzExtremeRow(typ ggml.Type, row []byte, nb, r int) {
 	for b := 0; b < nb; b++ {
-		if typ == ggml.TypeQ4_K {
-			blk := row[b*144 : b*144+144]
-			for i := 16; i < 144; i++ {
-				blk[i] = 0xff * byte(r%2) // nibbles of 15 and of 0
+		if bb := typ.BlockBytes(); typ != ggml.TypeQ6_K {
+			blk := row[b*bb : (b+1)*bb]
+			for i := 16; i < bb; i++ {
+				blk[i] = 0xff * byte(r%2) // values of 15 (Q5_K: 31) and of 0
 			}
 			for i := 4; i < 16; i++ {
 				blk[i] = 0xff // scales and mins of 63
@@ -239,7 +241,7 @@ func kzExtremeRow(typ ggml.Type, row []byte, nb, r int) {
 	}
 }
 
-// TestKZMatMul: MatMul over a packed Q4_K or Q6_K matrix (whole groups in
+// TestKZMatMul: MatMul over a packed Q4_K, Q5_K or Q6_K matrix (whole groups in
 // the decode layout, a row-major tail) gives the bits of the row-major
 // matrix for 1 to 9 and 40 tokens, on one and two threads.
 func TestKZMatMul(t *testing.T) {
@@ -248,7 +250,7 @@ func TestKZMatMul(t *testing.T) {
 	for _, c := range []struct {
 		typ        ggml.Type
 		rows, cols int
-	}{{ggml.TypeQ4_K, 40, 512}, {ggml.TypeQ4_K, 96, 2048}, {ggml.TypeQ6_K, 40, 512}, {ggml.TypeQ6_K, 96, 2048}} {
+	}{{ggml.TypeQ4_K, 40, 512}, {ggml.TypeQ4_K, 96, 2048}, {ggml.TypeQ5_K, 40, 512}, {ggml.TypeQ5_K, 96, 2048}, {ggml.TypeQ6_K, 40, 512}, {ggml.TypeQ6_K, 96, 2048}} {
 		sh := c
 		w := randomMatrix(t, rng, c.typ, sh.rows, sh.cols)
 		pk, ok := PackDecodeLayout(w, make([]byte, len(w.Data)))
@@ -274,7 +276,7 @@ func TestKZMatMul(t *testing.T) {
 	}
 }
 
-// BenchmarkKZDecode: Q4_K and Q6_K decode (one token) from DRAM, the
+// BenchmarkKZDecode: Q4_K, Q5_K and Q6_K decode (one token) from DRAM, the
 // decode layout against the row-major rows kernel and a plain read of the
 // same bytes, on one and two threads, and from L2; GB/s of weights, side
 // by side.
@@ -300,9 +302,15 @@ func benchKZDecode(b *testing.B, typ ggml.Type, cols int) {
 			}
 		}
 		var sink uint64
+		rowMajor := func(db *decodeBench) func() {
+			if _, ok := rowsKernels[typ]; ok {
+				return db.newPath(-1)
+			}
+			return db.oldPath() // Q5_K: the one-row kernel per row
+		}
 		vs := []variant{
 			{"read", func() { sink += readAVX2(&db.w.Data[0], len(db.w.Data)&^127, 2048) }},
-			{"rowmajor", db.newPath(-1)},
+			{"rowmajor", rowMajor(db)},
 			{"layout", zpath(pk, db.out)},
 		}
 		b.Run(fmt.Sprintf("%s/DRAM/%d", typ, cols), func(b *testing.B) { roundRobin(b, len(db.w.Data), 1, vs) })
@@ -317,7 +325,7 @@ func benchKZDecode(b *testing.B, typ ggml.Type, cols int) {
 				case "read":
 					fns[h] = func() { sinks[h] += readAVX2(&hb.w.Data[0], len(hb.w.Data)&^127, 2048) }
 				case "rowmajor":
-					fns[h] = hb.newPath(-1)
+					fns[h] = rowMajor(hb)
 				default:
 					fns[h] = zpath(hp, hb.out)
 				}
@@ -329,14 +337,14 @@ func benchKZDecode(b *testing.B, typ ggml.Type, cols int) {
 		rows := (256 << 10) / rb &^ 15
 		small.w.Rows, small.w.Data, small.out = rows, db.w.Data[:rows*rb], db.out[:rows]
 		spk := Matrix{Type: pk.Type, Rows: rows, Cols: pk.Cols, Data: pk.Data[:rows*rb]}
-		vs3 := []variant{{"rowmajor", small.newPath(-1)}, {"layout", zpath(spk, small.out)}}
+		vs3 := []variant{{"rowmajor", rowMajor(&small)}, {"layout", zpath(spk, small.out)}}
 		b.Run(fmt.Sprintf("%s/cache/%d", typ, cols), func(b *testing.B) { roundRobin(b, len(small.w.Data), 20, vs3) })
 		_ = sink
 		delete(benchMatrices, fmt.Sprint(typ, db.w.Rows, db.w.Cols))
 	}
 }
 
-// BenchmarkKZMatMul: MatMul of n tokens over Q4_K and Q6_K FFN matrices
+// BenchmarkKZMatMul: MatMul of n tokens over Q4_K, Q5_K and Q6_K FFN matrices
 // of tinyllama-1.1b (5632 × 2048, 24 of them in turn, 187 / 273 MB: from
 // DRAM), row-major against the decode layout (Q6_K up to four tokens a
 // kernel call, and one: layout-pertoken), on a 2-thread pool; us/mat is the time

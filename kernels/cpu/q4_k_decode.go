@@ -37,23 +37,10 @@ const q4kzBlock = 16 * 144
 // does not apply (not Q4_K, fewer than 16 rows, already packed, or no
 // AVX-512 VNNI kernels).
 func PackQ4_KDecode(m Matrix, dst []byte) (Matrix, bool) {
-	if m.Type != ggml.TypeQ4_K || !kzActive() || m.Rows < 16 || m.dl || len(dst) != len(m.Data) {
+	if m.Type != ggml.TypeQ4_K {
 		return m, false
 	}
-	rb, nb := m.rowBytes(), m.Cols/qkK
-	groups := m.Rows / 16
-	tmp := make([]byte, 16*rb)
-	for g := 0; g < groups; g++ {
-		o := g * 16 * rb
-		copy(tmp, m.Data[o:o+16*rb])
-		q4kzPackGroup(dst[o:o+16*rb], tmp, rb, nb)
-	}
-	if o := groups * 16 * rb; &dst[0] != &m.Data[0] {
-		copy(dst[o:], m.Data[o:])
-	}
-	out := m
-	out.Data, out.dl = dst, true
-	return out, true
+	return packKZ(m, dst, q4kzPackGroup)
 }
 
 // q4kzPackGroup writes 16 row-major Q4_K rows (rb bytes apart, nb

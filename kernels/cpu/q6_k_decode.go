@@ -35,23 +35,10 @@ const q6kzData = 16 * 208
 
 // PackQ6_KDecode is PackQ4_KDecode for Q6_K matrices (the layout above).
 func PackQ6_KDecode(m Matrix, dst []byte) (Matrix, bool) {
-	if m.Type != ggml.TypeQ6_K || !kzActive() || m.Rows < 16 || m.dl || len(dst) != len(m.Data) {
+	if m.Type != ggml.TypeQ6_K {
 		return m, false
 	}
-	rb, nb := m.rowBytes(), m.Cols/qkK
-	groups := m.Rows / 16
-	tmp := make([]byte, 16*rb)
-	for g := 0; g < groups; g++ {
-		o := g * 16 * rb
-		copy(tmp, m.Data[o:o+16*rb])
-		q6kzPackGroup(dst[o:o+16*rb], tmp, rb, nb)
-	}
-	if o := groups * 16 * rb; &dst[0] != &m.Data[0] {
-		copy(dst[o:], m.Data[o:])
-	}
-	out := m
-	out.Data, out.dl = dst, true
-	return out, true
+	return packKZ(m, dst, q6kzPackGroup)
 }
 
 // q6kzPackGroup writes 16 row-major Q6_K rows (rb bytes apart, nb
