@@ -10,6 +10,7 @@ import (
 	"oengine/ggml"
 	"oengine/kernels/cpu"
 	"oengine/model/gguf"
+	"oengine/model/synth"
 )
 
 // TestDecodeLayoutBitwise: a Q4_0 or Q4_K_M model loaded from a private
@@ -120,5 +121,60 @@ func testDecodeLayoutBitwise(t *testing.T, file string, typ ggml.Type, packed in
 				t.Fatalf("step %d logit %d: decode layout %g, row-major %g", s, i, got[s][i], want[s][i])
 			}
 		}
+	}
+}
+
+// TestDecodeLayoutKQuants: synthetic Q4_K, Q5_K and Q6_K models (rows of
+// 256 and 768 columns, whole groups of 16 rows and, in the output layer,
+// a row-major tail) loaded as the server loads them compute exactly the
+// logits of the same file loaded row-major, for a prefill and decode
+// steps of one and three tokens.
+func TestDecodeLayoutKQuants(t *testing.T) {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K} {
+		t.Run(typ.String(), func(t *testing.T) {
+			o := synth.Options{Dims: synth.Dims{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 768, Vocab: 520, CtxLen: 256, RopeBase: 10000}, Type: typ, Seed: 5}
+			packed := synthLoadServed(t, o)
+			defer packed.Close()
+			ref := synthLoad(t, o)
+			defer ref.Close()
+			if cpu.Q4_0DecodeLayout(ggml.TypeQ4_0) && packed.DecodeLayout() < 7*2 {
+				t.Fatalf("%d matrices in the decode layout", packed.DecodeLayout())
+			}
+			if ref.DecodeLayout() != 0 {
+				t.Fatal("parsed file rewritten")
+			}
+			c := packed.Config()
+			run := func(m *Model) [][]float32 {
+				kv, err := m.NewKV(4, 16, KVF16)
+				if err != nil {
+					t.Fatal(err)
+				}
+				table := []int32{0, 1, 2, 3}
+				prompt := testTokens(19, c.Vocab, 3)
+				pos := 0
+				var out [][]float32
+				for _, n := range []int{len(prompt), 1, 3, 1} {
+					toks := prompt[:n]
+					if pos > 0 {
+						toks = testTokens(n, c.Vocab, uint32(pos))
+					}
+					l := make([]float32, n*c.Vocab)
+					if err := m.Forward(kv, seqBatch(toks, pos, table), l); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, l)
+					pos += n
+				}
+				return out
+			}
+			want, got := run(ref), run(packed)
+			for s := range want {
+				for i := range want[s] {
+					if math.Float32bits(got[s][i]) != math.Float32bits(want[s][i]) {
+						t.Fatalf("step %d logit %d: decode layout %g, row-major %g", s, i, got[s][i], want[s][i])
+					}
+				}
+			}
+		})
 	}
 }
