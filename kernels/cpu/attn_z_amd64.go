@@ -2,10 +2,12 @@ package cpu
 
 import "unsafe"
 
-// Attend's decode path on AVX-512 for g = 2, 4 or 8 query heads per KV
-// head over an F16 store (attn_z_avx512_amd64.s, written by
-// attn_z_gen.go): P = 16/g positions share a vector, lane P·h+i holding
-// head h at position p+i, so every instruction does 16 lanes of work;
+// Attend's decode path on AVX-512 for g = 2 to 8 query heads per KV head
+// over an F16 store (attn_z_avx512_amd64.s, written by attn_z_gen.go).
+// The kernels compute G = 2, 4 or 8 heads (attnZGroup: g rounded up, the
+// extra heads' queries zero and their results dropped): P = 16/G
+// positions share a vector, lane P·h+i holding head h at position p+i,
+// so every instruction does 16 lanes of work;
 // the V rows are widened inside the output loop instead of through the
 // scratch, and the prefetch of the rows ahead is spread over the kernels'
 // loops. Every result is bit for bit attendGroups' AVX2 path
@@ -129,25 +131,47 @@ func attnZBlockRows(g, w int) int {
 	return (max(attnBlockRows(w), u) + u - 1) / u * u
 }
 
+// attnZGroup is the group size G of the kernels that compute g query
+// heads per KV head: g rounded up to 2, 4 or 8 (0 for g outside 2..8).
+// The G-g extra heads cost lanes: at g = 5 (Qwen2.5-14B, -32B), 6
+// (Qwen2.5-1.5B) and 7 (Qwen2.5-0.5B, -7B) the AVX2 helpers also spend
+// eight lanes on them.
+func attnZGroup(g int) int {
+	switch {
+	case g < 2 || g > 8:
+		return 0
+	case g <= 2:
+		return 2
+	case g <= 4:
+		return 4
+	}
+	return 8
+}
+
 // attnZScratch is the scratch attendGroupsZ needs (0 for a group size it
 // does not compute).
 func attnZScratch(kvh, g, n, d int) int {
-	if g <= 0 || g >= len(attnZKernels) || attnZKernels[g] == nil {
+	G := attnZGroup(g)
+	if G == 0 {
 		return 0
 	}
-	p := attnZPositions(g)
-	return kvh*g*((n+p-1)/p*p) + attnZBlockRows(g, kvh*d)*d + kvh*d*16
+	p := attnZPositions(G)
+	need := kvh*G*((n+p-1)/p*p) + attnZBlockRows(G, kvh*d)*d + kvh*d*16
+	if G != g {
+		need += kvh * G * d // the padded output
+	}
+	return need
 }
 
-// attnZOk reports whether attendGroupsZ computes this call: g of 2, 4 or
-// 8, F16 K and V, d a multiple of the output chunk, and pages of a
-// multiple of P rows (a page run then starts a whole vector group).
+// attnZOk reports whether attendGroupsZ computes this call: g of 2 to 8,
+// F16 K and V, d a multiple of the output chunk, and pages of a multiple
+// of P rows (a page run then starts a whole vector group).
 func attnZOk(g, d int, k, v KVRows) bool {
-	if !attnZOn || !attnAVX2 || g < 0 || g >= len(attnZKernels) || attnZKernels[g] == nil ||
-		k.F16 == nil || v.F16 == nil || d <= 0 || d%attnZChunk(g) != 0 {
+	G := attnZGroup(g)
+	if !attnZOn || !attnAVX2 || G == 0 || k.F16 == nil || v.F16 == nil || d <= 0 || d%attnZChunk(G) != 0 {
 		return false
 	}
-	p := attnZPositions(g)
+	p := attnZPositions(G)
 	return k.PageSize%p == 0 && v.PageSize%p == 0
 }
 
@@ -199,10 +223,14 @@ func (kv KVRows) pageSpan(table []int32, p, nb, off, w int) (span pfSpan, rows i
 }
 
 // attnGroupQ writes q ([g][d]) into qt ([d][16]) with q[h][j] in lanes
-// P·h to P·h+P-1 of row j: the query operand of the scores kernels.
-func attnGroupQ(qt, q []float32, g, d int) {
-	p := attnZPositions(g)
+// P·h to P·h+P-1 of row j, P = 16/G, and zeros in the lanes of heads g to
+// G-1: the query operand of the scores kernels of group size G.
+func attnGroupQ(qt, q []float32, g, G, d int) {
+	p := attnZPositions(G)
 	qt, q = qt[:16*d], q[:g*d]
+	if g != G {
+		clear(qt)
+	}
 	for h := range g {
 		for j, x := range q[h*d : (h+1)*d] {
 			for i := range p {
@@ -213,23 +241,34 @@ func attnGroupQ(qt, q []float32, g, d int) {
 }
 
 // attendGroupsZ is attendGroups for attnZOk calls: the same scores,
-// softmax and output, computed P positions a vector.
+// softmax and output, computed P positions a vector by the kernels of
+// group size G ≥ g.
 func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
-	kz := attnZKernels[g]
-	p := attnZPositions(g)
+	G := attnZGroup(g)
+	kz := attnZKernels[G]
+	p := attnZPositions(G)
 	gq := kvh * g
 	d := len(q) / gq
 	w := kvh * d
 	q, out = q[:gq*d], out[:gq*d]
-	// scores: [kvh][np][g], each head's positions rounded up to whole
+	// scores: [kvh][np][G], each head's positions rounded up to whole
 	// vectors (the last one may compute padding positions).
 	np := (n + p - 1) / p * p
-	scores := scratch[:kvh*np*g]
-	bs := attnZBlockRows(g, w)
+	scores := scratch[:kvh*np*G]
+	bs := attnZBlockRows(G, w)
 	blk := scratch[len(scores) : len(scores)+bs*d] // one head's K block, [bs/P][P·d]
-	qts := scratch[len(scores)+bs*d : len(scores)+bs*d+kvh*d*16]
+	used := len(scores) + bs*d
+	qts := scratch[used : used+kvh*d*16]
+	used += len(qts)
 	for h := range kvh {
-		attnGroupQ(qts[h*d*16:(h+1)*d*16], q[h*g*d:(h+1)*g*d], g, d)
+		attnGroupQ(qts[h*d*16:(h+1)*d*16], q[h*g*d:(h+1)*g*d], g, G, d)
+	}
+	// The output of G heads per KV head: out itself, or with padding heads
+	// a scratch [kvh][G][d] whose first g heads of each KV head are
+	// copied to out at the end.
+	outG := out
+	if G != g {
+		outG = scratch[used : used+kvh*G*d]
 	}
 	// The K rows two blocks ahead are prefetched inside the scores kernel
 	// and the V rows of the next page run inside the output kernel
@@ -260,34 +299,35 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, 
 				j += run
 			}
 			pf, lines := kpf.part(h, kvh)
-			_ = scores[h*np*g+(p0+ng*p)*g-1]
-			kz.scores(&blk[0], &qts[h*d*16], ng, d, p*d, &scores[h*np*g+p0*g], &kz.perm[0], pf, lines, kpf.step)
+			_ = scores[h*np*G+(p0+ng*p)*G-1]
+			kz.scores(&blk[0], &qts[h*d*16], ng, d, p*d, &scores[h*np*G+p0*G], &kz.perm[0], pf, lines, kpf.step)
 		}
 	}
 	var small [64]float64 // no allocation for up to 64 query heads
 	var smallM [64]float32
+	gqG := kvh * G
 	sums, maxes := small[:0], smallM[:0]
-	if gq <= len(small) {
-		sums, maxes = small[:gq], smallM[:gq]
+	if gqG <= len(small) {
+		sums, maxes = small[:gqG], smallM[:gqG]
 	} else {
-		sums, maxes = make([]float64, gq), make([]float32, gq)
+		sums, maxes = make([]float64, gqG), make([]float32, gqG)
 	}
 	v.prefetchRows(table, 0, min(n, v.PageSize), off, w) // while the softmax runs
 	for h := range kvh {
-		sh, hs := scores[h*np*g:h*np*g+n*g], h*g
-		m, sm := maxes[hs:hs+g], sums[hs:hs+g]
-		attnScaleMax(sh, g, scale, m)
+		sh, hs := scores[h*np*G:h*np*G+n*G], h*G
+		m, sm := maxes[hs:hs+G], sums[hs:hs+G]
+		attnScaleMax(sh, G, scale, m)
 		clear(sm)
 		if full := n / p; full > 0 {
-			attnExpZ(g, &sh[0], full, &m[0], &sm[0])
+			attnExpZ(G, &sh[0], full, &m[0], &sm[0])
 		}
-		for i := n / p * p * g; i < n*g; i++ { // the positions after the last whole vector
-			e := expAttn(sh[i] - m[i%g])
+		for i := n / p * p * G; i < n*G; i++ { // the positions after the last whole vector
+			e := expAttn(sh[i] - m[i%G])
 			sh[i] = e
-			sm[i%g] += float64(e)
+			sm[i%G] += float64(e)
 		}
 	}
-	clear(out)
+	clear(outG)
 	for pos := 0; pos < n; {
 		run := min(n-pos, v.PageSize-pos%v.PageSize)
 		i := v.index(table, pos, off)
@@ -301,9 +341,14 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, 
 		}
 		for h := range kvh {
 			pf, lines := vpf.part(h, kvh)
-			kz.axpy(&v.F16[i+h*d], v.Stride, &scores[h*np*g+pos*g], run, d, &out[h*g*d], pf, lines, vpf.step)
+			kz.axpy(&v.F16[i+h*d], v.Stride, &scores[h*np*G+pos*G], run, d, &outG[h*G*d], pf, lines, vpf.step)
 		}
 		pos += run
 	}
-	attnNormalize(out, sums, d)
+	attnNormalize(outG, sums, d)
+	if G != g {
+		for h := range kvh {
+			copy(out[h*g*d:(h+1)*g*d], outG[h*G*d:h*G*d+g*d])
+		}
+	}
 }
