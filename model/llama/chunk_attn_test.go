@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -182,13 +183,20 @@ func TestChunkAttentionNoAllocs(t *testing.T) {
 	}
 }
 
-// TestChunkAttentionTokensWhereFaster: with eight query heads per KV
-// head over F16 pages, where cpu.AttnTokensFaster (the AVX-512 path), a
-// prompt's consecutive tokens are not tiled (every attention item is one
-// token, cpu.AttendHeads), an F32 store is still tiled, and either way
-// the logits are bitwise those of running the prompt token by token.
+// TestChunkAttentionTokensWhereFaster: with eight or seven query heads
+// per KV head over F16 pages, where cpu.AttnTokensFaster (the AVX-512
+// path), a prompt's consecutive tokens are not tiled (every attention
+// item is one token, cpu.AttendHeads), an F32 store is still tiled, and
+// either way the logits are bitwise those of running the prompt token by
+// token.
 func TestChunkAttentionTokensWhereFaster(t *testing.T) {
-	d := synth.Dims{Dim: 512, Layers: 2, Heads: 8, KVHeads: 1, FFN: 384, Vocab: 512, CtxLen: 2048, RopeBase: 10000}
+	for _, g := range []int{8, 7} {
+		t.Run(fmt.Sprintf("g%d", g), func(t *testing.T) { testChunkAttentionTokensWhereFaster(t, g) })
+	}
+}
+
+func testChunkAttentionTokensWhereFaster(t *testing.T, g int) {
+	d := synth.Dims{Dim: 64 * g, Layers: 2, Heads: g, KVHeads: 1, FFN: 384, Vocab: 512, CtxLen: 2048, RopeBase: 10000}
 	m := synthLoad(t, synth.Options{Arch: "llama", Dims: d, Type: ggml.TypeQ8_0, Seed: 5})
 	t.Cleanup(m.Close)
 	V := m.Config().Vocab
@@ -209,7 +217,7 @@ func TestChunkAttentionTokensWhereFaster(t *testing.T) {
 			t.Fatalf("%s: one batch: logits differ at token %d: %g vs %g", kvt, i/V, got[i], want[i])
 		}
 		tiled := slices.ContainsFunc(m.fw.attnItems, func(it attnItem) bool { return it.n > 1 })
-		perToken := cpu.AttnTokensFaster(8, 64, kv.k[0], kv.v[0])
+		perToken := cpu.AttnTokensFaster(g, 64, kv.k[0], kv.v[0])
 		if kvt == KVF32 && perToken {
 			t.Fatalf("AttnTokensFaster on an F32 store")
 		}
