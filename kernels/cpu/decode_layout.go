@@ -6,8 +6,8 @@ import "oengine/ggml"
 // widest kernels compute 16 rows at once, lane r of a vector = row r. A
 // decode layout stores each whole group of 16 rows so that such a kernel
 // reads its operands as consecutive vectors of one stream: Q4_0
-// (q4_0_decode.go), Q4_K (q4_k_decode.go), Q5_K (q5_k_decode.go) and Q6_K
-// (q6_k_decode.go) have one, on CPUs with the AVX-512 VNNI kernels. A group keeps the byte range of its 16 rows (the
+// (q4_0_decode.go), Q4_K, Q5_K and Q6_K (k_decode.go) have one, on CPUs
+// with the AVX-512 VNNI kernels. A group keeps the byte range of its 16 rows (the
 // same bytes, rearranged), so a matrix is packed in place, once, at load
 // (PackDecodeLayout); rows after the last whole group stay row-major.
 // Every kernel gives the bits it gives on the row-major rows.
@@ -21,12 +21,8 @@ func PackDecodeLayout(m Matrix, dst []byte) (Matrix, bool) {
 	switch m.Type {
 	case ggml.TypeQ4_0:
 		return PackQ4_0Decode(m, dst)
-	case ggml.TypeQ4_K:
-		return PackQ4_KDecode(m, dst)
-	case ggml.TypeQ5_K:
-		return PackQ5_KDecode(m, dst)
-	case ggml.TypeQ6_K:
-		return PackQ6_KDecode(m, dst)
+	case ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K:
+		return PackKDecode(m, dst)
 	}
 	return m, false
 }
@@ -49,35 +45,29 @@ func dlRow(m Matrix, r int) []byte {
 	g := r / 16
 	out := make([]byte, rb)
 	grp := m.Data[g*16*rb : (g+1)*16*rb]
-	switch m.Type {
-	case ggml.TypeQ4_K:
-		q4kzUnpackRow(out, grp, r%16, m.Cols/qkK)
-	case ggml.TypeQ5_K:
-		q5kzUnpackRow(out, grp, r%16, m.Cols/qkK)
-	case ggml.TypeQ6_K:
-		q6kzUnpackRow(out, grp, r%16, m.Cols/qkK)
-	default:
+	if l, ok := kzLayouts[m.Type]; ok {
+		l.unpackRow(out, grp, r%16, m.Cols/qkK)
+	} else {
 		q4zUnpackRow(out, grp, r%16, m.Cols/qk)
 	}
 	return out
 }
 
-// packKZ packs the whole groups of 16 rows of the K-quant matrix m into
-// dst with pack (the type's group rewrite, rb bytes a row, nb
-// super-blocks) and copies the rows after them; m and false when the
-// layout does not apply (fewer than 16 rows, already packed, or no
-// AVX-512 VNNI kernels).
-func packKZ(m Matrix, dst []byte, pack func(dst, rows []byte, rb, nb int)) (Matrix, bool) {
-	if !kzActive() || m.Rows < 16 || m.dl || len(dst) != len(m.Data) {
+// packGroups packs the whole groups of 16 rows of m into dst with pack
+// (the type's group rewrite, rows rb bytes apart) and copies the rows
+// after them; m and false, writing nothing, for fewer than 16 rows, an
+// already packed matrix or a dst of another size.
+func packGroups(m Matrix, dst []byte, pack func(dst, rows []byte, rb int)) (Matrix, bool) {
+	if m.Rows < 16 || m.dl || len(dst) != len(m.Data) {
 		return m, false
 	}
-	rb, nb := m.rowBytes(), m.Cols/qkK
+	rb := m.rowBytes()
 	groups := m.Rows / 16
 	tmp := make([]byte, 16*rb)
 	for g := 0; g < groups; g++ {
 		o := g * 16 * rb
 		copy(tmp, m.Data[o:o+16*rb])
-		pack(dst[o:o+16*rb], tmp, rb, nb)
+		pack(dst[o:o+16*rb], tmp, rb)
 	}
 	if o := groups * 16 * rb; &dst[0] != &m.Data[0] {
 		copy(dst[o:], m.Data[o:])

@@ -1,8 +1,8 @@
 //go:build ignore
 
 // k_decode_gen.go writes k_decode_vnni_amd64.s (go run k_decode_gen.go):
-// the Q4_K and Q6_K decode-layout kernels (q4_k_decode.go,
-// q6_k_decode.go), for one token, and for Q6_K two to four.
+// the Q4_K, Q5_K and Q6_K decode-layout kernels (k_decode.go), for one
+// token, and for Q6_K two to four.
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 
 var b asmgen.File
 
-// Block offsets of the Q4_K decode layout (q4_k_decode.go).
+// Block offsets of the Q4_K decode layout (k_decode.go).
 const (
 	q4D     = 0   // the 16 rows' F16 d
 	q4Dmin  = 32  // their F16 dmin
@@ -23,7 +23,7 @@ const (
 	q4Block = 2304
 )
 
-// Block offsets of the Q5_K decode layout (q5_k_decode.go): Q4_K's, with
+// Block offsets of the Q5_K decode layout (k_decode.go): Q4_K's, with
 // the qh dwords before the nibbles.
 const (
 	q5Qh    = 256 // qh dword k (bytes 4k..4k+3 of the 32) at 256+64k
@@ -32,7 +32,7 @@ const (
 )
 
 // Offsets in a super-block's data in the Q6_K decode layout
-// (q6_k_decode.go); its d are apart, after the group's data.
+// (k_decode.go); its d are apart, after the group's data.
 const (
 	q6Scale = 0    // scale dword i (scales 4i..4i+3) at 64i, i = 0..3
 	q6Ql    = 256  // ql dword m at 256+64m, m = 0..31
@@ -68,6 +68,51 @@ func q5Step(qsOff, c, k int) {
 	b.I("VPDPWSSD Z27, Z23, Z%d", k)
 	b.I("VPDPWSSD Z28, Z24, Z%d", k)
 	b.I("PREFETCHT0 %d(R14)", 64*(8*c+k))
+}
+
+// q6Words writes Z(z) = the scales of sub-block s of the 16 rows as
+// sign-extended words, in both halves of each dword (kzq6sel<>), or with
+// pair, scales s and s+1 (s even) in the two halves (kzq6pair<>).
+func q6Words(s, z int, pair bool) {
+	b.I("VMOVDQU32 %d(SI), Z%d", q6Scale+64*(s/4), z)
+	if pair {
+		b.I("VPSHUFB kzq6pair<>+%d(SB), Z%d, Z%d", 64*(s%4/2), z, z)
+	} else {
+		b.I("VPSHUFB kzq6sel<>+%d(SB), Z%d, Z%d", 64*(s%4), z, z)
+	}
+	b.I("VPSRAW $8, Z%d, Z%d", z, z)
+}
+
+// q6Load writes the ql and qh dwords of lane k of half h: Z(r) / Z(r+1)
+// the ql dwords of groups 0,2 / 1,3, Z(r+2) the qh dword, Z(r+3) / Z(r+4)
+// the high nibbles of Z(r) / Z(r+1).
+func q6Load(h, k, r int) {
+	b.I("VMOVDQU32 %d(SI), Z%d", q6Ql+64*(16*h+k), r)
+	b.I("VMOVDQU32 %d(SI), Z%d", q6Ql+64*(16*h+8+k), r+1)
+	b.I("VMOVDQU32 %d(SI), Z%d", q6Qh+64*(8*h+k), r+2)
+	b.I("VPSRLW $4, Z%d, Z%d", r, r+3)
+	b.I("VPSRLW $4, Z%d, Z%d", r+1, r+4)
+}
+
+// q6Value writes Z(dst) = the 6-bit values of group g from q6Load's
+// registers at r: (ql nibble) | (qh bits 2g, 2g+1) << 4, with the byte
+// masks 0x0f in Z(m0f) and 0x30 in Z(m30).
+func q6Value(g, r, dst, m0f, m30 int) {
+	qh := fmt.Sprintf("Z%d", r+2)
+	hb := fmt.Sprintf("Z%d", dst)
+	switch g {
+	case 0:
+		b.I("VPSLLW $4, %s, %s", qh, hb)
+	case 1:
+		b.I("VPSLLW $2, %s, %s", qh, hb)
+	case 2:
+		hb = qh
+	case 3:
+		b.I("VPSRLW $2, %s, %s", qh, hb)
+	}
+	b.I("VPANDD Z%d, %s, Z%d", m30, hb, dst)
+	// Z(dst) |= nibbles & 0x0f (Z(dst) has only bits 4-5).
+	b.I("VPTERNLOGD $0xf8, Z%d, Z%d, Z%d", m0f, []int{r, r + 1, r + 3, r + 4}[g], dst)
 }
 
 // q45k1 writes gemv16Q4_KP, or (q5) gemv16Q5_KP: the same kernel with
@@ -244,9 +289,7 @@ TEXT ·gemv16Q6_KP(SB), NOSPLIT, $0-64
 	// Q6KBODY's start: lane i = -32·(sc[2i]·bsums[2i] + sc[2i+1]·bsums[2i+1]),
 	// the scales sign-extended to words.
 	for i := 0; i < 8; i++ {
-		b.I("VMOVDQU32 %d(SI), Z18", q6Scale+64*(i/2))
-		b.I("VPSHUFB kzq6pair<>+%d(SB), Z18, Z18", 64*(i%2))
-		b.I("VPSRAW $8, Z18, Z18")
+		q6Words(2*i, 18, true)
 		b.I("VPBROADCASTD %d(BX), Z20", 4*i)
 		b.I("VPMADDWD Z20, Z18, Z18")
 		b.I("VPSLLD $5, Z18, Z18")
@@ -268,33 +311,12 @@ TEXT ·gemv16Q6_KP(SB), NOSPLIT, $0-64
 	for h := 0; h < 2; h++ {
 		for kh := 0; kh < 2; kh++ {
 			for g := 0; g < 4; g++ {
-				s := 8*h + 2*g + kh
-				b.I("VMOVDQU32 %d(SI), Z%d", q6Scale+64*(s/4), 22+g)
-				b.I("VPSHUFB kzq6sel<>+%d(SB), Z%d, Z%d", 64*(s%4), 22+g, 22+g)
-				b.I("VPSRAW $8, Z%d, Z%d", 22+g, 22+g)
+				q6Words(8*h+2*g+kh, 22+g, false)
 			}
 			for k := 4 * kh; k < 4*kh+4; k++ {
-				b.I("VMOVDQU32 %d(SI), Z26", q6Ql+64*(16*h+k))
-				b.I("VMOVDQU32 %d(SI), Z27", q6Ql+64*(16*h+8+k))
-				b.I("VMOVDQU32 %d(SI), Z28", q6Qh+64*(8*h+k))
-				b.I("VPSRLW $4, Z26, Z29")
-				b.I("VPSRLW $4, Z27, Z30")
+				q6Load(h, k, 26)
 				for g := 0; g < 4; g++ {
-					hb := "Z28"
-					switch g {
-					case 0:
-						b.I("VPSLLW $4, Z28, Z18")
-						hb = "Z18"
-					case 1:
-						b.I("VPSLLW $2, Z28, Z18")
-						hb = "Z18"
-					case 3:
-						b.I("VPSRLW $2, Z28, Z18")
-						hb = "Z18"
-					}
-					b.I("VPANDD Z17, %s, Z18", hb)
-					// Z18 |= nibbles & 0x0f (Z18 has only bits 4-5).
-					b.I("VPTERNLOGD $0xf8, Z16, Z%d, Z18", []int{26, 27, 29, 30}[g])
+					q6Value(g, 26, 18, 16, 17)
 					b.I("VPBROADCASTD %d(DI), Z20", 128*h+32*g+4*k)
 					b.I("VPMADDUBSW Z20, Z18, Z18")
 					b.I("VPDPWSSD Z%d, Z18, Z%d", 22+g, k)
@@ -427,17 +449,12 @@ func q6kFew(T int) {
 	for kh := 0; kh < 2; kh++ {
 		for h := 0; h < 2; h++ {
 			for g := 0; g < 4; g++ {
-				s, z := 8*h+2*g+kh, 17+4*h+g
-				b.I("VMOVDQU32 %d(SI), Z%d", q6Scale+64*(s/4), z)
-				b.I("VPSHUFB kzq6sel<>+%d(SB), Z%d, Z%d", 64*(s%4), z, z)
-				b.I("VPSRAW $8, Z%d, Z%d", z, z)
+				q6Words(8*h+2*g+kh, 17+4*h+g, false)
 			}
 		}
 		for k := 4 * kh; k < 4*kh+4; k++ {
 			// The lane's start: -32·(sc[2k]·bsums[2k] + sc[2k+1]·bsums[2k+1]).
-			b.I("VMOVDQU32 %d(SI), Z8", q6Scale+64*(k/2))
-			b.I("VPSHUFB kzq6pair<>+%d(SB), Z8, Z8", 64*(k%2))
-			b.I("VPSRAW $8, Z8, Z8")
+			q6Words(2*k, 8, true)
 			b.I("MOVQ bstride+56(FP), AX")
 			for t := 0; t < T; t++ {
 				switch t {
@@ -458,25 +475,9 @@ func q6kFew(T int) {
 				b.I("VPXORD Z%d, Z%d, Z%d", 9+t, 9+t, 9+t)
 			}
 			for h := 0; h < 2; h++ {
-				b.I("VMOVDQU32 %d(SI), Z25", q6Ql+64*(16*h+k))
-				b.I("VMOVDQU32 %d(SI), Z26", q6Ql+64*(16*h+8+k))
-				b.I("VMOVDQU32 %d(SI), Z27", q6Qh+64*(8*h+k))
-				b.I("VPSRLW $4, Z25, Z28")
-				b.I("VPSRLW $4, Z26, Z29")
+				q6Load(h, k, 25)
 				for g := 0; g < 4; g++ {
-					hb := "Z5"
-					switch g {
-					case 0:
-						b.I("VPSLLW $4, Z27, Z5")
-					case 1:
-						b.I("VPSLLW $2, Z27, Z5")
-					case 2:
-						hb = "Z27"
-					case 3:
-						b.I("VPSRLW $2, Z27, Z5")
-					}
-					b.I("VPANDD Z30, %s, Z5", hb)
-					b.I("VPTERNLOGD $0xf8, Z31, Z%d, Z5", []int{25, 26, 28, 29}[g])
+					q6Value(g, 25, 5, 31, 30)
 					for t := 0; t < T; t++ {
 						b.I("VPBROADCASTD %s, Z6", qsAt(t, 128*h+32*g+4*k))
 						b.I("VPMADDUBSW Z6, Z5, Z7")
@@ -558,8 +559,8 @@ func consts() {
 func main() {
 	b.WriteString(`// Code generated by k_decode_gen.go; DO NOT EDIT.
 
-// Q4_K and Q6_K decode kernels on their decode layouts (q4_k_decode.go,
-// q6_k_decode.go): groups of 16 rows, lane r of a zmm = row r.
+// Q4_K, Q5_K and Q6_K decode kernels on their decode layouts
+// (k_decode.go): groups of 16 rows, lane r of a zmm = row r.
 //
 // gemv16Q4_KP computes, per row, what gemvQ4_KAVX2 does
 // (dot_kquant_amd64.s, Q4KBODY) with the same float operations on the

@@ -69,59 +69,83 @@ func testKZPackRoundTrip(t *testing.T, rng *rand.Rand, typ ggml.Type) {
 	}
 }
 
+// kzCase is a test matrix of random rows (extreme: kzExtremeRow), row-major
+// and packed, and four tokens' Q8_K activations (kzRandAct; extreme: the
+// first token's quants all -128).
+type kzCase struct {
+	w, pk    Matrix
+	qs       []int8
+	d        []float32
+	bsums    []int16
+	nb, cols int
+	extreme  bool
+}
+
+func newKZCase(t *testing.T, rng *rand.Rand, typ ggml.Type, rows, cols int, extreme bool) kzCase {
+	t.Helper()
+	nb, bb := cols/qkK, typ.BlockBytes()
+	data := make([]byte, 0, rows*nb*bb)
+	for r := 0; r < rows; r++ {
+		row := kzRandRowK(rng, nb, bb)
+		if extreme {
+			kzExtremeRow(typ, row, nb, r)
+		}
+		data = append(data, row...)
+	}
+	w, err := NewMatrix(typ, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, ok := PackDecodeLayout(w, make([]byte, len(w.Data)))
+	if !ok {
+		t.Fatalf("%s not packed", typ)
+	}
+	c := kzCase{w: w, pk: pk, nb: nb, cols: cols}
+	c.qs, c.d, c.bsums = kzRandAct(rng, nb)
+	if extreme {
+		for i := range c.qs[:cols] {
+			c.qs[i] = -128
+		}
+		for i := range c.bsums[:cols/16] {
+			c.bsums[i] = -128 * 16
+		}
+	}
+	return c
+}
+
+// token returns token i's activations.
+func (c kzCase) token(i int) ([]int8, []float32, []int16) {
+	return c.qs[i*c.cols : (i+1)*c.cols], c.d[i*c.nb : (i+1)*c.nb], c.bsums[i*c.cols/16 : (i+1)*c.cols/16]
+}
+
 // TestKZGemv: the decode-layout kernels give every row exactly the bits
 // of the row-major one-token kernels (gemvQ4_KAVX2 / gemvQ6_KAVX2 through
-// decodeRows, and dotQ4_KAVX2 / dotQ5_KAVX2 / dotQ6_KAVX2), on random rows with extreme
-// scales (subnormal, huge, zero and negative d / dmin), activations with
-// full-range quants and zero, tiny and huge block scales, and rows whose
-// quants are all at the top or all at the bottom of their range with the
-// largest scales (Q4_K, Q5_K: 63; Q6_K: -128 and 127).
+// decodeRows, and dotQ4_KAVX2 / dotQ5_KAVX2 / dotQ6_KAVX2), on random
+// rows with extreme scales (subnormal, huge, zero and negative d / dmin),
+// activations with full-range quants and zero, tiny and huge block
+// scales, and rows whose quants are all at the top or all at the bottom
+// of their range with the largest scales (Q4_K, Q5_K: 63; Q6_K: -128 and
+// 127).
 func TestKZGemv(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(193, 194))
 	for _, typ := range kzTypes {
-		bb := typ.BlockBytes()
 		for _, sh := range []struct{ rows, cols int }{{16, 256}, {32, 512}, {48, 2048}, {16, 5632}} {
 			for _, extreme := range []bool{false, true} {
-				nb := sh.cols / qkK
-				data := make([]byte, 0, sh.rows*nb*bb)
-				for r := 0; r < sh.rows; r++ {
-					row := kzRandRowK(rng, nb, bb)
-					if extreme {
-						kzExtremeRow(typ, row, nb, r)
-					}
-					data = append(data, row...)
-				}
-				w, err := NewMatrix(typ, sh.rows, sh.cols, data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				qs, d, bsums := kzRandAct(rng, nb)
-				qs, d, bsums = qs[:sh.cols], d[:nb], bsums[:sh.cols/16]
-				if extreme {
-					for i := range qs {
-						qs[i] = -128
-					}
-					for i := range bsums {
-						bsums[i] = -128 * 16
-					}
-				}
+				c := newKZCase(t, rng, typ, sh.rows, sh.cols, extreme)
+				qs, d, bsums := c.token(0)
 				v := actView{qs: qs, d: d, bsums: bsums}
-				pk, ok := PackDecodeLayout(w, make([]byte, len(w.Data)))
-				if !ok {
-					t.Fatalf("%s not packed", typ)
-				}
 				out := make([]float32, sh.rows+1)
 				out[sh.rows] = 777
-				kzGemv(typ, pk.Data, qs, d, bsums, out[:sh.rows], 4096)
+				kzGemv(typ, c.pk.Data, qs, d, bsums, out[:sh.rows], 4096)
 				want := make([]float32, sh.rows)
-				if !decodeRows(typ, w.Data, w.rowBytes(), v, want) { // Q5_K has none
+				if !decodeRows(typ, c.w.Data, c.w.rowBytes(), v, want) { // Q5_K has none
 					for r := range want {
-						want[r] = simdKernels[typ](w.Row(r), v)
+						want[r] = simdKernels[typ](c.w.Row(r), v)
 					}
 				}
 				for r := 0; r < sh.rows; r++ {
-					one := simdKernels[typ](w.Row(r), v)
+					one := simdKernels[typ](c.w.Row(r), v)
 					if math.Float32bits(out[r]) != math.Float32bits(want[r]) || math.Float32bits(one) != math.Float32bits(want[r]) {
 						t.Fatalf("%s %v extreme=%v row %d: decode layout %g, rows kernel %g, one-row %g", typ, sh, extreme, r, out[r], want[r], one)
 					}
@@ -135,61 +159,38 @@ func TestKZGemv(t *testing.T) {
 }
 
 // TestKZGemvFew: the two- to four-token Q6_K decode-layout kernels give
-// every token and row exactly the bits of the one-token kernel, on the rows and
-// activations of TestKZGemv (extreme ones included), with the tokens'
-// activations and results a stride apart and nothing written outside
-// their rows.
+// every token and row exactly the bits of the one-token kernel, on the
+// rows and activations of TestKZGemv (extreme ones included), with the
+// tokens' activations and results a stride apart and nothing written
+// outside their rows.
 func TestKZGemvFew(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(197, 198))
-	for _, typ := range []ggml.Type{ggml.TypeQ6_K} {
-		bb := typ.BlockBytes()
-		for _, sh := range []struct{ rows, cols int }{{16, 256}, {32, 768}, {48, 2048}} {
-			for _, extreme := range []bool{false, true} {
-				nb := sh.cols / qkK
-				data := make([]byte, 0, sh.rows*nb*bb)
-				for r := 0; r < sh.rows; r++ {
-					row := kzRandRowK(rng, nb, bb)
-					if extreme {
-						kzExtremeRow(typ, row, nb, r)
-					}
-					data = append(data, row...)
+	typ := ggml.TypeQ6_K
+	for _, sh := range []struct{ rows, cols int }{{16, 256}, {32, 768}, {48, 2048}} {
+		for _, extreme := range []bool{false, true} {
+			c := newKZCase(t, rng, typ, sh.rows, sh.cols, extreme)
+			for n := 2; n <= 4; n++ {
+				ostride := sh.rows + 5
+				out := make([]float32, n*ostride)
+				for i := range out {
+					out[i] = 777
 				}
-				w, err := NewMatrix(typ, sh.rows, sh.cols, data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pk, _ := PackDecodeLayout(w, make([]byte, len(w.Data)))
-				qs, d, bsums := kzRandAct(rng, nb) // four tokens
-				if extreme {
-					for i := range qs[:sh.cols] {
-						qs[i] = -128
-					}
-					for i := range bsums[:sh.cols/16] {
-						bsums[i] = -128 * 16
-					}
-				}
-				for n := 2; n <= 4; n++ {
-					ostride := sh.rows + 5
-					out := make([]float32, n*ostride)
-					for i := range out {
-						out[i] = 777
-					}
-					q6kzGemvFew(pk.Data, n, qs[:n*sh.cols], d[:n*nb], bsums[:n*sh.cols/16], out, ostride, sh.rows, 4096)
-					for tok := 0; tok < n; tok++ {
-						want := make([]float32, sh.rows)
-						kzGemv(typ, pk.Data, qs[tok*sh.cols:(tok+1)*sh.cols], d[tok*nb:(tok+1)*nb], bsums[tok*sh.cols/16:(tok+1)*sh.cols/16], want, 4096)
-						for r := 0; r < ostride; r++ {
-							got := out[tok*ostride+r]
-							if r >= sh.rows {
-								if got != 777 {
-									t.Fatalf("%s n=%d token %d: wrote past its rows", typ, n, tok)
-								}
-								continue
+				q6kzGemvFew(c.pk.Data, n, c.qs[:n*sh.cols], c.d[:n*c.nb], c.bsums[:n*sh.cols/16], out, ostride, sh.rows, 4096)
+				for tok := 0; tok < n; tok++ {
+					want := make([]float32, sh.rows)
+					qs, d, bsums := c.token(tok)
+					kzGemv(typ, c.pk.Data, qs, d, bsums, want, 4096)
+					for r := 0; r < ostride; r++ {
+						got := out[tok*ostride+r]
+						if r >= sh.rows {
+							if got != 777 {
+								t.Fatalf("%s n=%d token %d: wrote past its rows", typ, n, tok)
 							}
-							if math.Float32bits(got) != math.Float32bits(want[r]) {
-								t.Fatalf("%s %v extreme=%v n=%d token %d row %d: %g, one-token kernel %g", typ, sh, extreme, n, tok, r, got, want[r])
-							}
+							continue
+						}
+						if math.Float32bits(got) != math.Float32bits(want[r]) {
+							t.Fatalf("%s %v extreme=%v n=%d token %d row %d: %g, one-token kernel %g", typ, sh, extreme, n, tok, r, got, want[r])
 						}
 					}
 				}

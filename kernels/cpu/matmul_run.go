@@ -242,7 +242,7 @@ func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
 		p.tileBlk(worker, op, r0, r1, t0, t1)
 		return
 	}
-	if r0 < op.w.dlRows() { // K-quant decode layouts (q4_k_decode.go, ...); tiles are whole groups
+	if r0 < op.w.dlRows() { // K-quant decode layouts (k_decode.go); tiles are whole groups
 		p.tileKZ(op, r0, r1, t0, t1)
 		return
 	}

@@ -40,23 +40,10 @@ func Q4_0DecodeLayout(t ggml.Type) bool { return t == ggml.TypeQ4_0 && q4zActive
 // false, writing nothing, when the layout does not apply (not Q4_0, fewer
 // than 16 rows, or no AVX-512 VNNI kernels).
 func PackQ4_0Decode(m Matrix, dst []byte) (Matrix, bool) {
-	if !Q4_0DecodeLayout(m.Type) || m.Rows < 16 || m.dl || len(dst) != len(m.Data) {
+	if !Q4_0DecodeLayout(m.Type) {
 		return m, false
 	}
-	rb, nb := m.rowBytes(), m.Cols/qk
-	groups := m.Rows / 16
-	tmp := make([]byte, 16*rb)
-	for g := 0; g < groups; g++ {
-		o := g * 16 * rb
-		copy(tmp, m.Data[o:o+16*rb])
-		q4zPackGroup(dst[o:o+16*rb], tmp, rb, nb)
-	}
-	if o := groups * 16 * rb; &dst[0] != &m.Data[0] {
-		copy(dst[o:], m.Data[o:])
-	}
-	out := m
-	out.Data, out.dl = dst, true
-	return out, true
+	return packGroups(m, dst, func(dst, rows []byte, rb int) { q4zPackGroup(dst, rows, rb, m.Cols/qk) })
 }
 
 // q4zPackGroup writes 16 row-major rows (rb bytes apart, nb blocks) as one
