@@ -92,14 +92,15 @@ func BenchmarkAttendStep(b *testing.B) {
 // for each group size it covers: g8 is tinyllama-1.1b (4 KV heads of 8,
 // d 64), g4 Llama-3-8B (8 KV heads of 4, d 128), g2 8 KV heads of 2, d
 // 128, g7 Qwen2.5-7B (4 KV heads of 7, d 128), g6 Qwen2.5-1.5B (2 of 6),
-// g5 Qwen2.5-14B (8 of 5); 16 sequences with their K/V from memory, whole rows (AttendHeads)
+// g5 Qwen2.5-14B (8 of 5), g1 Llama-2-7B (32 KV heads of 1, d 128); 16
+// sequences with their K/V from memory, whole rows (AttendHeads)
 // as model/llama runs it. cpu-us/call is per (token, KV head).
 func BenchmarkAttendStepZ(b *testing.B) {
 	for _, s := range []struct {
 		name                 string
 		g, d, kvh, layers512 int // layers at context 512 (a quarter at 2048)
 	}{{"g8", 8, 64, 4, 22}, {"g4", 4, 128, 8, 6}, {"g2", 2, 128, 8, 10},
-		{"g7", 7, 128, 4, 12}, {"g6", 6, 128, 2, 24}, {"g5", 5, 128, 8, 6}} {
+		{"g7", 7, 128, 4, 12}, {"g6", 6, 128, 2, 24}, {"g5", 5, 128, 8, 6}, {"g1", 1, 128, 32, 2}} {
 		for _, ctx := range []int{512, 2048} {
 			layers := s.layers512
 			if ctx == 2048 {

@@ -2,7 +2,7 @@ package cpu
 
 import "unsafe"
 
-// Attend's decode path on AVX-512 for g = 2 to 8 query heads per KV head
+// Attend's decode path on AVX-512 for g = 1 to 8 query heads per KV head
 // over an F16 store (attn_z_avx512_amd64.s, written by attn_z_gen.go).
 // The kernels compute G = 2, 4 or 8 heads (attnZGroup: g rounded up, the
 // extra heads' queries zero and their results dropped): P = 16/G
@@ -132,13 +132,14 @@ func attnZBlockRows(g, w int) int {
 }
 
 // attnZGroup is the group size G of the kernels that compute g query
-// heads per KV head: g rounded up to 2, 4 or 8 (0 for g outside 2..8).
+// heads per KV head: g rounded up to 2, 4 or 8 (0 for g outside 1..8).
 // The G-g extra heads cost lanes: at g = 5 (Qwen2.5-14B, -32B), 6
 // (Qwen2.5-1.5B) and 7 (Qwen2.5-0.5B, -7B) the AVX2 helpers also spend
-// eight lanes on them.
+// eight lanes on them, and at g = 1 (multi-head attention, Llama-2-7B)
+// half of each vector still beats them (BenchmarkAttendStepZ g1: 1.8-2.0x).
 func attnZGroup(g int) int {
 	switch {
-	case g < 2 || g > 8:
+	case g < 1 || g > 8:
 		return 0
 	case g <= 2:
 		return 2
@@ -163,7 +164,7 @@ func attnZScratch(kvh, g, n, d int) int {
 	return need
 }
 
-// attnZOk reports whether attendGroupsZ computes this call: g of 2 to 8,
+// attnZOk reports whether attendGroupsZ computes this call: g of 1 to 8,
 // F16 K and V, d a multiple of the output chunk, and pages of a multiple
 // of P rows (a page run then starts a whole vector group).
 func attnZOk(g, d int, k, v KVRows) bool {

@@ -7,16 +7,16 @@ import (
 	"testing"
 )
 
-// TestAttendZBitwise: with two to eight query heads per KV head over F16
-// pages, attendGroups' AVX-512 path (attendGroupsZ; g = 3, 5, 6, 7 on the
-// kernels of 4 and 8 heads) gives bit for bit what its AVX2 helpers give
+// TestAttendZBitwise: with one to eight query heads per KV head over F16
+// pages, attendGroups' AVX-512 path (attendGroupsZ; g = 1, 3, 5, 6, 7 on
+// the kernels of 2, 4 and 8 heads) gives bit for bit what its AVX2 helpers give
 // (TestAttendBitwiseUnchanged holds those to the per-position
 // computation), through AttendHeads (whole rows) and Attend (one head's
 // column), with scratch that starts as NaN: lengths around the vector,
 // block and page sizes, pages of 2 to 32 rows, head dimensions 32 to 256,
 // and a scale large enough that most exponentials are clamped to zero.
 // Calls that do not take the path (a page size not a multiple of 16/G,
-// an F32 store, a head dimension off the output chunk, g = 1 or 9) are
+// an F32 store, a head dimension off the output chunk, g = 9) are
 // compared too.
 func TestAttendZBitwise(t *testing.T) {
 	if !hasAVX512F16 {
@@ -40,14 +40,16 @@ func TestAttendZBitwise(t *testing.T) {
 		{2, 2, 64, 200, 16, 0.125, true, true}, {2, 4, 128, 129, 8, 0.09, true, true}, {2, 1, 64, 300, 32, 30, true, true},
 		{8, 4, 64, 31, 5, 0.125, true, false}, {8, 4, 64, 31, 16, 0.125, false, false}, {4, 4, 64, 31, 6, 0.125, true, false},
 		{2, 2, 64, 31, 4, 0.125, true, false}, {4, 2, 32, 40, 16, 0.125, true, false},
-		// g = 3, 5, 6, 7 run the kernels of G = 4 or 8 with zero queries
-		// in the extra heads' lanes.
+		// g = 1, 3, 5, 6, 7 run the kernels of G = 2, 4 or 8 with zero
+		// queries in the extra heads' lanes.
 		{3, 2, 64, 1, 16, 0.125, true, true}, {3, 2, 64, 40, 16, 0.125, true, true}, {3, 4, 128, 131, 8, 0.09, true, true},
 		{5, 8, 128, 1, 16, 0.09, true, true}, {5, 8, 128, 77, 16, 0.09, true, true}, {5, 1, 64, 33, 2, 0.125, true, true},
 		{6, 2, 128, 2, 16, 0.09, true, true}, {6, 2, 128, 130, 16, 0.09, true, true}, {6, 2, 64, 300, 32, 30, true, true},
 		{7, 4, 128, 1, 16, 0.09, true, true}, {7, 4, 128, 3, 16, 0.09, true, true}, {7, 4, 128, 513, 16, 0.09, true, true},
 		{7, 2, 64, 45, 6, 0.125, true, true},
-		{7, 4, 128, 31, 5, 0.09, true, false}, {7, 4, 128, 31, 16, 0.09, false, false}, {1, 4, 64, 31, 16, 0.125, true, false},
+		{7, 4, 128, 31, 5, 0.09, true, false}, {7, 4, 128, 31, 16, 0.09, false, false},
+		{1, 4, 64, 1, 16, 0.125, true, true}, {1, 4, 64, 31, 16, 0.125, true, true}, {1, 32, 128, 130, 16, 0.09, true, true}, {1, 2, 64, 45, 8, 0.125, true, true}, {1, 2, 64, 45, 6, 0.125, true, false},
+		{1, 2, 64, 45, 5, 0.125, true, false},
 		{9, 2, 64, 31, 16, 0.125, true, false}, {3, 2, 32, 40, 16, 0.125, true, false},
 	} {
 		t.Run(fmt.Sprintf("g%d_kvh%d_d%d_n%d_page%d_s%g_f16%v", c.g, c.kvh, c.d, c.n, c.page, c.scale, c.f16), func(t *testing.T) {
