@@ -50,8 +50,9 @@ type kernelSet struct {
 	// f16Z: F16 prefill uses the AVX-512 4×6 tile (dot_f16tile_avx512*).
 	f16Z bool
 	// vnni: the AVX-512 VNNI 16-row Q4_0/Q8_0 kernels run: prefill
-	// panels (dot_blk16*), the 16-row decode kernel (dot_gemv16_vnni*) and the
-	// Q4_0 decode layout (q4_0_decode*).
+	// panels (dot_blk16*), the 16-row decode kernel (dot_gemv16_vnni*),
+	// the Q4_0 decode layout (q4_0_decode*) and the K-quant ones
+	// (k_decode*).
 	vnni bool
 	// blkZTile is the 16-row prefill panel path (nil without vnni).
 	blkZTile func(p *Pool, worker int, op *opPlan, r0, r1, t0, t1 int) int

@@ -3,8 +3,8 @@
 // are kernels/cuda's.
 //
 //   - load.go: the shape and the weights read straight from a GGUF file
-//     (never through the CPU loader, which may rewrite Q4_0 blocks in place)
-//     and uploaded as they are.
+//     (never through the CPU loader, which may rewrite Q4_0 and K-quant
+//     blocks in place) and uploaded as they are.
 //   - decoder.go, forward.go: Decoder holds the weights and activation
 //     buffers; Forward runs a whole batch (prompt chunks and decode tokens
 //     of many sequences) on the device and copies back only the wanted

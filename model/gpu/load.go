@@ -13,8 +13,8 @@ import (
 
 // Weights are read straight from the GGUF file's tensor data (mapped or
 // copied by package gguf) and uploaded as they are: nothing goes through
-// the CPU loader, which may rewrite Q4_0 blocks in place for its own
-// decode layout.
+// the CPU loader, which may rewrite Q4_0 and K-quant blocks in place for
+// its own decode layouts.
 
 // Options configure Load.
 type Options struct {
