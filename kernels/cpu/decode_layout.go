@@ -7,10 +7,10 @@ import "oengine/ggml"
 // decode layout stores each whole group of 16 rows so that such a kernel
 // reads its operands as consecutive vectors of one stream: Q4_0
 // (q4_0_decode.go), Q4_K, Q5_K and Q6_K (k_decode.go) have one, on CPUs
-// with the AVX-512 VNNI kernels. A group keeps the byte range of its 16 rows (the
-// same bytes, rearranged), so a matrix is packed in place, once, at load
-// (PackDecodeLayout); rows after the last whole group stay row-major.
-// Every kernel gives the bits it gives on the row-major rows.
+// with the AVX-512 VNNI kernels. A group keeps the byte range of its 16
+// rows (the same bytes, rearranged), so a matrix is packed in place, once,
+// at load (PackDecodeLayout); rows after the last whole group stay
+// row-major. Every kernel gives the bits it gives on the row-major rows.
 
 // PackDecodeLayout writes m in its type's decode layout into dst
 // (len(dst) == len(m.Data); dst may be m.Data itself) and returns the

@@ -37,14 +37,14 @@ func kzGemv(t ggml.Type, grp []byte, qs []int8, d []float32, bsums []int16, out 
 	if ng == 0 || nb == 0 {
 		return
 	}
-	f, bb := gemv16Q4_KP, 144
+	f := gemv16Q4_KP
 	switch t {
 	case ggml.TypeQ5_K:
-		f, bb = gemv16Q5_KP, 176
+		f = gemv16Q5_KP
 	case ggml.TypeQ6_K:
-		f, bb = gemv16Q6_KP, 210
+		f = gemv16Q6_KP
 	}
-	_ = grp[ng*nb*16*bb-1]
+	_ = grp[ng*nb*16*kzLayouts[t].bb-1]
 	_ = qs[qkK*nb-1]
 	_ = bsums[16*nb-1]
 	_ = out[16*ng-1]
@@ -62,7 +62,7 @@ func q6kzGemvFew(grp []byte, n int, qs []int8, d []float32, bsums []int16, out [
 		return
 	}
 	cols := qkK * nb
-	_ = grp[ng*nb*16*210-1]
+	_ = grp[ng*nb*16*kzLayouts[ggml.TypeQ6_K].bb-1]
 	_ = qs[n*cols-1]
 	_ = bsums[n*cols/16-1]
 	_ = out[(n-1)*ostride+16*ng-1]
@@ -82,8 +82,8 @@ func kzChunk(left int) int {
 
 // tileKZ computes rows [r0, r1) (whole decode-layout groups) of the Q4_K,
 // Q5_K or Q6_K product op for tokens [t0, t1): Q4_K and Q5_K one token a
-// kernel call, Q6_K up to four (kzChunk; with kzFewOn off, one). A work item's 16 rows
-// stay in cache between its calls.
+// kernel call, Q6_K up to four (kzChunk; with kzFewOn off, one). A work
+// item's 16 rows stay in cache between its calls.
 func (p *Pool) tileKZ(op *opPlan, r0, r1, t0, t1 int) {
 	w, rb := op.w, op.rb
 	if r0%16 != 0 || (r1-r0)%16 != 0 || r1 > w.dlRows() {
