@@ -31,6 +31,15 @@ const (
 	q5Block = 2816
 )
 
+// Offsets in a super-block's data in the Q3_K decode layout (k_decode.go);
+// its d are apart, after the group's data.
+const (
+	q3Scale = 0   // scale dword i (bytes 4i..4i+3 of the 12) at 64i, i = 0..2
+	q3Hmask = 192 // hmask dword k at 192+64k, k = 0..7
+	q3Qs    = 704 // qs dword m at 704+64m, m = 0..15
+	q3Data  = 1728
+)
+
 // Offsets in a super-block's data in the Q6_K decode layout
 // (k_decode.go); its d are apart, after the group's data.
 const (
@@ -259,23 +268,39 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-64
 	b.I("RET")
 }
 
-func q6k1() {
-	b.WriteString(`
-// func gemv16Q6_KP(grp *byte, ngroups int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32)
+// q36k1 writes gemv16Q6_KP, or (q3) gemv16Q3_KP: the same frame around
+// Q3_K's scales (sixteen 6-bit ones packed in 12 bytes, stored +32) and
+// 3-bit values (two bits of qs, the third from hmask, stored +4).
+func q36k1(q3 bool) {
+	name, data, lbl := "gemv16Q6_KP", q6Data, "q6"
+	if q3 {
+		name, data, lbl = "gemv16Q3_KP", q3Data, "q3"
+	}
+	fmt.Fprintf(&b, `
+// func %[1]s(grp *byte, ngroups int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32)
 // ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.
-TEXT ·gemv16Q6_KP(SB), NOSPLIT, $0-64
-`)
+TEXT ·%[1]s(SB), NOSPLIT, $0-64
+`, name)
 	b.I("MOVQ grp+0(FP), SI")
 	b.I("MOVQ ngroups+8(FP), R10")
 	b.I("MOVQ out+56(FP), AX")
-	b.I("MOVL $0x0f0f0f0f, DX")
-	b.I("VPBROADCASTD DX, Z16")
-	b.I("MOVL $0x30303030, DX")
-	b.I("VPBROADCASTD DX, Z17")
+	if q3 {
+		b.I("MOVL $0x03030303, DX")
+		b.I("VPBROADCASTD DX, Z16")
+		b.I("MOVL $0x04040404, DX")
+		b.I("VPBROADCASTD DX, Z17")
+		b.I("MOVL $0x20202020, DX")
+		b.I("VPBROADCASTD DX, Z31")
+	} else {
+		b.I("MOVL $0x0f0f0f0f, DX")
+		b.I("VPBROADCASTD DX, Z16")
+		b.I("MOVL $0x30303030, DX")
+		b.I("VPBROADCASTD DX, Z17")
+	}
 	b.I("MOVQ nb+40(FP), R11")
-	b.I("IMULQ $%d, R11", q6Data)
+	b.I("IMULQ $%d, R11", data)
 	b.I("MOVQ pf+48(FP), R12")
-	fmt.Fprintf(&b, "\nq6group:\n")
+	fmt.Fprintf(&b, "\n%sgroup:\n", lbl)
 	b.I("MOVQ qs+16(FP), DI")
 	b.I("MOVQ d+24(FP), DX")
 	b.I("MOVQ bsums+32(FP), BX")
@@ -285,14 +310,26 @@ TEXT ·gemv16Q6_KP(SB), NOSPLIT, $0-64
 	for z := 8; z < 16; z++ {
 		b.I("VPXORD Z%d, Z%d, Z%d", z, z, z)
 	}
-	fmt.Fprintf(&b, "\nq6super:\n")
-	// Q6KBODY's start: lane i = -32·(sc[2i]·bsums[2i] + sc[2i+1]·bsums[2i+1]),
-	// the scales sign-extended to words.
+	fmt.Fprintf(&b, "\n%ssuper:\n", lbl)
+	if q3 {
+		q3Scales()
+	}
+	// Q6KBODY's (Q3_K: dotQ3_KAVX2's) start: lane i = -32 (-4)·(sc[2i]·
+	// bsums[2i] + sc[2i+1]·bsums[2i+1]), the scales sign-extended to words.
 	for i := 0; i < 8; i++ {
-		q6Words(2*i, 18, true)
+		if q3 {
+			b.I("VPSHUFB kzq6pair<>+%d(SB), Z%d, Z18", 64*(i%2), 26+i/2)
+			b.I("VPSRAW $8, Z18, Z18")
+		} else {
+			q6Words(2*i, 18, true)
+		}
 		b.I("VPBROADCASTD %d(BX), Z20", 4*i)
 		b.I("VPMADDWD Z20, Z18, Z18")
-		b.I("VPSLLD $5, Z18, Z18")
+		if q3 {
+			b.I("VPSLLD $2, Z18, Z18")
+		} else {
+			b.I("VPSLLD $5, Z18, Z18")
+		}
 		b.I("VPXORD Z%d, Z%d, Z%d", i, i, i)
 		b.I("VPSUBD Z18, Z%d, Z%d", i, i)
 	}
@@ -303,25 +340,40 @@ TEXT ·gemv16Q6_KP(SB), NOSPLIT, $0-64
 	// Lane k of the 32-byte groups: elements 4k..4k+3 of each of the
 	// eight 32-element groups, group g of half h being elements
 	// 128h+32g.. (sub-block 8h+2g for k < 4, 8h+2g+1 for k ≥ 4). A 6-bit
-	// value is (ql nibble) | (qh bits 2g, 2g+1) << 4, unsigned; the -32 is
-	// in the lane's start above. VPMADDUBSW sums its products with the
+	// value is (ql nibble) | (qh bits 2g, 2g+1) << 4, a 3-bit one (qs bits
+	// 2g, 2g+1) | (hmask bit 4h+g) << 2, unsigned; the -32 (-4) is in the
+	// lane's start above. VPMADDUBSW sums its products with the
 	// activations in pairs (at most 2·63·128, no saturation), VPDPWSSD
 	// multiplies both by the sub-block's scale and adds them.
 	pf := 4
 	for h := 0; h < 2; h++ {
 		for kh := 0; kh < 2; kh++ {
 			for g := 0; g < 4; g++ {
-				q6Words(8*h+2*g+kh, 22+g, false)
+				if s := 8*h + 2*g + kh; q3 {
+					b.I("VPSHUFB kzq6sel<>+%d(SB), Z%d, Z%d", 64*(s%4), 26+s/4, 22+g)
+					b.I("VPSRAW $8, Z%d, Z%d", 22+g, 22+g)
+				} else {
+					q6Words(s, 22+g, false)
+				}
 			}
 			for k := 4 * kh; k < 4*kh+4; k++ {
-				q6Load(h, k, 26)
+				if q3 {
+					b.I("VMOVDQU32 %d(SI), Z21", q3Qs+64*(8*h+k))
+					b.I("VMOVDQU32 %d(SI), Z30", q3Hmask+64*k)
+				} else {
+					q6Load(h, k, 26)
+				}
 				for g := 0; g < 4; g++ {
-					q6Value(g, 26, 18, 16, 17)
+					if q3 {
+						q3Value(4*h+g, g)
+					} else {
+						q6Value(g, 26, 18, 16, 17)
+					}
 					b.I("VPBROADCASTD %d(DI), Z20", 128*h+32*g+4*k)
 					b.I("VPMADDUBSW Z20, Z18, Z18")
 					b.I("VPDPWSSD Z%d, Z18, Z%d", 22+g, k)
 				}
-				for q := 0; q < 3 && pf < q6Data/64; q++ {
+				for q := 0; q < 3 && pf < data/64; q++ {
 					b.I("PREFETCHT0 %d(R14)", 64*pf)
 					pf++
 				}
@@ -336,13 +388,13 @@ TEXT ·gemv16Q6_KP(SB), NOSPLIT, $0-64
 		b.I("VFMADD231PS Z%d, Z19, Z%d", k, 8+k)
 	}
 	b.I("ADDQ $32, R9")
-	b.I("ADDQ $%d, SI", q6Data)
-	b.I("ADDQ $%d, R14", q6Data)
+	b.I("ADDQ $%d, SI", data)
+	b.I("ADDQ $%d, R14", data)
 	b.I("ADDQ $256, DI")
 	b.I("ADDQ $4, DX")
 	b.I("ADDQ $32, BX")
 	b.I("DECQ CX")
-	b.I("JNZ q6super")
+	b.I("JNZ %ssuper", lbl)
 	// HSUM8's order per row: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
 	for k := 0; k < 4; k++ {
 		b.I("VADDPS Z%d, Z%d, Z%d", 12+k, 8+k, 8+k)
@@ -354,9 +406,66 @@ TEXT ·gemv16Q6_KP(SB), NOSPLIT, $0-64
 	b.I("MOVQ R9, SI") // the next group follows this one's d
 	b.I("ADDQ $64, AX")
 	b.I("DECQ R10")
-	b.I("JNZ q6group")
+	b.I("JNZ %sgroup", lbl)
 	b.I("VZEROUPPER")
 	b.I("RET")
+}
+
+// q3Scales writes Z26-Z29 = Q3_K's scales 0-3, 4-7, 8-11, 12-15 of the
+// 16 rows as signed bytes, as dotQ3_KAVX2 decodes them (scaleK3): low
+// four bits from scale bytes 0-7, high two from bytes 8-11, minus 32.
+func q3Scales() {
+	b.I("VMOVDQU32 %d(SI), Z18", q3Scale)     // s0: bytes 0-3
+	b.I("VMOVDQU32 %d(SI), Z19", q3Scale+64)  // s1: bytes 4-7
+	b.I("VMOVDQU32 %d(SI), Z20", q3Scale+128) // s2: bytes 8-11
+	for i, c := range []struct {
+		lo     int  // Z18 or Z19
+		loHigh bool // the high nibbles of lo
+		shift  int  // s2's bits 2i, 2i+1 moved to 4, 5: <0 right
+	}{{18, false, 4}, {19, false, 2}, {18, true, 0}, {19, true, -2}} {
+		z := 26 + i
+		if c.loHigh {
+			b.I("VPSRLD $4, Z%d, Z%d", c.lo, z)
+			b.I("VPANDD.BCST kz0f<>(SB), Z%d, Z%d", z, z)
+		} else {
+			b.I("VPANDD.BCST kz0f<>(SB), Z%d, Z%d", c.lo, z)
+		}
+		hi := "Z20"
+		switch {
+		case c.shift > 0:
+			b.I("VPSLLD $%d, Z20, Z21", c.shift)
+			hi = "Z21"
+		case c.shift < 0:
+			b.I("VPSRLD $%d, Z20, Z21", -c.shift)
+			hi = "Z21"
+		}
+		b.I("VPANDD.BCST kz30<>(SB), %s, Z21", hi)
+		b.I("VPORD Z21, Z%d, Z%d", z, z)
+		b.I("VPSUBB Z31, Z%d, Z%d", z, z)
+	}
+}
+
+// q3Value writes Z18 = the 3-bit values of group gi (0-7; g = gi%4) from
+// the qs dword in Z21 and the hmask dword in Z30: (qs bits 2g, 2g+1) |
+// (hmask bit gi) << 2, with the byte masks 0x03 in Z16 and 0x04 in Z17.
+func q3Value(gi, g int) {
+	hm := "Z18"
+	switch {
+	case gi < 2:
+		b.I("VPSLLW $%d, Z30, Z18", 2-gi)
+	case gi > 2:
+		b.I("VPSRLW $%d, Z30, Z18", gi-2)
+	default:
+		hm = "Z30"
+	}
+	b.I("VPANDD Z17, %s, Z18", hm)
+	two := "Z21"
+	if g > 0 {
+		b.I("VPSRLW $%d, Z21, Z19", 2*g)
+		two = "Z19"
+	}
+	// Z18 |= two bits & 0x03 (Z18 has only bit 2).
+	b.I("VPTERNLOGD $0xf8, Z16, %s, Z18", two)
 }
 
 // The Q6_K kernels for T = 2..4 tokens read each super-block once for all
@@ -528,6 +637,7 @@ func consts() {
 	fmt.Fprintf(&b, "\nDATA kz3f<>+0(SB)/4, $0x3f3f3f3f\nGLOBL kz3f<>(SB), RODATA|NOPTR, $4\n")
 	fmt.Fprintf(&b, "DATA kz30<>+0(SB)/4, $0x30303030\nGLOBL kz30<>(SB), RODATA|NOPTR, $4\n")
 	fmt.Fprintf(&b, "DATA kz10<>+0(SB)/4, $0x10101010\nGLOBL kz10<>(SB), RODATA|NOPTR, $4\n")
+	fmt.Fprintf(&b, "DATA kz0f<>+0(SB)/4, $0x0f0f0f0f\nGLOBL kz0f<>(SB), RODATA|NOPTR, $4\n")
 	mask := func(sym string, idx int, f func(i int) [4]byte) {
 		for q := 0; q < 64; q += 8 {
 			var v uint64
@@ -587,7 +697,8 @@ func main() {
 `)
 	q45k1(false)
 	q45k1(true)
-	q6k1()
+	q36k1(true)
+	q36k1(false)
 	for T := 2; T <= 4; T++ {
 		q6kFew(T)
 	}
