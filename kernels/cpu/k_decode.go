@@ -6,7 +6,7 @@ import (
 	"oengine/ggml"
 )
 
-// The K-quant decode layouts ("kz"; q3kz, q4kz, q5kz, q6kz). A K-quant
+// The K-quant decode layouts ("kz"; q2kz to q6kz). A K-quant
 // super-block of one row (144 to 210 bytes) is too little for a 512-bit
 // kernel to keep its lanes busy, and the row-major one-token kernels
 // (gemvQ4_KAVX2, ...) unpack each row's scales in scalar code. Packing
@@ -17,7 +17,7 @@ import (
 // 16 rows are 32 bytes in row order. A group keeps the byte range of its
 // 16 rows (the same bytes, so the same memory traffic, read as one
 // stream); rows after the last whole group stay row-major. The kernels
-// (gemv16Q3_KP, gemv16Q4_KP, gemv16Q5_KP, gemv16Q6_KP and gemv16Q6_KPT*,
+// (gemv16Q2_KP to gemv16Q6_KP and gemv16Q6_KPT*,
 // k_decode_vnni_amd64.s) compute 16 rows at once, lane r = row r,
 // bitwise the row-major kernels (TestKZGemv); Row copies a row back out.
 //
@@ -36,6 +36,14 @@ import (
 //	[0, 256)            as Q4_K
 //	[256, 768)          qh dwords 0-7
 //	[768, 2816)         nibble dwords 0-31
+//
+// Q2_K (84 bytes: 16 bytes of 4-bit scales and mins, 64 bytes qs of
+// two-bit values, F16 d, F16 dmin), at 1344·b:
+//
+//	[0, 32)             the 16 rows' d
+//	[32, 64)            their dmin
+//	[64, 320)           scale dwords 0-3
+//	[320, 1344)         qs dwords 0-15
 //
 // Q3_K (110 bytes: 32 bytes hmask of third bits, 64 bytes qs of two-bit
 // values, 12 bytes of sixteen 6-bit scales, F16 d), at 1728·b, its d after
@@ -70,14 +78,15 @@ type kzSeg struct{ src, dst, n int }
 
 // kzLayouts are the K-quant decode layouts by type.
 var kzLayouts = map[ggml.Type]*kzLayout{
+	ggml.TypeQ2_K: {bb: 84, blk: 1344, segs: []kzSeg{{0, 64, 4}, {16, 320, 16}}, halfs: []kzSeg{{80, 0, 1}, {82, 32, 1}}},
 	ggml.TypeQ3_K: {bb: 110, blk: 1728, segs: []kzSeg{{96, 0, 3}, {0, 192, 8}, {32, 704, 16}}, halfs: []kzSeg{{108, -1, 1}}},
 	ggml.TypeQ4_K: {bb: 144, blk: 2304, segs: []kzSeg{{4, 64, 3}, {16, 256, 32}}, halfs: []kzSeg{{0, 0, 1}, {2, 32, 1}}},
 	ggml.TypeQ5_K: {bb: 176, blk: 2816, segs: []kzSeg{{4, 64, 3}, {16, 256, 8}, {48, 768, 32}}, halfs: []kzSeg{{0, 0, 1}, {2, 32, 1}}},
 	ggml.TypeQ6_K: {bb: 210, blk: 3328, segs: []kzSeg{{192, 0, 4}, {0, 256, 32}, {128, 2304, 16}}, halfs: []kzSeg{{208, -1, 1}}},
 }
 
-// PackKDecode is PackQ4_0Decode for Q3_K, Q4_K, Q5_K and Q6_K matrices
-// (the layouts above).
+// PackKDecode is PackQ4_0Decode for Q2_K to Q6_K matrices (the layouts
+// above).
 func PackKDecode(m Matrix, dst []byte) (Matrix, bool) {
 	l, ok := kzLayouts[m.Type]
 	if !ok || !kzActive() {

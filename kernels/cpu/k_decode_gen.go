@@ -31,6 +31,15 @@ const (
 	q5Block = 2816
 )
 
+// Block offsets of the Q2_K decode layout (k_decode.go).
+const (
+	q2D     = 0   // the 16 rows' F16 d
+	q2Dmin  = 32  // their F16 dmin
+	q2Scale = 64  // scale dword i (bytes 4i..4i+3 of the 16) at 64+64i
+	q2Qs    = 320 // qs dword m at 320+64m, m = 0..15
+	q2Block = 1344
+)
+
 // Offsets in a super-block's data in the Q3_K decode layout (k_decode.go);
 // its d are apart, after the group's data.
 const (
@@ -264,6 +273,119 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-64
 	b.I("ADDQ $64, AX")
 	b.I("DECQ R10")
 	b.I("JNZ %sgroup", lbl)
+	b.I("VZEROUPPER")
+	b.I("RET")
+}
+
+// q2k1 writes gemv16Q2_KP: dotQ2_KAVX2's arithmetic for 16 rows (Q2_K:
+// sixteen 4-bit scales and mins a super-block, 2-bit values). Its eight
+// float lanes of Σ d·sumi are Z8-Z15, its eight of Σ dmin·summs Z16-Z23.
+// Registers: Z0-Z7 the integer lanes, Z24 the 0x03 byte mask, Z25-Z28
+// the scales of the sub-blocks in progress (words), Z29-Z31 temporaries.
+func q2k1() {
+	b.WriteString(`
+// func gemv16Q2_KP(grp *byte, ngroups int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32)
+// ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.
+TEXT ·gemv16Q2_KP(SB), NOSPLIT, $0-64
+`)
+	b.I("MOVQ grp+0(FP), SI")
+	b.I("MOVQ ngroups+8(FP), R10")
+	b.I("MOVQ pf+48(FP), R14")
+	b.I("ADDQ SI, R14")
+	b.I("MOVQ out+56(FP), AX")
+	b.I("MOVL $0x03030303, DX")
+	b.I("VPBROADCASTD DX, Z24")
+	fmt.Fprintf(&b, "\nq2group:\n")
+	b.I("MOVQ qs+16(FP), DI")
+	b.I("MOVQ d+24(FP), DX")
+	b.I("MOVQ bsums+32(FP), BX")
+	b.I("MOVQ nb+40(FP), CX")
+	for z := 8; z < 24; z++ {
+		b.I("VPXORD Z%d, Z%d, Z%d", z, z, z)
+	}
+	fmt.Fprintf(&b, "\nq2super:\n")
+	// The mins' part: lane i of dotQ2_KAVX2's Y8 is m[2i]·bsums[2i] +
+	// m[2i+1]·bsums[2i+1] (m = scale byte >> 4), Z16+i accumulates
+	// fma(dmin·dy, float32(lane i), ·).
+	b.I("VCVTPH2PS %d(SI), Z29", q2Dmin)
+	b.I("VMULPS.BCST (DX), Z29, Z29")
+	for q := 0; q < 4; q++ {
+		b.I("VMOVDQU32 %d(SI), Z25", q2Scale+64*q)
+		b.I("VPSRLD $4, Z25, Z26")
+		b.I("VPANDD.BCST kz0f<>(SB), Z26, Z26")
+		for h := 0; h < 2; h++ {
+			i := 2*q + h
+			b.I("VPSHUFB kzmw<>+%d(SB), Z26, Z27", 64*h)
+			b.I("VPBROADCASTD %d(BX), Z28", 4*i)
+			b.I("VPMADDWD Z28, Z27, Z27")
+			b.I("VCVTDQ2PS Z27, Z27")
+			b.I("VFMADD231PS Z27, Z29, Z%d", 16+i)
+		}
+	}
+	for p := 0; p < 5; p++ { // 21 lines: five here, one a step below
+		b.I("PREFETCHT0 %d(R14)", 64*p)
+	}
+	for k := 0; k < 8; k++ {
+		b.I("VPXORD Z%d, Z%d, Z%d", k, k, k)
+	}
+	// The scales' part: the value of element l of group g of half h (qs
+	// bytes 32h+l) is its bits 2g, 2g+1; lanes, sub-blocks and the pair
+	// sums as gemv16Q6_KP's.
+	pf := 5
+	for h := 0; h < 2; h++ {
+		for kh := 0; kh < 2; kh++ {
+			for g := 0; g < 4; g++ {
+				sb := 8*h + 2*g + kh
+				b.I("VMOVDQU32 %d(SI), Z%d", q2Scale+64*(sb/4), 25+g)
+				b.I("VPANDD.BCST kz0f<>(SB), Z%d, Z%d", 25+g, 25+g)
+				b.I("VPSHUFB kzsel<>+%d(SB), Z%d, Z%d", 64*(sb%4), 25+g, 25+g)
+			}
+			for k := 4 * kh; k < 4*kh+4; k++ {
+				b.I("VMOVDQU32 %d(SI), Z29", q2Qs+64*(8*h+k))
+				for g := 0; g < 4; g++ {
+					src := "Z29"
+					if g > 0 {
+						b.I("VPSRLW $%d, Z29, Z30", 2*g)
+						src = "Z30"
+					}
+					b.I("VPANDD Z24, %s, Z30", src)
+					b.I("VPBROADCASTD %d(DI), Z31", 128*h+32*g+4*k)
+					b.I("VPMADDUBSW Z31, Z30, Z30")
+					b.I("VPDPWSSD Z%d, Z30, Z%d", 25+g, k)
+				}
+				b.I("PREFETCHT0 %d(R14)", 64*pf)
+				pf++
+			}
+		}
+	}
+	// Σ d·sumi lanes: fma(d·dy, float32(lane k), Z8+k).
+	b.I("VCVTPH2PS %d(SI), Z25", q2D)
+	b.I("VMULPS.BCST (DX), Z25, Z25")
+	for k := 0; k < 8; k++ {
+		b.I("VCVTDQ2PS Z%d, Z%d", k, k)
+		b.I("VFMADD231PS Z%d, Z25, Z%d", k, 8+k)
+	}
+	b.I("ADDQ $%d, SI", q2Block)
+	b.I("ADDQ $%d, R14", q2Block)
+	b.I("ADDQ $256, DI")
+	b.I("ADDQ $4, DX")
+	b.I("ADDQ $32, BX")
+	b.I("DECQ CX")
+	b.I("JNZ q2super")
+	// HSUM8's order per row for both sets of lanes, then their difference.
+	for _, z := range []int{8, 16} {
+		for k := 0; k < 4; k++ {
+			b.I("VADDPS Z%d, Z%d, Z%d", z+4+k, z+k, z+k)
+		}
+		b.I("VADDPS Z%d, Z%d, Z%d", z+2, z, z)
+		b.I("VADDPS Z%d, Z%d, Z%d", z+3, z+1, z+1)
+		b.I("VADDPS Z%d, Z%d, Z%d", z+1, z, z)
+	}
+	b.I("VSUBPS Z16, Z8, Z8")
+	b.I("VMOVUPS Z8, (AX)")
+	b.I("ADDQ $64, AX")
+	b.I("DECQ R10")
+	b.I("JNZ q2group")
 	b.I("VZEROUPPER")
 	b.I("RET")
 }
@@ -697,6 +819,7 @@ func main() {
 `)
 	q45k1(false)
 	q45k1(true)
+	q2k1()
 	q36k1(true)
 	q36k1(false)
 	for T := 2; T <= 4; T++ {

@@ -5,6 +5,9 @@ import "oengine/ggml"
 //go:generate go run k_decode_gen.go
 
 //go:noescape
+func gemv16Q2_KP(grp *byte, ngroups int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32)
+
+//go:noescape
 func gemv16Q3_KP(grp *byte, ngroups int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32)
 
 //go:noescape
@@ -33,7 +36,7 @@ var q6kzFewKernels = [...]func(grp *byte, ngroups int, qs *int8, qstride int, d 
 }
 
 // kzGemv: out[16g+r] = row r of group g of the decode-layout groups grp of
-// K-quant type t (Q3_K, Q4_K, Q5_K or Q6_K; len(out)/16 whole groups) against one
+// K-quant type t (Q2_K to Q6_K; len(out)/16 whole groups) against one
 // token (qs, d, bsums: its Q8_K activations), prefetching pf bytes ahead.
 func kzGemv(t ggml.Type, grp []byte, qs []int8, d []float32, bsums []int16, out []float32, pf int) {
 	nb, ng := len(d), len(out)/16
@@ -42,6 +45,8 @@ func kzGemv(t ggml.Type, grp []byte, qs []int8, d []float32, bsums []int16, out 
 	}
 	f := gemv16Q4_KP
 	switch t {
+	case ggml.TypeQ2_K:
+		f = gemv16Q2_KP
 	case ggml.TypeQ3_K:
 		f = gemv16Q3_KP
 	case ggml.TypeQ5_K:
@@ -86,8 +91,7 @@ func kzChunk(left int) int {
 }
 
 // tileKZ computes rows [r0, r1) (whole decode-layout groups) of the K-quant
-// product op for tokens [t0, t1): Q3_K, Q4_K and Q5_K one token a kernel
-// call, Q6_K up to four (kzChunk; with kzFewOn off, one). A work
+// product op for tokens [t0, t1): Q2_K to Q5_K one token a kernel call, Q6_K up to four (kzChunk; with kzFewOn off, one). A work
 // item's 16 rows stay in cache between its calls.
 func (p *Pool) tileKZ(op *opPlan, r0, r1, t0, t1 int) {
 	w, rb := op.w, op.rb

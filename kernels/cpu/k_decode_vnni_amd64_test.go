@@ -11,7 +11,7 @@ import (
 )
 
 // kzTypes are the K-quant types with a decode layout.
-var kzTypes = []ggml.Type{ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K}
+var kzTypes = []ggml.Type{ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K}
 
 // TestKZPackRoundTrip: packing into a new buffer and in place gives the
 // same bytes; every row read back (Row) is the row-major row; rows after
@@ -23,7 +23,7 @@ func TestKZPackRoundTrip(t *testing.T) {
 	for _, typ := range kzTypes {
 		testKZPackRoundTrip(t, rng, typ)
 	}
-	for _, typ := range []ggml.Type{ggml.TypeQ2_K, ggml.TypeF16} {
+	for _, typ := range []ggml.Type{ggml.TypeQ8_0, ggml.TypeF16} {
 		m := randomMatrix(t, rng, typ, 32, 256)
 		if _, ok := PackDecodeLayout(m, make([]byte, len(m.Data))); ok {
 			t.Fatalf("%s matrix packed", typ)
@@ -222,6 +222,16 @@ func TestKZChunk(t *testing.T) {
 // to 0 (even r) and its scales to their extremes, keeping d and dmin.
 func kzExtremeRow(typ ggml.Type, row []byte, nb, r int) {
 	for b := 0; b < nb; b++ {
+		if typ == ggml.TypeQ2_K {
+			blk := row[b*84 : b*84+84]
+			for i := 16; i < 80; i++ {
+				blk[i] = 0xff * byte(r%2) // values of 3 and of 0
+			}
+			for i := 0; i < 16; i++ {
+				blk[i] = 0xff // scales and mins of 15
+			}
+			continue
+		}
 		if typ == ggml.TypeQ3_K {
 			blk := row[b*110 : b*110+110]
 			for i := 0; i < 96; i++ {
@@ -261,7 +271,7 @@ func TestKZMatMul(t *testing.T) {
 	for _, c := range []struct {
 		typ        ggml.Type
 		rows, cols int
-	}{{ggml.TypeQ3_K, 40, 512}, {ggml.TypeQ3_K, 96, 2048}, {ggml.TypeQ4_K, 40, 512}, {ggml.TypeQ4_K, 96, 2048}, {ggml.TypeQ5_K, 40, 512}, {ggml.TypeQ5_K, 96, 2048}, {ggml.TypeQ6_K, 40, 512}, {ggml.TypeQ6_K, 96, 2048}} {
+	}{{ggml.TypeQ2_K, 40, 512}, {ggml.TypeQ2_K, 96, 2048}, {ggml.TypeQ3_K, 40, 512}, {ggml.TypeQ3_K, 96, 2048}, {ggml.TypeQ4_K, 40, 512}, {ggml.TypeQ4_K, 96, 2048}, {ggml.TypeQ5_K, 40, 512}, {ggml.TypeQ5_K, 96, 2048}, {ggml.TypeQ6_K, 40, 512}, {ggml.TypeQ6_K, 96, 2048}} {
 		sh := c
 		w := randomMatrix(t, rng, c.typ, sh.rows, sh.cols)
 		pk, ok := PackDecodeLayout(w, make([]byte, len(w.Data)))
