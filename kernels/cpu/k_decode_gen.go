@@ -58,6 +58,41 @@ const (
 	q6Data  = 3328
 )
 
+// dLanes writes the super-block's end of the one-token kernels: Z8+k =
+// fma(d·dy, float32(lane k in Z(k)), Z8+k), the 16 F16 d at src, dd the
+// register for d·dy.
+func dLanes(src string, dd int) {
+	b.I("VCVTPH2PS %s, Z%d", src, dd)
+	b.I("VMULPS.BCST (DX), Z%d, Z%d", dd, dd)
+	for k := 0; k < 8; k++ {
+		b.I("VCVTDQ2PS Z%d, Z%d", k, k)
+		b.I("VFMADD231PS Z%d, Z%d, Z%d", k, dd, 8+k)
+	}
+}
+
+// nextSuper moves the one-token kernels to the next super-block (size
+// bytes of data) and loops to label.
+func nextSuper(size int, label string) {
+	b.I("ADDQ $%d, SI", size)
+	b.I("ADDQ $%d, R14", size)
+	b.I("ADDQ $256, DI")
+	b.I("ADDQ $4, DX")
+	b.I("ADDQ $32, BX")
+	b.I("DECQ CX")
+	b.I("JNZ %s", label)
+}
+
+// hsum8 sums the eight lane vectors Z(z)..Z(z+7) into Z(z) in HSUM8's
+// order per row: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+func hsum8(z int) {
+	for k := 0; k < 4; k++ {
+		b.I("VADDPS Z%d, Z%d, Z%d", z+4+k, z+k, z+k)
+	}
+	b.I("VADDPS Z%d, Z%d, Z%d", z+2, z, z)
+	b.I("VADDPS Z%d, Z%d, Z%d", z+3, z+1, z+1)
+	b.I("VADDPS Z%d, Z%d, Z%d", z+1, z, z)
+}
+
 // q5Step is one (chunk c, dword k) step of gemv16Q5_KP: Q5KPAIR's
 // values, nibble | (bit 2c or 2c+1 of qh byte l) << 4 (0..31: pair sums
 // at most 2·31·128), into lane k as in gemv16Q4_KP.
@@ -243,28 +278,12 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-64
 	}
 	// Σ d·sumi lanes: fma(d·dy, float32(lane k), Z8+k), Q4KBODY's last
 	// three instructions.
-	b.I("VCVTPH2PS %d(SI), Z26", q4D)
-	b.I("VMULPS.BCST (DX), Z26, Z26")
-	for k := 0; k < 8; k++ {
-		b.I("VCVTDQ2PS Z%d, Z%d", k, k)
-		b.I("VFMADD231PS Z%d, Z26, Z%d", k, 8+k)
-	}
-	b.I("ADDQ $%d, SI", block)
-	b.I("ADDQ $%d, R14", block)
-	b.I("ADDQ $256, DI")
-	b.I("ADDQ $4, DX")
-	b.I("ADDQ $32, BX")
-	b.I("DECQ CX")
-	b.I("JNZ %ssuper", lbl)
-	// HSUM8's order per row: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) for
-	// the d lanes; the dmin lanes 4-7 are zeros, so their sum is
-	// (m0+m2)+(m1+m3) (m+0 = m: the accumulators are never -0).
-	for k := 0; k < 4; k++ {
-		b.I("VADDPS Z%d, Z%d, Z%d", 12+k, 8+k, 8+k)
-	}
-	b.I("VADDPS Z10, Z8, Z8")
-	b.I("VADDPS Z11, Z9, Z9")
-	b.I("VADDPS Z9, Z8, Z8")
+	dLanes(fmt.Sprintf("%d(SI)", q4D), 26)
+	nextSuper(block, lbl+"super")
+	// HSUM8's order per row for the d lanes; the dmin lanes 4-7 are
+	// zeros, so their sum is (m0+m2)+(m1+m3) (m+0 = m: the accumulators
+	// are never -0).
+	hsum8(8)
 	b.I("VADDPS Z18, Z16, Z16")
 	b.I("VADDPS Z19, Z17, Z17")
 	b.I("VADDPS Z17, Z16, Z16")
@@ -359,28 +378,11 @@ TEXT ·gemv16Q2_KP(SB), NOSPLIT, $0-64
 		}
 	}
 	// Σ d·sumi lanes: fma(d·dy, float32(lane k), Z8+k).
-	b.I("VCVTPH2PS %d(SI), Z25", q2D)
-	b.I("VMULPS.BCST (DX), Z25, Z25")
-	for k := 0; k < 8; k++ {
-		b.I("VCVTDQ2PS Z%d, Z%d", k, k)
-		b.I("VFMADD231PS Z%d, Z25, Z%d", k, 8+k)
-	}
-	b.I("ADDQ $%d, SI", q2Block)
-	b.I("ADDQ $%d, R14", q2Block)
-	b.I("ADDQ $256, DI")
-	b.I("ADDQ $4, DX")
-	b.I("ADDQ $32, BX")
-	b.I("DECQ CX")
-	b.I("JNZ q2super")
+	dLanes(fmt.Sprintf("%d(SI)", q2D), 25)
+	nextSuper(q2Block, "q2super")
 	// HSUM8's order per row for both sets of lanes, then their difference.
-	for _, z := range []int{8, 16} {
-		for k := 0; k < 4; k++ {
-			b.I("VADDPS Z%d, Z%d, Z%d", z+4+k, z+k, z+k)
-		}
-		b.I("VADDPS Z%d, Z%d, Z%d", z+2, z, z)
-		b.I("VADDPS Z%d, Z%d, Z%d", z+3, z+1, z+1)
-		b.I("VADDPS Z%d, Z%d, Z%d", z+1, z, z)
-	}
+	hsum8(8)
+	hsum8(16)
 	b.I("VSUBPS Z16, Z8, Z8")
 	b.I("VMOVUPS Z8, (AX)")
 	b.I("ADDQ $64, AX")
@@ -503,27 +505,10 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-64
 		}
 	}
 	// fma(d·dy, float32(lane k), Z8+k): Q6KBODY's last instructions.
-	b.I("VCVTPH2PS (R9), Z19")
-	b.I("VMULPS.BCST (DX), Z19, Z19")
-	for k := 0; k < 8; k++ {
-		b.I("VCVTDQ2PS Z%d, Z%d", k, k)
-		b.I("VFMADD231PS Z%d, Z19, Z%d", k, 8+k)
-	}
+	dLanes("(R9)", 19)
 	b.I("ADDQ $32, R9")
-	b.I("ADDQ $%d, SI", data)
-	b.I("ADDQ $%d, R14", data)
-	b.I("ADDQ $256, DI")
-	b.I("ADDQ $4, DX")
-	b.I("ADDQ $32, BX")
-	b.I("DECQ CX")
-	b.I("JNZ %ssuper", lbl)
-	// HSUM8's order per row: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
-	for k := 0; k < 4; k++ {
-		b.I("VADDPS Z%d, Z%d, Z%d", 12+k, 8+k, 8+k)
-	}
-	b.I("VADDPS Z10, Z8, Z8")
-	b.I("VADDPS Z11, Z9, Z9")
-	b.I("VADDPS Z9, Z8, Z8")
+	nextSuper(data, lbl+"super")
+	hsum8(8)
 	b.I("VMOVUPS Z8, (AX)")
 	b.I("MOVQ R9, SI") // the next group follows this one's d
 	b.I("ADDQ $64, AX")
