@@ -19,7 +19,7 @@ import (
 //	go test ./kernels/cpu -run '^$' -bench AttendChunk -benchtime 3x
 func BenchmarkAttendChunk(b *testing.B) {
 	const kvh, d, page, T = 4, 64, 16, 512
-	for _, c := range []struct{ g, p0 int }{{4, 1024}, {4, 0}, {8, 1024}, {8, 0}, {2, 1024}, {7, 1024}, {7, 0}, {6, 1024}, {5, 1024}} {
+	for _, c := range []struct{ g, p0 int }{{4, 1024}, {4, 0}, {8, 1024}, {8, 0}, {2, 1024}, {7, 1024}, {7, 0}, {6, 1024}, {5, 1024}, {1, 1024}, {3, 1024}, {3, 0}} {
 		n := c.p0 + T
 		r := rand.New(rand.NewPCG(7, 7))
 		k, table, _ := pagedStore(r, n, page, kvh*d, true)
