@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -13,59 +12,19 @@ import (
 // kzTypes are the K-quant types with a decode layout.
 var kzTypes = []ggml.Type{ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K}
 
-// TestKZPackRoundTrip: packing into a new buffer and in place gives the
-// same bytes; every row read back (Row) is the row-major row; rows after
-// the last whole group are untouched; other types and short matrices are
-// not packed, nor is a packed matrix packed again.
+// TestKZPackRoundTrip: testPackRoundTrip for every K-quant layout through
+// PackDecodeLayout, and types without a layout are not packed.
 func TestKZPackRoundTrip(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(191, 192))
 	for _, typ := range kzTypes {
-		testKZPackRoundTrip(t, rng, typ)
+		testPackRoundTrip(t, rng, typ, PackDecodeLayout, []struct{ rows, cols int }{{16, 256}, {37, 512}, {64, 2048}, {50, 768}})
 	}
 	for _, typ := range []ggml.Type{ggml.TypeQ8_0, ggml.TypeF16} {
 		m := randomMatrix(t, rng, typ, 32, 256)
 		if _, ok := PackDecodeLayout(m, make([]byte, len(m.Data))); ok {
 			t.Fatalf("%s matrix packed", typ)
 		}
-	}
-}
-
-func testKZPackRoundTrip(t *testing.T, rng *rand.Rand, typ ggml.Type) {
-	for _, sh := range []struct{ rows, cols int }{{16, 256}, {37, 512}, {64, 2048}, {50, 768}} {
-		w := randomMatrix(t, rng, typ, sh.rows, sh.cols)
-		orig := append([]byte(nil), w.Data...)
-		p1, ok := PackDecodeLayout(w, make([]byte, len(w.Data)))
-		if !ok || !p1.DecodeLayout() || p1.dlRows() != sh.rows/16*16 {
-			t.Fatalf("%s %v: packed %v, layout rows %d", typ, sh, ok, p1.dlRows())
-		}
-		if !bytes.Equal(w.Data, orig) {
-			t.Fatal("packing into a new buffer changed the source")
-		}
-		inPlace := Matrix{Type: w.Type, Rows: w.Rows, Cols: w.Cols, Data: append([]byte(nil), orig...)}
-		p2, ok := PackDecodeLayout(inPlace, inPlace.Data)
-		if !ok || !bytes.Equal(p1.Data, p2.Data) {
-			t.Fatalf("%v: in-place packing differs", sh)
-		}
-		if _, again := PackDecodeLayout(p2, p2.Data); again {
-			t.Fatal("a packed matrix was packed again")
-		}
-		rb := w.rowBytes()
-		if tail := p1.dlRows() * rb; !bytes.Equal(p1.Data[tail:], orig[tail:]) {
-			t.Fatalf("%v: tail rows changed", sh)
-		}
-		if bytes.Equal(p1.Data[:rb], orig[:rb]) {
-			t.Fatalf("%v: first group not rewritten", sh)
-		}
-		for r := 0; r < sh.rows; r++ {
-			if !bytes.Equal(p1.Row(r), orig[r*rb:(r+1)*rb]) {
-				t.Fatalf("%v: row %d differs after packing", sh, r)
-			}
-		}
-	}
-	short := randomMatrix(t, rng, typ, 15, 256)
-	if _, ok := PackDecodeLayout(short, make([]byte, len(short.Data))); ok {
-		t.Fatalf("15-row %s matrix packed", typ)
 	}
 }
 
