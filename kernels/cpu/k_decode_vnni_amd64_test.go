@@ -360,14 +360,7 @@ func benchKZMatMul(b *testing.B, pool *Pool, typ ggml.Type) {
 			b.Run(fmt.Sprintf("%s/n%d/%s", typ, n, mode), func(b *testing.B) {
 				defer func(on bool) { kzFewOn = on }(kzFewOn)
 				kzFewOn = mode == "layout"
-				x := randNormal(rand.New(rand.NewPCG(2, 3)), n*cols, 1)
-				dst := make([]float32, n*rows)
-				pool.MatMul(dst, ws[0], x, n)
-				b.ResetTimer()
-				for i := range b.N {
-					pool.MatMul(dst, ws[i%len(ws)], x, n)
-				}
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/mat")
+				benchMatMulTurns(b, pool, ws, n)
 			})
 		}
 	}

@@ -193,6 +193,20 @@ func benchCPUTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// benchMatMulTurns times products of n random tokens over the matrices ws
+// in turn (all of one shape; more than the caches hold, the weights come
+// from DRAM) and reports us/mat, the time of one product.
+func benchMatMulTurns(b *testing.B, pool *Pool, ws []Matrix, n int) {
+	x := randNormal(rand.New(rand.NewPCG(2, 3)), n*ws[0].Cols, 1)
+	dst := make([]float32, n*ws[0].Rows)
+	pool.MatMul(dst, ws[0], x, n)
+	b.ResetTimer()
+	for i := range b.N {
+		pool.MatMul(dst, ws[i%len(ws)], x, n)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/mat")
+}
+
 // BenchmarkMatMulFewTokens: products of a few tokens (a step of a few
 // decoders, or of a token verifying drafts) with the kernels for them
 // (few: f16FewOn and, with AVX-512, f16RowsZOn, kquantFewOn, q8FewOn,
@@ -237,14 +251,7 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 					q4zFewMax = map[bool]int{false: 4, true: q4zFewMaxDefault}[on]
 					q4zFewOn = mode == "few"
 					f16RowsZOn = mode == "few" && hasAVX512F16
-					x := randNormal(rand.New(rand.NewPCG(2, 3)), n*cols, 1)
-					dst := make([]float32, n*rows)
-					pool.MatMul(dst, ws[0], x, n)
-					b.ResetTimer()
-					for i := range b.N {
-						pool.MatMul(dst, ws[i%len(ws)], x, n)
-					}
-					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/mat")
+					benchMatMulTurns(b, pool, ws, n)
 				})
 			}
 		}
