@@ -92,29 +92,41 @@ func testDecodeLayoutBitwise(t *testing.T, file string, typ ggml.Type, packed in
 		t.Fatal("RowMajor model rewritten")
 	}
 
-	prompt := testTokens(21, c.Vocab, 7)
-	run := func(m *Model) [][]float32 {
-		kv, err := m.NewKV(4, 16, KVF16)
-		if err != nil {
-			t.Fatal(err)
-		}
-		table := []int32{0, 1, 2, 3}
-		var out [][]float32
-		logits := make([]float32, len(prompt)*c.Vocab)
-		if err := m.Forward(kv, seqBatch(prompt, 0, table), logits); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, logits)
-		for s := 0; s < 5; s++ {
-			l := make([]float32, c.Vocab)
-			if err := m.Forward(kv, seqBatch([]int32{int32(s * 7 % c.Vocab)}, len(prompt)+s, table), l); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, l)
-		}
-		return out
+	steps := [][]int32{testTokens(21, c.Vocab, 7)}
+	for s := 0; s < 5; s++ {
+		steps = append(steps, []int32{int32(s * 7 % c.Vocab)})
 	}
-	want, got := run(mRef), run(m)
+	sameLogits(t, runSteps(t, m, steps), runSteps(t, mRef, steps))
+}
+
+// runSteps runs the batches of tokens steps one after the other through a
+// fresh four-page cache of m (one sequence, positions continuing) and
+// returns each step's logits.
+func runSteps(t *testing.T, m *Model, steps [][]int32) [][]float32 {
+	t.Helper()
+	kv, err := m.NewKV(4, 16, KVF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := []int32{0, 1, 2, 3}
+	V := m.Config().Vocab
+	var out [][]float32
+	pos := 0
+	for _, toks := range steps {
+		l := make([]float32, len(toks)*V)
+		if err := m.Forward(kv, seqBatch(toks, pos, table), l); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, l)
+		pos += len(toks)
+	}
+	return out
+}
+
+// sameLogits fails t unless the decode-layout model's logits got are
+// bitwise the row-major model's want, step by step.
+func sameLogits(t *testing.T, got, want [][]float32) {
+	t.Helper()
 	for s := range want {
 		for i := range want[s] {
 			if math.Float32bits(got[s][i]) != math.Float32bits(want[s][i]) {
@@ -143,38 +155,14 @@ func TestDecodeLayoutKQuants(t *testing.T) {
 			if ref.DecodeLayout() != 0 {
 				t.Fatal("parsed file rewritten")
 			}
-			c := packed.Config()
-			run := func(m *Model) [][]float32 {
-				kv, err := m.NewKV(4, 16, KVF16)
-				if err != nil {
-					t.Fatal(err)
-				}
-				table := []int32{0, 1, 2, 3}
-				prompt := testTokens(19, c.Vocab, 3)
-				pos := 0
-				var out [][]float32
-				for _, n := range []int{len(prompt), 1, 3, 1} {
-					toks := prompt[:n]
-					if pos > 0 {
-						toks = testTokens(n, c.Vocab, uint32(pos))
-					}
-					l := make([]float32, n*c.Vocab)
-					if err := m.Forward(kv, seqBatch(toks, pos, table), l); err != nil {
-						t.Fatal(err)
-					}
-					out = append(out, l)
-					pos += n
-				}
-				return out
+			V := packed.Config().Vocab
+			steps := [][]int32{testTokens(19, V, 3)}
+			pos := 19
+			for _, n := range []int{1, 3, 1} {
+				steps = append(steps, testTokens(n, V, uint32(pos)))
+				pos += n
 			}
-			want, got := run(ref), run(packed)
-			for s := range want {
-				for i := range want[s] {
-					if math.Float32bits(got[s][i]) != math.Float32bits(want[s][i]) {
-						t.Fatalf("step %d logit %d: decode layout %g, row-major %g", s, i, got[s][i], want[s][i])
-					}
-				}
-			}
+			sameLogits(t, runSteps(t, packed, steps), runSteps(t, ref, steps))
 		})
 	}
 }
