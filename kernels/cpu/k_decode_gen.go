@@ -123,15 +123,22 @@ func q5Step(qsOff, c, k int) {
 	b.I("PREFETCHT0 %d(R14)", 64*(8*c+k))
 }
 
-// q6Words writes Z(z) = the scales of sub-block s of the 16 rows as
+// scaleWords writes Z(z) = the scales of sub-block s of the 16 rows as
 // sign-extended words, in both halves of each dword (kzq6sel<>), or with
-// pair, scales s and s+1 (s even) in the two halves (kzq6pair<>).
-func q6Words(s, z int, pair bool) {
-	b.I("VMOVDQU32 %d(SI), Z%d", q6Scale+64*(s/4), z)
-	if pair {
-		b.I("VPSHUFB kzq6pair<>+%d(SB), Z%d, Z%d", 64*(s%4/2), z, z)
+// pair, scales s and s+1 (s even) in the two halves (kzq6pair<>). Q6_K's
+// scale bytes are loaded from the super-block; Q3_K's (q3) are decoded
+// already, scales 4i..4i+3 in Z26+i (q3Scales).
+func scaleWords(q3 bool, s, z int, pair bool) {
+	src := z
+	if q3 {
+		src = 26 + s/4
 	} else {
-		b.I("VPSHUFB kzq6sel<>+%d(SB), Z%d, Z%d", 64*(s%4), z, z)
+		b.I("VMOVDQU32 %d(SI), Z%d", q6Scale+64*(s/4), z)
+	}
+	if pair {
+		b.I("VPSHUFB kzq6pair<>+%d(SB), Z%d, Z%d", 64*(s%4/2), src, z)
+	} else {
+		b.I("VPSHUFB kzq6sel<>+%d(SB), Z%d, Z%d", 64*(s%4), src, z)
 	}
 	b.I("VPSRAW $8, Z%d, Z%d", z, z)
 }
@@ -441,12 +448,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-64
 	// Q6KBODY's (Q3_K: dotQ3_KAVX2's) start: lane i = -32 (-4)·(sc[2i]·
 	// bsums[2i] + sc[2i+1]·bsums[2i+1]), the scales sign-extended to words.
 	for i := 0; i < 8; i++ {
-		if q3 {
-			b.I("VPSHUFB kzq6pair<>+%d(SB), Z%d, Z18", 64*(i%2), 26+i/2)
-			b.I("VPSRAW $8, Z18, Z18")
-		} else {
-			q6Words(2*i, 18, true)
-		}
+		scaleWords(q3, 2*i, 18, true)
 		b.I("VPBROADCASTD %d(BX), Z20", 4*i)
 		b.I("VPMADDWD Z20, Z18, Z18")
 		if q3 {
@@ -473,12 +475,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-64
 	for h := 0; h < 2; h++ {
 		for kh := 0; kh < 2; kh++ {
 			for g := 0; g < 4; g++ {
-				if s := 8*h + 2*g + kh; q3 {
-					b.I("VPSHUFB kzq6sel<>+%d(SB), Z%d, Z%d", 64*(s%4), 26+s/4, 22+g)
-					b.I("VPSRAW $8, Z%d, Z%d", 22+g, 22+g)
-				} else {
-					q6Words(s, 22+g, false)
-				}
+				scaleWords(q3, 8*h+2*g+kh, 22+g, false)
 			}
 			for k := 4 * kh; k < 4*kh+4; k++ {
 				if q3 {
@@ -665,12 +662,12 @@ func q6kFew(T int) {
 	for kh := 0; kh < 2; kh++ {
 		for h := 0; h < 2; h++ {
 			for g := 0; g < 4; g++ {
-				q6Words(8*h+2*g+kh, 17+4*h+g, false)
+				scaleWords(false, 8*h+2*g+kh, 17+4*h+g, false)
 			}
 		}
 		for k := 4 * kh; k < 4*kh+4; k++ {
 			// The lane's start: -32·(sc[2k]·bsums[2k] + sc[2k+1]·bsums[2k+1]).
-			q6Words(2*k, 8, true)
+			scaleWords(false, 2*k, 8, true)
 			b.I("MOVQ bstride+56(FP), AX")
 			for t := 0; t < T; t++ {
 				switch t {
