@@ -99,18 +99,19 @@ var (
 	// q8FewOn: Q8_0 decode of two or three tokens reads each group of 8
 	// rows once for all of them (blkDotRowsFew) instead of once a token.
 	q8FewOn = true
-	// q4zFewMax: Q4_0 products in the decode layout of fewer tokens than
-	// this run the decode kernels, up to eight tokens a call, over each
-	// work item's rows (they stay in cache between calls) instead of
-	// unpacking every 16-row group into a panel first
-	// (BenchmarkMatMulFewTokens, 5632×2048 on two threads: 2.6x at 4
-	// tokens, 1.6x at 8, 1.2x at 32, 1.1x at 128 and 512; whole model,
-	// tinyllama-1.1b: pp128 1.09x, pp256 1.03-1.07x, pp512 the same).
-	q4zFewMax = q4zFewMaxDefault
-	// q4zFewOn: those tokens go through the decode-layout kernels up to
-	// eight at a time (q4zGemvFew), each block read and unpacked once for
-	// all of them, instead of one token per call.
-	q4zFewOn = true
+	// blkZFewMax: Q4_0 and Q8_0 products in the decode layout of fewer
+	// tokens than this run the decode kernels, up to eight tokens a call,
+	// over each work item's rows (they stay in cache between calls)
+	// instead of unpacking every 16-row group into a panel first
+	// (BenchmarkMatMulFewTokens, 5632×2048 on two threads, Q4_0: 2.6x at
+	// 4 tokens, 1.6x at 8, 1.2x at 32, 1.1x at 128 and 512; whole model,
+	// tinyllama-1.1b: pp128 1.09x, pp256 1.03-1.07x, pp512 the same. Q8_0:
+	// 2.6x at 4, 1.0-1.2x at 64, level from 128).
+	blkZFewMax = blkZFewMaxDefault
+	// blkZFewOn: those tokens go through the decode-layout kernels up to
+	// eight at a time (blkZLayout.gemvFew), each block read (and
+	// unpacked) once for all of them, instead of one token per call.
+	blkZFewOn = true
 	// kzFewOn: Q6_K products in the decode layout run two to four tokens
 	// a kernel call (q6kzGemvFew), each super-block read and unpacked once
 	// for all of them, instead of one token per call.
@@ -130,9 +131,9 @@ var (
 	attnZOn = active.f16Z
 )
 
-// q4zFewMaxDefault is q4zFewMax as shipped; TestQ4ZMatMul also runs 4,
+// blkZFewMaxDefault is blkZFewMax as shipped; TestQ4ZMatMul also runs 4,
 // where the panels started before BenchmarkMatMulFewTokens had Q4_0.
-const q4zFewMaxDefault = 256
+const blkZFewMaxDefault = 256
 
 // q4zActive reports whether the Q4_0 decode layout's kernels run here.
 func q4zActive() bool { return active.vnni }

@@ -122,8 +122,8 @@ const packMin = 4
 // blocked kernels; worker indexes the per-worker panel scratch. t0 is a
 // multiple of 8 (token tiles are multiples of 8, or all n tokens).
 func (p *Pool) tileBlk(worker int, op *opPlan, r0, r1, t0, t1 int) {
-	if r0 < op.w.dlRows() { // Q4_0 decode layout (q4_0_decode.go); tiles are whole groups
-		p.tileQ4Z(worker, op, r0, r1, t0, t1)
+	if r0 < op.w.dlRows() { // Q4_0 and Q8_0 decode layouts (q4_0_decode.go, q8_0_decode.go); tiles are whole groups
+		p.tileBlkLayout(worker, op, r0, r1, t0, t1)
 		return
 	}
 	s := &p.scratch

@@ -210,7 +210,7 @@ func benchMatMulTurns(b *testing.B, pool *Pool, ws []Matrix, n int) {
 // BenchmarkMatMulFewTokens: products of a few tokens (a step of a few
 // decoders, or of a token verifying drafts) with the kernels for them
 // (few: f16FewOn and, with AVX-512, f16RowsZOn, kquantFewOn, q8FewOn,
-// q4zFewOn, q4zFewMax at its default) and without (off: q4zFewMax 4),
+// blkZFewOn, blkZFewMax at its default) and without (off: blkZFewMax 4),
 // for F16 the AVX2 kernels where the AVX-512 ones run (few-avx2) and for
 // Q4_0 the one-token kernel per token (few-pertoken), weights from
 // DRAM: tinyllama-1.1b FFN matrices (5632 × 2048) in turn, 277 MB of F16,
@@ -219,8 +219,8 @@ func benchMatMulTurns(b *testing.B, pool *Pool, ws []Matrix, n int) {
 // of one product; n1 (the decode kernels) is the rate the others aim at.
 func BenchmarkMatMulFewTokens(b *testing.B) {
 	defer func(f, k, q, z, q4on bool, q4 int) {
-		f16FewOn, kquantFewOn, q8FewOn, f16RowsZOn, q4zFewOn, q4zFewMax = f, k, q, z, q4on, q4
-	}(f16FewOn, kquantFewOn, q8FewOn, f16RowsZOn, q4zFewOn, q4zFewMax)
+		f16FewOn, kquantFewOn, q8FewOn, f16RowsZOn, blkZFewOn, blkZFewMax = f, k, q, z, q4on, q4
+	}(f16FewOn, kquantFewOn, q8FewOn, f16RowsZOn, blkZFewOn, blkZFewMax)
 	const rows, cols = 5632, 2048
 	pool := NewPool(2)
 	defer pool.Close()
@@ -229,29 +229,41 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 		nm  int
 	}{{ggml.TypeF16, 12}, {ggml.TypeQ4_K, 24}, {ggml.TypeQ6_K, 24}, {ggml.TypeQ8_0, 24}, {ggml.TypeQ4_0, 24}} {
 		ws := make([]Matrix, c.nm)
+		rm := make([]Matrix, c.nm) // the row-major matrices
 		for i := range ws {
 			m := benchMatrix(b, c.typ, rows, cols)
 			var err error
-			if ws[i], err = NewMatrix(c.typ, rows, cols, append([]byte(nil), m.Data...)); err != nil {
+			if rm[i], err = NewMatrix(c.typ, rows, cols, append([]byte(nil), m.Data...)); err != nil {
 				b.Fatal(err)
 			}
-			ws[i], _ = PackQ4_0Decode(ws[i], ws[i].Data) // Q4_0: the decode layout, as the model loads it
+			ws[i] = rm[i]
+			if c.typ == ggml.TypeQ4_0 || c.typ == ggml.TypeQ8_0 {
+				// The decode layout, as the model loads it.
+				ws[i], _ = PackDecodeLayout(rm[i], append([]byte(nil), m.Data...))
+			}
 		}
-		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 11} {
-			for _, mode := range []string{"off", "few", "few-avx2", "few-pertoken"} {
+		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 32, 64, 128, 256, 512} {
+			for _, mode := range []string{"off", "few", "few-avx2", "few-pertoken", "rowmajor"} {
 				if mode == "few-avx2" && (c.typ != ggml.TypeF16 || !hasAVX512F16) {
 					continue // the AVX2 kernels where the AVX-512 ones run
 				}
-				if mode == "few-pertoken" && (c.typ != ggml.TypeQ4_0 || !q4zActive()) {
-					continue // the one-token decode-layout kernel per token
+				if (mode == "few-pertoken" || mode == "rowmajor") && (c.typ != ggml.TypeQ4_0 && c.typ != ggml.TypeQ8_0 || !q4zActive()) {
+					continue // the one-token decode-layout kernel per token; the row-major rows (few on)
+				}
+				if n > 11 && c.typ != ggml.TypeQ8_0 {
+					continue
 				}
 				on := mode != "off"
+				mats := ws
+				if mode == "rowmajor" {
+					mats = rm
+				}
 				b.Run(fmt.Sprintf("%s/n%d/%s", c.typ, n, mode), func(b *testing.B) {
 					f16FewOn, kquantFewOn, q8FewOn = on, on, on
-					q4zFewMax = map[bool]int{false: 4, true: q4zFewMaxDefault}[on]
-					q4zFewOn = mode == "few"
+					blkZFewMax = map[bool]int{false: 4, true: blkZFewMaxDefault}[on]
+					blkZFewOn = mode == "few"
 					f16RowsZOn = mode == "few" && hasAVX512F16
-					benchMatMulTurns(b, pool, ws, n)
+					benchMatMulTurns(b, pool, mats, n)
 				})
 			}
 		}

@@ -22,7 +22,7 @@ import (
 // the same memory traffic; the decode kernel (gemv16Q4_0P) loads one block
 // of 16 rows with five loads, lane r = row r, and computes the canonical
 // Q4_0 arithmetic, bitwise the row-major kernels (TestQ4Z*). Products of
-// up to q4zFewMax tokens run it, or its two- to eight-token forms
+// up to blkZFewMax tokens run it, or its two- to eight-token forms
 // (gemv16Q4_0PT*), over each work item's rows; larger prefill tiles
 // unpack a group into the 16-row VNNI panel (packPanelFromQ4Z) as they
 // pack row-major rows; Row copies a row back out.

@@ -16,165 +16,210 @@ func skipNoQ4Z(t testing.TB) {
 	}
 }
 
-// TestQ4ZPackRoundTrip: testPackRoundTrip for PackQ4_0Decode, and a
-// non-Q4_0 matrix is not packed.
+// blkZTypes are the blocked types with a decode layout.
+var blkZTypes = []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0}
+
+// packBlkZ packs m into its type's decode layout in a new buffer.
+func packBlkZ(t testing.TB, m Matrix) Matrix {
+	t.Helper()
+	pk, ok := PackDecodeLayout(m, make([]byte, len(m.Data)))
+	if !ok {
+		t.Fatalf("%s %dx%d not packed", m.Type, m.Rows, m.Cols)
+	}
+	return pk
+}
+
+// extremeBlkRows sets every weight of w to its type's extremes, rows of
+// the largest and of the smallest value alternating (Q4_0 nibbles 15
+// and 0, Q8_0 bytes 127 and -128), scales untouched.
+func extremeBlkRows(w Matrix) {
+	bb, hi, lo := 18, byte(0xff), byte(0x00)
+	if w.Type == ggml.TypeQ8_0 {
+		bb, hi, lo = 34, 0x7f, 0x80
+	}
+	rb := w.rowBytes()
+	for i := range w.Data {
+		if i%bb >= 2 {
+			w.Data[i] = map[bool]byte{false: hi, true: lo}[i/rb%2 == 1]
+		}
+	}
+}
+
+// TestQ4ZPackRoundTrip: testPackRoundTrip for PackQ4_0Decode and
+// PackQ8_0Decode, and a matrix of another type is not packed.
 func TestQ4ZPackRoundTrip(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(91, 92))
-	testPackRoundTrip(t, rng, ggml.TypeQ4_0, PackQ4_0Decode, []struct{ rows, cols int }{{16, 32}, {37, 256}, {64, 2048}, {50, 96}})
+	shapes := []struct{ rows, cols int }{{16, 32}, {37, 256}, {64, 2048}, {50, 96}}
+	testPackRoundTrip(t, rng, ggml.TypeQ4_0, PackQ4_0Decode, shapes)
+	testPackRoundTrip(t, rng, ggml.TypeQ8_0, PackQ8_0Decode, shapes)
 	f16 := randomMatrix(t, rng, ggml.TypeF16, 32, 64)
-	if _, ok := PackQ4_0Decode(f16, make([]byte, len(f16.Data))); ok {
-		t.Fatal("F16 matrix packed")
+	q8 := randomMatrix(t, rng, ggml.TypeQ8_0, 32, 64)
+	q4 := randomMatrix(t, rng, ggml.TypeQ4_0, 32, 64)
+	for _, c := range []struct {
+		m    Matrix
+		pack func(Matrix, []byte) (Matrix, bool)
+	}{{f16, PackQ4_0Decode}, {f16, PackQ8_0Decode}, {q8, PackQ4_0Decode}, {q4, PackQ8_0Decode}} {
+		if _, ok := c.pack(c.m, make([]byte, len(c.m.Data))); ok {
+			t.Fatalf("%s matrix packed by the wrong packer", c.m.Type)
+		}
 	}
 }
 
 // TestQ4ZPanel: a group unpacks into exactly the panel bytes that its
-// row-major rows pack into (Go twin and assembly).
+// row-major rows pack into (Q4_0: Go twin and assembly; Q8_0).
 func TestQ4ZPanel(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(93, 94))
-	w := randomMatrix(t, rng, ggml.TypeQ4_0, 16, 512)
-	rb, nb := w.rowBytes(), 512/qk
-	pk, _ := PackQ4_0Decode(w, make([]byte, len(w.Data)))
-	want := make([]byte, nb*panelBlockZ)
-	packPanelZ(kernels[ggml.TypeQ4_0].blk, want, w.Data, rb, nb)
-	got := make([]byte, nb*panelBlockZ)
-	packPanelFromQ4Z(got, pk.Data, nb)
-	if !bytes.Equal(got, want) {
-		t.Fatal("panel from the decode layout differs from the row-major panel")
+	for _, typ := range blkZTypes {
+		w := randomMatrix(t, rng, typ, 16, 512)
+		rb, nb := w.rowBytes(), 512/qk
+		pk := packBlkZ(t, w)
+		want := make([]byte, nb*panelBlockZ)
+		packPanelZ(kernels[typ].blk, want, w.Data, rb, nb)
+		got := make([]byte, nb*panelBlockZ)
+		blkZ(typ).panel(got, pk.Data, nil, nb)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: panel from the decode layout differs from the row-major panel", typ)
+		}
+		if typ == ggml.TypeQ4_0 {
+			packPanelFromQ4Z(got, pk.Data, nb)
+			if !bytes.Equal(got, want) {
+				t.Fatal("Go twin's panel from the decode layout differs from the row-major panel")
+			}
+		}
 	}
 }
 
-// TestQ4ZGemv: the decode-layout kernel gives every row exactly the bits
-// of the one-row kernel blkDot1 on the row-major row (random rows,
-// saturated activations, extreme nibbles).
+// TestQ4ZGemv: the decode-layout kernels (Q4_0, Q8_0) give every row
+// exactly the bits of the one-row kernel blkDot1 on the row-major row,
+// and of blkDotRef (random rows, saturated activations, extreme
+// weights).
 func TestQ4ZGemv(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(95, 96))
-	bk := kernels[ggml.TypeQ4_0].blk
-	for _, sh := range []struct{ rows, cols int }{{16, 32}, {32, 256}, {48, 2048}, {16, 5632}} {
-		for _, extreme := range []bool{false, true} {
-			w := randomMatrix(t, rng, ggml.TypeQ4_0, sh.rows, sh.cols)
-			if extreme {
-				for i := range w.Data {
-					if i%18 >= 2 {
-						w.Data[i] = 0xff * byte(i/(sh.cols/32*18)%2) // rows of 15s and of 0s
+	for _, typ := range blkZTypes {
+		bk := kernels[typ].blk
+		for _, sh := range []struct{ rows, cols int }{{16, 32}, {32, 256}, {48, 2048}, {16, 5632}} {
+			for _, extreme := range []bool{false, true} {
+				w := randomMatrix(t, rng, typ, sh.rows, sh.cols)
+				if extreme {
+					extremeBlkRows(w)
+				}
+				x := randNormal(rng, sh.cols, 1)
+				for i := 0; i < sh.cols; i += 3 {
+					x[i] = -30
+				}
+				var a actBuf
+				a.prepare(actQ8_0, 1, sh.cols)
+				a.quantizeToken(actQ8_0, 0, sh.cols, x)
+				var v actView
+				a.view(actQ8_0, 0, sh.cols, x, &v)
+				pk := packBlkZ(t, w)
+				out := make([]float32, sh.rows+1)
+				out[sh.rows] = 777
+				blkZ(typ).gemv1(pk.Data, v.qs, v.d, v.s8, out[:sh.rows], 4096)
+				for r := 0; r < sh.rows; r++ {
+					want := blkDot1(bk, w.Row(r), v.qs, v.d, v.s8)
+					ref := blkDotRef(bk.q4, w.Row(r), v.qs, v.d)
+					if math.Float32bits(out[r]) != math.Float32bits(want) || math.Float32bits(want) != math.Float32bits(ref) {
+						t.Fatalf("%s %v extreme=%v row %d: decode layout %g, one-row %g, reference %g", typ, sh, extreme, r, out[r], want, ref)
 					}
 				}
-			}
-			x := randNormal(rng, sh.cols, 1)
-			for i := 0; i < sh.cols; i += 3 {
-				x[i] = -30
-			}
-			var a actBuf
-			a.prepare(actQ8_0, 1, sh.cols)
-			a.quantizeToken(actQ8_0, 0, sh.cols, x)
-			var v actView
-			a.view(actQ8_0, 0, sh.cols, x, &v)
-			pk, _ := PackQ4_0Decode(w, make([]byte, len(w.Data)))
-			out := make([]float32, sh.rows+1)
-			out[sh.rows] = 777
-			q4zGemv(pk.Data, v.qs, v.d, v.s8, out[:sh.rows], 4096)
-			for r := 0; r < sh.rows; r++ {
-				want := blkDot1(bk, w.Row(r), v.qs, v.d, v.s8)
-				if math.Float32bits(out[r]) != math.Float32bits(want) {
-					t.Fatalf("%v extreme=%v row %d: decode layout %g, one-row %g", sh, extreme, r, out[r], want)
+				if out[sh.rows] != 777 {
+					t.Fatal("wrote past the last row")
 				}
-			}
-			if out[sh.rows] != 777 {
-				t.Fatal("wrote past the last row")
 			}
 		}
 	}
 }
 
-// TestQ4ZGemvFew: the two- to eight-token decode-layout kernels give every
-// (row, token) exactly the bits of the one-token kernel, for one group
-// and several, short and long rows, saturated activations and extreme
-// nibbles, and write nothing outside their rows and tokens.
+// TestQ4ZGemvFew: the two- to eight-token decode-layout kernels (Q4_0,
+// Q8_0) give every (row, token) exactly the bits of the one-token
+// kernel, for one group and several, short and long rows, saturated
+// activations and extreme weights, and write nothing outside their rows
+// and tokens.
 func TestQ4ZGemvFew(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(91, 92))
-	for _, sh := range []struct{ rows, cols int }{{16, 32}, {32, 256}, {48, 2048}, {16, 5632}} {
-		for _, extreme := range []bool{false, true} {
-			w := randomMatrix(t, rng, ggml.TypeQ4_0, sh.rows, sh.cols)
-			if extreme {
-				for i := range w.Data {
-					if i%18 >= 2 {
-						w.Data[i] = 0xff * byte(i/(sh.cols/32*18)%2) // rows of 15s and of 0s
-					}
+	for _, typ := range blkZTypes {
+		l := blkZ(typ)
+		for _, sh := range []struct{ rows, cols int }{{16, 32}, {32, 256}, {48, 2048}, {16, 5632}} {
+			for _, extreme := range []bool{false, true} {
+				w := randomMatrix(t, rng, typ, sh.rows, sh.cols)
+				if extreme {
+					extremeBlkRows(w)
 				}
-			}
-			pk, _ := PackQ4_0Decode(w, make([]byte, len(w.Data)))
-			const maxN = 8
-			x := randNormal(rng, maxN*sh.cols, 1)
-			for i := 0; i < len(x); i += 3 {
-				x[i] = -30
-			}
-			var a actBuf
-			a.prepare(actQ8_0, maxN, sh.cols)
-			for i := range maxN {
-				a.quantizeToken(actQ8_0, i, sh.cols, x[i*sh.cols:(i+1)*sh.cols])
-			}
-			nb := sh.cols / 32
-			for n := 2; n <= maxN; n++ {
-				t.Run(fmt.Sprintf("%dx%d/extreme=%v/n%d", sh.rows, sh.cols, extreme, n), func(t *testing.T) {
-					ostride := sh.rows + 3 // a gap between the tokens' outputs
-					out := make([]float32, n*ostride)
-					for i := range out {
-						out[i] = 777
-					}
-					q4zGemvFew(pk.Data, n, a.qs[:n*sh.cols], a.d[:n*nb], a.s8[:n*nb], out, ostride, sh.rows, 4096)
-					for tok := range n {
-						want := make([]float32, sh.rows)
-						q4zGemv(pk.Data, a.qs[tok*sh.cols:(tok+1)*sh.cols], a.d[tok*nb:(tok+1)*nb], a.s8[tok*nb:(tok+1)*nb], want, 4096)
-						for r := range sh.rows {
-							if got := out[tok*ostride+r]; math.Float32bits(got) != math.Float32bits(want[r]) {
-								t.Fatalf("token %d row %d: %d-token kernel %g, one-token %g", tok, r, n, got, want[r])
+				pk := packBlkZ(t, w)
+				const maxN = 8
+				x := randNormal(rng, maxN*sh.cols, 1)
+				for i := 0; i < len(x); i += 3 {
+					x[i] = -30
+				}
+				var a actBuf
+				a.prepare(actQ8_0, maxN, sh.cols)
+				for i := range maxN {
+					a.quantizeToken(actQ8_0, i, sh.cols, x[i*sh.cols:(i+1)*sh.cols])
+				}
+				nb := sh.cols / 32
+				for n := 2; n <= maxN; n++ {
+					t.Run(fmt.Sprintf("%s/%dx%d/extreme=%v/n%d", typ, sh.rows, sh.cols, extreme, n), func(t *testing.T) {
+						ostride := sh.rows + 3 // a gap between the tokens' outputs
+						out := make([]float32, n*ostride)
+						for i := range out {
+							out[i] = 777
+						}
+						l.gemvFew(pk.Data, n, a.qs[:n*sh.cols], a.d[:n*nb], a.s8[:n*nb], out, ostride, sh.rows, 4096)
+						for tok := range n {
+							want := make([]float32, sh.rows)
+							l.gemv1(pk.Data, a.qs[tok*sh.cols:(tok+1)*sh.cols], a.d[tok*nb:(tok+1)*nb], a.s8[tok*nb:(tok+1)*nb], want, 4096)
+							for r := range sh.rows {
+								if got := out[tok*ostride+r]; math.Float32bits(got) != math.Float32bits(want[r]) {
+									t.Fatalf("token %d row %d: %d-token kernel %g, one-token %g", tok, r, n, got, want[r])
+								}
+							}
+							for r := sh.rows; r < ostride; r++ {
+								if out[tok*ostride+r] != 777 {
+									t.Fatalf("token %d: wrote past the last row", tok)
+								}
 							}
 						}
-						for r := sh.rows; r < ostride; r++ {
-							if out[tok*ostride+r] != 777 {
-								t.Fatalf("token %d: wrote past the last row", tok)
-							}
-						}
-					}
-				})
+					})
+				}
 			}
 		}
 	}
 }
 
-// TestQ4ZMatMul: MatMul on the decode layout equals MatMul on the
-// row-major matrix bit for bit, for decode, short batches and prefill
-// tiles, with tail rows, on one and three threads.
+// TestQ4ZMatMul: MatMul on the decode layout (Q4_0, Q8_0) equals MatMul
+// on the row-major matrix bit for bit, for decode, short batches and
+// prefill tiles, with tail rows, on one and three threads.
 func TestQ4ZMatMul(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(97, 98))
 	for _, threads := range []int{1, 3} {
 		pool := NewPool(threads)
-		for _, sh := range []struct{ rows, cols int }{{16, 64}, {37, 256}, {200, 512}} {
-			w := randomMatrix(t, rng, ggml.TypeQ4_0, sh.rows, sh.cols)
-			pk, ok := PackQ4_0Decode(w, make([]byte, len(w.Data)))
-			if !ok {
-				t.Fatal("not packed")
-			}
-			for _, few := range []int{4, q4zFewMaxDefault} {
-				for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 19, 37, 63, 64, 71, 255, 256, 300} {
-					t.Run(fmt.Sprintf("t%d/%dx%d/n%d/few%d", threads, sh.rows, sh.cols, n, few), func(t *testing.T) {
-						defer func(o int, on bool) { q4zFewMax, q4zFewOn = o, on }(q4zFewMax, q4zFewOn)
-						q4zFewMax, q4zFewOn = few, few != 4
-						x := randNormal(rng, n*sh.cols, 1)
-						want := make([]float32, n*sh.rows)
-						got := make([]float32, n*sh.rows)
-						pool.MatMul(want, w, x, n)
-						pool.MatMul(got, pk, x, n)
-						for i := range want {
-							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-								t.Fatalf("token %d row %d: decode layout %g, row-major %g", i/sh.rows, i%sh.rows, got[i], want[i])
+		for _, typ := range blkZTypes {
+			for _, sh := range []struct{ rows, cols int }{{16, 64}, {37, 256}, {200, 512}} {
+				w := randomMatrix(t, rng, typ, sh.rows, sh.cols)
+				pk := packBlkZ(t, w)
+				for _, few := range []int{4, blkZFewMaxDefault} {
+					for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 19, 37, 63, 64, 71, 255, 256, 300} {
+						t.Run(fmt.Sprintf("t%d/%s/%dx%d/n%d/few%d", threads, typ, sh.rows, sh.cols, n, few), func(t *testing.T) {
+							defer func(o int, on bool) { blkZFewMax, blkZFewOn = o, on }(blkZFewMax, blkZFewOn)
+							blkZFewMax, blkZFewOn = few, few != 4
+							x := randNormal(rng, n*sh.cols, 1)
+							want := make([]float32, n*sh.rows)
+							got := make([]float32, n*sh.rows)
+							pool.MatMul(want, w, x, n)
+							pool.MatMul(got, pk, x, n)
+							for i := range want {
+								if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+									t.Fatalf("token %d row %d: decode layout %g, row-major %g", i/sh.rows, i%sh.rows, got[i], want[i])
+								}
 							}
-						}
-					})
+						})
+					}
 				}
 			}
 		}
@@ -197,7 +242,7 @@ func BenchmarkQ4Z(b *testing.B) {
 		zpath := func(w Matrix, out []float32) func() {
 			return func() {
 				for r := 0; r+16 <= len(out); r += 16 {
-					q4zGemv(w.Data[r*rb:(r+16)*rb], db.v.qs, db.v.d, db.v.s8, out[r:r+16], 16*rb)
+					q4zLayout.gemv1(w.Data[r*rb:(r+16)*rb], db.v.qs, db.v.d, db.v.s8, out[r:r+16], 16*rb)
 				}
 			}
 		}

@@ -13,8 +13,8 @@ import (
 	"oengine/model/synth"
 )
 
-// TestDecodeLayoutBitwise: a Q4_0 or Q4_K_M model loaded from a private
-// copy (gguf.OpenCopy) has its Q4_0 / Q4_K linear weights rewritten into
+// TestDecodeLayoutBitwise: a Q4_0, Q8_0 or Q4_K_M model loaded from a
+// private copy (gguf.OpenCopy) has its Q4_0 / Q8_0 / Q4_K linear weights rewritten into
 // their decode layouts where the CPU has the kernels, and computes exactly
 // the logits of the row-major model (mapped file) for a prefill and decode
 // steps; a second Load of the rewritten file is refused; RowMajor keeps
@@ -24,7 +24,10 @@ func TestDecodeLayoutBitwise(t *testing.T) {
 		file   string
 		typ    ggml.Type
 		packed int // matrices per layer at least
-	}{{"tiny-llama-q4_0.gguf", ggml.TypeQ4_0, 7}, {"tiny-llama-q4_k_m.gguf", ggml.TypeQ4_K, 1}, {"tiny-qwen3-q4_k_m.gguf", ggml.TypeQ4_K, 1}} {
+	}{
+		{"tiny-llama-q4_0.gguf", ggml.TypeQ4_0, 7}, {"tiny-llama-q8_0.gguf", ggml.TypeQ8_0, 7}, {"tiny-qwen2-q8_0.gguf", ggml.TypeQ8_0, 7},
+		{"tiny-llama-q4_k_m.gguf", ggml.TypeQ4_K, 1}, {"tiny-qwen3-q4_k_m.gguf", ggml.TypeQ4_K, 1},
+	} {
 		t.Run(c.file, func(t *testing.T) { testDecodeLayoutBitwise(t, c.file, c.typ, c.packed) })
 	}
 }
@@ -136,13 +139,13 @@ func sameLogits(t *testing.T, got, want [][]float32) {
 	}
 }
 
-// TestDecodeLayoutKQuants: synthetic Q2_K to Q6_K models (rows of
+// TestDecodeLayoutTypes: synthetic Q4_0, Q8_0 and Q2_K to Q6_K models (rows of
 // 256 and 768 columns, whole groups of 16 rows and, in the output layer,
 // a row-major tail) loaded as the server loads them compute exactly the
 // logits of the same file loaded row-major, for a prefill and decode
 // steps of one and three tokens.
-func TestDecodeLayoutKQuants(t *testing.T) {
-	for _, typ := range []ggml.Type{ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K} {
+func TestDecodeLayoutTypes(t *testing.T) {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0, ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K} {
 		t.Run(typ.String(), func(t *testing.T) {
 			o := synth.Options{Dims: synth.Dims{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 768, Vocab: 520, CtxLen: 256, RopeBase: 10000}, Type: typ, Seed: 5}
 			packed := synthLoadServed(t, o)

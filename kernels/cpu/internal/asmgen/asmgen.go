@@ -1,5 +1,5 @@
 // Package asmgen is what the assembly generators of kernels/cpu
-// (dot_blk16_gen.go, q4_0_decode_few_gen.go, attn_z_gen.go,
+// (dot_blk16_gen.go, blk_decode_gen.go, attn_z_gen.go,
 // k_decode_gen.go, run by go generate) share: a file buffer that writes
 // instruction lines, and the addresses of the per-token data their
 // kernels read.

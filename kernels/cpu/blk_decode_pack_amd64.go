@@ -3,8 +3,11 @@ package cpu
 //go:noescape
 func packQ4ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
 
+//go:noescape
+func packQ8ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
+
 // packPanelFromQ4ZSIMD is packPanelFromQ4Z in AVX2
-// (q4_0_decode_pack_amd64.s; TestPackPanelFromQ4ZSIMD), prefetching next
+// (blk_decode_pack_amd64.s; TestPackPanelFromBlkZSIMD), prefetching next
 // (the group unpacked after this one; empty: none) as it goes. It reports
 // false, writing nothing, without AVX2.
 func packPanelFromQ4ZSIMD(panel, grp, next []byte, nb int) bool {
@@ -18,5 +21,21 @@ func packPanelFromQ4ZSIMD(panel, grp, next []byte, nb int) bool {
 		pf = &next[0]
 	}
 	packQ4ZPanelAVX2(&panel[0], &grp[0], pf, nb, &f16Table()[0])
+	return true
+}
+
+// packPanelFromQ8ZSIMD is packPanelFromQ8Z in AVX2, as
+// packPanelFromQ4ZSIMD.
+func packPanelFromQ8ZSIMD(panel, grp, next []byte, nb int) bool {
+	if !hasAVX2 || nb <= 0 {
+		return false
+	}
+	_ = panel[nb*panelBlockZ-1]
+	_ = grp[nb*q8zBlock-1]
+	pf := &grp[0]
+	if len(next) > 0 {
+		pf = &next[0]
+	}
+	packQ8ZPanelAVX2(&panel[0], &grp[0], pf, nb, &f16Table()[0])
 	return true
 }

@@ -1,0 +1,211 @@
+//go:build ignore
+
+// blk_decode_gen.go writes the decode-layout kernels of the blocked
+// types (go run blk_decode_gen.go): q4_0_decode_few_vnni_amd64.s (Q4_0,
+// two to eight tokens; its one-token kernel is q4_0_decode_vnni_amd64.s)
+// and q8_0_decode_vnni_amd64.s (Q8_0, one to eight tokens).
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"oengine/kernels/cpu/internal/asmgen"
+)
+
+var b asmgen.File
+
+// Token data bases: activations (qs), d and s8 of tokens 0-3 and 4-7.
+var (
+	qsBase = [2]string{"DI", "AX"}
+	dBase  = [2]string{"DX", "R10"}
+	s8Base = [2]string{"BX", "R13"}
+)
+
+// layout is a blocked type's decode layout (q4_0_decode.go,
+// q8_0_decode.go): its kernels' name prefix and block size.
+type layout struct {
+	name  string
+	block int
+	q8    bool
+}
+
+var (
+	q4 = layout{"gemv16Q4_0P", 288, false}
+	q8 = layout{"gemv16Q8_0P", 544, true}
+)
+
+// kernel writes l's kernel for T tokens. T = 1 takes the one-token
+// signature (no strides).
+func kernel(l layout, T int) {
+	name := fmt.Sprintf("%sT%d", l.name, T)
+	// Argument offsets in the frame.
+	arg := map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "qstride": 24, "d": 32, "s8": 40, "dstride": 48, "nb": 56, "pf": 64, "out": 72, "ostride": 80}
+	frame := 88
+	if T == 1 {
+		name = l.name
+		arg = map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "d": 24, "s8": 32, "nb": 40, "pf": 48, "out": 56}
+		frame = 64
+		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)\n", name)
+		fmt.Fprintf(&b, "// ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.\n")
+	} else {
+		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)\n", name)
+		fmt.Fprintf(&b, "// %s for %d tokens: token t's activations at qs + t·qstride,\n// its d and s8 at d + t·dstride and s8 + t·dstride, its results at\n// out + t·ostride (bytes).\n", l.name, T)
+	}
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-%d\n", name, frame)
+	b.I("MOVQ grp+%d(FP), SI", arg["grp"])
+	b.I("MOVQ pf+%d(FP), R14", arg["pf"])
+	b.I("ADDQ SI, R14")
+	if T > 1 {
+		b.I("MOVQ qstride+%d(FP), R8", arg["qstride"])
+		b.I("LEAQ (R8)(R8*2), R12")
+		b.I("MOVQ dstride+%d(FP), R9", arg["dstride"])
+		b.I("LEAQ (R9)(R9*2), R11")
+	}
+	if !l.q8 {
+		b.I("MOVL $0x0f0f0f0f, DX")
+		b.I("VPBROADCASTD DX, Z29")
+	}
+	b.I("VPXORD Z31, Z31, Z31")
+	fmt.Fprintf(&b, "\ngroup:\n")
+	b.I("MOVQ qs+%d(FP), DI", arg["qs"])
+	b.I("MOVQ d+%d(FP), DX", arg["d"])
+	b.I("MOVQ s8+%d(FP), BX", arg["s8"])
+	if T > 4 {
+		b.I("LEAQ (DI)(R8*4), AX")
+		b.I("LEAQ (DX)(R9*4), R10")
+		b.I("LEAQ (BX)(R9*4), R13")
+	}
+	b.I("MOVQ nb+%d(FP), CX", arg["nb"])
+	for t := 0; t < T; t++ {
+		b.I("VPXORD Z%d, Z%d, Z%d", 16+t, 16+t, 16+t)
+	}
+	fmt.Fprintf(&b, "\nblock:\n")
+	b.I("VCVTPH2PS (SI), Z8")
+	if l.q8 {
+		// The eight dwords, unsigned already.
+		for k := 0; k < 8; k++ {
+			b.I("VMOVDQU32 %d(SI), Z%d", 32+64*k, k)
+		}
+	} else {
+		for k := 0; k < 4; k++ {
+			b.I("VMOVDQU32 %d(SI), Z%d", 32+64*k, 4+k)
+		}
+	}
+	for o := 0; o < l.block; o += 64 {
+		b.I("PREFETCHT0 %d(R14)", o)
+	}
+	if !l.q8 {
+		for k := 0; k < 4; k++ { // low nibbles of dword k in Z(k), high in Z(4+k)
+			b.I("VPANDD Z29, Z%d, Z%d", 4+k, k)
+			b.I("VPSRLD $4, Z%d, Z%d", 4+k, 4+k)
+			b.I("VPANDD Z29, Z%d, Z%d", 4+k, 4+k)
+		}
+	}
+	for t := 0; t < T; t++ {
+		// Temporaries alternate between two sets so that consecutive
+		// tokens do not wait on each other.
+		s, h, m := 10, 11, 9
+		if t%2 == 1 {
+			s, h, m = 12, 13, 14
+		}
+		// Z(s) starts at -8·Σq (Q4_0: values stored as w+8) or -128·Σq
+		// (Q8_0: w+128), Z(h) at 0.
+		b.I("VPSUBD.BCST %s, Z31, Z%d", asmgen.TokAddr(s8Base, "R9", "R11", t, 0), s)
+		if l.q8 {
+			b.I("VPSLLD $4, Z%d, Z%d", s, s)
+		}
+		b.I("VPXORD Z%d, Z%d, Z%d", h, h, h)
+		for k := 0; k < 4; k++ {
+			// Q4_0: elements 4k.. (low nibbles) and 16+4k.. (high);
+			// Q8_0: elements 4k.. and 16+4k.. (dwords k and 4+k).
+			b.I("VPDPBUSD.BCST %s, Z%d, Z%d", asmgen.TokAddr(qsBase, "R8", "R12", t, 4*k), k, s)
+			b.I("VPDPBUSD.BCST %s, Z%d, Z%d", asmgen.TokAddr(qsBase, "R8", "R12", t, 16+4*k), 4+k, h)
+		}
+		b.I("VPADDD Z%d, Z%d, Z%d", h, s, s)
+		b.I("VCVTDQ2PS Z%d, Z%d", s, s)
+		b.I("VMULPS.BCST %s, Z8, Z%d", asmgen.TokAddr(dBase, "R9", "R11", t, 0), m)
+		b.I("VFMADD231PS Z%d, Z%d, Z%d", s, m, 16+t)
+	}
+	b.I("ADDQ $%d, SI", l.block)
+	b.I("ADDQ $%d, R14", l.block)
+	b.I("ADDQ $32, DI")
+	b.I("ADDQ $4, DX")
+	b.I("ADDQ $4, BX")
+	if T > 4 {
+		b.I("ADDQ $32, AX")
+		b.I("ADDQ $4, R10")
+		b.I("ADDQ $4, R13")
+	}
+	b.I("DECQ CX")
+	b.I("JNZ block")
+	b.WriteString("\n")
+	// Results: token t at out + t·ostride; AX and CX the bases of tokens
+	// 0-3 and 4-7, R13 the stride, R10 3× the stride.
+	b.I("MOVQ out+%d(FP), AX", arg["out"])
+	if T > 1 {
+		b.I("MOVQ ostride+%d(FP), R13", arg["ostride"])
+		b.I("LEAQ (R13)(R13*2), R10")
+	}
+	if T > 4 {
+		b.I("LEAQ (AX)(R13*4), CX")
+	}
+	for t := 0; t < T; t++ {
+		b.I("VMOVUPS Z%d, %s", 16+t, asmgen.TokAddr([2]string{"AX", "CX"}, "R13", "R10", t, 0))
+	}
+	b.I("ADDQ $64, out+%d(FP)", arg["out"])
+	b.I("DECQ ngroups+%d(FP)", arg["ngroups"])
+	b.I("JNZ group")
+	b.I("VZEROUPPER")
+	b.I("RET")
+}
+
+func main() {
+	save := func(name, head string, l layout, from int) {
+		b.Reset()
+		b.WriteString(head)
+		for T := from; T <= 8; T++ {
+			kernel(l, T)
+		}
+		if err := b.Save(name); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	save("q4_0_decode_few_vnni_amd64.s", `// Code generated by blk_decode_gen.go; DO NOT EDIT.
+
+// Q4_0 decode kernels on the decode layout (q4_0_decode.go) for two to
+// eight tokens: gemv16Q4_0P (q4_0_decode_vnni_amd64.s) with each block's
+// 288 bytes loaded and its nibbles unpacked once for all the tokens. Per
+// token the same instructions on the same operands as the one-token
+// kernel (Q4BLOCKSUM's exact integer sums, then cvt, the scale product
+// and one FMA into the token's accumulator), so every result is bitwise
+// gemv16Q4_0P's (TestQ4ZGemvFew).
+//
+// Registers: Z0-Z3 low and Z4-Z7 high nibbles of the block's four
+// dwords, Z8 the rows' scales, Z16+t token t's accumulator, Z9-Z14
+// temporaries; DI, DX, BX token 0's activations, d and s8, AX, R10, R13
+// token 4's, R8 / R12 and R9 / R11 one and three token strides; the
+// group count and the output pointer stay in the argument frame.
+
+#include "textflag.h"
+`, q4, 2)
+	save("q8_0_decode_vnni_amd64.s", `// Code generated by blk_decode_gen.go; DO NOT EDIT.
+
+// Q8_0 decode kernels on the decode layout (q8_0_decode.go) for one to
+// eight tokens, each block's 544 bytes loaded once for all of them. Per
+// token: Σ (w+128)·q by VPDPBUSD of the unsigned weight dwords against
+// the broadcast activation dwords, minus 128·Σq = 16·s8, is the exact
+// block sum; then cvt, the scale product dw·dx and one FMA into the
+// token's accumulator, blkDotRef's arithmetic in block order, so every
+// result is bitwise the row-major kernels' (TestQ8ZGemv, TestQ8ZGemvFew).
+//
+// Registers: Z0-Z7 the block's eight weight dwords, Z8 the rows' scales,
+// Z16+t token t's accumulator, Z9-Z14 temporaries; DI, DX, BX token 0's
+// activations, d and s8, AX, R10, R13 token 4's, R8 / R12 and R9 / R11
+// one and three token strides; the group count and the output pointer
+// stay in the argument frame.
+
+#include "textflag.h"
+`, q8, 1)
+}

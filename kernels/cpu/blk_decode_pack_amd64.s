@@ -1,0 +1,207 @@
+#include "textflag.h"
+
+// The Q4_0 and Q8_0 decode layouts (q4_0_decode.go, q8_0_decode.go)
+// unpacked into 16-row panels (packPanelZ's layout, dot_blk16.go) in
+// AVX2: byte for byte their Go twins packPanelFromQ4Z and
+// packPanelFromQ8Z. Per block: the Q4_0 layout's 256 nibble bytes masked
+// (low nibbles) and shifted then masked (high nibbles), or the Q8_0
+// layout's 512 bytes copied, the 16 scales through the F16 table (tab),
+// and a prefetch (to L2) of the same block of next, usually the group
+// this worker unpacks next (a prefetch never faults).
+
+// F16SCALES16: the 16 F16 scales at SI through the F16 table at R12
+// into 16 float32 at 512(DI) (clobbers AX).
+#define F16SCALES16 \
+	MOVWLZX 0(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 512(DI); \
+	MOVWLZX 2(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 516(DI); \
+	MOVWLZX 4(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 520(DI); \
+	MOVWLZX 6(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 524(DI); \
+	MOVWLZX 8(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 528(DI); \
+	MOVWLZX 10(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 532(DI); \
+	MOVWLZX 12(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 536(DI); \
+	MOVWLZX 14(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 540(DI); \
+	MOVWLZX 16(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 544(DI); \
+	MOVWLZX 18(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 548(DI); \
+	MOVWLZX 20(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 552(DI); \
+	MOVWLZX 22(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 556(DI); \
+	MOVWLZX 24(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 560(DI); \
+	MOVWLZX 26(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 564(DI); \
+	MOVWLZX 28(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 568(DI); \
+	MOVWLZX 30(SI), AX; \
+	MOVL    (R12)(AX*4), AX; \
+	MOVL    AX, 572(DI)
+
+DATA q4zpnib0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4zpnib0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4zpnib0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4zpnib0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q4zpnib0f<>(SB), RODATA|NOPTR, $32
+
+// func packQ4ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
+TEXT ·packQ4ZPanelAVX2(SB), NOSPLIT, $0-40
+	MOVQ    panel+0(FP), DI
+	MOVQ    grp+8(FP), SI
+	MOVQ    next+16(FP), R14
+	MOVQ    nb+24(FP), CX
+	MOVQ    tab+32(FP), R12
+	VMOVDQU q4zpnib0f<>(SB), Y15
+	TESTQ   CX, CX
+	JLE     q4zpdone
+
+q4zploop:
+	VMOVDQU 32(SI), Y0
+	VMOVDQU 64(SI), Y1
+	VMOVDQU 96(SI), Y2
+	VMOVDQU 128(SI), Y3
+	VMOVDQU 160(SI), Y4
+	VMOVDQU 192(SI), Y5
+	VMOVDQU 224(SI), Y6
+	VMOVDQU 256(SI), Y7
+	VPAND   Y15, Y0, Y8
+	VMOVDQU Y8, 0(DI)
+	VPSRLW  $4, Y0, Y0
+	VPAND   Y15, Y0, Y0
+	VMOVDQU Y0, 256(DI)
+	VPAND   Y15, Y1, Y9
+	VMOVDQU Y9, 32(DI)
+	VPSRLW  $4, Y1, Y1
+	VPAND   Y15, Y1, Y1
+	VMOVDQU Y1, 288(DI)
+	VPAND   Y15, Y2, Y10
+	VMOVDQU Y10, 64(DI)
+	VPSRLW  $4, Y2, Y2
+	VPAND   Y15, Y2, Y2
+	VMOVDQU Y2, 320(DI)
+	VPAND   Y15, Y3, Y11
+	VMOVDQU Y11, 96(DI)
+	VPSRLW  $4, Y3, Y3
+	VPAND   Y15, Y3, Y3
+	VMOVDQU Y3, 352(DI)
+	VPAND   Y15, Y4, Y8
+	VMOVDQU Y8, 128(DI)
+	VPSRLW  $4, Y4, Y4
+	VPAND   Y15, Y4, Y4
+	VMOVDQU Y4, 384(DI)
+	VPAND   Y15, Y5, Y9
+	VMOVDQU Y9, 160(DI)
+	VPSRLW  $4, Y5, Y5
+	VPAND   Y15, Y5, Y5
+	VMOVDQU Y5, 416(DI)
+	VPAND   Y15, Y6, Y10
+	VMOVDQU Y10, 192(DI)
+	VPSRLW  $4, Y6, Y6
+	VPAND   Y15, Y6, Y6
+	VMOVDQU Y6, 448(DI)
+	VPAND   Y15, Y7, Y11
+	VMOVDQU Y11, 224(DI)
+	VPSRLW  $4, Y7, Y7
+	VPAND   Y15, Y7, Y7
+	VMOVDQU Y7, 480(DI)
+	F16SCALES16
+	PREFETCHT1 0(R14)
+	PREFETCHT1 64(R14)
+	PREFETCHT1 128(R14)
+	PREFETCHT1 192(R14)
+	PREFETCHT1 256(R14)
+	ADDQ    $288, R14
+	ADDQ    $288, SI
+	ADDQ    $576, DI
+	DECQ    CX
+	JNZ     q4zploop
+
+q4zpdone:
+	VZEROUPPER
+	RET
+
+// func packQ8ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
+TEXT ·packQ8ZPanelAVX2(SB), NOSPLIT, $0-40
+	MOVQ    panel+0(FP), DI
+	MOVQ    grp+8(FP), SI
+	MOVQ    next+16(FP), R14
+	MOVQ    nb+24(FP), CX
+	MOVQ    tab+32(FP), R12
+	TESTQ   CX, CX
+	JLE     q8zpdone
+
+q8zploop:
+	VMOVDQU 32(SI), Y0
+	VMOVDQU 64(SI), Y1
+	VMOVDQU 96(SI), Y2
+	VMOVDQU 128(SI), Y3
+	VMOVDQU 160(SI), Y4
+	VMOVDQU 192(SI), Y5
+	VMOVDQU 224(SI), Y6
+	VMOVDQU 256(SI), Y7
+	VMOVDQU 288(SI), Y8
+	VMOVDQU 320(SI), Y9
+	VMOVDQU 352(SI), Y10
+	VMOVDQU 384(SI), Y11
+	VMOVDQU 416(SI), Y12
+	VMOVDQU 448(SI), Y13
+	VMOVDQU 480(SI), Y14
+	VMOVDQU 512(SI), Y15
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	VMOVDQU Y3, 96(DI)
+	VMOVDQU Y4, 128(DI)
+	VMOVDQU Y5, 160(DI)
+	VMOVDQU Y6, 192(DI)
+	VMOVDQU Y7, 224(DI)
+	VMOVDQU Y8, 256(DI)
+	VMOVDQU Y9, 288(DI)
+	VMOVDQU Y10, 320(DI)
+	VMOVDQU Y11, 352(DI)
+	VMOVDQU Y12, 384(DI)
+	VMOVDQU Y13, 416(DI)
+	VMOVDQU Y14, 448(DI)
+	VMOVDQU Y15, 480(DI)
+	F16SCALES16
+	PREFETCHT1 0(R14)
+	PREFETCHT1 64(R14)
+	PREFETCHT1 128(R14)
+	PREFETCHT1 192(R14)
+	PREFETCHT1 256(R14)
+	PREFETCHT1 320(R14)
+	PREFETCHT1 384(R14)
+	PREFETCHT1 448(R14)
+	PREFETCHT1 512(R14)
+	ADDQ    $544, R14
+	ADDQ    $544, SI
+	ADDQ    $576, DI
+	DECQ    CX
+	JNZ     q8zploop
+
+q8zpdone:
+	VZEROUPPER
+	RET
