@@ -65,6 +65,11 @@ func attnExp(scores []float32, g int, m []float32, sums []float64) {
 // [nb][g]: exactly nb attnAxpy calls, with each output vector kept in a
 // register across the positions (attn_block_amd64.s).
 func attnAxpyBlock(out, vb, w []float32, nb, g, d, vs int) {
+	if attnZOn && d%16 == 0 && d > 0 && g > 0 && nb > 0 {
+		_, _, _ = out[g*d-1], vb[(nb-1)*vs+d-1], w[nb*g-1]
+		attnAxpyBlockAVX512(unsafe.SliceData(vb), unsafe.SliceData(w), nb, g, d, vs, unsafe.SliceData(out))
+		return
+	}
 	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
 		_, _, _ = out[g*d-1], vb[(nb-1)*vs+d-1], w[nb*g-1]
 		attnAxpyBlockAVX2(unsafe.SliceData(vb), unsafe.SliceData(w), nb, g, d, vs, unsafe.SliceData(out))
@@ -122,6 +127,12 @@ func attnScaleMax(scores []float32, g int, scale float32, m []float32) {
 }
 
 //go:noescape
+func attnScoresAVX512(k *float32, qt *float32, nb, gv, dim, ks, ng, mask int, out *float32)
+
+//go:noescape
+func attnAxpyBlockAVX512(v *float32, w *float32, nb, nh, dim, vs int, out *float32)
+
+//go:noescape
 func attnScoresAVX2(k *float32, qt *float32, nb, gv, dim, ks, ng int, out *float32, mask *int32)
 
 // attnMasks[r] selects the first r lanes of a vector (VMASKMOVPS).
@@ -138,6 +149,14 @@ var attnMasks = func() (m [9][8]int32) {
 // of d values ks apart) as attnScoresGo defines it; qt is q as
 // attnTransposeQ lays it out (the vector kernel's operand).
 func attnScores(out, q, qt, kb []float32, nb, g, d, ks int) {
+	if attnZOn && d%8 == 0 && d > 0 && g > 0 && attnPad(g)%16 == 0 && nb > 0 {
+		// AVX-512 (attn_chunk_avx512_amd64.s): qt's rows are whole
+		// 16-lane vectors.
+		gv := attnPad(g) / 16
+		_, _, _ = out[nb*g-1], qt[d*gv*16-1], kb[(nb-1)*ks+d-1]
+		attnScoresAVX512(unsafe.SliceData(kb), unsafe.SliceData(qt), nb, gv, d, ks, g, 1<<(g-(gv-1)*16)-1, unsafe.SliceData(out))
+		return
+	}
 	if attnAVX2 && d%8 == 0 && d > 0 && g > 0 && nb > 0 {
 		gv := (g + 7) / 8
 		_, _, _ = out[nb*g-1], qt[d*gv*8-1], kb[(nb-1)*ks+d-1]

@@ -90,34 +90,56 @@ func TestAttendBitwiseUnchanged(t *testing.T) {
 
 // TestAttnBlockHelpersBitwise: the blocked helpers equal their
 // per-position counterparts bit for bit: nb attnAxpy calls, nrows
-// attnCvt calls.
+// attnCvt calls (AVX2 and, where it runs, AVX-512).
 func TestAttnBlockHelpersBitwise(t *testing.T) {
+	defer func(on bool) { attnZOn = on }(attnZOn)
 	r := rand.New(rand.NewPCG(79, 80))
-	for _, c := range []struct{ nb, g, d int }{{1, 8, 64}, {32, 8, 64}, {7, 3, 136}, {5, 2, 20}, {32, 4, 256}, {3, 1, 8}, {9, 4, 136}, {3, 12, 24}, {2, 16, 8}} {
-		w := randVec(r, c.nb*c.g, 1)
-		got := randVec(r, c.g*c.d, 1)
-		want := append([]float32(nil), got...)
-		vs := c.d + 8*(c.g%3) // V rows wider than the head, as in a whole-row block
-		vw := randVec(r, c.nb*vs, 1)
-		attnAxpyBlock(got, vw, w, c.nb, c.g, c.d, vs)
-		for p := 0; p < c.nb; p++ {
-			attnAxpy(want, vw[p*vs:p*vs+c.d], w[p*c.g:(p+1)*c.g], c.g)
-		}
-		if i := firstDiff(got, want); i >= 0 {
-			t.Fatalf("axpy nb%d g%d d%d: value %d: %g, per position %g", c.nb, c.g, c.d, i, got[i], want[i])
-		}
-		stride := c.d + 8*(c.g%3)
-		src := make([]uint16, c.nb*stride)
-		for i := range src {
-			src[i] = F32ToF16(float32(r.NormFloat64()))
-		}
-		cv, cv1 := make([]float32, c.nb*c.d), make([]float32, c.nb*c.d)
-		attnCvtRows(cv, src, stride, c.nb, c.d)
-		for p := 0; p < c.nb; p++ {
-			attnCvt(cv1[p*c.d:(p+1)*c.d], src[p*stride:p*stride+c.d])
-		}
-		if i := firstDiff(cv, cv1); i >= 0 {
-			t.Fatalf("widen nb%d d%d stride %d: value %d", c.nb, c.d, stride, i)
+	for _, c := range []struct{ nb, g, d int }{
+		{1, 8, 64}, {32, 8, 64}, {7, 3, 136}, {5, 2, 20}, {32, 4, 256}, {3, 1, 8}, {9, 4, 136}, {3, 12, 24}, {2, 16, 8},
+		{17, 32, 128}, {5, 30, 80}, {33, 28, 64}, {4, 2, 208}, {6, 1, 16}, {3, 5, 336},
+	} {
+		for _, z := range attnLevels() {
+			attnZOn = z
+			testAttnBlockHelpers(t, r, c.nb, c.g, c.d)
 		}
 	}
+}
+
+// testAttnBlockHelpers is TestAttnBlockHelpersBitwise for nb positions
+// of g heads of dimension d, at the current attnZOn.
+func testAttnBlockHelpers(t *testing.T, r *rand.Rand, nb, g, d int) {
+	t.Helper()
+	w := randVec(r, nb*g, 1)
+	got := randVec(r, g*d, 1)
+	want := append([]float32(nil), got...)
+	vs := d + 8*(g%3) // V rows wider than the head, as in a whole-row block
+	vw := randVec(r, nb*vs, 1)
+	attnAxpyBlock(got, vw, w, nb, g, d, vs)
+	for p := 0; p < nb; p++ {
+		attnAxpy(want, vw[p*vs:p*vs+d], w[p*g:(p+1)*g], g)
+	}
+	if i := firstDiff(got, want); i >= 0 {
+		t.Fatalf("axpy nb%d g%d d%d z%v: value %d: %g, per position %g", nb, g, d, attnZOn, i, got[i], want[i])
+	}
+	src := make([]uint16, nb*vs)
+	for i := range src {
+		src[i] = F32ToF16(float32(r.NormFloat64()))
+	}
+	cv, cv1 := make([]float32, nb*d), make([]float32, nb*d)
+	attnCvtRows(cv, src, vs, nb, d)
+	for p := 0; p < nb; p++ {
+		attnCvt(cv1[p*d:(p+1)*d], src[p*vs:p*vs+d])
+	}
+	if i := firstDiff(cv, cv1); i >= 0 {
+		t.Fatalf("widen nb%d d%d stride %d: value %d", nb, d, vs, i)
+	}
+}
+
+// attnLevels lists the attnZOn settings to test: off (AVX2), and on where
+// this CPU runs the AVX-512 kernels.
+func attnLevels() []bool {
+	if active.f16Z {
+		return []bool{false, true}
+	}
+	return []bool{false}
 }
