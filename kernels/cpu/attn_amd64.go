@@ -47,8 +47,18 @@ func attnAxpy(out, v, w []float32, g int) {
 }
 
 // attnExp is attnExpGo, four heads at a time when g is a multiple of 4
-// (attn_exp_amd64.s computes math.Exp's exact operations per lane).
+// (attn_exp_amd64.s computes math.Exp's exact operations per lane), 16
+// with AVX-512 when g is a multiple of 16.
 func attnExp(scores []float32, g int, m []float32, sums []float64) {
+	if attnZOn && g > 0 && g%16 == 0 && len(scores)%g == 0 {
+		// AVX-512 (attn_chunk_avx512_amd64.s): AttendChunk's tiles.
+		_, _ = m[g-1], sums[g-1]
+		clear(sums[:g])
+		if len(scores) > 0 {
+			attnExpAVX512(unsafe.SliceData(scores), len(scores)/g, g, unsafe.SliceData(m), unsafe.SliceData(sums))
+		}
+		return
+	}
 	if attnAVX2 && g > 0 && g%4 == 0 && len(scores)%g == 0 {
 		_, _ = m[g-1], sums[g-1]
 		clear(sums[:g])
@@ -128,6 +138,9 @@ func attnScaleMax(scores []float32, g int, scale float32, m []float32) {
 
 //go:noescape
 func attnScoresAVX512(k *float32, qt *float32, nb, gv, dim, ks, ng, mask int, out *float32)
+
+//go:noescape
+func attnExpAVX512(scores *float32, n, nh int, m *float32, sums *float64)
 
 //go:noescape
 func attnAxpyBlockAVX512(v *float32, w *float32, nb, nh, dim, vs int, out *float32)

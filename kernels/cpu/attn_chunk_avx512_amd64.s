@@ -1,10 +1,12 @@
 #include "textflag.h"
+#include "attn_expz_amd64.h"
 
-// AVX-512 forms of the score and V helpers (attn_scores_amd64.s,
-// attn_block_amd64.s) for 16 lanes a vector: the same FMA chains in the
-// same order per value, so each value is bitwise the AVX2 kernel's and
-// the Go twin's (TestAttnScoresMatchesTwin, TestAttnBlockHelpersBitwise
-// run both). A prefill tile has 28-32 (token, head) lanes
+// AVX-512 forms of the score, exponential and V helpers
+// (attn_scores_amd64.s, attn_exp_amd64.s, attn_block_amd64.s) for 16
+// lanes a vector: the same operations in the same order per value, so
+// each value is bitwise the AVX2 kernel's and the Go twin's
+// (TestAttnScoresMatchesTwin, TestAttnExpBitwise,
+// TestAttnBlockHelpersBitwise run both). A prefill tile has 28-32 (token, head) lanes
 // (attn_chunk.go), two vectors here against four in AVX2.
 
 // ZROW8(qo, ko) adds the products of one head-dimension index j: qt row j
@@ -249,5 +251,56 @@ zbnexthead:
 	JNZ  zbhead
 
 zbdone:
+	VZEROUPPER
+	RET
+
+// func attnExpAVX512(scores *float32, n, nh int, m *float32, sums *float64)
+// For p < n, h < nh (a multiple of 16): e = expAttn(scores[p·nh+h] − m[h]);
+// scores[p·nh+h] = e; sums[h] += float64(e), in order of p. Sixteen heads
+// at a time (R11 of them left), their m in Z6 and sums in Z7 (heads
+// 0-7) and Z8 (8-15) across the positions.
+TEXT ·attnExpAVX512(SB), NOSPLIT, $0-40
+	MOVQ  scores+0(FP), DI
+	MOVQ  nh+16(FP), R11
+	MOVQ  R11, DX
+	SHLQ  $2, DX         // a position's bytes
+	MOVQ  m+24(FP), R8
+	MOVQ  sums+32(FP), R9
+	TESTQ R11, R11
+	JZ    zxdone
+
+zxcol:
+	VMOVUPS (R8), Z6
+	VMOVUPD (R9), Z7
+	VMOVUPD 64(R9), Z8
+	MOVQ    DI, SI
+	MOVQ    n+8(FP), CX
+	TESTQ   CX, CX
+	JZ      zxcolnext
+
+zxpos:
+	VMOVUPS       (SI), Z0
+	VSUBPS        Z6, Z0, Z0
+	EXPZ
+	VMOVUPS       Z0, (SI)
+	VCVTPS2PD     Y0, Z1
+	VADDPD        Z1, Z7, Z7
+	VEXTRACTF64X4 $1, Z0, Y2
+	VCVTPS2PD     Y2, Z1
+	VADDPD        Z1, Z8, Z8
+	ADDQ          DX, SI
+	DECQ          CX
+	JNZ           zxpos
+
+zxcolnext:
+	VMOVUPD Z7, (R9)
+	VMOVUPD Z8, 64(R9)
+	ADDQ    $64, DI
+	ADDQ    $64, R8
+	ADDQ    $128, R9
+	SUBQ    $16, R11
+	JNZ     zxcol
+
+zxdone:
 	VZEROUPPER
 	RET

@@ -8,7 +8,7 @@ import (
 )
 
 // TestAttnExpBitwise: the softmax exponential pass (eight float32 lanes in
-// assembly where available) gives bit for bit the scalar expAttn pass:
+// assembly where available, 16 with AVX-512) gives bit for bit the scalar expAttn pass:
 // every e and every per-head sum, across the whole float32 range of
 // differences s − max, including the underflow edge, −Inf, NaN and
 // heads that are not a multiple of four (scalar path).
@@ -27,43 +27,53 @@ func TestAttnExpBitwise(t *testing.T) {
 		{"one position", 1, 8, 1},
 		{"scalar g5", 50, 5, 10},
 		{"g16", 64, 16, 30},
+		{"g32", 300, 32, 30},
+		{"g48 one position", 1, 48, 3},
 	}
+	defer func(on bool) { attnZOn = on }(attnZOn)
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s := make([]float32, c.n*c.g)
-			for i := range s {
-				s[i] = float32(r.NormFloat64() * c.spread)
+		for _, z := range attnLevels() {
+			attnZOn = z
+			t.Run(fmt.Sprintf("%s/z%v", c.name, z), func(t *testing.T) { testAttnExp(t, r, specials, c.n, c.g, c.spread) })
+		}
+	}
+}
+
+// testAttnExp is TestAttnExpBitwise for n positions of g heads, scores
+// spread·N(0,1), at the current attnZOn.
+func testAttnExp(t *testing.T, r *rand.Rand, specials []float32, n, g int, spread float64) {
+	s := make([]float32, n*g)
+	for i := range s {
+		s[i] = float32(r.NormFloat64() * spread)
+	}
+	m := make([]float32, g)
+	for h := range m {
+		m[h] = float32(r.NormFloat64() * spread)
+	}
+	if n > 20 { // specials as differences: s = m + x
+		for i, x := range specials {
+			p := (7 * i) % n
+			h := i % g
+			s[p*g+h] = m[h] + x
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				s[p*g+h] = x
 			}
-			m := make([]float32, c.g)
-			for h := range m {
-				m[h] = float32(r.NormFloat64() * c.spread)
-			}
-			if c.n > 20 { // specials as differences: s = m + x
-				for i, x := range specials {
-					p := (7 * i) % c.n
-					h := i % c.g
-					s[p*c.g+h] = m[h] + x
-					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-						s[p*c.g+h] = x
-					}
-				}
-			}
-			got, want := append([]float32(nil), s...), append([]float32(nil), s...)
-			gs, ws := make([]float64, c.g), make([]float64, c.g)
-			attnExp(got, c.g, m, gs)
-			attnExpGo(want, c.g, m, ws)
-			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("position %d head %d: x = %g: e = %g (%#x), scalar gives %g (%#x)",
-						i/c.g, i%c.g, s[i]-m[i%c.g], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-				}
-			}
-			for h := range gs {
-				if math.Float64bits(gs[h]) != math.Float64bits(ws[h]) {
-					t.Fatalf("head %d: sum %g, scalar %g", h, gs[h], ws[h])
-				}
-			}
-		})
+		}
+	}
+	got, want := append([]float32(nil), s...), append([]float32(nil), s...)
+	gs, ws := make([]float64, g), make([]float64, g)
+	attnExp(got, g, m, gs)
+	attnExpGo(want, g, m, ws)
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("position %d head %d: x = %g: e = %g (%#x), scalar gives %g (%#x)",
+				i/g, i%g, s[i]-m[i%g], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+	for h := range gs {
+		if math.Float64bits(gs[h]) != math.Float64bits(ws[h]) {
+			t.Fatalf("head %d: sum %g, scalar %g", h, gs[h], ws[h])
+		}
 	}
 }
 
