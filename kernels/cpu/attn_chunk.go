@@ -30,7 +30,10 @@ package cpu
 // token-major) is a suffix of the lanes, so the softmax and V passes treat
 // such a row as one call over that suffix. Scores of the rows a lane does
 // not attend to are computed (the vector kernel does all lanes) but never
-// read.
+// read. A tile's lanes are padded to a multiple of 16 (attnTileLanes):
+// the padding lanes have zero queries, attend to every row and are
+// dropped, so that groups of 3, 5, 6 or 7 heads (tiles of 28 or 30 lanes)
+// also run the vector helpers.
 
 // attnChunkLanes is the number of (token, head) lanes a tile aims at:
 // four 8-lane vectors of scores per K row.
@@ -42,11 +45,17 @@ const attnChunkLanes = 32
 // this many tokens.
 func AttnChunkTokens(g int) int { return max(1, attnChunkLanes/max(g, 1)) }
 
+// attnTileLanes is the lane count a tile of L (token, head) pairs computes:
+// L rounded up to a multiple of 16, the lanes past L padding (zero
+// queries, results dropped), so that every helper runs on whole vectors
+// (16-lane AVX-512, 8-lane AVX2; the exponentials need a multiple of 4).
+func attnTileLanes(L int) int { return (L + 15) &^ 15 }
+
 // AttnChunkScratch is the scratch length AttendChunk needs for groups of g
 // query heads of dimension d when its last token attends to n positions
 // (n = p0+T).
 func AttnChunkScratch(g, n, d int) int {
-	l := AttnChunkTokens(g) * g
+	l := attnTileLanes(AttnChunkTokens(g) * g)
 	return l*n + attnBlockRows(d)*d + 2*l*d + d*attnPad(l) + l
 }
 
@@ -77,7 +86,7 @@ func AttendChunk(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0
 // token t attends to n0+t positions; q, out: [nt][qd] with the head's g
 // query heads at column h·g·d.
 func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int32, n0 int, scale float32, scratch []float32) {
-	L := nt * g                // lanes: lane t·g+j is query head j of token t
+	L := attnTileLanes(nt * g) // lanes: lane t·g+j is query head j of token t, then padding
 	nmax := n0 + nt - 1        // rows the last token attends to
 	scores := scratch[:L*nmax] // [nmax][L]
 	o := L * nmax
@@ -102,6 +111,7 @@ func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int3
 	for t := 0; t < nt; t++ {
 		copy(qg[t*g*d:(t+1)*g*d], q[t*qd+h*g*d:t*qd+(h+1)*g*d])
 	}
+	clear(qg[nt*g*d:]) // padding lanes: zero queries, scores 0, finite
 	attnTransposeQ(qt, qg, L, d)
 	off := h * d
 
@@ -155,7 +165,7 @@ func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int3
 			attnAxpyBlock(acc[l0*d:], blk[r*d:(r+1)*d], scores[p*L+l0:(p+1)*L], 1, L-l0, d, d)
 		}
 	}
-	for l := 0; l < L; l++ {
+	for l := 0; l < nt*g; l++ { // the real lanes
 		t, j := l/g, l%g
 		inv := float32(1 / sums[l])
 		dst := out[t*qd+(h*g+j)*d : t*qd+(h*g+j+1)*d]

@@ -12,14 +12,21 @@ import (
 // heads of 4 query heads, head dimension 64, F16 pages of 16 rows):
 // "tokens" calls AttendHeads once per token (what model/llama did before
 // AttendChunk), "chunk" calls AttendChunk once per tile of
-// AttnChunkTokens(g) tokens (what it does now). Both give the same bits
-// (TestAttendChunkMatchesAttendHeads). GFLOP/s counts 4·d flops per
-// (query head, attended position): q·k and the weighted V sum.
+// AttnChunkTokens(g) tokens (what it does now), "chunk-avx2" the same
+// with the AVX2 helpers where the AVX-512 ones run (attnZOn off). All
+// give the same bits (TestAttendChunkMatchesAttendHeads). Group sizes 1
+// to 8 with head dimension 64, and g = 1, 4 with 128 (Llama-3-8B's
+// heads). GFLOP/s counts 4·d flops per (query head, attended position):
+// q·k and the weighted V sum.
 //
 //	go test ./kernels/cpu -run '^$' -bench AttendChunk -benchtime 3x
 func BenchmarkAttendChunk(b *testing.B) {
-	const kvh, d, page, T = 4, 64, 16, 512
-	for _, c := range []struct{ g, p0 int }{{4, 1024}, {4, 0}, {8, 1024}, {8, 0}, {2, 1024}, {7, 1024}, {7, 0}, {6, 1024}, {5, 1024}, {1, 1024}, {3, 1024}, {3, 0}} {
+	const kvh, page, T = 4, 16, 512
+	for _, c := range []struct{ g, p0, d int }{
+		{4, 1024, 64}, {4, 0, 64}, {8, 1024, 64}, {8, 0, 64}, {2, 1024, 64}, {7, 1024, 64}, {7, 0, 64}, {6, 1024, 64}, {5, 1024, 64},
+		{1, 1024, 64}, {3, 1024, 64}, {3, 0, 64}, {4, 1024, 128}, {1, 1024, 128},
+	} {
+		d := c.d
 		n := c.p0 + T
 		r := rand.New(rand.NewPCG(7, 7))
 		k, table, _ := pagedStore(r, n, page, kvh*d, true)
@@ -32,8 +39,17 @@ func BenchmarkAttendChunk(b *testing.B) {
 		for t := 0; t < T; t++ {
 			flops += float64(4 * d * kvh * c.g * (c.p0 + t + 1))
 		}
-		for _, mode := range []string{"tokens", "chunk"} {
-			b.Run(fmt.Sprintf("g%d_p%d/%s", c.g, c.p0, mode), func(b *testing.B) {
+		for _, mode := range []string{"tokens", "chunk", "chunk-avx2"} {
+			if mode == "chunk-avx2" && !attnZOn {
+				continue
+			}
+			name := fmt.Sprintf("g%d_p%d", c.g, c.p0)
+			if d != 64 {
+				name += fmt.Sprintf("_d%d", d)
+			}
+			b.Run(name+"/"+mode, func(b *testing.B) {
+				defer func(on bool) { attnZOn = on }(attnZOn)
+				attnZOn = mode != "chunk-avx2"
 				for range b.N {
 					if mode == "tokens" {
 						for t := 0; t < T; t++ {

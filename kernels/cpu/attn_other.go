@@ -31,6 +31,3 @@ func attnZScratch(kvh, g, n, d int) int  { return 0 }
 func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
 	panic("cpu: attendGroupsZ without amd64")
 }
-
-// AttnTokensFaster: AttendChunk's tiles are the faster path here.
-func AttnTokensFaster(g, d int, k, v KVRows) bool { return false }

@@ -176,20 +176,6 @@ func attnZOk(g, d int, k, v KVRows) bool {
 	return k.PageSize%p == 0 && v.PageSize%p == 0
 }
 
-// AttnTokensFaster reports whether, for g query heads per KV head of
-// dimension d over the stores k and v, AttendHeads token by token is
-// faster than AttendChunk's tiles on this CPU, so that a prefill chunk
-// (or a run of draft tokens being verified) should not be tiled. It is
-// the AVX-512 path at g = 3 and 5 to 8 (BenchmarkAttendChunk, one layer of
-// a 512-token chunk, at positions 0 / 1024: g = 8 1.4x / 1.6x, g = 7
-// 2.0x / 2.3x, g = 6 and 5 4.1x and 3.3x at 1024, g = 3 1.4x / 1.5x;
-// AttendChunk reads each K/V block once per tile, but its lanes are
-// AVX2's eight). At g = 1, 2 and 4 the tiles stay faster (4.0x at g = 1,
-// 2.1x and 1.5x). The bits are the same either way.
-func AttnTokensFaster(g, d int, k, v KVRows) bool {
-	return (g == 3 || attnZGroup(g) == 8) && attnZOk(g, d, k, v)
-}
-
 // pfSpan is a prefetch spread over a kernel's loop (PF2 in the
 // kernels): lines 64-byte lines, two per step, a step's pair at
 // first + k·step.

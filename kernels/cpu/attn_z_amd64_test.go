@@ -221,32 +221,3 @@ func TestAttendZNoAllocs(t *testing.T) {
 		}
 	}
 }
-
-// TestAttnTokensFaster: token by token where BenchmarkAttendChunk found
-// it faster (g = 3 and 5 to 8 over F16 pages), tiles otherwise (g = 1, 2,
-// 4, F32 stores, the AVX-512 path off).
-func TestAttnTokensFaster(t *testing.T) {
-	if !hasAVX512F16 {
-		t.Skip("no AVX-512 on this CPU")
-	}
-	defer func(z bool) { attnZOn = z }(attnZOn)
-	attnZOn = true
-	r := rand.New(rand.NewPCG(21, 22))
-	k16, table, _ := pagedStore(r, 40, 16, 4*128, true)
-	v16, _ := sameTable(r, k16, table, 40, true)
-	k32, table32, _ := pagedStore(r, 40, 16, 4*128, false)
-	v32, _ := sameTable(r, k32, table32, 40, false)
-	for g := 1; g <= 9; g++ {
-		want := g == 3 || g >= 5 && g <= 8
-		if got := AttnTokensFaster(g, 128, k16, v16); got != want {
-			t.Errorf("g %d F16: %v, want %v", g, got, want)
-		}
-		if AttnTokensFaster(g, 128, k32, v32) {
-			t.Errorf("g %d F32: token by token", g)
-		}
-	}
-	attnZOn = false
-	if AttnTokensFaster(8, 128, k16, v16) {
-		t.Error("token by token with the AVX-512 path off")
-	}
-}

@@ -163,9 +163,8 @@ type attnItem struct{ i, n int32 }
 // planAttn fills f.attnItems for the call in progress: runs of at least
 // two consecutive tokens of one sequence at consecutive positions, all on
 // the cpu.Attend path (not GGML mode, positions from f16AttnPositions on),
-// cut into tiles of cpu.AttnChunkTokens tokens in position order (one
-// token per tile where cpu.AttnTokensFaster); every other token an item
-// of its own. Decode tokens (one per sequence) keep
+// cut into tiles of cpu.AttnChunkTokens tokens in position order; every
+// other token an item of its own. Decode tokens (one per sequence) keep
 // the per-token path. When there are tiles it grows the slots' scratch to
 // cpu.AttnChunkScratch (ensure sizes it for the per-token kernels only).
 func (f *forward) planAttn() {
@@ -177,9 +176,6 @@ func (f *forward) planAttn() {
 	c := &m.cfg
 	g := c.Heads / c.KVHeads
 	tile := cpu.AttnChunkTokens(g)
-	if l := f.kv.k; len(l) > 0 && cpu.AttnTokensFaster(g, c.HeadDim, l[0], f.kv.v[0]) {
-		tile = 1 // each token its own item (attendToken)
-	}
 	chunk := func(i int) bool { return m.ggml == nil && b.Pos[i] >= f16AttnPositions }
 	maxN := 0 // positions the last token of a tile attends to, at most
 	for i := 0; i < f.t; {
