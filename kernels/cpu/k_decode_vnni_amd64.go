@@ -54,7 +54,9 @@ func kzGemv(t ggml.Type, grp []byte, qs []int8, d []float32, bsums []int16, out 
 	case ggml.TypeQ6_K:
 		f = gemv16Q6_KP
 	}
-	_ = grp[ng*nb*16*kzLayouts[t].bb-1]
+	// The type's super-block bytes from ggml's table, not kzLayouts (a
+	// map lookup once per token and work item).
+	_ = grp[ng*nb*16*t.BlockBytes()-1]
 	_ = qs[qkK*nb-1]
 	_ = bsums[16*nb-1]
 	_ = out[16*ng-1]
@@ -72,7 +74,7 @@ func q6kzGemvFew(grp []byte, n int, qs []int8, d []float32, bsums []int16, out [
 		return
 	}
 	cols := qkK * nb
-	_ = grp[ng*nb*16*kzLayouts[ggml.TypeQ6_K].bb-1]
+	_ = grp[ng*nb*16*ggml.TypeQ6_K.BlockBytes()-1]
 	_ = qs[n*cols-1]
 	_ = bsums[n*cols/16-1]
 	_ = out[(n-1)*ostride+16*ng-1]

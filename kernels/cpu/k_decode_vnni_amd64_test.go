@@ -365,3 +365,13 @@ func benchKZMatMul(b *testing.B, pool *Pool, typ ggml.Type) {
 		}
 	}
 }
+
+// TestKZGemvBlockBytes: the super-block size of each layout (kzLayouts'
+// bb) is its type's (kzGemv's bounds use the type's).
+func TestKZGemvBlockBytes(t *testing.T) {
+	for typ, l := range kzLayouts {
+		if l.bb != typ.BlockBytes() {
+			t.Fatalf("%s: layout bb %d, type block %d", typ, l.bb, typ.BlockBytes())
+		}
+	}
+}
