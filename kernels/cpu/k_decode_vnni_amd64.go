@@ -43,24 +43,30 @@ func kzGemv(t ggml.Type, grp []byte, qs []int8, d []float32, bsums []int16, out 
 	if ng == 0 || nb == 0 {
 		return
 	}
-	f := gemv16Q4_KP
-	switch t {
-	case ggml.TypeQ2_K:
-		f = gemv16Q2_KP
-	case ggml.TypeQ3_K:
-		f = gemv16Q3_KP
-	case ggml.TypeQ5_K:
-		f = gemv16Q5_KP
-	case ggml.TypeQ6_K:
-		f = gemv16Q6_KP
-	}
-	// The type's super-block bytes from ggml's table, not kzLayouts (a
-	// map lookup once per token and work item).
-	_ = grp[ng*nb*16*t.BlockBytes()-1]
+	f, bb := kzKernel(t)
+	_ = grp[ng*nb*16*bb-1]
 	_ = qs[qkK*nb-1]
 	_ = bsums[16*nb-1]
 	_ = out[16*ng-1]
 	f(&grp[0], ng, &qs[0], &d[0], &bsums[0], nb, pf, &out[0])
+}
+
+// kzKernel returns the one-token kernel of K-quant type t and its
+// super-block bytes (a switch: kzGemv runs once per token and work item,
+// where a map lookup or a copy of ggml's type entry showed in profiles;
+// TestKZKernel checks the sizes against ggml's).
+func kzKernel(t ggml.Type) (func(grp *byte, ngroups int, qs *int8, d *float32, bsums *int16, nb, pf int, out *float32), int) {
+	switch t {
+	case ggml.TypeQ2_K:
+		return gemv16Q2_KP, 84
+	case ggml.TypeQ3_K:
+		return gemv16Q3_KP, 110
+	case ggml.TypeQ5_K:
+		return gemv16Q5_KP, 176
+	case ggml.TypeQ6_K:
+		return gemv16Q6_KP, 210
+	}
+	return gemv16Q4_KP, 144
 }
 
 // q6kzGemvFew is kzGemv for Q6_K and n = 2 to 4 consecutive tokens, each
@@ -74,7 +80,7 @@ func q6kzGemvFew(grp []byte, n int, qs []int8, d []float32, bsums []int16, out [
 		return
 	}
 	cols := qkK * nb
-	_ = grp[ng*nb*16*ggml.TypeQ6_K.BlockBytes()-1]
+	_ = grp[ng*nb*16*210-1] // Q6_K super-blocks (TestKZKernel)
 	_ = qs[n*cols-1]
 	_ = bsums[n*cols/16-1]
 	_ = out[(n-1)*ostride+16*ng-1]

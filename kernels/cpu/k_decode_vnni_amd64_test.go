@@ -366,12 +366,15 @@ func benchKZMatMul(b *testing.B, pool *Pool, typ ggml.Type) {
 	}
 }
 
-// TestKZGemvBlockBytes: the super-block size of each layout (kzLayouts'
-// bb) is its type's (kzGemv's bounds use the type's).
-func TestKZGemvBlockBytes(t *testing.T) {
+// TestKZKernel: kzKernel's super-block sizes (kzGemv's bounds) are each
+// type's, and so are the layouts'.
+func TestKZKernel(t *testing.T) {
 	for typ, l := range kzLayouts {
-		if l.bb != typ.BlockBytes() {
-			t.Fatalf("%s: layout bb %d, type block %d", typ, l.bb, typ.BlockBytes())
+		if _, bb := kzKernel(typ); bb != typ.BlockBytes() || l.bb != bb {
+			t.Fatalf("%s: kzKernel %d, layout %d, type block %d", typ, bb, l.bb, typ.BlockBytes())
 		}
+	}
+	if ggml.TypeQ6_K.BlockBytes() != 210 {
+		t.Fatal("q6kzGemvFew's Q6_K block size")
 	}
 }
