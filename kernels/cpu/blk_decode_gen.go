@@ -1,9 +1,10 @@
 //go:build ignore
 
-// blk_decode_gen.go writes the decode-layout kernels of the blocked
-// types (go run blk_decode_gen.go): q4_0_decode_few_vnni_amd64.s (Q4_0,
-// two to eight tokens; its one-token kernel is q4_0_decode_vnni_amd64.s)
-// and q8_0_decode_vnni_amd64.s (Q8_0, one to eight tokens).
+// blk_decode_gen.go writes the decode-layout kernels of the 32-element
+// block types (go run blk_decode_gen.go): q4_0_decode_few_vnni_amd64.s
+// (Q4_0, two to eight tokens; its one-token kernel is
+// q4_0_decode_vnni_amd64.s), q8_0_decode_vnni_amd64.s (Q8_0, one to
+// eight tokens) and q5_0_decode_vnni_amd64.s (Q5_0, one and two).
 package main
 
 import (
@@ -160,6 +161,145 @@ func kernel(l layout, T int) {
 	b.I("RET")
 }
 
+// q5Kernel writes gemv16Q5_0P (T = 1) or gemv16Q5_0PT2 (T = 2) on the
+// Q5_0 decode layout (q5_0_decode.go).
+//
+// Registers: Z0-Z7 the block's unsigned values u = w+16 (Z(k): elements
+// 4k..4k+3, Z(4+k): 16+4k..), Z8 the rows' scales, Z9 the permuted fifth
+// bits while unpacking, then (and Z10) token t's d·dy, Z11+8t+k token t's
+// lane k, Z27 / Z28 integer lanes in turn, Z29 0x0f bytes, Z30 0x10
+// bytes, Z31 the shuffled fifth bits; DI, DX, BX token 0's activations,
+// d and corrections (q5zCorrections), AX, R10, R13 token 1's.
+func q5Kernel(T int) {
+	const block = 352
+	name := "gemv16Q5_0P"
+	arg := map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "d": 24, "corr": 32, "nb": 40, "pf": 48, "out": 56}
+	frame := 64
+	if T == 2 {
+		name = "gemv16Q5_0PT2"
+		arg = map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "qstride": 24, "d": 32, "corr": 40, "dstride": 48, "nb": 56, "pf": 64, "out": 72, "ostride": 80}
+		frame = 88
+		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, qstride int, d *float32, corr *int32, dstride, nb, pf int, out *float32, ostride int)\n", name)
+		fmt.Fprintf(&b, "// gemv16Q5_0P for two tokens: token 1's activations at qs + qstride,\n// its d at d + dstride and corrections at corr + 8·dstride, its results at\n// out + ostride (bytes).\n")
+	} else {
+		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, d *float32, corr *int32, nb, pf int, out *float32)\n", name)
+		fmt.Fprintf(&b, "// ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.\n")
+	}
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-%d\n", name, frame)
+	b.I("MOVQ grp+%d(FP), SI", arg["grp"])
+	b.I("MOVQ pf+%d(FP), R14", arg["pf"])
+	b.I("ADDQ SI, R14")
+	b.I("MOVL $0x0f0f0f0f, DX")
+	b.I("VPBROADCASTD DX, Z29")
+	b.I("MOVL $0x10101010, DX")
+	b.I("VPBROADCASTD DX, Z30")
+	fmt.Fprintf(&b, "\ngroup:\n")
+	b.I("MOVQ qs+%d(FP), DI", arg["qs"])
+	b.I("MOVQ d+%d(FP), DX", arg["d"])
+	b.I("MOVQ corr+%d(FP), BX", arg["corr"])
+	if T == 2 {
+		b.I("MOVQ qstride+%d(FP), AX", arg["qstride"])
+		b.I("ADDQ DI, AX")
+		b.I("MOVQ dstride+%d(FP), R10", arg["dstride"])
+		b.I("LEAQ (BX)(R10*8), R13")
+		b.I("ADDQ DX, R10")
+	}
+	b.I("MOVQ nb+%d(FP), CX", arg["nb"])
+	for z := 11; z < 11+8*T; z++ {
+		b.I("VPXORD Z%d, Z%d, Z%d", z, z, z)
+	}
+	fmt.Fprintf(&b, "\nblock:\n")
+	b.I("VCVTPH2PS (SI), Z8")
+	b.I("VMOVDQU32 32(SI), Z9")
+	for o := 0; o < block; o += 64 {
+		b.I("PREFETCHT0 %d(R14)", o)
+	}
+	for k := 0; k < 4; k++ {
+		b.I("VMOVDQU32 %d(SI), Z27", 96+64*k)
+		b.I("VPANDD Z29, Z27, Z%d", k)
+		b.I("VPSRLD $4, Z27, Z27")
+		b.I("VPANDD Z29, Z27, Z%d", 4+k)
+		// Byte k of each row's fifth bits into all four bytes of its
+		// dword; bit j (low values) or 4+j (high) of byte j selects +16.
+		b.I("VPSHUFB q5zsel<>+%d(SB), Z9, Z31", 64*k)
+		b.I("VPTESTMB q5zbitlo<>(SB), Z31, K1")
+		b.I("VPTESTMB q5zbithi<>(SB), Z31, K2")
+		b.I("VPADDB Z30, Z%d, K1, Z%d", k, k)
+		b.I("VPADDB Z30, Z%d, K2, Z%d", 4+k, 4+k)
+	}
+	qs := []string{"DI", "AX"}
+	ds := []string{"DX", "R10"}
+	cs := []string{"BX", "R13"}
+	for t := 0; t < T; t++ {
+		m := 9 + t
+		b.I("VMULPS.BCST (%s), Z8, Z%d", ds[t], m)
+		for k := 0; k < 8; k++ {
+			i := 27 + k%2
+			// Lane k: −16·Σa, plus Σ u·a of elements 4k..4k+3 (activation
+			// bytes 4k..4k+3 for both halves), then dotQ5_0AVX2's FMA.
+			b.I("VPBROADCASTD %d(%s), Z%d", 4*k, cs[t], i)
+			b.I("VPDPBUSD.BCST %d(%s), Z%d, Z%d", 4*k, qs[t], k, i)
+			b.I("VCVTDQ2PS Z%d, Z%d", i, i)
+			b.I("VFMADD231PS Z%d, Z%d, Z%d", i, m, 11+8*t+k)
+		}
+	}
+	b.I("ADDQ $%d, SI", block)
+	b.I("ADDQ $%d, R14", block)
+	for t := 0; t < T; t++ {
+		b.I("ADDQ $32, %s", qs[t])
+		b.I("ADDQ $4, %s", ds[t])
+		b.I("ADDQ $32, %s", cs[t])
+	}
+	b.I("DECQ CX")
+	b.I("JNZ block")
+	b.WriteString("\n")
+	b.I("MOVQ out+%d(FP), AX", arg["out"])
+	for t := 0; t < T; t++ {
+		b.HSum8(11 + 8*t)
+		if t == 0 {
+			b.I("VMOVUPS Z11, (AX)")
+		} else {
+			b.I("MOVQ ostride+%d(FP), R13", arg["ostride"])
+			b.I("VMOVUPS Z%d, (AX)(R13*1)", 11+8*t)
+		}
+	}
+	b.I("ADDQ $64, out+%d(FP)", arg["out"])
+	b.I("DECQ ngroups+%d(FP)", arg["ngroups"])
+	b.I("JNZ group")
+	b.I("VZEROUPPER")
+	b.I("RET")
+}
+
+// q5Consts writes the Q5_0 kernels' tables: q5zsel (four 64-byte VPSHUFB
+// controls, k = 0..3: every byte of a dword takes the dword's byte k) and
+// the bit masks q5zbitlo / q5zbithi (byte j of a dword: 1<<j, 0x10<<j).
+func q5Consts() {
+	for k := 0; k < 4; k++ {
+		for o := 0; o < 64; o += 8 {
+			var v uint64
+			for j := 0; j < 8; j++ {
+				p := (o + j) % 16
+				v |= uint64(p/4*4+k) << (8 * j)
+			}
+			fmt.Fprintf(&b, "DATA q5zsel<>+%d(SB)/8, $0x%016x\n", 64*k+o, v)
+		}
+	}
+	b.WriteString("GLOBL q5zsel<>(SB), RODATA|NOPTR, $256\n")
+	for _, c := range []struct {
+		name string
+		base uint64
+	}{{"q5zbitlo", 0x01}, {"q5zbithi", 0x10}} {
+		for o := 0; o < 64; o += 8 {
+			var v uint64
+			for j := 0; j < 8; j++ {
+				v |= c.base << (j % 4) << (8 * j)
+			}
+			fmt.Fprintf(&b, "DATA %s<>+%d(SB)/8, $0x%016x\n", c.name, o, v)
+		}
+		fmt.Fprintf(&b, "GLOBL %s<>(SB), RODATA|NOPTR, $64\n", c.name)
+	}
+}
+
 func main() {
 	save := func(name, head string, l layout, from int) {
 		b.Reset()
@@ -208,4 +348,25 @@ func main() {
 
 #include "textflag.h"
 `, q8, 1)
+	b.Reset()
+	b.WriteString(`// Code generated by blk_decode_gen.go; DO NOT EDIT.
+
+// Q5_0 decode kernels on the decode layout (q5_0_decode.go) for one and
+// two tokens: per block the 16 rows' values are built once (nibbles, and
+// the fifth bits by a shuffle, a bit test and a masked add of 16), then
+// per token and lane k (elements 4k..4k+3, as in dotQ5_0AVX2) the exact
+// integer sum, its conversion and one FMA with d·dy; the eight lanes of a
+// row are summed in HSUM8's order. Every result is bitwise
+// dotQ5_0AVX2's (TestQ5ZGemv).
+
+#include "textflag.h"
+
+`)
+	q5Consts()
+	q5Kernel(1)
+	q5Kernel(2)
+	if err := b.Save("q5_0_decode_vnni_amd64.s"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }

@@ -82,17 +82,6 @@ func nextSuper(size int, label string) {
 	b.I("JNZ %s", label)
 }
 
-// hsum8 sums the eight lane vectors Z(z)..Z(z+7) into Z(z) in HSUM8's
-// order per row: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
-func hsum8(z int) {
-	for k := 0; k < 4; k++ {
-		b.I("VADDPS Z%d, Z%d, Z%d", z+4+k, z+k, z+k)
-	}
-	b.I("VADDPS Z%d, Z%d, Z%d", z+2, z, z)
-	b.I("VADDPS Z%d, Z%d, Z%d", z+3, z+1, z+1)
-	b.I("VADDPS Z%d, Z%d, Z%d", z+1, z, z)
-}
-
 // q5Step is one (chunk c, dword k) step of gemv16Q5_KP: Q5KPAIR's
 // values, nibble | (bit 2c or 2c+1 of qh byte l) << 4 (0..31: pair sums
 // at most 2·31·128), into lane k as in gemv16Q4_KP.
@@ -290,7 +279,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-64
 	// HSUM8's order per row for the d lanes; the dmin lanes 4-7 are
 	// zeros, so their sum is (m0+m2)+(m1+m3) (m+0 = m: the accumulators
 	// are never -0).
-	hsum8(8)
+	b.HSum8(8)
 	b.I("VADDPS Z18, Z16, Z16")
 	b.I("VADDPS Z19, Z17, Z17")
 	b.I("VADDPS Z17, Z16, Z16")
@@ -388,8 +377,8 @@ TEXT ·gemv16Q2_KP(SB), NOSPLIT, $0-64
 	dLanes(fmt.Sprintf("%d(SI)", q2D), 25)
 	nextSuper(q2Block, "q2super")
 	// HSUM8's order per row for both sets of lanes, then their difference.
-	hsum8(8)
-	hsum8(16)
+	b.HSum8(8)
+	b.HSum8(16)
 	b.I("VSUBPS Z16, Z8, Z8")
 	b.I("VMOVUPS Z8, (AX)")
 	b.I("ADDQ $64, AX")
@@ -505,7 +494,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-64
 	dLanes("(R9)", 19)
 	b.I("ADDQ $32, R9")
 	nextSuper(data, lbl+"super")
-	hsum8(8)
+	b.HSum8(8)
 	b.I("VMOVUPS Z8, (AX)")
 	b.I("MOVQ R9, SI") // the next group follows this one's d
 	b.I("ADDQ $64, AX")

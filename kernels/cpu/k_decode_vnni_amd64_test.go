@@ -20,7 +20,7 @@ func TestKZPackRoundTrip(t *testing.T) {
 	for _, typ := range kzTypes {
 		testPackRoundTrip(t, rng, typ, PackDecodeLayout, []struct{ rows, cols int }{{16, 256}, {37, 512}, {64, 2048}, {50, 768}})
 	}
-	for _, typ := range []ggml.Type{ggml.TypeQ5_0, ggml.TypeF16} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_1, ggml.TypeF16} {
 		m := randomMatrix(t, rng, typ, 32, 256)
 		if _, ok := PackDecodeLayout(m, make([]byte, len(m.Data))); ok {
 			t.Fatalf("%s matrix packed", typ)

@@ -15,3 +15,7 @@ func kzGemv(t ggml.Type, grp []byte, qs []int8, d []float32, bsums []int16, out 
 func (p *Pool) tileKZ(op *opPlan, r0, r1, t0, t1 int) {
 	panic("cpu: no K-quant decode-layout kernels on this architecture")
 }
+
+func (p *Pool) tileQ5Z(op *opPlan, r0, r1, t0, t1 int) {
+	panic("cpu: no Q5_0 decode-layout kernels on this architecture")
+}

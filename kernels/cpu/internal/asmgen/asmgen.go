@@ -29,3 +29,16 @@ func TokAddr(base [2]string, one, three string, t, off int) string {
 	idx := [...]string{"", "(" + one + "*1)", "(" + one + "*2)", "(" + three + "*1)"}[t%4]
 	return fmt.Sprintf("%d(%s)%s", off, base[t/4], idx)
 }
+
+// HSum8 sums the eight 16-lane vectors Z(z)..Z(z+7) into Z(z) in the
+// order HSUM8 (dot_amd64.s) sums the eight lanes of one row in the AVX2
+// kernels: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), lane k of a row being
+// vector k here, so each of the 16 rows gets the AVX2 kernel's bits.
+func (f *File) HSum8(z int) {
+	for k := 0; k < 4; k++ {
+		f.I("VADDPS Z%d, Z%d, Z%d", z+4+k, z+k, z+k)
+	}
+	f.I("VADDPS Z%d, Z%d, Z%d", z+2, z, z)
+	f.I("VADDPS Z%d, Z%d, Z%d", z+3, z+1, z+1)
+	f.I("VADDPS Z%d, Z%d, Z%d", z+1, z, z)
+}

@@ -22,3 +22,15 @@ func TestFileI(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestHSum8: the lane vectors are summed pairwise as HSUM8 does: 0+4,
+// 1+5, 2+6, 3+7, then (0+2), (1+3), then the two.
+func TestHSum8(t *testing.T) {
+	var f File
+	f.HSum8(8)
+	want := "\tVADDPS Z12, Z8, Z8\n\tVADDPS Z13, Z9, Z9\n\tVADDPS Z14, Z10, Z10\n\tVADDPS Z15, Z11, Z11\n" +
+		"\tVADDPS Z10, Z8, Z8\n\tVADDPS Z11, Z9, Z9\n\tVADDPS Z9, Z8, Z8\n"
+	if got := f.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

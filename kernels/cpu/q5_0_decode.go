@@ -1,0 +1,112 @@
+package cpu
+
+import (
+	"encoding/binary"
+
+	"oengine/ggml"
+)
+
+// The Q5_0 decode layout ("q5z"). A Q5_0 block (22 bytes) is the F16
+// scale d, 32 fifth bits qh (bit j for element j) and 16 nibble bytes qs
+// (low nibbles elements 0-15, high nibbles 16-31); element j is
+// ((nibble) | (qh bit j) << 4) − 16. Before this layout Q5_0 had no
+// many-row kernel: one AVX2 dot per row read its weights at about a
+// quarter of the memory bandwidth. PackQ5_0Decode rewrites whole groups
+// of 16 rows once, at load, so that block b of group g is 352 contiguous
+// bytes:
+//
+//	[0, 32)               the 16 rows' F16 scales, row order
+//	[32, 96)              the rows' fifth bits, one dword a row, permuted:
+//	                      byte k holds qh bits 4k..4k+3 (low four bits)
+//	                      and 16+4k..16+4k+3 (high four), k = 0..3
+//	[96+64k, 96+64(k+1))  nibble dword k (qs bytes 4k..4k+3) of rows
+//	                      0..15, k = 0..3
+//
+// at byte offset g·16·rb + 352·b. With byte k of the fifth bits next to
+// nibble dword k, the kernels (gemv16Q5_0P, gemv16Q5_0PT2) build the
+// values of elements 4k..4k+3 and 16+4k.. of 16 rows with a shuffle, two
+// bit tests and two masked adds, then compute the AVX2 kernel's
+// arithmetic (dotQ5_0AVX2): lane k of a row is the exact sum over
+// elements 4k..4k+3 of (q−16)·a, converted and accumulated by one FMA
+// with d·dy per block, the eight lanes summed as HSUM8 at the end; here
+// lane k of the row-major kernel is vector k and row r is lane r, so
+// every result is the AVX2 kernel's bits (TestQ5ZGemv).
+
+// q5zBlock is the size of one block of 16 rows in the decode layout.
+const q5zBlock = 16 * 22
+
+// PackQ5_0Decode writes m in the Q5_0 decode layout into dst, as
+// PackQ4_0Decode does for Q4_0: m and false when the layout does not
+// apply (not Q5_0, fewer than 16 rows, or no AVX-512 VNNI kernels).
+func PackQ5_0Decode(m Matrix, dst []byte) (Matrix, bool) {
+	if m.Type != ggml.TypeQ5_0 || !q4zActive() {
+		return m, false
+	}
+	return packGroups(m, dst, func(dst, rows []byte, rb int) { q5zPackGroup(dst, rows, rb, m.Cols/qk) })
+}
+
+// q5zPermute moves qh bits 4k..4k+3 to bits 8k..8k+3 and bits
+// 16+4k..16+4k+3 to bits 8k+4..8k+7 (k = 0..3); q5zUnpermute undoes it.
+func q5zPermute(qh uint32) uint32 {
+	var p uint32
+	for k := 0; k < 4; k++ {
+		p |= (qh>>(4*k)&15 | (qh>>(16+4*k)&15)<<4) << (8 * k)
+	}
+	return p
+}
+
+func q5zUnpermute(p uint32) uint32 {
+	var qh uint32
+	for k := 0; k < 4; k++ {
+		b := p >> (8 * k) & 0xff
+		qh |= (b&15)<<(4*k) | (b>>4)<<(16+4*k)
+	}
+	return qh
+}
+
+// q5zPackGroup writes 16 row-major rows (rb bytes apart, nb blocks) as one
+// decode-layout group into dst.
+func q5zPackGroup(dst, rows []byte, rb, nb int) {
+	_ = dst[nb*q5zBlock-1]
+	_ = rows[15*rb+nb*22-1]
+	le := binary.LittleEndian
+	for r := 0; r < 16; r++ {
+		row := rows[r*rb : r*rb+nb*22]
+		for b := 0; b < nb; b++ {
+			src := (*[22]byte)(row[b*22:])
+			blk := (*[q5zBlock]byte)(dst[b*q5zBlock:])
+			blk[2*r], blk[2*r+1] = src[0], src[1]
+			le.PutUint32(blk[32+4*r:], q5zPermute(le.Uint32(src[2:])))
+			for k := 0; k < 4; k++ {
+				le.PutUint32(blk[96+64*k+4*r:], le.Uint32(src[6+4*k:]))
+			}
+		}
+	}
+}
+
+// q5zUnpackRow writes row r (0..15) of a decode-layout group as a row-major
+// Q5_0 row into dst (22·nb bytes).
+func q5zUnpackRow(dst, grp []byte, r, nb int) {
+	le := binary.LittleEndian
+	for b := 0; b < nb; b++ {
+		blk := grp[b*q5zBlock : (b+1)*q5zBlock]
+		d := dst[b*22 : b*22+22]
+		d[0], d[1] = blk[2*r], blk[2*r+1]
+		le.PutUint32(d[2:], q5zUnpermute(le.Uint32(blk[32+4*r:])))
+		for k := 0; k < 4; k++ {
+			copy(d[6+4*k:10+4*k], blk[96+64*k+4*r:100+64*k+4*r])
+		}
+	}
+}
+
+// q5zCorrections writes the kernels' per-token constants for one token's
+// Q8_0 activations qs (32·nb): corr[8b+k] = −16·Σ of elements 4k..4k+3 of
+// block b, so that starting lane k from it and adding Σ u·a over those
+// elements (u = w+16, the stored unsigned values) leaves the exact Σ w·a.
+func q5zCorrections(corr []int32, qs []int8) {
+	_ = corr[len(qs)/4-1]
+	for i := range corr[:len(qs)/4] {
+		q := qs[4*i : 4*i+4]
+		corr[i] = -16 * (int32(q[0]) + int32(q[1]) + int32(q[2]) + int32(q[3]))
+	}
+}
