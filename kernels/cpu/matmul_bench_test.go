@@ -211,12 +211,14 @@ func benchMatMulTurns(b *testing.B, pool *Pool, ws []Matrix, n int) {
 // decoders, or of a token verifying drafts) with the kernels for them
 // (few: f16FewOn and, with AVX-512, f16RowsZOn, kquantFewOn, q8FewOn,
 // blkZFewOn, blkZFewMax at its default) and without (off: blkZFewMax 4),
-// for F16 the AVX2 kernels where the AVX-512 ones run (few-avx2) and for
-// Q4_0 the one-token kernel per token (few-pertoken), weights from
-// DRAM: tinyllama-1.1b FFN matrices (5632 × 2048) in turn, 277 MB of F16,
-// 156-227 MB of Q4_K / Q6_K, 294 MB of Q8_0 and 156 MB of Q4_0 (in the
-// decode layout where it applies), on a 2-thread pool. us/mat is the time
-// of one product; n1 (the decode kernels) is the rate the others aim at.
+// for F16 the AVX2 kernels where the AVX-512 ones run (few-avx2), for
+// Q4_0 and Q8_0 the one-token kernel per token (few-pertoken), and for
+// Q4_0, Q5_0 and Q8_0 the same bytes row-major (rowmajor: the path before
+// their decode layouts), weights from DRAM: tinyllama-1.1b FFN matrices
+// (5632 × 2048) in turn, 277 MB of F16, 156-227 MB of Q4_K / Q6_K, 294 MB
+// of Q8_0, 190 MB of Q5_0 and 156 MB of Q4_0 (in the decode layout where
+// it applies), on a 2-thread pool. us/mat is the time of one product; n1
+// (the decode kernels) is the rate the others aim at.
 func BenchmarkMatMulFewTokens(b *testing.B) {
 	defer func(f, k, q, z, q4on bool, q4 int) {
 		f16FewOn, kquantFewOn, q8FewOn, f16RowsZOn, blkZFewOn, blkZFewMax = f, k, q, z, q4on, q4
@@ -227,7 +229,7 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 	for _, c := range []struct {
 		typ ggml.Type
 		nm  int
-	}{{ggml.TypeF16, 12}, {ggml.TypeQ4_K, 24}, {ggml.TypeQ6_K, 24}, {ggml.TypeQ8_0, 24}, {ggml.TypeQ4_0, 24}} {
+	}{{ggml.TypeF16, 12}, {ggml.TypeQ4_K, 24}, {ggml.TypeQ6_K, 24}, {ggml.TypeQ8_0, 24}, {ggml.TypeQ4_0, 24}, {ggml.TypeQ5_0, 24}} {
 		ws := make([]Matrix, c.nm)
 		rm := make([]Matrix, c.nm) // the row-major matrices
 		for i := range ws {
@@ -237,7 +239,7 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 				b.Fatal(err)
 			}
 			ws[i] = rm[i]
-			if c.typ == ggml.TypeQ4_0 || c.typ == ggml.TypeQ8_0 {
+			if c.typ == ggml.TypeQ4_0 || c.typ == ggml.TypeQ8_0 || c.typ == ggml.TypeQ5_0 {
 				// The decode layout, as the model loads it.
 				ws[i], _ = PackDecodeLayout(rm[i], append([]byte(nil), m.Data...))
 			}
@@ -247,10 +249,13 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 				if mode == "few-avx2" && (c.typ != ggml.TypeF16 || !hasAVX512F16) {
 					continue // the AVX2 kernels where the AVX-512 ones run
 				}
-				if (mode == "few-pertoken" || mode == "rowmajor") && (c.typ != ggml.TypeQ4_0 && c.typ != ggml.TypeQ8_0 || !q4zActive()) {
-					continue // the one-token decode-layout kernel per token; the row-major rows (few on)
+				if mode == "few-pertoken" && (c.typ != ggml.TypeQ4_0 && c.typ != ggml.TypeQ8_0 || !q4zActive()) {
+					continue // the one-token decode-layout kernel per token
 				}
-				if n > 11 && c.typ != ggml.TypeQ8_0 {
+				if mode == "rowmajor" && (c.typ != ggml.TypeQ4_0 && c.typ != ggml.TypeQ8_0 && c.typ != ggml.TypeQ5_0 || !q4zActive()) {
+					continue // the row-major rows (few on) against the layout
+				}
+				if n > 11 && c.typ != ggml.TypeQ8_0 && c.typ != ggml.TypeQ5_0 {
 					continue
 				}
 				on := mode != "off"
