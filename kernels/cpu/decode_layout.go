@@ -46,9 +46,16 @@ func (m Matrix) dlRows() int {
 
 // dlRow returns a row-major copy of row r (< m.dlRows()) of m.
 func dlRow(m Matrix, r int) []byte {
+	out := make([]byte, m.rowBytes())
+	dlRowInto(out, m, r)
+	return out
+}
+
+// dlRowInto writes row r (< m.dlRows()) of m row-major into out
+// (m.rowBytes() bytes).
+func dlRowInto(out []byte, m Matrix, r int) {
 	rb := m.rowBytes()
 	g := r / 16
-	out := make([]byte, rb)
 	grp := m.Data[g*16*rb : (g+1)*16*rb]
 	switch l, ok := kzLayouts[m.Type]; {
 	case ok:
@@ -60,7 +67,6 @@ func dlRow(m Matrix, r int) []byte {
 	default:
 		q4zUnpackRow(out, grp, r%16, m.Cols/qk)
 	}
-	return out
 }
 
 // packGroups packs the whole groups of 16 rows of m into dst with pack

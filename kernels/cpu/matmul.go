@@ -54,15 +54,37 @@ func (m Matrix) Row(r int) []byte {
 	return m.Data[r*rb : (r+1)*rb]
 }
 
-// RowF32 decodes row r into dst[:Cols] (embedding lookups). It panics if r
-// is out of range, like a slice index; callers validate token ids first.
-func (m Matrix) RowF32(r int, dst []float32) {
+// RowF32 decodes row r into dst[:Cols] (embedding lookups). A row in a
+// decode layout (a tied output matrix) is first copied row-major into
+// buf, which then needs RowScratch() bytes (with a shorter buf the copy
+// is allocated). It panics if r is out of range, like a slice index;
+// callers validate token ids first.
+func (m Matrix) RowF32(r int, dst []float32, buf []byte) {
 	if r < 0 || r >= m.Rows {
 		panic(fmt.Sprintf("cpu: row %d of a %d-row matrix", r, m.Rows))
 	}
-	if err := Dequantize(m.Type, m.Row(r), dst[:m.Cols]); err != nil {
+	rb := m.rowBytes()
+	row := m.Data[r*rb : (r+1)*rb]
+	if r < m.dlRows() {
+		if len(buf) >= rb {
+			row = buf[:rb]
+			dlRowInto(row, m, r)
+		} else {
+			row = dlRow(m, r)
+		}
+	}
+	if err := Dequantize(m.Type, row, dst[:m.Cols]); err != nil {
 		panic(err) // unreachable for a Matrix built by NewMatrix
 	}
+}
+
+// RowScratch is the buf length RowF32 needs to decode m's rows without
+// allocating: a row's bytes when m has rows in a decode layout, else 0.
+func (m Matrix) RowScratch() int {
+	if m.dl {
+		return m.rowBytes()
+	}
+	return 0
 }
 
 // kernel says how MatMul computes with one weight type.

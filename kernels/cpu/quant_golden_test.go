@@ -94,7 +94,7 @@ func TestDequantizeGolden(t *testing.T) {
 			t.Logf("%d/%d exact", exact, len(got))
 			// RowF32 decodes the same values.
 			row := make([]float32, gd.m.Cols)
-			gd.m.RowF32(gd.m.Rows-1, row)
+			gd.m.RowF32(gd.m.Rows-1, row, nil)
 			for c, v := range row {
 				if v != got[(gd.m.Rows-1)*gd.m.Cols+c] {
 					t.Fatalf("RowF32 col %d: %g vs %g", c, v, got[(gd.m.Rows-1)*gd.m.Cols+c])

@@ -17,8 +17,9 @@ import (
 // private copy (gguf.OpenCopy) has its Q4_0 / Q8_0 / Q4_K linear weights rewritten into
 // their decode layouts where the CPU has the kernels, and computes exactly
 // the logits of the row-major model (mapped file) for a prefill and decode
-// steps; a second Load of the rewritten file is refused; RowMajor keeps
-// the layout; no goroutine outlives the models.
+// steps; a tied output matrix (the token embedding) is packed too and its
+// lookups allocate nothing; a second Load of the rewritten file is
+// refused; RowMajor keeps the layout; no goroutine outlives the models.
 func TestDecodeLayoutBitwise(t *testing.T) {
 	for _, c := range []struct {
 		file   string
@@ -100,6 +101,26 @@ func testDecodeLayoutBitwise(t *testing.T, file string, typ ggml.Type, packed in
 		steps = append(steps, []int32{int32(s * 7 % c.Vocab)})
 	}
 	sameLogits(t, runSteps(t, m, steps), runSteps(t, mRef, steps))
+	if c.TiedOut && m.DecodeLayout() > 0 {
+		// A tied output matrix is packed with the rest; the embedding
+		// lookup copies its rows out into the forward's scratch.
+		if !m.tokEmb.DecodeLayout() {
+			t.Fatal("tied token embedding left row-major")
+		}
+		kv, err := m.NewKV(4, 16, KVF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits := make([]float32, 2*c.Vocab)
+		b := seqBatch([]int32{3, 5}, 0, []int32{0, 1, 2, 3})
+		b.Logits = []int32{0, 1}
+		if err := m.Forward(kv, b, logits); err != nil {
+			t.Fatal(err)
+		}
+		if allocs := testing.AllocsPerRun(5, func() { _ = m.Forward(kv, b, logits) }); allocs != 0 {
+			t.Fatalf("a step over the packed tied embedding allocates %v times", allocs)
+		}
+	}
 }
 
 // runSteps runs the batches of tokens steps one after the other through a

@@ -50,7 +50,7 @@ func (m *Model) Forward(kv *KV, b *Batch, logits []float32) error {
 
 	D, R := c.Dim, c.RopeDims
 	for i, tok := range b.Tokens {
-		m.tokEmb.RowF32(int(tok), f.x[i*D:(i+1)*D])
+		m.tokEmb.RowF32(int(tok), f.x[i*D:(i+1)*D], f.row)
 	}
 	for i, pos := range b.Pos {
 		m.ropeCache(f.cs[i*R:(i+1)*R], pos)

@@ -104,7 +104,7 @@ func (m *Model) dumpForward(kv *KV, b *Batch, logits []float32, dir string) {
 	f.kv, f.b, f.t = kv, b, T
 	D, R := c.Dim, c.RopeDims
 	for i, tok := range b.Tokens {
-		m.tokEmb.RowF32(int(tok), f.x[i*D:(i+1)*D])
+		m.tokEmb.RowF32(int(tok), f.x[i*D:(i+1)*D], f.row)
 	}
 	dumpF32(nil, dir, "embd", f.x[:T*D])
 	for i, pos := range b.Pos {

@@ -16,12 +16,14 @@ type Options struct {
 	// checks against llama.cpp references (ggml_arith.go); slower, and the
 	// attention arithmetic then depends on the batch size.
 	GGMLArithmetic bool
-	// RowMajor keeps Q4_0, Q5_0, Q8_0 and K-quant weights row-major. Otherwise, when
-	// the file's tensor bytes are writable (gguf.OpenCopy) and the CPU has
-	// the AVX-512 VNNI kernels, Load rewrites the Q4_0, Q5_0, Q8_0 and Q2_K-Q6_K linear
-	// weights in place into their decode layouts (cpu.PackDecodeLayout: the
-	// same bytes, 16 rows interleaved per block, read by 16-row kernels as
-	// one stream). Results are bitwise the same either way.
+	// RowMajor keeps Q4_0, Q5_0, Q8_0 and K-quant weights row-major.
+	// Otherwise, when the file's tensor bytes are writable
+	// (gguf.OpenCopy) and the CPU has the AVX-512 VNNI kernels, Load
+	// rewrites the Q4_0, Q5_0, Q8_0 and Q2_K-Q6_K linear weights (a tied
+	// output's token embedding too) in place into their decode layouts
+	// (cpu.PackDecodeLayout: the same bytes, 16 rows interleaved per
+	// block, read by 16-row kernels as one stream). Results are bitwise
+	// the same either way.
 	RowMajor bool
 }
 
@@ -127,9 +129,10 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	return m, nil
 }
 
-// packDecodeLayout rewrites the Q4_0, Q5_0, Q8_0 and Q2_K-Q6_K linear weights (not
-// the token embedding, which is also read by rows) in place into their
-// decode layouts.
+// packDecodeLayout rewrites the Q4_0, Q5_0, Q8_0 and Q2_K-Q6_K linear
+// weights in place into their decode layouts, the output matrix included
+// when it is the token embedding (tied), whose rows the embedding lookup
+// then copies out (cpu.Matrix.RowF32).
 // The caller owns the tensor bytes (gguf.File.ClaimWritable).
 func (m *Model) packDecodeLayout() {
 	ws := m.linearMatrices()
@@ -141,16 +144,15 @@ func (m *Model) packDecodeLayout() {
 			}
 		}
 	})
+	if m.cfg.TiedOut {
+		m.tokEmb = m.out // the same bytes, now in the layout
+	}
 }
 
-// linearMatrices lists the weight matrices used only through MatMul: the
-// layers' projections and the output matrix unless it is the token
-// embedding (which is also read by rows).
+// linearMatrices lists the weight matrices that MatMul reads: the layers'
+// projections and the output matrix (the token embedding when tied).
 func (m *Model) linearMatrices() []*cpu.Matrix {
-	var ws []*cpu.Matrix
-	if !m.cfg.TiedOut {
-		ws = append(ws, &m.out)
-	}
+	ws := []*cpu.Matrix{&m.out}
 	for i := range m.layers {
 		l := &m.layers[i]
 		ws = append(ws, &l.wq, &l.wk, &l.wv, &l.wo, &l.wGate, &l.wUp, &l.wDown)

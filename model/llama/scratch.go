@@ -22,6 +22,7 @@ type forward struct {
 	hb, hb2, cs, xo     []float32
 	attnScratch         [][]float32 // [slots][max(AttnScratch, AttnHeadsScratch, and AttnChunkScratch when a call has tiles)]
 	attnItems           []attnItem  // the attention work items of the call in progress (planAttn)
+	row                 []byte      // a token embedding row copied out of a decode layout (tied output; cpu.Matrix.RowF32)
 	slots               int
 	scale               float32 // 1/sqrt(HeadDim)
 	attnFn              func(lo, hi int)
@@ -69,6 +70,11 @@ func (f *forward) ensure(m *Model, T, nOut, maxN int) {
 	f.hb2 = grow(f.hb2, T*c.FFN)
 	f.cs = grow(f.cs, T*c.RopeDims)
 	f.xo = grow(f.xo, max(nOut, 1)*c.Dim)
+	if n := m.tokEmb.RowScratch(); cap(f.row) < n {
+		f.row = make([]byte, n)
+	} else {
+		f.row = f.row[:n]
+	}
 	g := c.Heads / c.KVHeads
 	need := max(cpu.AttnScratch(g, maxN, c.HeadDim), cpu.AttnHeadsScratch(c.KVHeads, g, maxN, c.HeadDim))
 	for s := range f.attnScratch { // planAttn grows them further for chunk tiles
