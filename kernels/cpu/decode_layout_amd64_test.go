@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -50,5 +51,22 @@ func testPackRoundTrip(t *testing.T, rng *rand.Rand, typ ggml.Type, pack func(Ma
 	short := randomMatrix(t, rng, typ, 15, shapes[0].cols)
 	if _, ok := pack(short, make([]byte, len(short.Data))); ok {
 		t.Fatalf("15-row %s matrix packed", typ)
+	}
+}
+
+// sameMatMul fails t unless MatMul on the decode-layout matrix pk gives
+// bit for bit what it gives on the row-major matrix w, for n tokens of
+// random activations on pool.
+func sameMatMul(t *testing.T, rng *rand.Rand, pool *Pool, w, pk Matrix, n int) {
+	t.Helper()
+	x := randNormal(rng, n*w.Cols, 1)
+	want := make([]float32, n*w.Rows)
+	got := make([]float32, n*w.Rows)
+	pool.MatMul(want, w, x, n)
+	pool.MatMul(got, pk, x, n)
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s %dx%d, %d tokens: token %d row %d: decode layout %g, row-major %g", w.Type, w.Rows, w.Cols, n, i/w.Rows, i%w.Rows, got[i], want[i])
+		}
 	}
 }

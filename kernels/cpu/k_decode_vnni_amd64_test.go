@@ -240,16 +240,7 @@ func TestKZMatMul(t *testing.T) {
 		for _, threads := range []int{1, 2} {
 			p := NewPool(threads)
 			for _, n := range []int{1, 2, 3, 4, 5, 8, 9, 40} {
-				x := randNormal(rng, n*sh.cols, 1)
-				want := make([]float32, n*sh.rows)
-				got := make([]float32, n*sh.rows)
-				p.MatMul(want, w, x, n)
-				p.MatMul(got, pk, x, n)
-				for i := range want {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("%s %dx%d threads %d n %d: [%d] packed %g, row-major %g", sh.typ, sh.rows, sh.cols, threads, n, i, got[i], want[i])
-					}
-				}
+				sameMatMul(t, rng, p, w, pk, n)
 			}
 			p.Close()
 		}

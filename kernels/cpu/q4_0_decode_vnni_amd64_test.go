@@ -208,16 +208,7 @@ func TestQ4ZMatMul(t *testing.T) {
 						t.Run(fmt.Sprintf("t%d/%s/%dx%d/n%d/few%d", threads, typ, sh.rows, sh.cols, n, few), func(t *testing.T) {
 							defer func(o int, on bool) { blkZFewMax, blkZFewOn = o, on }(blkZFewMax, blkZFewOn)
 							blkZFewMax, blkZFewOn = few, few != 4
-							x := randNormal(rng, n*sh.cols, 1)
-							want := make([]float32, n*sh.rows)
-							got := make([]float32, n*sh.rows)
-							pool.MatMul(want, w, x, n)
-							pool.MatMul(got, pk, x, n)
-							for i := range want {
-								if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-									t.Fatalf("token %d row %d: decode layout %g, row-major %g", i/sh.rows, i%sh.rows, got[i], want[i])
-								}
-							}
+							sameMatMul(t, rng, pool, w, pk, n)
 						})
 					}
 				}

@@ -132,16 +132,7 @@ func TestQ5ZMatMul(t *testing.T) {
 				for _, n := range []int{1, 2, 3, 4, 5, 8, 9, 16, 17, 64, 71, 300} {
 					t.Run(fmt.Sprintf("t%d/%dx%d/n%d/pair%v", threads, sh.rows, sh.cols, n, pair), func(t *testing.T) {
 						q5zPairOn = pair
-						x := randNormal(rng, n*sh.cols, 1)
-						want := make([]float32, n*sh.rows)
-						got := make([]float32, n*sh.rows)
-						pool.MatMul(want, w, x, n)
-						pool.MatMul(got, pk, x, n)
-						for i := range want {
-							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-								t.Fatalf("token %d row %d: decode layout %g, row-major %g", i/sh.rows, i%sh.rows, got[i], want[i])
-							}
-						}
+						sameMatMul(t, rng, pool, w, pk, n)
 					})
 				}
 			}
