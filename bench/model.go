@@ -29,7 +29,7 @@ type ModelBenchConfig struct {
 	KVType   llama.KVType
 	MemBW    bool // also measure read bandwidth
 	Seed     uint64
-	RowMajor bool // keep Q4_0, Q5_0, Q8_0 and K-quant weights row-major (llama.Options.RowMajor)
+	RowMajor bool // keep Q4_0, Q5_0, Q5_1, Q8_0 and K-quant weights row-major (llama.Options.RowMajor)
 	// CUDA, when set, measures the CUDA forward pass (model/gpu) on this
 	// device instead of the CPU one (F16 K/V on the device, the serving
 	// arithmetic).

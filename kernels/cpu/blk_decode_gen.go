@@ -162,27 +162,37 @@ func kernel(l layout, T int) {
 }
 
 // q5Kernel writes gemv16Q5_0P (T = 1) or gemv16Q5_0PT2 (T = 2) on the
-// Q5_0 decode layout (q5_0_decode.go).
+// Q5_0 decode layout (q5_0_decode.go), or with q51 the Q5_1 kernels
+// gemv16Q5_1P / gemv16Q5_1PT2 (values u = w without the −16, and each
+// block's m·s summed per row as dotQ5_1AVX2 does).
 //
-// Registers: Z0-Z7 the block's unsigned values u = w+16 (Z(k): elements
-// 4k..4k+3, Z(4+k): 16+4k..), Z8 the rows' scales, Z9 the permuted fifth
-// bits while unpacking, then (and Z10) token t's d·dy, Z11+8t+k token t's
-// lane k, Z27 / Z28 integer lanes in turn, Z29 0x0f bytes, Z30 0x10
-// bytes, Z31 the shuffled fifth bits; DI, DX, BX token 0's activations,
-// d and corrections (q5zCorrections), AX, R10, R13 token 1's.
-func q5Kernel(T int) {
-	const block = 352
-	name := "gemv16Q5_0P"
-	arg := map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "d": 24, "corr": 32, "nb": 40, "pf": 48, "out": 56}
+// Registers: Z0-Z7 the block's unsigned values (Z(k): elements 4k..4k+3,
+// Z(4+k): 16+4k..), Z8 the rows' scales, Z9 the permuted fifth bits while
+// unpacking, then token t's d·dy, Z11+8t+k token t's lane k, Z27 the
+// integer lane being built, Z29 0x0f bytes, Z30 0x10 bytes, Z31 the
+// shuffled fifth bits, then (Q5_1) the rows' mins; Q5_1's Σ m·s of tokens
+// 0 and 1 in Z28 and Z10. DI, DX, BX token 0's activations, d and
+// corrections (Q5_0, q5zCorrections) or s (Q5_1, Q8_1 activations), AX,
+// R10, R13 token 1's.
+func q5Kernel(T int, q51 bool) {
+	block, base, third, thirdStride := 352, "gemv16Q5_0P", "corr", "8"
+	qhOff, qsOff := 32, 96
+	if q51 {
+		block, base, third, thirdStride = 384, "gemv16Q5_1P", "s", "1"
+		qhOff, qsOff = 64, 128
+	}
+	name := base
+	arg := map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "d": 24, third: 32, "nb": 40, "pf": 48, "out": 56}
 	frame := 64
+	thirdType := map[bool]string{false: "*int32", true: "*float32"}[q51]
 	if T == 2 {
-		name = "gemv16Q5_0PT2"
-		arg = map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "qstride": 24, "d": 32, "corr": 40, "dstride": 48, "nb": 56, "pf": 64, "out": 72, "ostride": 80}
+		name = base + "T2"
+		arg = map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "qstride": 24, "d": 32, third: 40, "dstride": 48, "nb": 56, "pf": 64, "out": 72, "ostride": 80}
 		frame = 88
-		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, qstride int, d *float32, corr *int32, dstride, nb, pf int, out *float32, ostride int)\n", name)
-		fmt.Fprintf(&b, "// gemv16Q5_0P for two tokens: token 1's activations at qs + qstride,\n// its d at d + dstride and corrections at corr + 8·dstride, its results at\n// out + ostride (bytes).\n")
+		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, qstride int, d *float32, %s %s, dstride, nb, pf int, out *float32, ostride int)\n", name, third, thirdType)
+		fmt.Fprintf(&b, "// %s for two tokens: token 1's activations at qs + qstride,\n// its d at d + dstride and %s at %s + %s·dstride, its results at\n// out + ostride (bytes).\n", base, third, third, thirdStride)
 	} else {
-		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, d *float32, corr *int32, nb, pf int, out *float32)\n", name)
+		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, d *float32, %s %s, nb, pf int, out *float32)\n", name, third, thirdType)
 		fmt.Fprintf(&b, "// ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.\n")
 	}
 	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-%d\n", name, frame)
@@ -196,26 +206,32 @@ func q5Kernel(T int) {
 	fmt.Fprintf(&b, "\ngroup:\n")
 	b.I("MOVQ qs+%d(FP), DI", arg["qs"])
 	b.I("MOVQ d+%d(FP), DX", arg["d"])
-	b.I("MOVQ corr+%d(FP), BX", arg["corr"])
+	b.I("MOVQ %s+%d(FP), BX", third, arg[third])
 	if T == 2 {
 		b.I("MOVQ qstride+%d(FP), AX", arg["qstride"])
 		b.I("ADDQ DI, AX")
 		b.I("MOVQ dstride+%d(FP), R10", arg["dstride"])
-		b.I("LEAQ (BX)(R10*8), R13")
+		b.I("LEAQ (BX)(R10*%s), R13", thirdStride)
 		b.I("ADDQ DX, R10")
 	}
 	b.I("MOVQ nb+%d(FP), CX", arg["nb"])
 	for z := 11; z < 11+8*T; z++ {
 		b.I("VPXORD Z%d, Z%d, Z%d", z, z, z)
 	}
+	mAcc := []int{28, 10}
+	if q51 {
+		for t := 0; t < T; t++ {
+			b.I("VPXORD Z%d, Z%d, Z%d", mAcc[t], mAcc[t], mAcc[t])
+		}
+	}
 	fmt.Fprintf(&b, "\nblock:\n")
 	b.I("VCVTPH2PS (SI), Z8")
-	b.I("VMOVDQU32 32(SI), Z9")
+	b.I("VMOVDQU32 %d(SI), Z9", qhOff)
 	for o := 0; o < block; o += 64 {
 		b.I("PREFETCHT0 %d(R14)", o)
 	}
 	for k := 0; k < 4; k++ {
-		b.I("VMOVDQU32 %d(SI), Z27", 96+64*k)
+		b.I("VMOVDQU32 %d(SI), Z27", qsOff+64*k)
 		b.I("VPANDD Z29, Z27, Z%d", k)
 		b.I("VPSRLD $4, Z27, Z27")
 		b.I("VPANDD Z29, Z27, Z%d", 4+k)
@@ -227,20 +243,29 @@ func q5Kernel(T int) {
 		b.I("VPADDB Z30, Z%d, K1, Z%d", k, k)
 		b.I("VPADDB Z30, Z%d, K2, Z%d", 4+k, 4+k)
 	}
+	if q51 {
+		b.I("VCVTPH2PS 32(SI), Z31") // the rows' mins
+	}
 	qs := []string{"DI", "AX"}
 	ds := []string{"DX", "R10"}
 	cs := []string{"BX", "R13"}
 	for t := 0; t < T; t++ {
-		m := 9 + t
-		b.I("VMULPS.BCST (%s), Z8, Z%d", ds[t], m)
+		b.I("VMULPS.BCST (%s), Z8, Z9", ds[t])
 		for k := 0; k < 8; k++ {
-			i := 27 + k%2
-			// Lane k: −16·Σa, plus Σ u·a of elements 4k..4k+3 (activation
-			// bytes 4k..4k+3 for both halves), then dotQ5_0AVX2's FMA.
-			b.I("VPBROADCASTD %d(%s), Z%d", 4*k, cs[t], i)
-			b.I("VPDPBUSD.BCST %d(%s), Z%d, Z%d", 4*k, qs[t], k, i)
-			b.I("VCVTDQ2PS Z%d, Z%d", i, i)
-			b.I("VFMADD231PS Z%d, Z%d, Z%d", i, m, 11+8*t+k)
+			// Lane k: Σ u·a of elements 4k..4k+3 (activation bytes
+			// 4k..4k+3 for both halves), from −16·Σa for Q5_0, then
+			// the AVX2 kernel's FMA with d·dy.
+			if q51 {
+				b.I("VPXORD Z27, Z27, Z27")
+			} else {
+				b.I("VPBROADCASTD %d(%s), Z27", 4*k, cs[t])
+			}
+			b.I("VPDPBUSD.BCST %d(%s), Z%d, Z27", 4*k, qs[t], k)
+			b.I("VCVTDQ2PS Z27, Z27")
+			b.I("VFMADD231PS Z27, Z9, Z%d", 11+8*t+k)
+		}
+		if q51 {
+			b.I("VFMADD231PS.BCST (%s), Z31, Z%d", cs[t], mAcc[t]) // Σ m·s, block by block
 		}
 	}
 	b.I("ADDQ $%d, SI", block)
@@ -248,19 +273,23 @@ func q5Kernel(T int) {
 	for t := 0; t < T; t++ {
 		b.I("ADDQ $32, %s", qs[t])
 		b.I("ADDQ $4, %s", ds[t])
-		b.I("ADDQ $32, %s", cs[t])
+		b.I("ADDQ $%d, %s", map[bool]int{false: 32, true: 4}[q51], cs[t])
 	}
 	b.I("DECQ CX")
 	b.I("JNZ block")
 	b.WriteString("\n")
 	b.I("MOVQ out+%d(FP), AX", arg["out"])
 	for t := 0; t < T; t++ {
-		b.HSum8(11 + 8*t)
+		z := 11 + 8*t
+		b.HSum8(z)
+		if q51 {
+			b.I("VADDPS Z%d, Z%d, Z%d", mAcc[t], z, z)
+		}
 		if t == 0 {
-			b.I("VMOVUPS Z11, (AX)")
+			b.I("VMOVUPS Z%d, (AX)", z)
 		} else {
 			b.I("MOVQ ostride+%d(FP), R13", arg["ostride"])
-			b.I("VMOVUPS Z%d, (AX)(R13*1)", 11+8*t)
+			b.I("VMOVUPS Z%d, (AX)(R13*1)", z)
 		}
 	}
 	b.I("ADDQ $64, out+%d(FP)", arg["out"])
@@ -351,20 +380,23 @@ func main() {
 	b.Reset()
 	b.WriteString(`// Code generated by blk_decode_gen.go; DO NOT EDIT.
 
-// Q5_0 decode kernels on the decode layout (q5_0_decode.go) for one and
-// two tokens: per block the 16 rows' values are built once (nibbles, and
-// the fifth bits by a shuffle, a bit test and a masked add of 16), then
-// per token and lane k (elements 4k..4k+3, as in dotQ5_0AVX2) the exact
-// integer sum, its conversion and one FMA with d·dy; the eight lanes of a
-// row are summed in HSUM8's order. Every result is bitwise
-// dotQ5_0AVX2's (TestQ5ZGemv).
+// Q5_0 and Q5_1 decode kernels on their decode layouts (q5_0_decode.go)
+// for one and two tokens: per block the 16 rows' values are built once
+// (nibbles, and the fifth bits by a shuffle, a bit test and a masked add
+// of 16), then per token and lane k (elements 4k..4k+3, as in
+// dotQ5_0AVX2 / dotQ5_1AVX2) the exact integer sum, its conversion and
+// one FMA with d·dy (Q5_1: and one FMA of the block's m·s per row); the
+// eight lanes of a row are summed in HSUM8's order (Q5_1: plus Σ m·s).
+// Every result is bitwise the AVX2 kernel's (TestQ5ZGemv).
 
 #include "textflag.h"
 
 `)
 	q5Consts()
-	q5Kernel(1)
-	q5Kernel(2)
+	for _, q51 := range []bool{false, true} {
+		q5Kernel(1, q51)
+		q5Kernel(2, q51)
+	}
 	if err := b.Save("q5_0_decode_vnni_amd64.s"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

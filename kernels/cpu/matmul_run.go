@@ -259,8 +259,8 @@ func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
 		p.tileBlk(worker, op, r0, r1, t0, t1)
 		return
 	}
-	if r0 < op.w.dlRows() { // Q5_0 and K-quant decode layouts (q5_0_decode.go, k_decode.go); tiles are whole groups
-		if op.w.Type == ggml.TypeQ5_0 {
+	if r0 < op.w.dlRows() { // Q5_0, Q5_1 and K-quant decode layouts (q5_0_decode.go, k_decode.go); tiles are whole groups
+		if op.w.Type == ggml.TypeQ5_0 || op.w.Type == ggml.TypeQ5_1 {
 			p.tileQ5Z(op, r0, r1, t0, t1)
 		} else {
 			p.tileKZ(op, r0, r1, t0, t1)

@@ -32,8 +32,15 @@ import (
 // lane k of the row-major kernel is vector k and row r is lane r, so
 // every result is the AVX2 kernel's bits (TestQ5ZGemv).
 
-// q5zBlock is the size of one block of 16 rows in the decode layout.
+// q5zBlock is the size of one block of 16 rows in the Q5_0 decode layout.
 const q5zBlock = 16 * 22
+
+// The Q5_1 decode layout ("q51z") is the same with the rows' F16 mins m
+// after their scales (a value is d·u + m, u = 0..31, no −16): block b of
+// a group is 384 bytes, the scales at 0, the mins at 32, the fifth bits
+// at 64, nibble dword k at 128+64k. Its kernels (gemv16Q5_1P,
+// gemv16Q5_1PT2) add Σ m·s per row as dotQ5_1AVX2 does.
+const q51zBlock = 16 * 24
 
 // PackQ5_0Decode writes m in the Q5_0 decode layout into dst, as
 // PackQ4_0Decode does for Q4_0: m and false when the layout does not
@@ -42,7 +49,25 @@ func PackQ5_0Decode(m Matrix, dst []byte) (Matrix, bool) {
 	if m.Type != ggml.TypeQ5_0 || !q4zActive() {
 		return m, false
 	}
-	return packGroups(m, dst, func(dst, rows []byte, rb int) { q5zPackGroup(dst, rows, rb, m.Cols/qk) })
+	return packGroups(m, dst, func(dst, rows []byte, rb int) { q5zPackGroup(dst, rows, rb, m.Cols/qk, false) })
+}
+
+// PackQ5_1Decode is PackQ5_0Decode for Q5_1 matrices.
+func PackQ5_1Decode(m Matrix, dst []byte) (Matrix, bool) {
+	if m.Type != ggml.TypeQ5_1 || !q4zActive() {
+		return m, false
+	}
+	return packGroups(m, dst, func(dst, rows []byte, rb int) { q5zPackGroup(dst, rows, rb, m.Cols/qk, true) })
+}
+
+// q5zShape is where a row-major block (bb bytes) keeps its fifth bits and
+// nibbles, and where a layout block (blk bytes) keeps them: Q5_0, or Q5_1
+// (q51: a min after the scale in both).
+func q5zShape(q51 bool) (bb, qh, qs, blk, lqh, lqs int) {
+	if q51 {
+		return 24, 4, 8, q51zBlock, 64, 128
+	}
+	return 22, 2, 6, q5zBlock, 32, 96
 }
 
 // q5zPermute moves qh bits 4k..4k+3 to bits 8k..8k+3 and bits
@@ -64,37 +89,45 @@ func q5zUnpermute(p uint32) uint32 {
 	return qh
 }
 
-// q5zPackGroup writes 16 row-major rows (rb bytes apart, nb blocks) as one
-// decode-layout group into dst.
-func q5zPackGroup(dst, rows []byte, rb, nb int) {
-	_ = dst[nb*q5zBlock-1]
-	_ = rows[15*rb+nb*22-1]
+// q5zPackGroup writes 16 row-major Q5_0 (or, q51, Q5_1) rows (rb bytes
+// apart, nb blocks) as one decode-layout group into dst.
+func q5zPackGroup(dst, rows []byte, rb, nb int, q51 bool) {
+	bb, qh, qs, blkSize, lqh, lqs := q5zShape(q51)
+	_ = dst[nb*blkSize-1]
+	_ = rows[15*rb+nb*bb-1]
 	le := binary.LittleEndian
 	for r := 0; r < 16; r++ {
-		row := rows[r*rb : r*rb+nb*22]
+		row := rows[r*rb : r*rb+nb*bb]
 		for b := 0; b < nb; b++ {
-			src := (*[22]byte)(row[b*22:])
-			blk := (*[q5zBlock]byte)(dst[b*q5zBlock:])
+			src := row[b*bb : (b+1)*bb]
+			blk := dst[b*blkSize : (b+1)*blkSize]
 			blk[2*r], blk[2*r+1] = src[0], src[1]
-			le.PutUint32(blk[32+4*r:], q5zPermute(le.Uint32(src[2:])))
+			if q51 {
+				blk[32+2*r], blk[33+2*r] = src[2], src[3]
+			}
+			le.PutUint32(blk[lqh+4*r:], q5zPermute(le.Uint32(src[qh:])))
 			for k := 0; k < 4; k++ {
-				le.PutUint32(blk[96+64*k+4*r:], le.Uint32(src[6+4*k:]))
+				le.PutUint32(blk[lqs+64*k+4*r:], le.Uint32(src[qs+4*k:]))
 			}
 		}
 	}
 }
 
-// q5zUnpackRow writes row r (0..15) of a decode-layout group as a row-major
-// Q5_0 row into dst (22·nb bytes).
-func q5zUnpackRow(dst, grp []byte, r, nb int) {
+// q5zUnpackRow writes row r (0..15) of a Q5_0 (or, q51, Q5_1)
+// decode-layout group as a row-major row into dst (nb blocks).
+func q5zUnpackRow(dst, grp []byte, r, nb int, q51 bool) {
+	bb, qh, qs, blkSize, lqh, lqs := q5zShape(q51)
 	le := binary.LittleEndian
 	for b := 0; b < nb; b++ {
-		blk := grp[b*q5zBlock : (b+1)*q5zBlock]
-		d := dst[b*22 : b*22+22]
+		blk := grp[b*blkSize : (b+1)*blkSize]
+		d := dst[b*bb : (b+1)*bb]
 		d[0], d[1] = blk[2*r], blk[2*r+1]
-		le.PutUint32(d[2:], q5zUnpermute(le.Uint32(blk[32+4*r:])))
+		if q51 {
+			d[2], d[3] = blk[32+2*r], blk[33+2*r]
+		}
+		le.PutUint32(d[qh:], q5zUnpermute(le.Uint32(blk[lqh+4*r:])))
 		for k := 0; k < 4; k++ {
-			copy(d[6+4*k:10+4*k], blk[96+64*k+4*r:100+64*k+4*r])
+			copy(d[qs+4*k:qs+4*k+4], blk[lqs+64*k+4*r:lqs+64*k+4*r+4])
 		}
 	}
 }

@@ -3,7 +3,7 @@
 // are kernels/cuda's.
 //
 //   - load.go: the shape and the weights read straight from a GGUF file
-//     (never through the CPU loader, which may rewrite Q4_0, Q5_0, Q8_0 and K-quant
+//     (never through the CPU loader, which may rewrite Q4_0, Q5_0, Q5_1, Q8_0 and K-quant
 //     blocks in place) and uploaded as they are.
 //   - decoder.go, forward.go: Decoder holds the weights and activation
 //     buffers; Forward runs a whole batch (prompt chunks and decode tokens

@@ -13,7 +13,7 @@ import (
 
 // Weights are read straight from the GGUF file's tensor data (mapped or
 // copied by package gguf) and uploaded as they are: nothing goes through
-// the CPU loader, which may rewrite Q4_0, Q5_0, Q8_0 and K-quant blocks in place for
+// the CPU loader, which may rewrite Q4_0, Q5_0, Q5_1, Q8_0 and K-quant blocks in place for
 // its own decode layouts.
 
 // Options configure Load.

@@ -16,10 +16,10 @@ type Options struct {
 	// checks against llama.cpp references (ggml_arith.go); slower, and the
 	// attention arithmetic then depends on the batch size.
 	GGMLArithmetic bool
-	// RowMajor keeps Q4_0, Q5_0, Q8_0 and K-quant weights row-major.
+	// RowMajor keeps Q4_0, Q5_0, Q5_1, Q8_0 and K-quant weights row-major.
 	// Otherwise, when the file's tensor bytes are writable
 	// (gguf.OpenCopy) and the CPU has the AVX-512 VNNI kernels, Load
-	// rewrites the Q4_0, Q5_0, Q8_0 and Q2_K-Q6_K linear weights (a tied
+	// rewrites the Q4_0, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K linear weights (a tied
 	// output's token embedding too) in place into their decode layouts
 	// (cpu.PackDecodeLayout: the same bytes, 16 rows interleaved per
 	// block, read by 16-row kernels as one stream). Results are bitwise
@@ -129,7 +129,7 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	return m, nil
 }
 
-// packDecodeLayout rewrites the Q4_0, Q5_0, Q8_0 and Q2_K-Q6_K linear
+// packDecodeLayout rewrites the Q4_0, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K linear
 // weights in place into their decode layouts, the output matrix included
 // when it is the token embedding (tied), whose rows the embedding lookup
 // then copies out (cpu.Matrix.RowF32).
