@@ -167,11 +167,10 @@ func kernel(l layout, T int) {
 // block's m·s summed per row as dotQ5_1AVX2 does).
 //
 // Registers: Z0-Z7 the block's unsigned values (Z(k): elements 4k..4k+3,
-// Z(4+k): 16+4k..), Z8 the rows' scales, Z9 the permuted fifth bits while
-// unpacking, then token t's d·dy, Z11+8t+k token t's lane k, Z27 the
-// integer lane being built, Z29 0x0f bytes, Z30 0x10 bytes, Z31 the
-// shuffled fifth bits, then (Q5_1) the rows' mins; Q5_1's Σ m·s of tokens
-// 0 and 1 in Z28 and Z10. DI, DX, BX token 0's activations, d and
+// Z(4+k): 16+4k..), K1 / K2 their fifth-bit masks, Z8 the rows' scales,
+// Z9 token t's d·dy, Z11+8t+k token t's lane k, Z27 the integer lane
+// being built, Z29 0x0f bytes, Z30 0x10 bytes, Z31 (Q5_1) the rows' mins;
+// Q5_1's Σ m·s of tokens 0 and 1 in Z28 and Z10. DI, DX, BX token 0's activations, d and
 // corrections (Q5_0, q5zCorrections) or s (Q5_1, Q8_1 activations), AX,
 // R10, R13 token 1's.
 func q5Kernel(T int, q51 bool) {
@@ -226,7 +225,6 @@ func q5Kernel(T int, q51 bool) {
 	}
 	fmt.Fprintf(&b, "\nblock:\n")
 	b.I("VCVTPH2PS (SI), Z8")
-	b.I("VMOVDQU32 %d(SI), Z9", qhOff)
 	for o := 0; o < block; o += 64 {
 		b.I("PREFETCHT0 %d(R14)", o)
 	}
@@ -235,11 +233,10 @@ func q5Kernel(T int, q51 bool) {
 		b.I("VPANDD Z29, Z27, Z%d", k)
 		b.I("VPSRLD $4, Z27, Z27")
 		b.I("VPANDD Z29, Z27, Z%d", 4+k)
-		// Byte k of each row's fifth bits into all four bytes of its
-		// dword; bit j (low values) or 4+j (high) of byte j selects +16.
-		b.I("VPSHUFB q5zsel<>+%d(SB), Z9, Z31", 64*k)
-		b.I("VPTESTMB q5zbitlo<>(SB), Z31, K1")
-		b.I("VPTESTMB q5zbithi<>(SB), Z31, K2")
+		// The fifth bits of vectors k and 4+k are byte masks already:
+		// add 16 to the bytes they select.
+		b.I("KMOVQ %d(SI), K1", qhOff+8*k)
+		b.I("KMOVQ %d(SI), K2", qhOff+8*(4+k))
 		b.I("VPADDB Z30, Z%d, K1, Z%d", k, k)
 		b.I("VPADDB Z30, Z%d, K2, Z%d", 4+k, 4+k)
 	}
@@ -299,36 +296,6 @@ func q5Kernel(T int, q51 bool) {
 	b.I("RET")
 }
 
-// q5Consts writes the Q5_0 kernels' tables: q5zsel (four 64-byte VPSHUFB
-// controls, k = 0..3: every byte of a dword takes the dword's byte k) and
-// the bit masks q5zbitlo / q5zbithi (byte j of a dword: 1<<j, 0x10<<j).
-func q5Consts() {
-	for k := 0; k < 4; k++ {
-		for o := 0; o < 64; o += 8 {
-			var v uint64
-			for j := 0; j < 8; j++ {
-				p := (o + j) % 16
-				v |= uint64(p/4*4+k) << (8 * j)
-			}
-			fmt.Fprintf(&b, "DATA q5zsel<>+%d(SB)/8, $0x%016x\n", 64*k+o, v)
-		}
-	}
-	b.WriteString("GLOBL q5zsel<>(SB), RODATA|NOPTR, $256\n")
-	for _, c := range []struct {
-		name string
-		base uint64
-	}{{"q5zbitlo", 0x01}, {"q5zbithi", 0x10}} {
-		for o := 0; o < 64; o += 8 {
-			var v uint64
-			for j := 0; j < 8; j++ {
-				v |= c.base << (j % 4) << (8 * j)
-			}
-			fmt.Fprintf(&b, "DATA %s<>+%d(SB)/8, $0x%016x\n", c.name, o, v)
-		}
-		fmt.Fprintf(&b, "GLOBL %s<>(SB), RODATA|NOPTR, $64\n", c.name)
-	}
-}
-
 func main() {
 	save := func(name, head string, l layout, from int) {
 		b.Reset()
@@ -382,17 +349,16 @@ func main() {
 
 // Q5_0 and Q5_1 decode kernels on their decode layouts (q5_0_decode.go)
 // for one and two tokens: per block the 16 rows' values are built once
-// (nibbles, and the fifth bits by a shuffle, a bit test and a masked add
-// of 16), then per token and lane k (elements 4k..4k+3, as in
-// dotQ5_0AVX2 / dotQ5_1AVX2) the exact integer sum, its conversion and
-// one FMA with d·dy (Q5_1: and one FMA of the block's m·s per row); the
-// eight lanes of a row are summed in HSUM8's order (Q5_1: plus Σ m·s).
-// Every result is bitwise the AVX2 kernel's (TestQ5ZGemv).
+// (the nibbles, plus 16 where the layout's fifth-bit masks, loaded into
+// opmask registers, say so), then per token and lane k (elements
+// 4k..4k+3, as in dotQ5_0AVX2 / dotQ5_1AVX2) the exact integer sum, its
+// conversion and one FMA with d·dy (Q5_1: and one FMA of the block's m·s
+// per row); the eight lanes of a row are summed in HSUM8's order (Q5_1:
+// plus Σ m·s). Every result is bitwise the AVX2 kernel's (TestQ5ZGemv).
 
 #include "textflag.h"
 
 `)
-	q5Consts()
 	for _, q51 := range []bool{false, true} {
 		q5Kernel(1, q51)
 		q5Kernel(2, q51)

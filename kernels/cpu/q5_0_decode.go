@@ -16,29 +16,30 @@ import (
 // bytes:
 //
 //	[0, 32)               the 16 rows' F16 scales, row order
-//	[32, 96)              the rows' fifth bits, one dword a row, permuted:
-//	                      byte k holds qh bits 4k..4k+3 (low four bits)
-//	                      and 16+4k..16+4k+3 (high four), k = 0..3
+//	[32+8v, 40+8v)        the fifth bits of value vector v (v = 0..7) as
+//	                      a byte mask: bit 4r+j is row r's bit for element
+//	                      4v+j (v < 4) or 16+4(v−4)+j (v ≥ 4)
 //	[96+64k, 96+64(k+1))  nibble dword k (qs bytes 4k..4k+3) of rows
 //	                      0..15, k = 0..3
 //
-// at byte offset g·16·rb + 352·b. With byte k of the fifth bits next to
-// nibble dword k, the kernels (gemv16Q5_0P, gemv16Q5_0PT2) build the
-// values of elements 4k..4k+3 and 16+4k.. of 16 rows with a shuffle, two
-// bit tests and two masked adds, then compute the AVX2 kernel's
-// arithmetic (dotQ5_0AVX2): lane k of a row is the exact sum over
-// elements 4k..4k+3 of (q−16)·a, converted and accumulated by one FMA
-// with d·dy per block, the eight lanes summed as HSUM8 at the end; here
-// lane k of the row-major kernel is vector k and row r is lane r, so
-// every result is the AVX2 kernel's bits (TestQ5ZGemv).
+// at byte offset g·16·rb + 352·b. Value vector k (k < 4) is the low
+// nibbles of dword k, vector 4+k its high nibbles, lane r = row r; the
+// kernels (gemv16Q5_0P, gemv16Q5_0PT2) load each vector's mask straight
+// into an opmask register and add 16 to the bytes it selects. Then they
+// compute the AVX2 kernel's arithmetic (dotQ5_0AVX2): lane k of a row is
+// the exact sum over elements 4k..4k+3 of (value−16)·a, converted and
+// accumulated by one FMA with d·dy per block, the eight lanes summed as
+// HSUM8 at the end; here lane k of the row-major kernel is vector k and
+// row r is lane r, so every result is the AVX2 kernel's bits
+// (TestQ5ZGemv).
 
 // q5zBlock is the size of one block of 16 rows in the Q5_0 decode layout.
 const q5zBlock = 16 * 22
 
 // The Q5_1 decode layout ("q51z") is the same with the rows' F16 mins m
 // after their scales (a value is d·u + m, u = 0..31, no −16): block b of
-// a group is 384 bytes, the scales at 0, the mins at 32, the fifth bits
-// at 64, nibble dword k at 128+64k. Its kernels (gemv16Q5_1P,
+// a group is 384 bytes, the scales at 0, the mins at 32, the fifth-bit
+// masks at 64, nibble dword k at 128+64k. Its kernels (gemv16Q5_1P,
 // gemv16Q5_1PT2) add Σ m·s per row as dotQ5_1AVX2 does.
 const q51zBlock = 16 * 24
 
@@ -70,23 +71,14 @@ func q5zShape(q51 bool) (bb, qh, qs, blk, lqh, lqs int) {
 	return 22, 2, 6, q5zBlock, 32, 96
 }
 
-// q5zPermute moves qh bits 4k..4k+3 to bits 8k..8k+3 and bits
-// 16+4k..16+4k+3 to bits 8k+4..8k+7 (k = 0..3); q5zUnpermute undoes it.
-func q5zPermute(qh uint32) uint32 {
-	var p uint32
-	for k := 0; k < 4; k++ {
-		p |= (qh>>(4*k)&15 | (qh>>(16+4*k)&15)<<4) << (8 * k)
+// q5zElem is the element of a block whose fifth bit is bit j (0..3) of
+// row r's nibble in value vector v (0..7): low nibbles of dword v, then
+// high nibbles of dword v−4.
+func q5zElem(v, j int) int {
+	if v < 4 {
+		return 4*v + j
 	}
-	return p
-}
-
-func q5zUnpermute(p uint32) uint32 {
-	var qh uint32
-	for k := 0; k < 4; k++ {
-		b := p >> (8 * k) & 0xff
-		qh |= (b&15)<<(4*k) | (b>>4)<<(16+4*k)
-	}
-	return qh
+	return 16 + 4*(v-4) + j
 }
 
 // q5zPackGroup writes 16 row-major Q5_0 (or, q51, Q5_1) rows (rb bytes
@@ -96,19 +88,27 @@ func q5zPackGroup(dst, rows []byte, rb, nb int, q51 bool) {
 	_ = dst[nb*blkSize-1]
 	_ = rows[15*rb+nb*bb-1]
 	le := binary.LittleEndian
-	for r := 0; r < 16; r++ {
-		row := rows[r*rb : r*rb+nb*bb]
-		for b := 0; b < nb; b++ {
-			src := row[b*bb : (b+1)*bb]
-			blk := dst[b*blkSize : (b+1)*blkSize]
+	for b := 0; b < nb; b++ {
+		blk := dst[b*blkSize : (b+1)*blkSize]
+		var masks [8]uint64
+		for r := 0; r < 16; r++ {
+			src := rows[r*rb+b*bb : r*rb+(b+1)*bb]
 			blk[2*r], blk[2*r+1] = src[0], src[1]
 			if q51 {
 				blk[32+2*r], blk[33+2*r] = src[2], src[3]
 			}
-			le.PutUint32(blk[lqh+4*r:], q5zPermute(le.Uint32(src[qh:])))
+			bits := le.Uint32(src[qh:])
+			for v := range masks {
+				for j := 0; j < 4; j++ {
+					masks[v] |= uint64(bits>>q5zElem(v, j)&1) << (4*r + j)
+				}
+			}
 			for k := 0; k < 4; k++ {
 				le.PutUint32(blk[lqs+64*k+4*r:], le.Uint32(src[qs+4*k:]))
 			}
+		}
+		for v, m := range masks {
+			le.PutUint64(blk[lqh+8*v:], m)
 		}
 	}
 }
@@ -125,7 +125,14 @@ func q5zUnpackRow(dst, grp []byte, r, nb int, q51 bool) {
 		if q51 {
 			d[2], d[3] = blk[32+2*r], blk[33+2*r]
 		}
-		le.PutUint32(d[qh:], q5zUnpermute(le.Uint32(blk[lqh+4*r:])))
+		var bits uint32
+		for v := 0; v < 8; v++ {
+			m := le.Uint64(blk[lqh+8*v:])
+			for j := 0; j < 4; j++ {
+				bits |= uint32(m>>(4*r+j)&1) << q5zElem(v, j)
+			}
+		}
+		le.PutUint32(d[qh:], bits)
 		for k := 0; k < 4; k++ {
 			copy(d[qs+4*k:qs+4*k+4], blk[lqs+64*k+4*r:lqs+64*k+4*r+4])
 		}

@@ -2,66 +2,15 @@
 
 // Q5_0 and Q5_1 decode kernels on their decode layouts (q5_0_decode.go)
 // for one and two tokens: per block the 16 rows' values are built once
-// (nibbles, and the fifth bits by a shuffle, a bit test and a masked add
-// of 16), then per token and lane k (elements 4k..4k+3, as in
-// dotQ5_0AVX2 / dotQ5_1AVX2) the exact integer sum, its conversion and
-// one FMA with d·dy (Q5_1: and one FMA of the block's m·s per row); the
-// eight lanes of a row are summed in HSUM8's order (Q5_1: plus Σ m·s).
-// Every result is bitwise the AVX2 kernel's (TestQ5ZGemv).
+// (the nibbles, plus 16 where the layout's fifth-bit masks, loaded into
+// opmask registers, say so), then per token and lane k (elements
+// 4k..4k+3, as in dotQ5_0AVX2 / dotQ5_1AVX2) the exact integer sum, its
+// conversion and one FMA with d·dy (Q5_1: and one FMA of the block's m·s
+// per row); the eight lanes of a row are summed in HSUM8's order (Q5_1:
+// plus Σ m·s). Every result is bitwise the AVX2 kernel's (TestQ5ZGemv).
 
 #include "textflag.h"
 
-DATA q5zsel<>+0(SB)/8, $0x0404040400000000
-DATA q5zsel<>+8(SB)/8, $0x0c0c0c0c08080808
-DATA q5zsel<>+16(SB)/8, $0x0404040400000000
-DATA q5zsel<>+24(SB)/8, $0x0c0c0c0c08080808
-DATA q5zsel<>+32(SB)/8, $0x0404040400000000
-DATA q5zsel<>+40(SB)/8, $0x0c0c0c0c08080808
-DATA q5zsel<>+48(SB)/8, $0x0404040400000000
-DATA q5zsel<>+56(SB)/8, $0x0c0c0c0c08080808
-DATA q5zsel<>+64(SB)/8, $0x0505050501010101
-DATA q5zsel<>+72(SB)/8, $0x0d0d0d0d09090909
-DATA q5zsel<>+80(SB)/8, $0x0505050501010101
-DATA q5zsel<>+88(SB)/8, $0x0d0d0d0d09090909
-DATA q5zsel<>+96(SB)/8, $0x0505050501010101
-DATA q5zsel<>+104(SB)/8, $0x0d0d0d0d09090909
-DATA q5zsel<>+112(SB)/8, $0x0505050501010101
-DATA q5zsel<>+120(SB)/8, $0x0d0d0d0d09090909
-DATA q5zsel<>+128(SB)/8, $0x0606060602020202
-DATA q5zsel<>+136(SB)/8, $0x0e0e0e0e0a0a0a0a
-DATA q5zsel<>+144(SB)/8, $0x0606060602020202
-DATA q5zsel<>+152(SB)/8, $0x0e0e0e0e0a0a0a0a
-DATA q5zsel<>+160(SB)/8, $0x0606060602020202
-DATA q5zsel<>+168(SB)/8, $0x0e0e0e0e0a0a0a0a
-DATA q5zsel<>+176(SB)/8, $0x0606060602020202
-DATA q5zsel<>+184(SB)/8, $0x0e0e0e0e0a0a0a0a
-DATA q5zsel<>+192(SB)/8, $0x0707070703030303
-DATA q5zsel<>+200(SB)/8, $0x0f0f0f0f0b0b0b0b
-DATA q5zsel<>+208(SB)/8, $0x0707070703030303
-DATA q5zsel<>+216(SB)/8, $0x0f0f0f0f0b0b0b0b
-DATA q5zsel<>+224(SB)/8, $0x0707070703030303
-DATA q5zsel<>+232(SB)/8, $0x0f0f0f0f0b0b0b0b
-DATA q5zsel<>+240(SB)/8, $0x0707070703030303
-DATA q5zsel<>+248(SB)/8, $0x0f0f0f0f0b0b0b0b
-GLOBL q5zsel<>(SB), RODATA|NOPTR, $256
-DATA q5zbitlo<>+0(SB)/8, $0x0804020108040201
-DATA q5zbitlo<>+8(SB)/8, $0x0804020108040201
-DATA q5zbitlo<>+16(SB)/8, $0x0804020108040201
-DATA q5zbitlo<>+24(SB)/8, $0x0804020108040201
-DATA q5zbitlo<>+32(SB)/8, $0x0804020108040201
-DATA q5zbitlo<>+40(SB)/8, $0x0804020108040201
-DATA q5zbitlo<>+48(SB)/8, $0x0804020108040201
-DATA q5zbitlo<>+56(SB)/8, $0x0804020108040201
-GLOBL q5zbitlo<>(SB), RODATA|NOPTR, $64
-DATA q5zbithi<>+0(SB)/8, $0x8040201080402010
-DATA q5zbithi<>+8(SB)/8, $0x8040201080402010
-DATA q5zbithi<>+16(SB)/8, $0x8040201080402010
-DATA q5zbithi<>+24(SB)/8, $0x8040201080402010
-DATA q5zbithi<>+32(SB)/8, $0x8040201080402010
-DATA q5zbithi<>+40(SB)/8, $0x8040201080402010
-DATA q5zbithi<>+48(SB)/8, $0x8040201080402010
-DATA q5zbithi<>+56(SB)/8, $0x8040201080402010
-GLOBL q5zbithi<>(SB), RODATA|NOPTR, $64
 
 // func gemv16Q5_0P(grp *byte, ngroups int, qs *int8, d *float32, corr *int32, nb, pf int, out *float32)
 // ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.
@@ -90,7 +39,6 @@ group:
 
 block:
 	VCVTPH2PS (SI), Z8
-	VMOVDQU32 32(SI), Z9
 	PREFETCHT0 0(R14)
 	PREFETCHT0 64(R14)
 	PREFETCHT0 128(R14)
@@ -101,36 +49,32 @@ block:
 	VPANDD Z29, Z27, Z0
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z4
-	VPSHUFB q5zsel<>+0(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 32(SI), K1
+	KMOVQ 64(SI), K2
 	VPADDB Z30, Z0, K1, Z0
 	VPADDB Z30, Z4, K2, Z4
 	VMOVDQU32 160(SI), Z27
 	VPANDD Z29, Z27, Z1
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z5
-	VPSHUFB q5zsel<>+64(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 40(SI), K1
+	KMOVQ 72(SI), K2
 	VPADDB Z30, Z1, K1, Z1
 	VPADDB Z30, Z5, K2, Z5
 	VMOVDQU32 224(SI), Z27
 	VPANDD Z29, Z27, Z2
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z6
-	VPSHUFB q5zsel<>+128(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 48(SI), K1
+	KMOVQ 80(SI), K2
 	VPADDB Z30, Z2, K1, Z2
 	VPADDB Z30, Z6, K2, Z6
 	VMOVDQU32 288(SI), Z27
 	VPANDD Z29, Z27, Z3
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z7
-	VPSHUFB q5zsel<>+192(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 56(SI), K1
+	KMOVQ 88(SI), K2
 	VPADDB Z30, Z3, K1, Z3
 	VPADDB Z30, Z7, K2, Z7
 	VMULPS.BCST (DX), Z8, Z9
@@ -231,7 +175,6 @@ group:
 
 block:
 	VCVTPH2PS (SI), Z8
-	VMOVDQU32 32(SI), Z9
 	PREFETCHT0 0(R14)
 	PREFETCHT0 64(R14)
 	PREFETCHT0 128(R14)
@@ -242,36 +185,32 @@ block:
 	VPANDD Z29, Z27, Z0
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z4
-	VPSHUFB q5zsel<>+0(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 32(SI), K1
+	KMOVQ 64(SI), K2
 	VPADDB Z30, Z0, K1, Z0
 	VPADDB Z30, Z4, K2, Z4
 	VMOVDQU32 160(SI), Z27
 	VPANDD Z29, Z27, Z1
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z5
-	VPSHUFB q5zsel<>+64(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 40(SI), K1
+	KMOVQ 72(SI), K2
 	VPADDB Z30, Z1, K1, Z1
 	VPADDB Z30, Z5, K2, Z5
 	VMOVDQU32 224(SI), Z27
 	VPANDD Z29, Z27, Z2
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z6
-	VPSHUFB q5zsel<>+128(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 48(SI), K1
+	KMOVQ 80(SI), K2
 	VPADDB Z30, Z2, K1, Z2
 	VPADDB Z30, Z6, K2, Z6
 	VMOVDQU32 288(SI), Z27
 	VPANDD Z29, Z27, Z3
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z7
-	VPSHUFB q5zsel<>+192(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 56(SI), K1
+	KMOVQ 88(SI), K2
 	VPADDB Z30, Z3, K1, Z3
 	VPADDB Z30, Z7, K2, Z7
 	VMULPS.BCST (DX), Z8, Z9
@@ -403,7 +342,6 @@ group:
 
 block:
 	VCVTPH2PS (SI), Z8
-	VMOVDQU32 64(SI), Z9
 	PREFETCHT0 0(R14)
 	PREFETCHT0 64(R14)
 	PREFETCHT0 128(R14)
@@ -414,36 +352,32 @@ block:
 	VPANDD Z29, Z27, Z0
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z4
-	VPSHUFB q5zsel<>+0(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 64(SI), K1
+	KMOVQ 96(SI), K2
 	VPADDB Z30, Z0, K1, Z0
 	VPADDB Z30, Z4, K2, Z4
 	VMOVDQU32 192(SI), Z27
 	VPANDD Z29, Z27, Z1
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z5
-	VPSHUFB q5zsel<>+64(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 72(SI), K1
+	KMOVQ 104(SI), K2
 	VPADDB Z30, Z1, K1, Z1
 	VPADDB Z30, Z5, K2, Z5
 	VMOVDQU32 256(SI), Z27
 	VPANDD Z29, Z27, Z2
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z6
-	VPSHUFB q5zsel<>+128(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 80(SI), K1
+	KMOVQ 112(SI), K2
 	VPADDB Z30, Z2, K1, Z2
 	VPADDB Z30, Z6, K2, Z6
 	VMOVDQU32 320(SI), Z27
 	VPANDD Z29, Z27, Z3
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z7
-	VPSHUFB q5zsel<>+192(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 88(SI), K1
+	KMOVQ 120(SI), K2
 	VPADDB Z30, Z3, K1, Z3
 	VPADDB Z30, Z7, K2, Z7
 	VCVTPH2PS 32(SI), Z31
@@ -549,7 +483,6 @@ group:
 
 block:
 	VCVTPH2PS (SI), Z8
-	VMOVDQU32 64(SI), Z9
 	PREFETCHT0 0(R14)
 	PREFETCHT0 64(R14)
 	PREFETCHT0 128(R14)
@@ -560,36 +493,32 @@ block:
 	VPANDD Z29, Z27, Z0
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z4
-	VPSHUFB q5zsel<>+0(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 64(SI), K1
+	KMOVQ 96(SI), K2
 	VPADDB Z30, Z0, K1, Z0
 	VPADDB Z30, Z4, K2, Z4
 	VMOVDQU32 192(SI), Z27
 	VPANDD Z29, Z27, Z1
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z5
-	VPSHUFB q5zsel<>+64(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 72(SI), K1
+	KMOVQ 104(SI), K2
 	VPADDB Z30, Z1, K1, Z1
 	VPADDB Z30, Z5, K2, Z5
 	VMOVDQU32 256(SI), Z27
 	VPANDD Z29, Z27, Z2
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z6
-	VPSHUFB q5zsel<>+128(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 80(SI), K1
+	KMOVQ 112(SI), K2
 	VPADDB Z30, Z2, K1, Z2
 	VPADDB Z30, Z6, K2, Z6
 	VMOVDQU32 320(SI), Z27
 	VPANDD Z29, Z27, Z3
 	VPSRLD $4, Z27, Z27
 	VPANDD Z29, Z27, Z7
-	VPSHUFB q5zsel<>+192(SB), Z9, Z31
-	VPTESTMB q5zbitlo<>(SB), Z31, K1
-	VPTESTMB q5zbithi<>(SB), Z31, K2
+	KMOVQ 88(SI), K1
+	KMOVQ 120(SI), K2
 	VPADDB Z30, Z3, K1, Z3
 	VPADDB Z30, Z7, K2, Z7
 	VCVTPH2PS 32(SI), Z31
