@@ -36,27 +36,41 @@ var (
 	q8 = layout{"gemv16Q8_0P", 544, true}
 )
 
+// frame returns the argument offsets and frame size of a decode-layout
+// kernel for T tokens whose third per-token operand is named third (s8,
+// corr or s): the one-token signature (grp, ngroups, qs, d, third, nb,
+// pf, out) for T = 1, else the strided one (grp, ngroups, qs, qstride,
+// d, third, dstride, nb, pf, out, ostride).
+func frame(T int, third string) (map[string]int, int) {
+	if T == 1 {
+		return map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "d": 24, third: 32, "nb": 40, "pf": 48, "out": 56}, 64
+	}
+	return map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "qstride": 24, "d": 32, third: 40, "dstride": 48, "nb": 56, "pf": 64, "out": 72, "ostride": 80}, 88
+}
+
+// begin writes a kernel's TEXT line and loads its weight stream into SI
+// and its prefetch pointer (SI + pf) into R14.
+func begin(name string, size int, arg map[string]int) {
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-%d\n", name, size)
+	b.I("MOVQ grp+%d(FP), SI", arg["grp"])
+	b.I("MOVQ pf+%d(FP), R14", arg["pf"])
+	b.I("ADDQ SI, R14")
+}
+
 // kernel writes l's kernel for T tokens. T = 1 takes the one-token
 // signature (no strides).
 func kernel(l layout, T int) {
 	name := fmt.Sprintf("%sT%d", l.name, T)
-	// Argument offsets in the frame.
-	arg := map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "qstride": 24, "d": 32, "s8": 40, "dstride": 48, "nb": 56, "pf": 64, "out": 72, "ostride": 80}
-	frame := 88
+	arg, size := frame(T, "s8")
 	if T == 1 {
 		name = l.name
-		arg = map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "d": 24, "s8": 32, "nb": 40, "pf": 48, "out": 56}
-		frame = 64
 		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)\n", name)
 		fmt.Fprintf(&b, "// ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.\n")
 	} else {
 		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)\n", name)
 		fmt.Fprintf(&b, "// %s for %d tokens: token t's activations at qs + t·qstride,\n// its d and s8 at d + t·dstride and s8 + t·dstride, its results at\n// out + t·ostride (bytes).\n", l.name, T)
 	}
-	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-%d\n", name, frame)
-	b.I("MOVQ grp+%d(FP), SI", arg["grp"])
-	b.I("MOVQ pf+%d(FP), R14", arg["pf"])
-	b.I("ADDQ SI, R14")
+	begin(name, size, arg)
 	if T > 1 {
 		b.I("MOVQ qstride+%d(FP), R8", arg["qstride"])
 		b.I("LEAQ (R8)(R8*2), R12")
@@ -170,9 +184,9 @@ func kernel(l layout, T int) {
 // Z(4+k): 16+4k..), K1 / K2 their fifth-bit masks, Z8 the rows' scales,
 // Z9 token t's d·dy, Z11+8t+k token t's lane k, Z27 the integer lane
 // being built, Z29 0x0f bytes, Z30 0x10 bytes, Z31 (Q5_1) the rows' mins;
-// Q5_1's Σ m·s of tokens 0 and 1 in Z28 and Z10. DI, DX, BX token 0's activations, d and
-// corrections (Q5_0, q5zCorrections) or s (Q5_1, Q8_1 activations), AX,
-// R10, R13 token 1's.
+// Q5_1's Σ m·s of tokens 0 and 1 in Z28 and Z10. DI, DX, BX token 0's
+// activations, d and corrections (Q5_0, q5zCorrections) or s (Q5_1, Q8_1
+// activations), AX, R10, R13 token 1's.
 func q5Kernel(T int, q51 bool) {
 	block, base, third, thirdStride := 352, "gemv16Q5_0P", "corr", "8"
 	qhOff, qsOff := 32, 96
@@ -181,23 +195,17 @@ func q5Kernel(T int, q51 bool) {
 		qhOff, qsOff = 64, 128
 	}
 	name := base
-	arg := map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "d": 24, third: 32, "nb": 40, "pf": 48, "out": 56}
-	frame := 64
+	arg, size := frame(T, third)
 	thirdType := map[bool]string{false: "*int32", true: "*float32"}[q51]
 	if T == 2 {
 		name = base + "T2"
-		arg = map[string]int{"grp": 0, "ngroups": 8, "qs": 16, "qstride": 24, "d": 32, third: 40, "dstride": 48, "nb": 56, "pf": 64, "out": 72, "ostride": 80}
-		frame = 88
 		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, qstride int, d *float32, %s %s, dstride, nb, pf int, out *float32, ostride int)\n", name, third, thirdType)
 		fmt.Fprintf(&b, "// %s for two tokens: token 1's activations at qs + qstride,\n// its d at d + dstride and %s at %s + %s·dstride, its results at\n// out + ostride (bytes).\n", base, third, third, thirdStride)
 	} else {
 		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, d *float32, %s %s, nb, pf int, out *float32)\n", name, third, thirdType)
 		fmt.Fprintf(&b, "// ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.\n")
 	}
-	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-%d\n", name, frame)
-	b.I("MOVQ grp+%d(FP), SI", arg["grp"])
-	b.I("MOVQ pf+%d(FP), R14", arg["pf"])
-	b.I("ADDQ SI, R14")
+	begin(name, size, arg)
 	b.I("MOVL $0x0f0f0f0f, DX")
 	b.I("VPBROADCASTD DX, Z29")
 	b.I("MOVL $0x10101010, DX")
