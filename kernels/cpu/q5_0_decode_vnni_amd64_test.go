@@ -126,17 +126,17 @@ func testQ5ZGemv(t *testing.T, rng *rand.Rand, typ ggml.Type, rows, cols int, ex
 	}
 	one[rows] = 777
 	if q51 {
-		q51zGemv2(pk.Data, a.qs[:2*cols], a.d[:2*nb], a.s[:2*nb], two, ostride, rows, 4096)
+		q51zK.gemv2(pk.Data, a.qs[:2*cols], a.d[:2*nb], a.s[:2*nb], two, ostride, rows, 4096)
 	} else {
-		q5zGemv2(pk.Data, a.qs[:2*cols], a.d[:2*nb], corr, two, ostride, rows, 4096)
+		q5zK.gemv2(pk.Data, a.qs[:2*cols], a.d[:2*nb], corr, two, ostride, rows, 4096)
 	}
 	for tok := range 2 {
 		var v actView
 		a.view(k.act, tok, cols, x, &v)
 		if q51 {
-			q51zGemv(pk.Data, v.qs, v.d, v.s, one[:rows], 4096)
+			q51zK.gemv(pk.Data, v.qs, v.d, v.s, one[:rows], 4096)
 		} else {
-			q5zGemv(pk.Data, v.qs, v.d, corr[tok*cols/4:(tok+1)*cols/4], one[:rows], 4096)
+			q5zK.gemv(pk.Data, v.qs, v.d, corr[tok*cols/4:(tok+1)*cols/4], one[:rows], 4096)
 		}
 		for r := 0; r < rows; r++ {
 			want := k.dot(w.Row(r), v)
