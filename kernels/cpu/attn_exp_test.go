@@ -60,6 +60,14 @@ func testAttnExp(t *testing.T, r *rand.Rand, specials []float32, n, g int, sprea
 			}
 		}
 	}
+	sameAttnExp(t, s, g, m)
+}
+
+// sameAttnExp fails t unless attnExp over the scores s ([n][g]) with
+// maxima m gives every e and every head's sum bit for bit as the scalar
+// pass attnExpGo does.
+func sameAttnExp(t *testing.T, s []float32, g int, m []float32) {
+	t.Helper()
 	got, want := append([]float32(nil), s...), append([]float32(nil), s...)
 	gs, ws := make([]float64, g), make([]float64, g)
 	attnExp(got, g, m, gs)
@@ -91,20 +99,7 @@ func TestAttnExpDense(t *testing.T) {
 	for i := range s {
 		s[i] = -110 * float32(i) / float32(len(s))
 	}
-	got, want := append([]float32(nil), s...), append([]float32(nil), s...)
-	gs, ws := make([]float64, g), make([]float64, g)
-	attnExp(got, g, m, gs)
-	attnExpGo(want, g, m, ws)
-	for i := range got {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("x = %g: e = %g, scalar gives %g", s[i], got[i], want[i])
-		}
-	}
-	for h := range gs {
-		if gs[h] != ws[h] {
-			t.Fatalf("head %d: sum %g, scalar %g", h, gs[h], ws[h])
-		}
-	}
+	sameAttnExp(t, s, g, m)
 }
 
 // TestExpAttnAccuracy: expAttn is within 2 float32 ulps of exp over
