@@ -5,22 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
-	"oengine/ggml"
 )
-
-// blkZPackers are the Go twin and the AVX2 form of each blocked type's
-// unpacking of a decode-layout group into a 16-row panel, and its block
-// size.
-var blkZPackers = []struct {
-	typ   ggml.Type
-	block int
-	twin  func(panel, grp []byte, nb int)
-	simd  func(panel, grp, next []byte, nb int) bool
-}{
-	{ggml.TypeQ4_0, q4zBlock, packPanelFromQ4Z, packPanelFromQ4ZSIMD},
-	{ggml.TypeQ8_0, q8zBlock, packPanelFromQ8Z, packPanelFromQ8ZSIMD},
-}
 
 // TestPackPanelFromBlkZSIMD: the AVX2 unpacking of a Q4_0 or Q8_0
 // decode-layout group into a 16-row panel writes exactly the bytes of
@@ -32,9 +17,10 @@ func TestPackPanelFromBlkZSIMD(t *testing.T) {
 		t.Skip("no AVX2")
 	}
 	rng := rand.New(rand.NewPCG(81, 82))
-	for _, pk := range blkZPackers {
+	for _, typ := range blkZTypes {
+		pk := blkZ(typ)
 		for _, nb := range []int{1, 2, 7, 64} {
-			t.Run(fmt.Sprintf("%s/nb%d", pk.typ, nb), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/nb%d", typ, nb), func(t *testing.T) {
 				grp := make([]byte, 2*nb*pk.block) // this group and the next (prefetched)
 				for i := range grp {
 					grp[i] = byte(rng.Uint32())
@@ -73,16 +59,17 @@ func BenchmarkPackPanelFromBlkZ(b *testing.B) {
 		b.Skip("no AVX2")
 	}
 	const nb = 2048 / qk
-	for _, pk := range blkZPackers {
+	for _, typ := range blkZTypes {
+		pk := blkZ(typ)
 		grp := make([]byte, nb*pk.block)
 		panel := make([]byte, nb*panelBlockZ)
-		b.Run(pk.typ.String()+"/go", func(b *testing.B) {
+		b.Run(typ.String()+"/go", func(b *testing.B) {
 			b.SetBytes(int64(len(grp)))
 			for range b.N {
 				pk.twin(panel, grp, nb)
 			}
 		})
-		b.Run(pk.typ.String()+"/avx2", func(b *testing.B) {
+		b.Run(typ.String()+"/avx2", func(b *testing.B) {
 			b.SetBytes(int64(len(grp)))
 			for range b.N {
 				pk.simd(panel, grp, nil, nb)

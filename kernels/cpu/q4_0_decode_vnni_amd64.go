@@ -35,9 +35,21 @@ type blkZLayout struct {
 	// gemv is the one-token kernel, few[n] the one for n = 2..8 tokens.
 	gemv func(grp *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
 	few  [9]func(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
-	// panel unpacks a group (nb blocks) into the 16-row VNNI panel
-	// (dot_blk16.go); next is the group after it, to prefetch.
-	panel func(panel, grp, next []byte, nb int)
+	// simd unpacks a group (nb blocks) into the 16-row VNNI panel
+	// (dot_blk16.go) in AVX2, prefetching next (the group after it);
+	// twin is its Go twin (panel).
+	simd func(panel, grp, next []byte, nb int) bool
+	twin func(panel, grp []byte, nb int)
+}
+
+// panel unpacks a group (nb blocks) into the 16-row VNNI panel, in AVX2
+// where it runs: the Go twins unpack at ~2.6 GB/s (Q4_0), about 5x
+// slower (BenchmarkPackPanelFromBlkZ on a 2-vCPU EPYC), which a decode
+// batch of a few to a few dozen tokens pays per group.
+func (l *blkZLayout) panel(panel, grp, next []byte, nb int) {
+	if !l.simd(panel, grp, next, nb) {
+		l.twin(panel, grp, nb)
+	}
 }
 
 var (
@@ -48,15 +60,8 @@ var (
 			2: gemv16Q4_0PT2, 3: gemv16Q4_0PT3, 4: gemv16Q4_0PT4, 5: gemv16Q4_0PT5,
 			6: gemv16Q4_0PT6, 7: gemv16Q4_0PT7, 8: gemv16Q4_0PT8,
 		},
-		panel: func(panel, grp, next []byte, nb int) {
-			// In AVX2, prefetching the next group: the Go twin unpacks
-			// at ~2.6 GB/s, about 5x slower (BenchmarkPackPanelFromBlkZ on
-			// a 2-vCPU EPYC), which a decode batch of a few to a few
-			// dozen tokens pays per group.
-			if !packPanelFromQ4ZSIMD(panel, grp, next, nb) {
-				packPanelFromQ4Z(panel, grp, nb)
-			}
-		},
+		simd: packPanelFromQ4ZSIMD,
+		twin: packPanelFromQ4Z,
 	}
 	q8zLayout = blkZLayout{
 		block: q8zBlock,
@@ -65,11 +70,8 @@ var (
 			2: gemv16Q8_0PT2, 3: gemv16Q8_0PT3, 4: gemv16Q8_0PT4, 5: gemv16Q8_0PT5,
 			6: gemv16Q8_0PT6, 7: gemv16Q8_0PT7, 8: gemv16Q8_0PT8,
 		},
-		panel: func(panel, grp, next []byte, nb int) {
-			if !packPanelFromQ8ZSIMD(panel, grp, next, nb) {
-				packPanelFromQ8Z(panel, grp, nb)
-			}
-		},
+		simd: packPanelFromQ8ZSIMD,
+		twin: packPanelFromQ8Z,
 	}
 )
 
