@@ -79,10 +79,10 @@ var types = [...]typeInfo{
 	TypeIQ2_XS:  {"IQ2_XS", 256, 74, false},
 	TypeIQ3_XXS: {"IQ3_XXS", 256, 98, false},
 	TypeIQ1_S:   {"IQ1_S", 256, 50, false},
-	TypeIQ4_NL:  {"IQ4_NL", 32, 18, false},
+	TypeIQ4_NL:  {"IQ4_NL", 32, 18, true}, // f16 d, 16 bytes of nibbles indexing a level table
 	TypeIQ3_S:   {"IQ3_S", 256, 110, false},
 	TypeIQ2_S:   {"IQ2_S", 256, 82, false},
-	TypeIQ4_XS:  {"IQ4_XS", 256, 136, false},
+	TypeIQ4_XS:  {"IQ4_XS", 256, 136, true}, // f16 d, u16 + 4 bytes of 6-bit scales, 128 bytes of nibbles
 	TypeI8:      {"I8", 1, 1, false},
 	TypeI16:     {"I16", 1, 2, false},
 	TypeI32:     {"I32", 1, 4, false},

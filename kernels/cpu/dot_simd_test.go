@@ -14,6 +14,7 @@ var f16Fields = map[ggml.Type][]int{
 	ggml.TypeQ4_0: {0}, ggml.TypeQ4_1: {0, 2}, ggml.TypeQ5_0: {0}, ggml.TypeQ5_1: {0, 2},
 	ggml.TypeQ8_0: {0}, ggml.TypeQ2_K: {80, 82}, ggml.TypeQ3_K: {108},
 	ggml.TypeQ4_K: {0, 2}, ggml.TypeQ5_K: {0, 2}, ggml.TypeQ6_K: {208},
+	ggml.TypeIQ4_NL: {0}, ggml.TypeIQ4_XS: {0},
 }
 
 // randomRow returns one row of cols elements whose quant bits are random

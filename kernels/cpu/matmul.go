@@ -112,19 +112,21 @@ type rowsKernel func(rows []byte, rb int, v actView, out []float32, pf int)
 
 // portable holds the plain Go kernels (the twins of the SIMD ones).
 var portable = map[ggml.Type]kernel{
-	ggml.TypeF32:  {act: actF32, dot: dotF32RowGo},
-	ggml.TypeF16:  {act: actF32, dot: dotF16RowGo},
-	ggml.TypeBF16: {act: actF32, dot: dotBF16RowGo},
-	ggml.TypeQ4_0: {act: actQ8_0, dot: dotQ4_0Go},
-	ggml.TypeQ4_1: {act: actQ8_1, dot: dotQ4_1Go},
-	ggml.TypeQ5_0: {act: actQ8_0, dot: dotQ5_0Go},
-	ggml.TypeQ5_1: {act: actQ8_1, dot: dotQ5_1Go},
-	ggml.TypeQ8_0: {act: actQ8_0, dot: dotQ8_0Go},
-	ggml.TypeQ2_K: {act: actQ8K, dot: dotQ2_KGo},
-	ggml.TypeQ3_K: {act: actQ8K, dot: dotQ3_KGo},
-	ggml.TypeQ4_K: {act: actQ8K, dot: dotQ4_KGo},
-	ggml.TypeQ5_K: {act: actQ8K, dot: dotQ5_KGo},
-	ggml.TypeQ6_K: {act: actQ8K, dot: dotQ6_KGo},
+	ggml.TypeF32:    {act: actF32, dot: dotF32RowGo},
+	ggml.TypeF16:    {act: actF32, dot: dotF16RowGo},
+	ggml.TypeBF16:   {act: actF32, dot: dotBF16RowGo},
+	ggml.TypeQ4_0:   {act: actQ8_0, dot: dotQ4_0Go},
+	ggml.TypeQ4_1:   {act: actQ8_1, dot: dotQ4_1Go},
+	ggml.TypeQ5_0:   {act: actQ8_0, dot: dotQ5_0Go},
+	ggml.TypeQ5_1:   {act: actQ8_1, dot: dotQ5_1Go},
+	ggml.TypeQ8_0:   {act: actQ8_0, dot: dotQ8_0Go},
+	ggml.TypeQ2_K:   {act: actQ8K, dot: dotQ2_KGo},
+	ggml.TypeQ3_K:   {act: actQ8K, dot: dotQ3_KGo},
+	ggml.TypeQ4_K:   {act: actQ8K, dot: dotQ4_KGo},
+	ggml.TypeQ5_K:   {act: actQ8K, dot: dotQ5_KGo},
+	ggml.TypeQ6_K:   {act: actQ8K, dot: dotQ6_KGo},
+	ggml.TypeIQ4_NL: {act: actQ8_0, dot: dotIQ4_NLGo},
+	ggml.TypeIQ4_XS: {act: actQ8K, dot: dotIQ4_XSGo},
 }
 
 func clonedKernels(m map[ggml.Type]kernel) map[ggml.Type]kernel {

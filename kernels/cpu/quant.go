@@ -25,20 +25,22 @@ type blockCodec struct {
 }
 
 var codecs = map[ggml.Type]blockCodec{
-	ggml.TypeF32:  {1, 4, dequantF32, quantF32},
-	ggml.TypeF16:  {1, 2, func(b []byte, y []float32) { y[0] = F16ToF32(le16(b)) }, func(x []float32, b []byte) { put16(b, F32ToF16(x[0])) }},
-	ggml.TypeBF16: {1, 2, func(b []byte, y []float32) { y[0] = BF16ToF32(le16(b)) }, func(x []float32, b []byte) { put16(b, F32ToBF16(x[0])) }},
-	ggml.TypeQ4_0: {qk, 18, dequantQ4_0, quantQ4_0},
-	ggml.TypeQ4_1: {qk, 20, dequantQ4_1, quantQ4_1},
-	ggml.TypeQ5_0: {qk, 22, dequantQ5_0, quantQ5_0},
-	ggml.TypeQ5_1: {qk, 24, dequantQ5_1, quantQ5_1},
-	ggml.TypeQ8_0: {qk, 34, dequantQ8_0, quantQ8_0},
-	ggml.TypeQ2_K: {qkK, 84, dequantQ2_K, quantQ2_K},
-	ggml.TypeQ3_K: {qkK, 110, dequantQ3_K, quantQ3_K},
-	ggml.TypeQ4_K: {qkK, 144, dequantQ4_K, quantQ4_K},
-	ggml.TypeQ5_K: {qkK, 176, dequantQ5_K, quantQ5_K},
-	ggml.TypeQ6_K: {qkK, 210, dequantQ6_K, quantQ6_K},
-	ggml.TypeQ8_K: {qkK, 292, dequantQ8_K, quantQ8_K},
+	ggml.TypeF32:    {1, 4, dequantF32, quantF32},
+	ggml.TypeF16:    {1, 2, func(b []byte, y []float32) { y[0] = F16ToF32(le16(b)) }, func(x []float32, b []byte) { put16(b, F32ToF16(x[0])) }},
+	ggml.TypeBF16:   {1, 2, func(b []byte, y []float32) { y[0] = BF16ToF32(le16(b)) }, func(x []float32, b []byte) { put16(b, F32ToBF16(x[0])) }},
+	ggml.TypeQ4_0:   {qk, 18, dequantQ4_0, quantQ4_0},
+	ggml.TypeQ4_1:   {qk, 20, dequantQ4_1, quantQ4_1},
+	ggml.TypeQ5_0:   {qk, 22, dequantQ5_0, quantQ5_0},
+	ggml.TypeQ5_1:   {qk, 24, dequantQ5_1, quantQ5_1},
+	ggml.TypeQ8_0:   {qk, 34, dequantQ8_0, quantQ8_0},
+	ggml.TypeQ2_K:   {qkK, 84, dequantQ2_K, quantQ2_K},
+	ggml.TypeQ3_K:   {qkK, 110, dequantQ3_K, quantQ3_K},
+	ggml.TypeQ4_K:   {qkK, 144, dequantQ4_K, quantQ4_K},
+	ggml.TypeQ5_K:   {qkK, 176, dequantQ5_K, quantQ5_K},
+	ggml.TypeQ6_K:   {qkK, 210, dequantQ6_K, quantQ6_K},
+	ggml.TypeQ8_K:   {qkK, 292, dequantQ8_K, quantQ8_K},
+	ggml.TypeIQ4_NL: {qk, 18, dequantIQ4_NL, quantIQ4_NL},
+	ggml.TypeIQ4_XS: {qkK, 136, dequantIQ4_XS, quantIQ4_XS},
 }
 
 func dequantF32(b []byte, y []float32) {

@@ -12,8 +12,10 @@ import (
 	"oengine/model/gguf"
 )
 
-// golden is one /work/shared/testdata/quants tensor: blocks cut from a
-// llama-quantize output and the gguf-py dequantization of them.
+// golden is one quants tensor: blocks cut from a llama-quantize output
+// and llama.cpp's dequantization of them. Most come from
+// ../shared/testdata/quants; the IQ4 ones, which that set lacks, from
+// testdata/quants in this package (its README says how they were made).
 type golden struct {
 	m    Matrix
 	want []float32 // [rows][cols]
@@ -21,7 +23,10 @@ type golden struct {
 
 func loadGolden(t *testing.T, name string) golden {
 	t.Helper()
-	dir := filepath.Join(sharedTestdata(t), "quants")
+	dir := filepath.Join("testdata", "quants")
+	if _, err := os.Stat(filepath.Join(dir, name+".gguf")); err != nil {
+		dir = filepath.Join(sharedTestdata(t), "quants")
+	}
 	f, err := gguf.Open(filepath.Join(dir, name+".gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +66,7 @@ var goldenNames = []struct {
 	{"q4_0", ggml.TypeQ4_0}, {"q4_1", ggml.TypeQ4_1}, {"q5_0", ggml.TypeQ5_0},
 	{"q5_1", ggml.TypeQ5_1}, {"q2_k", ggml.TypeQ2_K}, {"q3_k", ggml.TypeQ3_K},
 	{"q4_k", ggml.TypeQ4_K}, {"q5_k", ggml.TypeQ5_K}, {"q6_k", ggml.TypeQ6_K},
+	{"iq4_nl", ggml.TypeIQ4_NL}, {"iq4_xs", ggml.TypeIQ4_XS},
 }
 
 // oneStep reports whether got is within one float32 rounding step of want.

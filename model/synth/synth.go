@@ -240,6 +240,10 @@ func fileType(t ggml.Type) uint32 {
 		return 17
 	case ggml.TypeQ6_K:
 		return 18
+	case ggml.TypeIQ4_NL:
+		return 25
+	case ggml.TypeIQ4_XS:
+		return 30
 	case ggml.TypeBF16:
 		return 32
 	}
@@ -261,6 +265,9 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
 	mat := func(name string, cols, rows int, std float32) tensorSpec {
 		tt := t
+		if tt == ggml.TypeIQ4_XS && cols%tt.BlockElems() != 0 {
+			tt = ggml.TypeIQ4_NL // as llama-quantize falls back for rows not of whole super-blocks
+		}
 		if cols%tt.BlockElems() != 0 {
 			tt = ggml.TypeF16
 		}

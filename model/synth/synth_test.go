@@ -82,7 +82,7 @@ func TestModelsLoadAndPredict(t *testing.T) {
 	}{
 		{"llama", ggml.TypeF16}, {"llama", ggml.TypeQ8_0}, {"llama", ggml.TypeQ4_0},
 		{"llama", ggml.TypeBF16}, {"qwen2", ggml.TypeQ8_0}, {"qwen3", ggml.TypeF32},
-		{"llama", ggml.TypeQ4_K},
+		{"llama", ggml.TypeQ4_K}, {"qwen2", ggml.TypeIQ4_XS},
 	}
 	for _, c := range cases {
 		t.Run(c.arch+"-"+c.typ.String(), func(t *testing.T) {
@@ -128,6 +128,33 @@ func TestModelsLoadAndPredict(t *testing.T) {
 				t.Fatalf("next-token distribution not usable: entropy %.2f (uniform %.2f), max p %.3f", h, uniform, pmax)
 			}
 		})
+	}
+}
+
+// TestIQ4XSFallback: matrices whose rows are not whole IQ4_XS
+// super-blocks are written as IQ4_NL, as llama-quantize does, and the file
+// type says IQ4_XS.
+func TestIQ4XSFallback(t *testing.T) {
+	data, err := Build(Options{Arch: "llama", Dims: Dims{Dim: 384, Layers: 1, Heads: 6, KVHeads: 2, FFN: 1024, Vocab: 300, CtxLen: 64, RopeBase: 10000}, Type: ggml.TypeIQ4_XS, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ft, _ := f.Uint("general.file_type"); ft != 30 {
+		t.Errorf("file type %d, want 30 (IQ4_XS)", ft)
+	}
+	for name, want := range map[string]ggml.Type{
+		"blk.0.attn_q.weight":    ggml.TypeIQ4_NL, // 384 columns
+		"blk.0.ffn_down.weight":  ggml.TypeIQ4_XS, // 1024 columns
+		"blk.0.attn_norm.weight": ggml.TypeF32,
+	} {
+		ti, ok := f.Tensor(name)
+		if !ok || ti.Type != want {
+			t.Errorf("%s: %v, want %s", name, ti, want)
+		}
 	}
 }
 
