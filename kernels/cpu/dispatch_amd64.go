@@ -1,6 +1,10 @@
 package cpu
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"oengine/ggml"
+)
 
 // detectISA returns the highest level whose features the CPU and the OS
 // both support (x/sys/cpu checks the OS saves the AVX and AVX-512 state,
@@ -63,6 +67,12 @@ func kernelSetFor(l isa) kernelSet {
 		k.dot4r = kzKernels4r[t]
 		s.matmul[t] = k
 	}
+	// IQ4_XS: 16-lane VNNI kernels for one and four tokens
+	// (dot_iq4_vnni_amd64.s); both change together, as the four-token
+	// kernel must give the one-token kernel's bits.
+	k := s.matmul[ggml.TypeIQ4_XS]
+	k.dot, k.dot4 = dotIQ4_XSZSIMD, dotIQ4_XSx4ZSIMD
+	s.matmul[ggml.TypeIQ4_XS] = k
 	s.vnni, s.blkZTile = true, tileBlkZ
 	return s
 }
