@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"oengine/engine"
 	"oengine/kernels/cuda"
@@ -30,7 +31,8 @@ type Options struct {
 	Engine engine.Config
 	// Device is --device: "auto", "cpu", "cuda" or "cuda:N"; "" is "cpu".
 	// auto runs on CUDA device 0 when the driver, NVRTC, cuBLAS and a
-	// device are found, else on the CPU (logged, and said by
+	// device are found and the CUDA kernels cover every weight type of the
+	// model and draft, else on the CPU (logged, and said by
 	// Model.Device.Reason).
 	Device string
 	// KVMemoryAuto sizes the KV pool from the device's free memory after
@@ -122,6 +124,9 @@ func (m *Model) loadModel(f *gguf.File, o Options, cfg *engine.Config) (engine.M
 	if lg == nil {
 		lg = cfg.Logger
 	}
+	if lg == nil {
+		lg = slog.Default()
+	}
 	open := o.OpenCUDA
 	if open == nil {
 		open = gpu.OpenCUDA
@@ -129,6 +134,25 @@ func (m *Model) loadModel(f *gguf.File, o Options, cfg *engine.Config) (engine.M
 	var err error
 	if m.Device, err = gpu.OpenWith(spec, lg, open); err != nil {
 		return nil, fmt.Errorf("loader: %w", err)
+	}
+	if kind, _, _ := cuda.ParseDevice(spec); kind == cuda.KindAuto && m.Device.Kind == cuda.KindCUDA {
+		// auto: a model (or draft) with weight types the CUDA kernels lack
+		// runs on the CPU, which has kernels for every supported type.
+		for i, g := range []*gguf.File{f, o.Draft} {
+			if g == nil {
+				continue
+			}
+			if err := gpu.KernelsFor(g); err != nil {
+				reason := strings.TrimPrefix(err.Error(), llama.ErrUnsupported.Error()+": ")
+				if i == 1 {
+					reason = "draft model: " + reason
+				}
+				lg.Info("device auto: using the CPU", "reason", reason)
+				m.Device.Close()
+				m.Device = gpu.Device{Kind: cuda.KindCPU, Reason: reason}
+				break
+			}
+		}
 	}
 	if m.Device.Kind != cuda.KindCUDA {
 		if m.Weights, err = llama.Load(f, llama.Options{Threads: o.Threads}); err != nil {

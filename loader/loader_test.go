@@ -10,11 +10,13 @@ import (
 	"testing"
 
 	"oengine/engine"
+	"oengine/ggml"
 	"oengine/kernels/cuda"
 	"oengine/kernels/cuda/cudaemu"
 	"oengine/kvcache"
 	"oengine/model/gguf"
 	"oengine/model/gpu"
+	"oengine/model/synth"
 	"oengine/sampling"
 )
 
@@ -266,4 +268,53 @@ func emuOpener() (open gpu.Opener, last **cudaemu.Device) {
 		return d.Device, nil
 	}
 	return open, last
+}
+
+// TestLoadAutoFallsBackForTypes: with --device auto, a model or draft
+// whose weight types have no CUDA kernel (IQ4_NL here) runs on the CPU and
+// says why; the opened device is released. --device cuda refuses it.
+func TestLoadAutoFallsBackForTypes(t *testing.T) {
+	build := func(typ ggml.Type) *gguf.File {
+		b, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: typ, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	iq4, f16 := build(ggml.TypeIQ4_NL), build(ggml.TypeF16)
+	open, emu := emuOpener()
+	cfg := engine.Config{PageSize: 16, KVPages: 32}
+	for _, c := range []struct {
+		name        string
+		model, drft *gguf.File
+		reason      string
+	}{
+		{"model", iq4, nil, "cpu (auto: no CUDA kernel for IQ4_NL (tensor token_embd.weight))"},
+		{"draft", f16, iq4, "cpu (auto: draft model: no CUDA kernel for IQ4_NL (tensor token_embd.weight))"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := Load(c.model, Options{Threads: 1, Device: "auto", OpenCUDA: open, Draft: c.drft, Engine: cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.GPU != nil || m.Weights == nil || m.Device.String() != c.reason {
+				t.Fatalf("device %q, GPU model %v", m.Device, m.GPU != nil)
+			}
+			if n := (*emu).Live(); n != 0 {
+				t.Fatalf("%d device allocations left by the fallback", n)
+			}
+			if got := greedyTokens(t, m, "hello world", 4); len(got) != 4 {
+				t.Fatalf("tokens %v", got)
+			}
+			m.Close()
+			_, err = Load(c.model, Options{Device: "cuda", OpenCUDA: open, Draft: c.drft, Engine: cfg})
+			if err == nil || !strings.Contains(err.Error(), "no CUDA kernel for IQ4_NL") {
+				t.Fatalf("--device cuda: %v", err)
+			}
+		})
+	}
 }

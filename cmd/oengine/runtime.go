@@ -83,7 +83,7 @@ func addEngineFlags(fs *flagSet) *engineFlags {
 		defaultTemp: fs.Float64("default-temperature", 1.0, "temperature for requests that set none (0: greedy)"),
 		mmap:        fs.Bool("mmap", false, mmapUsage),
 		stepLatency: fs.String("max-step-latency", "auto", "bound on a step that carries decode tokens, met by sizing its prefill chunk from measured step costs: a `duration` (e.g. 300ms), auto (4 decode-only steps, up to twice that while prompts outnumber the decoding sequences) or off (the token budget only)"),
-		device:      fs.String("device", "auto", "compute `device`: auto (CUDA when a device, the driver, NVRTC and cuBLAS are found, else the CPU), cpu, cuda or cuda:N"),
+		device:      fs.String("device", "auto", "compute `device`: auto (CUDA when a device, the driver, NVRTC and cuBLAS are found and the CUDA kernels cover the model's weight types, else the CPU), cpu, cuda or cuda:N"),
 	}
 	fs.limit("page-size", 1, 1<<16)
 	ef.spec = addSpecFlags(fs)

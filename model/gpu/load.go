@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -31,6 +32,20 @@ type Options struct {
 	// NoGraphs runs every step's kernels one launch at a time; by default
 	// decode steps replay CUDA graphs (Decoder.UseGraphs).
 	NoGraphs bool
+}
+
+// ErrNoKernel is wrapped (with llama.ErrUnsupported) by errors about a
+// weight matrix whose type has no CUDA kernel (cuda.Supports).
+var ErrNoKernel = errors.New("no CUDA kernel")
+
+// KernelsFor returns nil when the CUDA kernels can run every weight matrix
+// of f, else the error (wrapping ErrNoKernel) naming the first that they
+// cannot. Other problems of the file are left to Load.
+func KernelsFor(f *gguf.File) error {
+	if _, _, _, err := FromGGUF(f); errors.Is(err, ErrNoKernel) {
+		return err
+	}
+	return nil
 }
 
 // DefaultContext is the context used when the GGUF file states none.
@@ -99,7 +114,7 @@ func (r *reader) mat(name string) HostMatrix {
 		r.err = fmt.Errorf("gpu: tensor %s has %d dimensions, want 2", name, len(ti.Dims))
 		return HostMatrix{}
 	case !cuda.Supports(ti.Type):
-		r.err = fmt.Errorf("%w: tensor %s of type %s has no CUDA kernel", llama.ErrUnsupported, name, ti.Type)
+		r.err = fmt.Errorf("%w: %w for %s (tensor %s)", llama.ErrUnsupported, ErrNoKernel, ti.Type, name)
 		return HostMatrix{}
 	}
 	return HostMatrix{Type: ti.Type, Cols: int(ti.Dims[0]), Rows: int(ti.Rows()), Data: ti.Data}
