@@ -46,8 +46,7 @@ func dotQ6_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 
 // simdKernels are the AVX2 replacements for the portable dot kernels.
 var simdKernels = map[ggml.Type]func(row []byte, a actView) float32{
-	ggml.TypeIQ4_NL: dotIQ4_NLSIMD, // dot_iq4_amd64.go
-	ggml.TypeIQ4_XS: dotIQ4_XSSIMD,
+	ggml.TypeIQ4_XS: dotIQ4_XSSIMD, // dot_iq4_amd64.go; IQ4_NL runs the blocked Q8_0 kernels (tileIQ4NL)
 	ggml.TypeQ4_0: func(row []byte, a actView) float32 {
 		_ = row[18*len(a.d)-1]
 		_ = a.qs[32*len(a.d)-1]
@@ -195,7 +194,6 @@ func kx4(f kx4Func, bs int) func(row []byte, a actView, cols int) [4]float32 {
 }
 
 var simdKernels4 = map[ggml.Type]func(row []byte, a actView, cols int) [4]float32{
-	ggml.TypeIQ4_NL: dotIQ4_NLx4SIMD,
 	ggml.TypeIQ4_XS: dotIQ4_XSx4SIMD,
 	ggml.TypeQ4_0: func(row []byte, a actView, cols int) (out [4]float32) {
 		nb := cols / qk

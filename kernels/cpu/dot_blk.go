@@ -32,6 +32,11 @@ import (
 // architecture file provides blkGemm, blkGemv, blkGemmPacked(4) and blkDot1.
 type blkKernel struct {
 	q4 bool // Q4_0 (reads s8 / s8T); else Q8_0
+	// iq4: IQ4_NL rows, which are Q8_0 blocks whose bytes are levels of
+	// iq4Values. Their tiles convert the rows to Q8_0 (tileIQ4NL) and run
+	// the Q8_0 kernels, so IQ4_NL has Q8_0's arithmetic (blkDotRef) and
+	// every one of its paths.
+	iq4 bool
 }
 
 // blkGroups returns the number of 8-token groups covering n tokens.

@@ -16,6 +16,7 @@
 // and do not follow 8 interleaved streams well). Two blocks per loop step.
 
 #include "textflag.h"
+#include "gemv8_amd64.h"
 
 DATA gx0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA gx0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -28,20 +29,6 @@ DATA gones16<>+8(SB)/8, $0x0001000100010001
 DATA gones16<>+16(SB)/8, $0x0001000100010001
 DATA gones16<>+24(SB)/8, $0x0001000100010001
 GLOBL gones16<>(SB), RODATA|NOPTR, $32
-
-// GHADD8 (Q8_0): Y0,Y1,Y2,Y3,Y4,Y6,Y7,Y9 (8 int32 lanes each) -> Y0 lane
-// k = sum of the lanes of input k. Clobbers Y1..Y4, Y6, Y7, Y9, Y11. (Same
-// tree as HADD8 in dot_blk_amd64.s.)
-#define GHADD8 \
-	VPHADDD    Y1, Y0, Y0; \
-	VPHADDD    Y3, Y2, Y2; \
-	VPHADDD    Y6, Y4, Y4; \
-	VPHADDD    Y9, Y7, Y7; \
-	VPHADDD    Y2, Y0, Y0; \
-	VPHADDD    Y7, Y4, Y4; \
-	VPERM2I128 $0x20, Y4, Y0, Y11; \
-	VPERM2I128 $0x31, Y4, Y0, Y0; \
-	VPADDD     Y11, Y0, Y0
 
 // W80(mw, T): Q8_0 block of a row at mw (32 signed bytes) against the
 // activation block in Y12 -> int32 x8 in T. Uses Y5.
@@ -63,19 +50,6 @@ GLOBL gones16<>(SB), RODATA|NOPTR, $32
 	W80(o+2(R10)(R8*1), Y6); \
 	W80(o+2(R10)(R8*2), Y7); \
 	W80(o+2(R10)(R9*1), Y9)
-
-// SCALES8(o): the F16 scales at offset o of rows SI + r·R8 (r = 0..7;
-// R9 = 3·R8, R10 = SI + 4·R8) as float32 in Y10.
-#define SCALES8(o) \
-	VPINSRW   $0, o(SI), X10, X10; \
-	VPINSRW   $1, o(SI)(R8*1), X10, X10; \
-	VPINSRW   $2, o(SI)(R8*2), X10, X10; \
-	VPINSRW   $3, o(SI)(R9*1), X10, X10; \
-	VPINSRW   $4, o(R10), X10, X10; \
-	VPINSRW   $5, o(R10)(R8*1), X10, X10; \
-	VPINSRW   $6, o(R10)(R8*2), X10, X10; \
-	VPINSRW   $7, o(R10)(R9*1), X10, X10; \
-	VCVTPH2PS X10, Y10
 
 // T40(V, k, qo): V holds bytes 4k..4k+3 of the 8 rows' nibbles (lane r =
 // row r): low nibbles are elements 4k..4k+3, high nibbles 16+4k..16+4k+3;

@@ -1,34 +1,14 @@
 package cpu
 
-// AVX2 IQ4 kernels (dot_iq4_amd64.s); nb is the number of blocks (IQ4_NL)
-// or super-blocks (IQ4_XS). Strides are in bytes.
-
-//go:noescape
-func dotIQ4_NLAVX2(row *byte, qs *int8, d *float32, nb int) float32
-
-//go:noescape
-func dotIQ4_NLx4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
+// AVX2 IQ4_XS kernels (dot_iq4_amd64.s); nb is the number of
+// super-blocks, strides are in bytes. (IQ4_NL runs the blocked Q8_0
+// kernels on converted rows: tileIQ4NL.)
 
 //go:noescape
 func dotIQ4_XSAVX2(row *byte, qs *int8, d *float32, nb int) float32
 
 //go:noescape
 func dotIQ4_XSx4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
-
-func dotIQ4_NLSIMD(row []byte, a actView) float32 {
-	_ = row[18*len(a.d)-1]
-	_ = a.qs[32*len(a.d)-1]
-	return dotIQ4_NLAVX2(&row[0], &a.qs[0], &a.d[0], len(a.d))
-}
-
-func dotIQ4_NLx4SIMD(row []byte, a actView, cols int) (out [4]float32) {
-	nb := cols / qk
-	_ = row[18*nb-1]
-	_ = a.qs[4*cols-1]
-	_ = a.d[4*nb-1]
-	dotIQ4_NLx4AVX2(&row[0], &a.qs[0], &a.d[0], nb, cols, 4*nb, &out[0])
-	return out
-}
 
 func dotIQ4_XSSIMD(row []byte, a actView) float32 {
 	_ = row[136*len(a.d)-1]

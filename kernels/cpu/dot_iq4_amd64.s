@@ -1,17 +1,15 @@
-// AVX2 + FMA + F16C kernels for IQ4_NL (against Q8_0 activations) and
-// IQ4_XS (against Q8_K activations): one row against one token, and one
-// row against four tokens. Twins: dotIQ4_NLGo, dotIQ4_XSGo (quant_iq4.go).
+// AVX2 + FMA + F16C kernels for IQ4_XS against Q8_K activations: one row
+// against one token, and one row against four tokens. Twin: dotIQ4_XSGo
+// (quant_iq4.go). (IQ4_NL runs the blocked Q8_0 kernels on rows converted
+// by iq4_conv_amd64.s.)
 //
 // A nibble becomes its level with one VPSHUFB from the 16-byte table
 // iq4Values (kept in both 128-bit lanes). The products then go as in
 // dotQ4_0AVX2: |w| times q8·sign(w) with VPMADDUBSW (|w| ≤ 127, so pair
-// sums fit in int16), pairs to int32 lanes with VPMADDWD.
-//   IQ4_NL: per block, the int32 lanes are converted and multiply-added
-//           with dw·dx into 8 float lanes.
-//   IQ4_XS: VPMADDWD multiplies the pairs by the sub-block's signed scale
-//           l-32 instead of 1; the eight sub-blocks add up exactly in int32
-//           lanes (|Σ| < 2^27), which are converted and multiply-added with
-//           d·dy once per super-block.
+// sums fit in int16), pairs to int32 lanes by VPMADDWD, which multiplies
+// them by the sub-block's signed scale l-32; the eight sub-blocks add up
+// exactly in int32 lanes (|Σ| < 2^27), which are converted and
+// multiply-added with d·dy once per super-block.
 // The lanes are summed by HSUM8. The four-token kernels perform, per
 // token, exactly the one-token kernel's float operations (bitwise the
 // same results: batch invariance); token t's activations are at
@@ -30,11 +28,6 @@ DATA iq4m0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA iq4m0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL iq4m0f<>(SB), RODATA|NOPTR, $32
 
-DATA iq4ones<>+0(SB)/8, $0x0001000100010001
-DATA iq4ones<>+8(SB)/8, $0x0001000100010001
-DATA iq4ones<>+16(SB)/8, $0x0001000100010001
-DATA iq4ones<>+24(SB)/8, $0x0001000100010001
-GLOBL iq4ones<>(SB), RODATA|NOPTR, $32
 
 // IQ4VALS: the 16 bytes of nibbles at m as 32 signed levels in W (low
 // lane: elements 0..15, high lane: 16..31) and their magnitudes in A.
@@ -48,8 +41,7 @@ GLOBL iq4ones<>(SB), RODATA|NOPTR, $32
 	VPSIGNB     W, W, A
 
 // IQ4PAIRS: the int32 lane sums of levels × 32 activations at mq, each
-// pair weighted by the int16 words of S (ones or the sub-block scale),
-// into D. W: levels, A: their magnitudes.
+// pair weighted by the int16 words of S (the sub-block scale), into D. W: levels, A: their magnitudes.
 #define IQ4PAIRS(mq, W, A, S, D) \
 	VMOVDQU    mq, D; \
 	VPSIGNB    W, D, D; \
@@ -58,16 +50,7 @@ GLOBL iq4ones<>(SB), RODATA|NOPTR, $32
 
 #define IQ4CONSTS \
 	VMOVDQU        iq4m0f<>(SB), Y15; \
-	VBROADCASTI128 iq4tab<>(SB), Y12; \
-	VMOVDQU        iq4ones<>(SB), Y13
-
-// NLTOK: one token's step of dotIQ4_NLx4AVX2 (Y6: dw broadcast).
-#define NLTOK(mq, md, ACC) \
-	VBROADCASTSS md, Y7; \
-	VMULPS       Y6, Y7, Y7; \
-	IQ4PAIRS(mq, Y2, Y4, Y13, Y5); \
-	VCVTDQ2PS    Y5, Y5; \
-	VFMADD231PS  Y5, Y7, ACC
+	VBROADCASTI128 iq4tab<>(SB), Y12
 
 #define X4PROLOGUE \
 	MOVQ   row+0(FP), SI; \
@@ -142,62 +125,6 @@ GLOBL iq4ones<>(SB), RODATA|NOPTR, $32
 	XSTOK((DI)(R8*2), Y3); \
 	XSTOK((DI)(R9*1), Y13); \
 	ADDQ $32, DI
-
-// func dotIQ4_NLAVX2(row *byte, qs *int8, d *float32, nb int) float32
-TEXT ·dotIQ4_NLAVX2(SB), NOSPLIT, $0-36
-	MOVQ row+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ nb+24(FP), CX
-	VXORPS Y0, Y0, Y0
-	IQ4CONSTS
-	TESTQ  CX, CX
-	JLE    nl1done
-
-nl1loop:
-	VPBROADCASTW (SI), X1
-	VCVTPH2PS    X1, Y1
-	VBROADCASTSS (DX), Y3
-	VMULPS       Y3, Y1, Y1 // dw·dx
-	IQ4VALS(2(SI), Y2, X2, Y4, Y3, X3)
-	IQ4PAIRS((DI), Y2, Y4, Y13, Y5)
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  Y5, Y1, Y0
-	ADDQ         $18, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	DECQ         CX
-	JNZ          nl1loop
-
-nl1done:
-	HSUM8(Y0, X0, X1)
-	VMOVSS X0, ret+32(FP)
-	VZEROUPPER
-	RET
-
-// func dotIQ4_NLx4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
-TEXT ·dotIQ4_NLx4AVX2(SB), NOSPLIT, $0-56
-	X4PROLOGUE
-	TESTQ CX, CX
-	JLE   nl4done
-
-nl4loop:
-	VPBROADCASTW (SI), X6
-	VCVTPH2PS    X6, Y6
-	IQ4VALS(2(SI), Y2, X2, Y4, Y3, X3)
-	NLTOK((DI), (DX), Y0)
-	NLTOK((DI)(R8*1), (DX)(R10*1), Y1)
-	NLTOK((DI)(R8*2), (DX)(R10*2), Y8)
-	NLTOK((DI)(R9*1), (DX)(R11*1), Y9)
-	ADDQ         $18, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	DECQ         CX
-	JNZ          nl4loop
-
-nl4done:
-	X4STORE
-	RET
 
 // func dotIQ4_XSAVX2(row *byte, qs *int8, d *float32, nb int) float32
 TEXT ·dotIQ4_XSAVX2(SB), NOSPLIT, $0-36

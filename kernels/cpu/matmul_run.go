@@ -47,6 +47,10 @@ type matmulScratch struct {
 	// four are per-worker results of a four-token group that computes
 	// the last two or three tokens of a tile (tile), [threads].
 	four [][4 * fourRows]float32
+	// rows are per-worker IQ4_NL rows converted to Q8_0, and rowOps the
+	// Q8_0 products over them (tileIQ4NL), [threads].
+	rows   [][]byte
+	rowOps []opPlan
 }
 
 // fourRows is the most rows of a tile of a product of at most 8 tokens, or
@@ -140,6 +144,8 @@ func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
 		s.qfn = p.quantChunk
 		s.panels = make([][]byte, p.threads)
 		s.four = make([][4 * fourRows]float32, p.threads)
+		s.rows = make([][]byte, p.threads)
+		s.rowOps = make([]opPlan, p.threads)
 	}
 	s.nops, s.x, s.cols, s.n = nops, x, cols, n
 	s.need = [actQ8K + 1]bool{}
@@ -256,7 +262,11 @@ func (p *Pool) matmulChunk(worker, lo, hi int) {
 // tile computes rows [r0, r1) of op for tokens [t0, t1).
 func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	if op.k.blk != nil {
-		p.tileBlk(worker, op, r0, r1, t0, t1)
+		if op.k.blk.iq4 {
+			p.tileIQ4NL(worker, op, r0, r1, t0, t1)
+		} else {
+			p.tileBlk(worker, op, r0, r1, t0, t1)
+		}
 		return
 	}
 	if r0 < op.w.dlRows() { // Q5_0, Q5_1 and K-quant decode layouts (q5_0_decode.go, k_decode.go); tiles are whole groups

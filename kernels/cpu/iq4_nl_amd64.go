@@ -1,0 +1,50 @@
+package cpu
+
+//go:noescape
+func iq4NLToQ8_0AVX2(dst, src *byte, nb int)
+
+// iq4NLToQ8_0SIMD converts with iq4NLToQ8_0AVX2 (iq4_conv_amd64.s); it
+// returns false (doing nothing) without AVX2.
+func iq4NLToQ8_0SIMD(dst, src []byte, nb int) bool {
+	if !hasAVX2 || nb <= 0 {
+		return hasAVX2
+	}
+	_ = src[18*nb-1]
+	_ = dst[34*nb-1]
+	iq4NLToQ8_0AVX2(&dst[0], &src[0], nb)
+	return true
+}
+
+// One-token IQ4_NL kernels over groups of contiguous rows
+// (iq4_gemv_amd64.s), bitwise blkDot1 on the rows converted to Q8_0.
+
+//go:noescape
+func gemv8IQ4_NLAVX2(rows *byte, ngroups int, qs *int8, d *float32, nb, pf int, out *float32)
+
+//go:noescape
+func gemv16IQ4_NLZ(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
+
+// iq4NLGemv computes out[r] for the leading rows of rows (len(out) rows
+// of rb bytes) that fill whole groups (16 rows with AVX-512 VNNI, else 8)
+// against one token, and returns how many it computed: 0 without AVX2 or
+// when the rows are not contiguous.
+func iq4NLGemv(rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []float32) int {
+	n, nb := len(out), len(d)
+	if !hasAVX2 || nb == 0 || rb != 18*nb || n < 8 {
+		return 0
+	}
+	_ = rows[n*rb-1]
+	_ = qs[32*nb-1]
+	_ = s8[nb-1]
+	pf := gemvAhead * 8 * rb
+	done := 0
+	if g := n / 16; gemvZ && g > 0 {
+		gemv16IQ4_NLZ(&rows[0], g, &qs[0], &d[0], &s8[0], nb, 2*pf, &out[0])
+		done = 16 * g
+	}
+	if g := (n - done) / 8; g > 0 {
+		gemv8IQ4_NLAVX2(&rows[done*rb], g, &qs[0], &d[0], nb, pf, &out[done])
+		done += 8 * g
+	}
+	return done
+}
