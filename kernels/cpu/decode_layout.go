@@ -30,6 +30,8 @@ func PackDecodeLayout(m Matrix, dst []byte) (Matrix, bool) {
 		return PackQ5_1Decode(m, dst)
 	case ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K:
 		return PackKDecode(m, dst)
+	case ggml.TypeBF16:
+		return PackBF16(m, dst) // not a layout: F16 values (bf16_f16.go)
 	}
 	return m, false
 }

@@ -170,34 +170,30 @@ f16done:
 	RET
 
 // func dotBF16AVX2(row *byte, x *float32, n int) float32
+// dotF16AVX2's operations on BF16 weights (each widened by a shift):
+// two accumulators over 16 elements, then 8 into the first. A BF16 matrix
+// that load converts to F16 (PackBF16, exactly, values times 2^pow2)
+// therefore gets, from every F16 kernel, 2^pow2 times these bits.
 TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
 	MOVQ   row+0(FP), SI
 	MOVQ   x+8(FP), DI
 	MOVQ   n+16(FP), CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	CMPQ   CX, $32
+	CMPQ   CX, $16
 	JLT    bf16tail
 
 bf16loop:
 	VPMOVZXWD   (SI), Y4
 	VPMOVZXWD   16(SI), Y5
-	VPMOVZXWD   32(SI), Y6
-	VPMOVZXWD   48(SI), Y7
 	VPSLLD      $16, Y4, Y4
 	VPSLLD      $16, Y5, Y5
-	VPSLLD      $16, Y6, Y6
-	VPSLLD      $16, Y7, Y7
 	VFMADD231PS (DI), Y4, Y0
 	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ        $64, SI
-	ADDQ        $128, DI
-	SUBQ        $32, CX
-	CMPQ        CX, $32
+	ADDQ        $32, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	CMPQ        CX, $16
 	JGE         bf16loop
 
 bf16tail:
@@ -206,15 +202,9 @@ bf16tail:
 	VPMOVZXWD   (SI), Y4
 	VPSLLD      $16, Y4, Y4
 	VFMADD231PS (DI), Y4, Y0
-	ADDQ        $16, SI
-	ADDQ        $32, DI
-	SUBQ        $8, CX
-	JMP         bf16tail
 
 bf16done:
 	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
 	HSUM8(Y0, X0, X1)
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER

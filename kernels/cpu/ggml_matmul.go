@@ -24,7 +24,7 @@ func (g *GGMLMat) MatMul(p *Pool, dst []float32, w Matrix, x []float32, n int) {
 	if n <= 0 {
 		return
 	}
-	if !GGMLSupported(w.Type) {
+	if !GGMLSupported(w.Type) || w.bf16 { // a converted BF16 matrix computes as BF16
 		p.MatMul(dst, w, x, n)
 		return
 	}

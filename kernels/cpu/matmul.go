@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 
 	"oengine/ggml"
 )
@@ -18,6 +19,10 @@ type Matrix struct {
 	// in the decode layout of Type (decode_layout.go) instead of
 	// row-major.
 	dl bool
+	// bf16: a BF16 matrix stored as F16 values times 2^pow2 (PackBF16);
+	// products and RowF32 scale back by 2^-pow2.
+	bf16 bool
+	pow2 int
 }
 
 // NewMatrix validates that data holds rows×cols elements of type t (whole
@@ -45,7 +50,8 @@ func (m Matrix) rowBytes() int {
 }
 
 // Row returns the encoded bytes of row r (a copy for rows stored in a
-// decode layout).
+// decode layout; for a converted BF16 matrix, its F16 values times
+// 2^pow2).
 func (m Matrix) Row(r int) []byte {
 	rb := m.rowBytes()
 	if r < m.dlRows() {
@@ -76,6 +82,7 @@ func (m Matrix) RowF32(r int, dst []float32, buf []byte) {
 	if err := Dequantize(m.Type, row, dst[:m.Cols]); err != nil {
 		panic(err) // unreachable for a Matrix built by NewMatrix
 	}
+	m.unscale(dst[:m.Cols])
 }
 
 // RowScratch is the buf length RowF32 needs to decode m's rows without
@@ -144,7 +151,7 @@ func MatMulRef(dst []float32, w Matrix, x []float32, n int) {
 	for i := 0; i < n; i++ {
 		xi := x[i*w.Cols : (i+1)*w.Cols]
 		for r := 0; r < w.Rows; r++ {
-			dst[i*w.Rows+r] = float32(DotRef(w.Type, w.Row(r), xi))
+			dst[i*w.Rows+r] = float32(math.Ldexp(DotRef(w.Type, w.Row(r), xi), -w.pow2))
 		}
 	}
 }

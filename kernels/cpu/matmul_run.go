@@ -259,8 +259,19 @@ func (p *Pool) matmulChunk(worker, lo, hi int) {
 	}
 }
 
-// tile computes rows [r0, r1) of op for tokens [t0, t1).
+// tile computes rows [r0, r1) of op for tokens [t0, t1), scaled back for
+// a converted BF16 matrix (bf16_f16.go).
 func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
+	p.tileStored(worker, op, r0, r1, t0, t1)
+	if op.w.pow2 != 0 {
+		for t := t0; t < t1; t++ {
+			op.w.unscale(op.dst[t*op.w.Rows+r0 : t*op.w.Rows+r1])
+		}
+	}
+}
+
+// tileStored is tile for the matrix as stored.
+func (p *Pool) tileStored(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	if op.k.blk != nil {
 		if op.k.blk.iq4 {
 			p.tileIQ4NL(worker, op, r0, r1, t0, t1)

@@ -130,9 +130,10 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 }
 
 // packDecodeLayout rewrites the Q4_0, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K linear
-// weights in place into their decode layouts, the output matrix included
-// when it is the token embedding (tied), whose rows the embedding lookup
-// then copies out (cpu.Matrix.RowF32).
+// weights in place into their decode layouts, and BF16 ones into F16
+// values (exactly, scaled by a power of two: cpu.PackBF16), the output
+// matrix included when it is the token embedding (tied), whose rows the
+// embedding lookup then copies out (cpu.Matrix.RowF32).
 // The caller owns the tensor bytes (gguf.File.ClaimWritable).
 func (m *Model) packDecodeLayout() {
 	ws := m.linearMatrices()
@@ -160,12 +161,12 @@ func (m *Model) linearMatrices() []*cpu.Matrix {
 	return ws
 }
 
-// DecodeLayout reports how many weight matrices Load rewrote into a decode
-// layout.
+// DecodeLayout reports how many weight matrices Load rewrote: into a
+// decode layout, or from BF16 into F16.
 func (m *Model) DecodeLayout() int {
 	n := 0
 	for _, w := range m.linearMatrices() {
-		if w.DecodeLayout() {
+		if w.DecodeLayout() || w.FromBF16() {
 			n++
 		}
 	}
