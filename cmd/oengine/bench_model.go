@@ -30,7 +30,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	membw := fs.Bool("membw", false, "also measure memory read bandwidth and the decode bandwidth fraction")
 	asJSON := fs.Bool("json", false, "print JSON instead of the table")
 	mmap := fs.Bool("mmap", false, mmapUsage)
-	rowMajor := fs.Bool("rowmajor", false, "keep Q4_0, Q5_0, Q5_1, Q8_0 and K-quant (Q2_K-Q6_K) weights row-major instead of their decode layouts (to compare the two)")
+	rowMajor := fs.Bool("rowmajor", false, "keep Q4_0, Q5_0, Q5_1, Q8_0 and K-quant (Q2_K-Q6_K) weights row-major instead of their decode layouts, and BF16 weights BF16 instead of converting them to F16 (to compare the two)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file")
 	device := fs.String("device", "auto", "compute `device`: auto, cpu, cuda or cuda:N")
 	spec := addSpecFlags(fs)

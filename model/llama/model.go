@@ -16,13 +16,15 @@ type Options struct {
 	// checks against llama.cpp references (ggml_arith.go); slower, and the
 	// attention arithmetic then depends on the batch size.
 	GGMLArithmetic bool
-	// RowMajor keeps Q4_0, Q5_0, Q5_1, Q8_0 and K-quant weights row-major.
+	// RowMajor keeps Q4_0, Q5_0, Q5_1, Q8_0 and K-quant weights row-major,
+	// and BF16 weights BF16.
 	// Otherwise, when the file's tensor bytes are writable
 	// (gguf.OpenCopy) and the CPU has the AVX-512 VNNI kernels, Load
 	// rewrites the Q4_0, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K linear weights (a tied
 	// output's token embedding too) in place into their decode layouts
 	// (cpu.PackDecodeLayout: the same bytes, 16 rows interleaved per
-	// block, read by 16-row kernels as one stream). Results are bitwise
+	// block, read by 16-row kernels as one stream), and, with AVX2, BF16
+	// linear weights into F16 values (cpu.PackBF16). Results are bitwise
 	// the same either way.
 	RowMajor bool
 }
