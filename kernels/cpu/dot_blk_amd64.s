@@ -11,6 +11,7 @@
 // vector of eight block sums with a VPHADDD tree (HADD8).
 
 #include "textflag.h"
+#include "gemv8_amd64.h"
 
 DATA bx0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA bx0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -23,19 +24,6 @@ DATA bones16<>+8(SB)/8, $0x0001000100010001
 DATA bones16<>+16(SB)/8, $0x0001000100010001
 DATA bones16<>+24(SB)/8, $0x0001000100010001
 GLOBL bones16<>(SB), RODATA|NOPTR, $32
-
-// HADD8: Y0,Y1,Y2,Y3,Y4,Y6,Y7,Y9 (8 int32 lanes each) -> Y0 lane k = sum of
-// the lanes of input k. Clobbers Y1..Y4, Y6, Y7, Y9, Y11.
-#define HADD8 \
-	VPHADDD    Y1, Y0, Y0; \
-	VPHADDD    Y3, Y2, Y2; \
-	VPHADDD    Y6, Y4, Y4; \
-	VPHADDD    Y9, Y7, Y7; \
-	VPHADDD    Y2, Y0, Y0; \
-	VPHADDD    Y7, Y4, Y4; \
-	VPERM2I128 $0x20, Y4, Y0, Y11; \
-	VPERM2I128 $0x31, Y4, Y0, Y0; \
-	VPADDD     Y11, Y0, Y0
 
 // Q4_0 weights at m (16 bytes of nibbles) -> Y5 unsigned 0..15, element
 // order (low lane: elements 0..15).
@@ -167,19 +155,6 @@ g80done:
 	VZEROUPPER
 	RET
 
-// GATHER8(o): the F16 scales at offset o of rows SI + r*R8 (r = 0..7; R9 =
-// 3*R8, R10 = SI + 4*R8) as float32 in Y10.
-#define GATHER8(o) \
-	VPINSRW   $0, o(SI), X10, X10; \
-	VPINSRW   $1, o(SI)(R8*1), X10, X10; \
-	VPINSRW   $2, o(SI)(R8*2), X10, X10; \
-	VPINSRW   $3, o(SI)(R9*1), X10, X10; \
-	VPINSRW   $4, o(R10), X10, X10; \
-	VPINSRW   $5, o(R10)(R8*1), X10, X10; \
-	VPINSRW   $6, o(R10)(R8*2), X10, X10; \
-	VPINSRW   $7, o(R10)(R9*1), X10, X10; \
-	VCVTPH2PS X10, Y10
-
 // func gemvQ4_0x8AVX2(row *byte, rb int, qs *int8, d *float32, s8 *int32, nb int, out *float32)
 // Eight Q4_0 rows (row + r*rb) against one token (q, d, s8 = 8·Σq per block).
 TEXT ·gemvQ4_0x8AVX2(SB), NOSPLIT, $0-56
@@ -211,7 +186,7 @@ v40loop:
 	VPBROADCASTD (BX), Y11
 	VPSUBD       Y11, Y0, Y0
 	VCVTDQ2PS    Y0, Y0
-	GATHER8(0)
+	SCALES8(0)
 	VBROADCASTSS (DX), Y11
 	VMULPS       Y11, Y10, Y10
 	VFMADD231PS  Y0, Y10, Y8
@@ -255,7 +230,7 @@ v80loop:
 	R80(2(R10)(R9*1), Y9)
 	HADD8
 	VCVTDQ2PS    Y0, Y0
-	GATHER8(0)
+	SCALES8(0)
 	VBROADCASTSS (DX), Y11
 	VMULPS       Y11, Y10, Y10
 	VFMADD231PS  Y0, Y10, Y8

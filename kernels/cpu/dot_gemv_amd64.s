@@ -40,7 +40,7 @@ GLOBL gones16<>(SB), RODATA|NOPTR, $32
 	VPMADDWD   Y13, T, T
 
 // W80ROWS(o): W80 for the block at offset o of the 8 rows (SI + r·R8;
-// R9 = 3·R8, R10 = SI + 4·R8) -> Y0-Y4, Y6, Y7, Y9, GHADD8's inputs.
+// R9 = 3·R8, R10 = SI + 4·R8) -> Y0-Y4, Y6, Y7, Y9, HADD8's inputs.
 #define W80ROWS(o) \
 	W80(o+2(SI), Y0); \
 	W80(o+2(SI)(R8*1), Y1); \
@@ -118,7 +118,7 @@ GLOBL gones16<>(SB), RODATA|NOPTR, $32
 #define TOK80(o, q, dd, ACC) \
 	VMOVDQU      q, Y12; \
 	W80ROWS(o); \
-	GHADD8; \
+	HADD8; \
 	VCVTDQ2PS    Y0, Y0; \
 	VBROADCASTSS dd, Y11; \
 	VMULPS       Y11, Y10, Y11; \
@@ -264,7 +264,7 @@ b40end:
 #define BLK80(o, qo, do) \
 	VMOVDQU      qo(DI), Y12; \
 	W80ROWS(o); \
-	GHADD8; \
+	HADD8; \
 	VCVTDQ2PS    Y0, Y0; \
 	SCALES8(o); \
 	VBROADCASTSS do(DX), Y11; \

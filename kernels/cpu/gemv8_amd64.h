@@ -1,10 +1,10 @@
-// Shared by the AVX2 eight-row decode kernels (dot_gemv_amd64.s,
+// Shared by the AVX2 eight-row kernels (dot_blk_amd64.s, dot_gemv_amd64.s,
 // iq4_gemv_amd64.s): lane r of a ymm = row r of a group of 8 rows.
 
-// GHADD8 (Q8_0): Y0,Y1,Y2,Y3,Y4,Y6,Y7,Y9 (8 int32 lanes each) -> Y0 lane
-// k = sum of the lanes of input k. Clobbers Y1..Y4, Y6, Y7, Y9, Y11. (Same
-// tree as HADD8 in dot_blk_amd64.s.)
-#define GHADD8 \
+// HADD8: Y0,Y1,Y2,Y3,Y4,Y6,Y7,Y9 (8 int32 lanes each) -> Y0 lane k = sum
+// of the lanes of input k, by a VPHADDD tree. Clobbers Y1..Y4, Y6, Y7, Y9,
+// Y11.
+#define HADD8 \
 	VPHADDD    Y1, Y0, Y0; \
 	VPHADDD    Y3, Y2, Y2; \
 	VPHADDD    Y6, Y4, Y4; \
