@@ -26,7 +26,7 @@ func TestBF16F16Span(t *testing.T) {
 		{"zeros", enc(0, float32(math.Copysign(0, -1))), 0, true},
 		{"fits as is", enc(1, -0.5, 1.0/1024, 30000), 0, true},
 		{"tiny values scale up", enc(0.25, 1e-7, -3e-9), 12, true}, // 3e-9 < 2^-28: its lowest bit weighs 2^-36
-		{"large values scale down", enc(1e6, 1), -4, true}, // 1e6/16 < 65504
+		{"large values scale down", enc(1e6, 1), -4, true},         // 1e6/16 < 65504
 		{"34 binades", enc(0.5, 0.5/(1<<34)), 0, false},
 		{"infinity", enc(1, float32(math.Inf(1))), 0, false},
 		{"NaN", enc(float32(math.NaN())), 0, false},
