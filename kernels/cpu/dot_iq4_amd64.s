@@ -1,7 +1,7 @@
 // AVX2 + FMA + F16C kernels for IQ4_XS against Q8_K activations: one row
 // against one token, and one row against four tokens. Twin: dotIQ4_XSGo
 // (quant_iq4.go). (IQ4_NL runs the blocked Q8_0 kernels on rows converted
-// by iq4_conv_amd64.s.)
+// by iq4_nl_amd64.s.)
 //
 // A nibble becomes its level with one VPSHUFB from the 16-byte table
 // iq4Values (kept in both 128-bit lanes). The products then go as in

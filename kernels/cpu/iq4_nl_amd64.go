@@ -3,7 +3,7 @@ package cpu
 //go:noescape
 func iq4NLToQ8_0AVX2(dst, src *byte, nb int)
 
-// iq4NLToQ8_0SIMD converts with iq4NLToQ8_0AVX2 (iq4_conv_amd64.s); it
+// iq4NLToQ8_0SIMD converts with iq4NLToQ8_0AVX2 (iq4_nl_amd64.s); it
 // returns false (doing nothing) without AVX2.
 func iq4NLToQ8_0SIMD(dst, src []byte, nb int) bool {
 	if !hasAVX2 || nb <= 0 {
