@@ -73,6 +73,13 @@ func kernelSetFor(l isa) kernelSet {
 	k := s.matmul[ggml.TypeIQ4_XS]
 	k.dot, k.dot4 = dotIQ4_XSZSIMD, dotIQ4_XSx4ZSIMD
 	s.matmul[ggml.TypeIQ4_XS] = k
+	// IQ4_NL: the 16-row one-token kernel (iq4_gemv_amd64.s), in a copy of
+	// the blocked kernel (the AVX2 set keeps the 8-row one).
+	k = s.matmul[ggml.TypeIQ4_NL]
+	bk := *k.blk
+	bk.gemv = iq4NLGemvZ
+	k.blk = &bk
+	s.matmul[ggml.TypeIQ4_NL] = k
 	s.vnni, s.blkZTile = true, tileBlkZ
 	return s
 }

@@ -46,7 +46,7 @@ func dotQ6_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 
 // simdKernels are the AVX2 replacements for the portable dot kernels.
 var simdKernels = map[ggml.Type]func(row []byte, a actView) float32{
-	ggml.TypeIQ4_XS: dotIQ4_XSSIMD, // dot_iq4_amd64.go; IQ4_NL runs the blocked Q8_0 kernels (tileIQ4NL)
+	ggml.TypeIQ4_XS: dotIQ4_XSSIMD, // dot_iq4_amd64.go; IQ4_NL runs the blocked Q8_0 kernels (tileConv)
 	ggml.TypeQ4_0: func(row []byte, a actView) float32 {
 		_ = row[18*len(a.d)-1]
 		_ = a.qs[32*len(a.d)-1]

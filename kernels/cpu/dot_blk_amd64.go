@@ -66,7 +66,7 @@ func blkGemmPacked(bk *blkKernel, panel []byte, a *actBuf, i, cols int, out *[8]
 var blkKernels = map[ggml.Type]*blkKernel{
 	ggml.TypeQ4_0:   {q4: true},
 	ggml.TypeQ8_0:   {q4: false},
-	ggml.TypeIQ4_NL: {iq4: true},
+	ggml.TypeIQ4_NL: {conv: iq4NLToQ8_0Rows, gemv: iq4NLGemv8, bb: 18}, // gemv: iq4NLGemvZ with VNNI (kernelSetFor)
 }
 
 func blkGemm(bk *blkKernel, row []byte, a *actBuf, g, cols int, out *[8]float32) {
@@ -108,10 +108,10 @@ func gemv1Q8_0AVX2(row *byte, qs *int8, d *float32, nb int) float32
 // as a single sequential stream, which is what decoding from DRAM wants).
 // The view must come from an actBuf with s8 filled.
 func blkSingle(bk *blkKernel) func(row []byte, v actView) float32 {
-	if bk.iq4 { // tests only: MatMul converts whole tiles (tileIQ4NL)
+	if bk.conv != nil { // tests only: MatMul converts whole tiles (tileConv)
 		return func(row []byte, v actView) float32 {
 			q8 := make([]byte, 34*len(v.d))
-			iq4NLToQ8_0(q8, row, len(v.d))
+			bk.conv(q8, row, len(v.d))
 			return blkDot1(bk, q8, v.qs, v.d, v.s8)
 		}
 	}

@@ -2,7 +2,7 @@ package cpu
 
 // AVX2 IQ4_XS kernels (dot_iq4_amd64.s); nb is the number of
 // super-blocks, strides are in bytes. (IQ4_NL runs the blocked Q8_0
-// kernels on converted rows: tileIQ4NL.)
+// kernels on converted rows: tileConv.)
 
 //go:noescape
 func dotIQ4_XSAVX2(row *byte, qs *int8, d *float32, nb int) float32

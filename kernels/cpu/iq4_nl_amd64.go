@@ -3,18 +3,6 @@ package cpu
 //go:noescape
 func iq4NLToQ8_0AVX2(dst, src *byte, nb int)
 
-// iq4NLToQ8_0SIMD converts with iq4NLToQ8_0AVX2 (iq4_nl_amd64.s); it
-// returns false (doing nothing) without AVX2.
-func iq4NLToQ8_0SIMD(dst, src []byte, nb int) bool {
-	if !hasAVX2 || nb <= 0 {
-		return hasAVX2
-	}
-	_ = src[18*nb-1]
-	_ = dst[34*nb-1]
-	iq4NLToQ8_0AVX2(&dst[0], &src[0], nb)
-	return true
-}
-
 // One-token IQ4_NL kernels over groups of contiguous rows
 // (iq4_gemv_amd64.s), bitwise blkDot1 on the rows converted to Q8_0.
 
@@ -24,13 +12,24 @@ func gemv8IQ4_NLAVX2(rows *byte, ngroups int, qs *int8, d *float32, nb, pf int, 
 //go:noescape
 func gemv16IQ4_NLZ(rows *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
 
+// iq4NLGemv8 and iq4NLGemvZ are the blocked kernels' gemv for IQ4_NL
+// (blkKernel.gemv) on AVX2 and on AVX-512 VNNI.
+func iq4NLGemv8(rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []float32) int {
+	return iq4NLGemv(rows, rb, qs, d, s8, out, false)
+}
+
+func iq4NLGemvZ(rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []float32) int {
+	return iq4NLGemv(rows, rb, qs, d, s8, out, true)
+}
+
 // iq4NLGemv computes out[r] for the leading rows of rows (len(out) rows
-// of rb bytes) that fill whole groups (16 rows with AVX-512 VNNI, else 8)
-// against one token, and returns how many it computed: 0 without AVX2 or
-// when the rows are not contiguous.
-func iq4NLGemv(rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []float32) int {
+// of rb bytes) that fill whole groups (16 rows with z, the AVX-512 VNNI
+// kernel, then 8) against one token, and returns how many it computed: 0
+// when the rows are not contiguous. The caller checked that the CPU runs
+// the kernels.
+func iq4NLGemv(rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []float32, z bool) int {
 	n, nb := len(out), len(d)
-	if !hasAVX2 || nb == 0 || rb != 18*nb || n < 8 {
+	if nb == 0 || rb != 18*nb || n < 8 {
 		return 0
 	}
 	_ = rows[n*rb-1]
@@ -38,7 +37,7 @@ func iq4NLGemv(rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []fl
 	_ = s8[nb-1]
 	pf := gemvAhead * 8 * rb
 	done := 0
-	if g := n / 16; gemvZ && g > 0 {
+	if g := n / 16; z && g > 0 {
 		gemv16IQ4_NLZ(&rows[0], g, &qs[0], &d[0], &s8[0], nb, 2*pf, &out[0])
 		done = 16 * g
 	}
@@ -47,4 +46,15 @@ func iq4NLGemv(rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []fl
 		done += 8 * g
 	}
 	return done
+}
+
+// iq4NLToQ8_0Rows is iq4NLToQ8_0 in AVX2 (blkKernel.conv; the blocked
+// kernels run only on CPUs with AVX2).
+func iq4NLToQ8_0Rows(dst, src []byte, nb int) {
+	if nb <= 0 {
+		return
+	}
+	_ = src[18*nb-1]
+	_ = dst[34*nb-1]
+	iq4NLToQ8_0AVX2(&dst[0], &src[0], nb)
 }

@@ -1,12 +1,32 @@
 package cpu
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"oengine/ggml"
 )
+
+// TestIQ4NLToQ8_0AVX2: the AVX2 conversion writes the Go twin's bytes.
+func TestIQ4NLToQ8_0AVX2(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(45, 46))
+	for _, nb := range []int{1, 2, 7, 64} {
+		src := randomRow(rng, ggml.TypeIQ4_NL, nb*qk)
+		want := make([]byte, 34*nb)
+		iq4NLToQ8_0(want, src, nb)
+		got := make([]byte, 34*nb+1)
+		got[34*nb] = 0xA5
+		iq4NLToQ8_0Rows(got[:34*nb], src, nb)
+		if !bytes.Equal(got[:34*nb], want) || got[34*nb] != 0xA5 {
+			t.Fatalf("nb %d: AVX2 conversion differs from the twin", nb)
+		}
+	}
+}
 
 // TestIQ4NLGemv: the one-token IQ4_NL kernels (16-row with AVX-512 VNNI,
 // 8-row AVX2) give, row by row, bitwise blkDot1 on the rows converted to
@@ -16,14 +36,12 @@ func TestIQ4NLGemv(t *testing.T) {
 	if !blkActive {
 		t.Skip("no blocked kernels on this CPU")
 	}
-	defer func(v bool) { gemvZ = v }(gemvZ)
 	bk := blkKernels[ggml.TypeIQ4_NL]
 	rng := rand.New(rand.NewPCG(43, 44))
 	for _, z := range []bool{false, true} {
 		if z && !hasBlkZ {
 			continue
 		}
-		gemvZ = z
 		for _, nb := range []int{1, 3, 64} {
 			cols := nb * qk
 			for _, n := range []int{7, 8, 16, 23, 40} {
@@ -42,7 +60,7 @@ func TestIQ4NLGemv(t *testing.T) {
 				a.prepare(actQ8_0, 1, cols)
 				a.quantizeToken(actQ8_0, 0, cols, x)
 				out := make([]float32, n)
-				done := iq4NLGemv(rows, rb, a.qs, a.d, a.s8, out)
+				done := iq4NLGemv(rows, rb, a.qs, a.d, a.s8, out, z)
 				want := n / 8 * 8
 				if z {
 					want = n/16*16 + (n%16)/8*8

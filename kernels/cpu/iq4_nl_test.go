@@ -1,15 +1,14 @@
 package cpu
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"testing"
 
 	"oengine/ggml"
 )
 
-// TestIQ4NLToQ8_0: the SIMD conversion writes the Go twin's bytes, and the
-// converted blocks decode to the IQ4_NL blocks' values exactly.
+// TestIQ4NLToQ8_0: converted blocks decode to the IQ4_NL blocks' values
+// exactly.
 func TestIQ4NLToQ8_0(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	for _, nb := range []int{1, 2, 7, 64} {
@@ -27,14 +26,6 @@ func TestIQ4NLToQ8_0(t *testing.T) {
 			if a[i] != b[i] {
 				t.Fatalf("nb %d element %d: IQ4_NL %g, as Q8_0 %g", nb, i, a[i], b[i])
 			}
-		}
-		got := make([]byte, 34*nb+1)
-		got[34*nb] = 0xA5
-		if !iq4NLToQ8_0SIMD(got[:34*nb], src, nb) {
-			t.Skip("no SIMD conversion on this CPU")
-		}
-		if !bytes.Equal(got[:34*nb], want) || got[34*nb] != 0xA5 {
-			t.Fatalf("nb %d: SIMD conversion differs from the twin", nb)
 		}
 	}
 }

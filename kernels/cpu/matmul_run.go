@@ -47,8 +47,8 @@ type matmulScratch struct {
 	// four are per-worker results of a four-token group that computes
 	// the last two or three tokens of a tile (tile), [threads].
 	four [][4 * fourRows]float32
-	// rows are per-worker IQ4_NL rows converted to Q8_0, and rowOps the
-	// Q8_0 products over them (tileIQ4NL), [threads].
+	// rows are per-worker rows converted to Q8_0, and rowOps the Q8_0
+	// products over them (tileConv), [threads].
 	rows   [][]byte
 	rowOps []opPlan
 }
@@ -273,8 +273,8 @@ func (p *Pool) tile(worker int, op *opPlan, r0, r1, t0, t1 int) {
 // tileStored is tile for the matrix as stored.
 func (p *Pool) tileStored(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	if op.k.blk != nil {
-		if op.k.blk.iq4 {
-			p.tileIQ4NL(worker, op, r0, r1, t0, t1)
+		if op.k.blk.conv != nil {
+			p.tileConv(worker, op, r0, r1, t0, t1)
 		} else {
 			p.tileBlk(worker, op, r0, r1, t0, t1)
 		}
