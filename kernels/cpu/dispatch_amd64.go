@@ -39,7 +39,8 @@ func kernelSetFor(l isa) kernelSet {
 		s.matmul[t] = k
 	}
 	// Q4_0 and Q8_0 switch to the blocked kernels (dot_blk*.go), whose
-	// decode path replaces the four-token kernels.
+	// decode path replaces the four-token kernels; IQ4_NL and Q5_0 run
+	// them on rows converted to Q8_0 (blk_conv.go).
 	for t, bk := range blkKernels {
 		k := s.matmul[t]
 		k.blk, k.dot4 = bk, nil
@@ -80,6 +81,12 @@ func kernelSetFor(l isa) kernelSet {
 	bk.gemv = iq4NLGemvZ
 	k.blk = &bk
 	s.matmul[ggml.TypeIQ4_NL] = k
+	// Q5_0 goes back to its own kernels, those of its decode layout
+	// (q5_0_decode*: bitwise dotQ5_0AVX2, so row-major and packed rows
+	// agree).
+	k = s.matmul[ggml.TypeQ5_0]
+	k.blk, k.dot, k.dot4 = nil, simdKernels[ggml.TypeQ5_0], simdKernels4[ggml.TypeQ5_0]
+	s.matmul[ggml.TypeQ5_0] = k
 	s.vnni, s.blkZTile = true, tileBlkZ
 	return s
 }

@@ -35,14 +35,13 @@ type blkKernel struct {
 	// conv: rows of another type whose blocks are Q8_0 blocks stored
 	// another way (IQ4_NL: levels of iq4Values as nibbles; Q5_0 on CPUs
 	// without its decode layout: values -16..15 as nibbles and high
-	// bits), bb bytes per block. Their tiles convert the rows to Q8_0 with
+	// bits). Their tiles convert the rows to Q8_0 with
 	// conv and run the Q8_0 kernels (tileConv), so the type has Q8_0's
 	// arithmetic (blkDotRef) and every one of its paths; gemv, when set,
 	// computes one-token products of whole groups of rows straight from
 	// the stored rows (returning how many rows it computed).
 	conv func(dst, src []byte, nb int)
 	gemv func(rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []float32) int
-	bb   int
 }
 
 // blkGroups returns the number of 8-token groups covering n tokens.
