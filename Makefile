@@ -19,6 +19,11 @@ test: check-layers check-portable
 # The server's real-engine suites (conformance, sessions) again with the
 # model on the emulated CUDA device (kernels/cuda/cudaemu).
 	OENGINE_TEST_DEVICE=cuda-emu $(GO) test $(RACE) -timeout 30m $(TESTFLAGS) ./server
+# The CPU kernels and the model again at the AVX2 level (on a CPU with
+# AVX-512 the run above tests its own level; this one the paths of CPUs
+# without it, such as Q5_0 through the blocked kernels). Elsewhere the
+# setting changes nothing.
+	GODEBUG=cpu.avx512f=off $(GO) test -timeout 30m $(TESTFLAGS) ./kernels/cpu ./model/llama
 # The strict greedy check on every reference prompt (TestReferenceModelsFull)
 # and every reference case through the CUDA model on the emulated device
 # (TestEmulatedReferenceModels) are left out of race runs (too slow under
