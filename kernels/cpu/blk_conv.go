@@ -9,19 +9,23 @@ import "oengine/ggml"
 // depend on the batch.
 
 // tileConv computes rows [r0, r1) of a product of such a type for tokens
-// [t0, t1). One token runs the type's one-token kernels (bk.gemv) on whole
-// groups of rows; otherwise, and for the rows left, the rows are converted
+// [t0, t1). Up to bk.gemvMax tokens run the type's one-token kernel
+// (bk.gemv) on whole groups of rows, token by token; otherwise, and for
+// the rows left, the rows are converted
 // to Q8_0 in the worker's scratch and the Q8_0 tile runs on them (rows
 // renumbered from 0, dst shifted by r0). Both give the bits of blkDotRef on
 // the converted rows.
 func (p *Pool) tileConv(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	bk := op.k.blk
 	nb := op.w.Cols / qk
-	if t1-t0 == 1 && bk.gemv != nil { // decode: whole groups of rows as stored
+	if t1-t0 <= bk.gemvMax && bk.gemv != nil { // decode: whole groups of rows as stored, token by token
 		w, a := op.w, &p.scratch.act[op.k.act]
-		qs, d, s8 := a.qs[t0*w.Cols:(t0+1)*w.Cols], a.d[t0*nb:(t0+1)*nb], a.s8[t0*nb:(t0+1)*nb]
-		r0 += bk.gemv(w.Data[r0*op.rb:r1*op.rb], op.rb, qs, d, s8, op.dst[t0*w.Rows+r0:t0*w.Rows+r1])
-		if r0 == r1 {
+		done := 0
+		for t := t0; t < t1; t++ {
+			qs, d, s8 := a.qs[t*w.Cols:(t+1)*w.Cols], a.d[t*nb:(t+1)*nb], a.s8[t*nb:(t+1)*nb]
+			done = bk.gemv(w.Data[r0*op.rb:r1*op.rb], op.rb, qs, d, s8, op.dst[t*w.Rows+r0:t*w.Rows+r1])
+		}
+		if r0 += done; r0 == r1 {
 			return
 		}
 	}

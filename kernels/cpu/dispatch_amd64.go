@@ -78,7 +78,7 @@ func kernelSetFor(l isa) kernelSet {
 	// the blocked kernel (the AVX2 set keeps the 8-row one).
 	k = s.matmul[ggml.TypeIQ4_NL]
 	bk := *k.blk
-	bk.gemv = iq4NLGemvZ
+	bk.gemv, bk.gemvMax = iq4NLGemvZ, 6
 	k.blk = &bk
 	s.matmul[ggml.TypeIQ4_NL] = k
 	// Q5_0 goes back to its own kernels, those of its decode layout

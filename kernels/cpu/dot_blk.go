@@ -42,6 +42,14 @@ type blkKernel struct {
 	// the stored rows (returning how many rows it computed).
 	conv func(dst, src []byte, nb int)
 	gemv func(rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []float32) int
+	// gemvMax: products of up to gemvMax tokens run gemv token by token
+	// (the second and later tokens read the tile's rows from cache) rather
+	// than converting the rows, which costs about one token's product.
+	// BenchmarkMatMulFewTokens, 5632 × 2048, µs for 1 / 2 / 4 / 6 tokens
+	// token by token, and 7 / 8 converted: IQ4_NL with AVX-512 VNNI 188 /
+	// 300 / 457 / 646, 876 / 772; Q5_0 on AVX2 353 / 630 / 1225 / 1864,
+	// 1249 / 1278; IQ4_NL on AVX2 248 / 499 / 853 / 1239, 1152 / 1176.
+	gemvMax int
 }
 
 // blkGroups returns the number of 8-token groups covering n tokens.

@@ -229,7 +229,7 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 	for _, c := range []struct {
 		typ ggml.Type
 		nm  int
-	}{{ggml.TypeF16, 12}, {ggml.TypeQ4_K, 24}, {ggml.TypeQ6_K, 24}, {ggml.TypeQ8_0, 24}, {ggml.TypeQ4_0, 24}, {ggml.TypeQ5_0, 24}} {
+	}{{ggml.TypeF16, 12}, {ggml.TypeQ4_K, 24}, {ggml.TypeQ6_K, 24}, {ggml.TypeQ8_0, 24}, {ggml.TypeQ4_0, 24}, {ggml.TypeQ5_0, 24}, {ggml.TypeIQ4_NL, 24}, {ggml.TypeIQ4_XS, 24}} {
 		ws := make([]Matrix, c.nm)
 		rm := make([]Matrix, c.nm) // the row-major matrices
 		for i := range ws {
@@ -255,7 +255,7 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 				if mode == "rowmajor" && (c.typ != ggml.TypeQ4_0 && c.typ != ggml.TypeQ8_0 && c.typ != ggml.TypeQ5_0 || !q4zActive()) {
 					continue // the row-major rows (few on) against the layout
 				}
-				if n > 11 && c.typ != ggml.TypeQ8_0 && c.typ != ggml.TypeQ5_0 {
+				if n > 11 && c.typ != ggml.TypeQ8_0 && c.typ != ggml.TypeQ5_0 && c.typ != ggml.TypeIQ4_NL {
 					continue
 				}
 				on := mode != "off"
