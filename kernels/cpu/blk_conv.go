@@ -11,10 +11,9 @@ import "oengine/ggml"
 // tileConv computes rows [r0, r1) of a product of such a type for tokens
 // [t0, t1). Up to bk.gemvMax tokens run the type's one-token kernel
 // (bk.gemv) on whole groups of rows, token by token; otherwise, and for
-// the rows left, the rows are converted
-// to Q8_0 in the worker's scratch and the Q8_0 tile runs on them (rows
-// renumbered from 0, dst shifted by r0). Both give the bits of blkDotRef on
-// the converted rows.
+// the rows left, the rows are converted to Q8_0 in the worker's scratch
+// and the Q8_0 tile runs on them (rows renumbered from 0, dst shifted by
+// r0). Both give the bits of blkDotRef on the converted rows.
 func (p *Pool) tileConv(worker int, op *opPlan, r0, r1, t0, t1 int) {
 	bk := op.k.blk
 	nb := op.w.Cols / qk

@@ -7,7 +7,7 @@ package cpu
 
 // iq4NLToQ8_0 writes nb IQ4_NL blocks of src as Q8_0 blocks in dst: the
 // same scale, each nibble replaced by its level (exact: a level is an
-// int8). The SIMD twin is iq4NLToQ8_0SIMD.
+// int8). The AVX2 twin is iq4NLToQ8_0Rows.
 func iq4NLToQ8_0(dst, src []byte, nb int) {
 	_ = src[18*nb-1]
 	_ = dst[34*nb-1]
