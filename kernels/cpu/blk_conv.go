@@ -15,6 +15,10 @@ import "oengine/ggml"
 // and the Q8_0 tile runs on them (rows renumbered from 0, dst shifted by
 // r0). Both give the bits of blkDotRef on the converted rows.
 func (p *Pool) tileConv(worker int, op *opPlan, r0, r1, t0, t1 int) {
+	if r0 < op.w.dlRows() { // IQ4_NL's decode layout (iq4_nl.go); tiles are whole groups
+		p.tileBlkLayout(worker, op, r0, r1, t0, t1)
+		return
+	}
 	bk := op.k.blk
 	nb := op.w.Cols / qk
 	if t1-t0 <= bk.gemvMax && bk.gemv != nil { // decode: whole groups of rows as stored, token by token

@@ -6,6 +6,9 @@ func packQ4ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
 //go:noescape
 func packQ8ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
 
+//go:noescape
+func packIQ4ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
+
 // packPanelFromQ4ZSIMD is packPanelFromQ4Z in AVX2
 // (blk_decode_pack_amd64.s; TestPackPanelFromBlkZSIMD), prefetching next
 // (the group unpacked after this one; empty: none) as it goes. It reports
@@ -18,6 +21,12 @@ func packPanelFromQ4ZSIMD(panel, grp, next []byte, nb int) bool {
 // packPanelFromQ4ZSIMD.
 func packPanelFromQ8ZSIMD(panel, grp, next []byte, nb int) bool {
 	return packGroupPanelSIMD(packQ8ZPanelAVX2, q8zBlock, panel, grp, next, nb)
+}
+
+// packPanelFromIQ4ZSIMD is packPanelFromIQ4Z in AVX2, as
+// packPanelFromQ4ZSIMD.
+func packPanelFromIQ4ZSIMD(panel, grp, next []byte, nb int) bool {
+	return packGroupPanelSIMD(packIQ4ZPanelAVX2, q4zBlock, panel, grp, next, nb)
 }
 
 // packGroupPanelSIMD runs the AVX2 unpacker f of a layout of block bytes per

@@ -1,7 +1,7 @@
 #include "textflag.h"
 
-// The Q4_0 and Q8_0 decode layouts (q4_0_decode.go, q8_0_decode.go)
-// unpacked into 16-row panels (packPanelZ's layout, dot_blk16.go) in
+// The Q4_0, Q8_0 and IQ4_NL decode layouts (q4_0_decode.go, q8_0_decode.go,
+// iq4_nl.go) unpacked into 16-row panels (packPanelZ's layout, dot_blk16.go) in
 // AVX2: byte for byte their Go twins packPanelFromQ4Z and
 // packPanelFromQ8Z. Per block: the Q4_0 layout's 256 nibble bytes masked
 // (low nibbles) and shifted then masked (high nibbles), or the Q8_0
@@ -140,6 +140,106 @@ q4zploop:
 	JNZ     q4zploop
 
 q4zpdone:
+	VZEROUPPER
+	RET
+
+// The IQ4_NL layout (Q4_0's, iq4_nl.go) unpacked as packQ4ZPanelAVX2 does,
+// each nibble then turned into its level + 128 (the Q8_0 panel's bytes)
+// by one VPSHUFB from iq4zplev: byte for byte packPanelFromIQ4Z.
+DATA iq4zplev<>+0(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4zplev<>+8(SB)/8, $0xf1d9c5b5a6998d81
+GLOBL iq4zplev<>(SB), RODATA|NOPTR, $16
+
+// func packIQ4ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
+TEXT ·packIQ4ZPanelAVX2(SB), NOSPLIT, $0-40
+	MOVQ    panel+0(FP), DI
+	MOVQ    grp+8(FP), SI
+	MOVQ    next+16(FP), R14
+	MOVQ    nb+24(FP), CX
+	MOVQ    tab+32(FP), R12
+	VMOVDQU q4zpnib0f<>(SB), Y15
+	VBROADCASTI128 iq4zplev<>(SB), Y14
+	TESTQ   CX, CX
+	JLE     iq4zpdone
+
+iq4zploop:
+	VMOVDQU 32(SI), Y0
+	VMOVDQU 64(SI), Y1
+	VMOVDQU 96(SI), Y2
+	VMOVDQU 128(SI), Y3
+	VMOVDQU 160(SI), Y4
+	VMOVDQU 192(SI), Y5
+	VMOVDQU 224(SI), Y6
+	VMOVDQU 256(SI), Y7
+	VPAND   Y15, Y0, Y8
+	VPSHUFB Y8, Y14, Y8
+	VMOVDQU Y8, 0(DI)
+	VPSRLW  $4, Y0, Y0
+	VPAND   Y15, Y0, Y0
+	VPSHUFB Y0, Y14, Y0
+	VMOVDQU Y0, 256(DI)
+	VPAND   Y15, Y1, Y9
+	VPSHUFB Y9, Y14, Y9
+	VMOVDQU Y9, 32(DI)
+	VPSRLW  $4, Y1, Y1
+	VPAND   Y15, Y1, Y1
+	VPSHUFB Y1, Y14, Y1
+	VMOVDQU Y1, 288(DI)
+	VPAND   Y15, Y2, Y10
+	VPSHUFB Y10, Y14, Y10
+	VMOVDQU Y10, 64(DI)
+	VPSRLW  $4, Y2, Y2
+	VPAND   Y15, Y2, Y2
+	VPSHUFB Y2, Y14, Y2
+	VMOVDQU Y2, 320(DI)
+	VPAND   Y15, Y3, Y11
+	VPSHUFB Y11, Y14, Y11
+	VMOVDQU Y11, 96(DI)
+	VPSRLW  $4, Y3, Y3
+	VPAND   Y15, Y3, Y3
+	VPSHUFB Y3, Y14, Y3
+	VMOVDQU Y3, 352(DI)
+	VPAND   Y15, Y4, Y8
+	VPSHUFB Y8, Y14, Y8
+	VMOVDQU Y8, 128(DI)
+	VPSRLW  $4, Y4, Y4
+	VPAND   Y15, Y4, Y4
+	VPSHUFB Y4, Y14, Y4
+	VMOVDQU Y4, 384(DI)
+	VPAND   Y15, Y5, Y9
+	VPSHUFB Y9, Y14, Y9
+	VMOVDQU Y9, 160(DI)
+	VPSRLW  $4, Y5, Y5
+	VPAND   Y15, Y5, Y5
+	VPSHUFB Y5, Y14, Y5
+	VMOVDQU Y5, 416(DI)
+	VPAND   Y15, Y6, Y10
+	VPSHUFB Y10, Y14, Y10
+	VMOVDQU Y10, 192(DI)
+	VPSRLW  $4, Y6, Y6
+	VPAND   Y15, Y6, Y6
+	VPSHUFB Y6, Y14, Y6
+	VMOVDQU Y6, 448(DI)
+	VPAND   Y15, Y7, Y11
+	VPSHUFB Y11, Y14, Y11
+	VMOVDQU Y11, 224(DI)
+	VPSRLW  $4, Y7, Y7
+	VPAND   Y15, Y7, Y7
+	VPSHUFB Y7, Y14, Y7
+	VMOVDQU Y7, 480(DI)
+	F16SCALES16
+	PREFETCHT1 0(R14)
+	PREFETCHT1 64(R14)
+	PREFETCHT1 128(R14)
+	PREFETCHT1 192(R14)
+	PREFETCHT1 256(R14)
+	ADDQ    $288, R14
+	ADDQ    $288, SI
+	ADDQ    $576, DI
+	DECQ    CX
+	JNZ     iq4zploop
+
+iq4zpdone:
 	VZEROUPPER
 	RET
 

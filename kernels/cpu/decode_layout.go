@@ -6,8 +6,9 @@ import "oengine/ggml"
 // widest kernels compute 16 rows at once, lane r of a vector = row r. A
 // decode layout stores each whole group of 16 rows so that such a kernel
 // reads its operands as consecutive vectors of one stream: Q4_0
-// (q4_0_decode.go), Q5_0 and Q5_1 (q5_0_decode.go), Q8_0 (q8_0_decode.go)
-// and Q2_K to Q6_K (k_decode.go) have one, on CPUs
+// (q4_0_decode.go; IQ4_NL takes it too, iq4_nl.go), Q5_0 and Q5_1
+// (q5_0_decode.go), Q8_0 (q8_0_decode.go) and Q2_K to Q6_K (k_decode.go)
+// have one, on CPUs
 // with the AVX-512 VNNI kernels. A group keeps the byte range of its 16
 // rows (the same bytes, rearranged), so a matrix is packed in place, once,
 // at load (PackDecodeLayout); rows after the last whole group stay
@@ -24,6 +25,8 @@ func PackDecodeLayout(m Matrix, dst []byte) (Matrix, bool) {
 		return PackQ4_0Decode(m, dst)
 	case ggml.TypeQ8_0:
 		return PackQ8_0Decode(m, dst)
+	case ggml.TypeIQ4_NL:
+		return PackIQ4_NLDecode(m, dst)
 	case ggml.TypeQ5_0:
 		return PackQ5_0Decode(m, dst)
 	case ggml.TypeQ5_1:

@@ -58,3 +58,42 @@ func iq4NLToQ8_0Rows(dst, src []byte, nb int) {
 	_ = dst[34*nb-1]
 	iq4NLToQ8_0AVX2(&dst[0], &src[0], nb)
 }
+
+// The IQ4_NL decode-layout kernels (iq4_nl_decode_vnni_amd64.s, written by
+// blk_decode_gen.go).
+
+//go:noescape
+func gemv16IQ4_NLP(grp *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
+
+//go:noescape
+func gemv16IQ4_NLPT2(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+//go:noescape
+func gemv16IQ4_NLPT3(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+//go:noescape
+func gemv16IQ4_NLPT4(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+//go:noescape
+func gemv16IQ4_NLPT5(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+//go:noescape
+func gemv16IQ4_NLPT6(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+//go:noescape
+func gemv16IQ4_NLPT7(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+//go:noescape
+func gemv16IQ4_NLPT8(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int)
+
+// iq4zLayout is the IQ4_NL decode layout's entry for tileBlkLayout.
+var iq4zLayout = blkZLayout{
+	block: q4zBlock,
+	gemv:  gemv16IQ4_NLP,
+	few: [...]func(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s8 *int32, dstride, nb, pf int, out *float32, ostride int){
+		2: gemv16IQ4_NLPT2, 3: gemv16IQ4_NLPT3, 4: gemv16IQ4_NLPT4, 5: gemv16IQ4_NLPT5,
+		6: gemv16IQ4_NLPT6, 7: gemv16IQ4_NLPT7, 8: gemv16IQ4_NLPT8,
+	},
+	simd: packPanelFromIQ4ZSIMD,
+	twin: packPanelFromIQ4Z,
+}

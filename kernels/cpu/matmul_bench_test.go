@@ -239,7 +239,7 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 				b.Fatal(err)
 			}
 			ws[i] = rm[i]
-			if c.typ == ggml.TypeQ4_0 || c.typ == ggml.TypeQ8_0 || c.typ == ggml.TypeQ5_0 {
+			if c.typ == ggml.TypeQ4_0 || c.typ == ggml.TypeQ8_0 || c.typ == ggml.TypeQ5_0 || c.typ == ggml.TypeIQ4_NL {
 				// The decode layout, as the model loads it.
 				ws[i], _ = PackDecodeLayout(rm[i], append([]byte(nil), m.Data...))
 			}
@@ -252,7 +252,7 @@ func BenchmarkMatMulFewTokens(b *testing.B) {
 				if mode == "few-pertoken" && (c.typ != ggml.TypeQ4_0 && c.typ != ggml.TypeQ8_0 || !q4zActive()) {
 					continue // the one-token decode-layout kernel per token
 				}
-				if mode == "rowmajor" && (c.typ != ggml.TypeQ4_0 && c.typ != ggml.TypeQ8_0 && c.typ != ggml.TypeQ5_0 || !q4zActive()) {
+				if mode == "rowmajor" && (c.typ != ggml.TypeQ4_0 && c.typ != ggml.TypeQ8_0 && c.typ != ggml.TypeQ5_0 && c.typ != ggml.TypeIQ4_NL || !q4zActive()) {
 					continue // the row-major rows (few on) against the layout
 				}
 				if n > 11 && c.typ != ggml.TypeQ8_0 && c.typ != ggml.TypeQ5_0 && c.typ != ggml.TypeIQ4_NL {

@@ -75,10 +75,13 @@ var (
 	}
 )
 
-// blkZ returns the decode layout of blocked type t (Q4_0 or Q8_0).
+// blkZ returns the decode layout of blocked type t (Q4_0, Q8_0 or IQ4_NL).
 func blkZ(t ggml.Type) *blkZLayout {
-	if t == ggml.TypeQ8_0 {
+	switch t {
+	case ggml.TypeQ8_0:
 		return &q8zLayout
+	case ggml.TypeIQ4_NL:
+		return &iq4zLayout
 	}
 	return &q4zLayout
 }

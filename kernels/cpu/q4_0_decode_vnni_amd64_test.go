@@ -17,7 +17,19 @@ func skipNoQ4Z(t testing.TB) {
 }
 
 // blkZTypes are the blocked types with a decode layout.
-var blkZTypes = []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0}
+var blkZTypes = []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0, ggml.TypeIQ4_NL}
+
+// blkRows returns rows (whole blocks) as the blocked kernels read them:
+// IQ4_NL rows converted to Q8_0, others as they are.
+func blkRows(typ ggml.Type, rows []byte) []byte {
+	if typ != ggml.TypeIQ4_NL {
+		return rows
+	}
+	nb := len(rows) / 18
+	out := make([]byte, 34*nb)
+	iq4NLToQ8_0(out, rows, nb)
+	return out
+}
 
 // packBlkZ packs m into its type's decode layout in a new buffer.
 func packBlkZ(t testing.TB, m Matrix) Matrix {
@@ -53,13 +65,14 @@ func TestQ4ZPackRoundTrip(t *testing.T) {
 	shapes := []struct{ rows, cols int }{{16, 32}, {37, 256}, {64, 2048}, {50, 96}}
 	testPackRoundTrip(t, rng, ggml.TypeQ4_0, PackQ4_0Decode, shapes)
 	testPackRoundTrip(t, rng, ggml.TypeQ8_0, PackQ8_0Decode, shapes)
+	testPackRoundTrip(t, rng, ggml.TypeIQ4_NL, PackIQ4_NLDecode, shapes)
 	f16 := randomMatrix(t, rng, ggml.TypeF16, 32, 64)
 	q8 := randomMatrix(t, rng, ggml.TypeQ8_0, 32, 64)
 	q4 := randomMatrix(t, rng, ggml.TypeQ4_0, 32, 64)
 	for _, c := range []struct {
 		m    Matrix
 		pack func(Matrix, []byte) (Matrix, bool)
-	}{{f16, PackQ4_0Decode}, {f16, PackQ8_0Decode}, {q8, PackQ4_0Decode}, {q4, PackQ8_0Decode}} {
+	}{{f16, PackQ4_0Decode}, {f16, PackQ8_0Decode}, {q8, PackQ4_0Decode}, {q4, PackQ8_0Decode}, {q4, PackIQ4_NLDecode}} {
 		if _, ok := c.pack(c.m, make([]byte, len(c.m.Data))); ok {
 			t.Fatalf("%s matrix packed by the wrong packer", c.m.Type)
 		}
@@ -67,7 +80,8 @@ func TestQ4ZPackRoundTrip(t *testing.T) {
 }
 
 // TestQ4ZPanel: a group unpacks into exactly the panel bytes that its
-// row-major rows pack into (Q4_0: Go twin and assembly; Q8_0).
+// row-major rows pack into (Q4_0: Go twin and assembly; Q8_0; IQ4_NL,
+// whose rows pack as converted to Q8_0).
 func TestQ4ZPanel(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(93, 94))
@@ -76,7 +90,11 @@ func TestQ4ZPanel(t *testing.T) {
 		rb, nb := w.rowBytes(), 512/qk
 		pk := packBlkZ(t, w)
 		want := make([]byte, nb*panelBlockZ)
-		packPanelZ(kernels[typ].blk, want, w.Data, rb, nb)
+		if rows := blkRows(typ, w.Data); typ == ggml.TypeIQ4_NL {
+			packPanelZ(kernels[typ].blk, want, rows, 34*nb, nb)
+		} else {
+			packPanelZ(kernels[typ].blk, want, rows, rb, nb)
+		}
 		got := make([]byte, nb*panelBlockZ)
 		blkZ(typ).panel(got, pk.Data, nil, nb)
 		if !bytes.Equal(got, want) {
@@ -91,7 +109,7 @@ func TestQ4ZPanel(t *testing.T) {
 	}
 }
 
-// TestQ4ZGemv: the decode-layout kernels (Q4_0, Q8_0) give every row
+// TestQ4ZGemv: the decode-layout kernels (Q4_0, Q8_0, IQ4_NL) give every row
 // exactly the bits of the one-row kernel blkDot1 on the row-major row,
 // and of blkDotRef (random rows, saturated activations, extreme
 // weights).
@@ -120,8 +138,9 @@ func TestQ4ZGemv(t *testing.T) {
 				out[sh.rows] = 777
 				blkZ(typ).gemv1(pk.Data, v.qs, v.d, v.s8, out[:sh.rows], 4096)
 				for r := 0; r < sh.rows; r++ {
-					want := blkDot1(bk, w.Row(r), v.qs, v.d, v.s8)
-					ref := blkDotRef(bk.q4, w.Row(r), v.qs, v.d)
+					row := blkRows(typ, w.Row(r))
+					want := blkDot1(bk, row, v.qs, v.d, v.s8)
+					ref := blkDotRef(bk.q4, row, v.qs, v.d)
 					if math.Float32bits(out[r]) != math.Float32bits(want) || math.Float32bits(want) != math.Float32bits(ref) {
 						t.Fatalf("%s %v extreme=%v row %d: decode layout %g, one-row %g, reference %g", typ, sh, extreme, r, out[r], want, ref)
 					}
@@ -135,7 +154,7 @@ func TestQ4ZGemv(t *testing.T) {
 }
 
 // TestQ4ZGemvFew: the two- to eight-token decode-layout kernels (Q4_0,
-// Q8_0) give every (row, token) exactly the bits of the one-token
+// Q8_0, IQ4_NL) give every (row, token) exactly the bits of the one-token
 // kernel, for one group and several, short and long rows, saturated
 // activations and extreme weights, and write nothing outside their rows
 // and tokens.
@@ -191,7 +210,7 @@ func TestQ4ZGemvFew(t *testing.T) {
 	}
 }
 
-// TestQ4ZMatMul: MatMul on the decode layout (Q4_0, Q8_0) equals MatMul
+// TestQ4ZMatMul: MatMul on the decode layout (Q4_0, Q8_0, IQ4_NL) equals MatMul
 // on the row-major matrix bit for bit, for decode, short batches and
 // prefill tiles, with tail rows, on one and three threads.
 func TestQ4ZMatMul(t *testing.T) {

@@ -160,14 +160,14 @@ func sameLogits(t *testing.T, got, want [][]float32) {
 	}
 }
 
-// TestDecodeLayoutTypes: synthetic Q4_0, Q5_0, Q5_1, Q8_0, Q2_K to Q6_K
-// and BF16 (converted to F16, cpu.PackBF16) models (rows of
+// TestDecodeLayoutTypes: synthetic Q4_0, Q5_0, Q5_1, Q8_0, Q2_K to Q6_K,
+// IQ4_NL and BF16 (converted to F16, cpu.PackBF16) models (rows of
 // 256 and 768 columns, whole groups of 16 rows and, in the output layer,
 // a row-major tail) loaded as the server loads them compute exactly the
 // logits of the same file loaded row-major, for a prefill and decode
 // steps of one and three tokens.
 func TestDecodeLayoutTypes(t *testing.T) {
-	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ5_0, ggml.TypeQ5_1, ggml.TypeQ8_0, ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K, ggml.TypeBF16} {
+	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ5_0, ggml.TypeQ5_1, ggml.TypeQ8_0, ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K, ggml.TypeBF16, ggml.TypeIQ4_NL} {
 		t.Run(typ.String(), func(t *testing.T) {
 			o := synth.Options{Dims: synth.Dims{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 768, Vocab: 520, CtxLen: 256, RopeBase: 10000}, Type: typ, Seed: 5}
 			packed := synthLoadServed(t, o)

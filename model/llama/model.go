@@ -16,11 +16,11 @@ type Options struct {
 	// checks against llama.cpp references (ggml_arith.go); slower, and the
 	// attention arithmetic then depends on the batch size.
 	GGMLArithmetic bool
-	// RowMajor keeps Q4_0, Q5_0, Q5_1, Q8_0 and K-quant weights row-major,
+	// RowMajor keeps Q4_0, Q5_0, Q5_1, Q8_0, K-quant and IQ4_NL weights row-major,
 	// and BF16 weights BF16.
 	// Otherwise, when the file's tensor bytes are writable
 	// (gguf.OpenCopy) and the CPU has the AVX-512 VNNI kernels, Load
-	// rewrites the Q4_0, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K linear weights (a tied
+	// rewrites the Q4_0, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K and IQ4_NL linear weights (a tied
 	// output's token embedding too) in place into their decode layouts
 	// (cpu.PackDecodeLayout: the same bytes, 16 rows interleaved per
 	// block, read by 16-row kernels as one stream), and, with AVX2, BF16
@@ -131,8 +131,8 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	return m, nil
 }
 
-// packDecodeLayout rewrites the Q4_0, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K linear
-// weights in place into their decode layouts, and BF16 ones into F16
+// packDecodeLayout rewrites the Q4_0, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K and
+// IQ4_NL linear weights in place into their decode layouts, and BF16 ones into F16
 // values (exactly, scaled by a power of two: cpu.PackBF16), the output
 // matrix included when it is the token embedding (tied), whose rows the
 // embedding lookup then copies out (cpu.Matrix.RowF32).
