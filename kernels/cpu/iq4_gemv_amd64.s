@@ -3,7 +3,7 @@
 // rows' levels (blkDotRef: the exact integer block sum I_b, then
 // acc = fma(dw·dx, float32(I_b), acc) in block order), so every row gets
 // the bits of blkDot1 on the row converted to Q8_0 (iq4NLToQ8_0), which
-// the other IQ4_NL paths compute (tileConv; TestIQ4NLGemv).
+// the other IQ4_NL paths compute (tileConv; TestConvGemv).
 //
 // gemv8IQ4_NLAVX2 (AVX2): gemv8Q8_0AVX2 with each block's 32 signed bytes
 // made from the 16 nibble bytes by one VPSHUFB from iq4Values.
