@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "iq4_levels_amd64.h"
 
 // The Q4_0, Q8_0 and IQ4_NL decode layouts (q4_0_decode.go, q8_0_decode.go,
 // iq4_nl.go) unpacked into 16-row panels (packPanelZ's layout, dot_blk16.go) in
@@ -145,10 +146,7 @@ q4zpdone:
 
 // The IQ4_NL layout (Q4_0's, iq4_nl.go) unpacked as packQ4ZPanelAVX2 does,
 // each nibble then turned into its level + 128 (the Q8_0 panel's bytes)
-// by one VPSHUFB from iq4zplev: byte for byte packPanelFromIQ4Z.
-DATA iq4zplev<>+0(SB)/8, $0x766a5d4f3f2d1801
-DATA iq4zplev<>+8(SB)/8, $0xf1d9c5b5a6998d81
-GLOBL iq4zplev<>(SB), RODATA|NOPTR, $16
+// by one VPSHUFB from iq4lev128: byte for byte packPanelFromIQ4Z.
 
 // func packIQ4ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
 TEXT ·packIQ4ZPanelAVX2(SB), NOSPLIT, $0-40
@@ -158,7 +156,7 @@ TEXT ·packIQ4ZPanelAVX2(SB), NOSPLIT, $0-40
 	MOVQ    nb+24(FP), CX
 	MOVQ    tab+32(FP), R12
 	VMOVDQU q4zpnib0f<>(SB), Y15
-	VBROADCASTI128 iq4zplev<>(SB), Y14
+	VBROADCASTI128 iq4lev128<>(SB), Y14
 	TESTQ   CX, CX
 	JLE     iq4zpdone
 

@@ -16,18 +16,14 @@
 // qs + t·qstride and d + t·dstride.
 
 #include "textflag.h"
+#include "iq4_levels_amd64.h"
 #include "hsum8_amd64.h"
-
-DATA iq4tab<>+0(SB)/8, $0xf6eaddcfbfad9881
-DATA iq4tab<>+8(SB)/8, $0x7159453526190d01
-GLOBL iq4tab<>(SB), RODATA|NOPTR, $16
 
 DATA iq4m0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA iq4m0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA iq4m0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA iq4m0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL iq4m0f<>(SB), RODATA|NOPTR, $32
-
 
 // IQ4VALS: the 16 bytes of nibbles at m as 32 signed levels in W (low
 // lane: elements 0..15, high lane: 16..31) and their magnitudes in A.
@@ -50,7 +46,7 @@ GLOBL iq4m0f<>(SB), RODATA|NOPTR, $32
 
 #define IQ4CONSTS \
 	VMOVDQU        iq4m0f<>(SB), Y15; \
-	VBROADCASTI128 iq4tab<>(SB), Y12
+	VBROADCASTI128 iq4lev<>(SB), Y12
 
 #define X4PROLOGUE \
 	MOVQ   row+0(FP), SI; \

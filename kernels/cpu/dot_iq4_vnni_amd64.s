@@ -15,12 +15,8 @@
 // multiply-added with d·dy; the lanes are summed at the end (HSUM16).
 
 #include "textflag.h"
+#include "iq4_levels_amd64.h"
 #include "hsum8_amd64.h"
-
-// iq4zu: the levels + 128 (unsigned bytes, 1..241).
-DATA iq4zu<>+0(SB)/8, $0x766a5d4f3f2d1801
-DATA iq4zu<>+8(SB)/8, $0xf1d9c5b5a6998d81
-GLOBL iq4zu<>(SB), RODATA|NOPTR, $16
 
 // iq4zperm: qword indices repeating each 16-byte half: [s0, s0, s1, s1].
 DATA iq4zperm<>+0(SB)/8, $0x0000000000000000
@@ -106,7 +102,7 @@ GLOBL iq4zc<>(SB), RODATA|NOPTR, $32
 
 // XSZCONSTS loads the constants into Z12-Z25 and zeroes Z31.
 #define XSZCONSTS \
-	VBROADCASTI32X4 iq4zu<>(SB), Z12; \
+	VBROADCASTI32X4 iq4lev128<>(SB), Z12; \
 	VPBROADCASTD    iq4zc<>+16(SB), Z13; \
 	VMOVDQU64       iq4zperm<>(SB), Z14; \
 	VMOVDQU64       iq4zshift<>(SB), Z15; \

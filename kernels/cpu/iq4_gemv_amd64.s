@@ -12,16 +12,9 @@
 // +128 taken back as 16·s8 (s8 = 8·Σq, so 16·s8 = 128·Σq).
 
 #include "textflag.h"
+#include "iq4_levels_amd64.h"
 #include "gemv8_amd64.h"
 #include "q4_0_blocksum_vnni_amd64.h"
-
-DATA ig8tab<>+0(SB)/8, $0xf6eaddcfbfad9881
-DATA ig8tab<>+8(SB)/8, $0x7159453526190d01
-GLOBL ig8tab<>(SB), RODATA|NOPTR, $16
-
-DATA igztab<>+0(SB)/8, $0x766a5d4f3f2d1801
-DATA igztab<>+8(SB)/8, $0xf1d9c5b5a6998d81
-GLOBL igztab<>(SB), RODATA|NOPTR, $16
 
 DATA ig80f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA ig80f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -84,7 +77,7 @@ TEXT ·gemv8IQ4_NLAVX2(SB), NOSPLIT, $0-56
 	ADDQ           SI, R11
 	VMOVDQU        igones16<>(SB), Y13
 	VMOVDQU        ig80f<>(SB), Y14
-	VBROADCASTI128 ig8tab<>(SB), Y15
+	VBROADCASTI128 iq4lev<>(SB), Y15
 	TESTQ          R13, R13
 	JLE            gi8end
 
@@ -160,5 +153,5 @@ gi8end:
 // row r of group g. ngroups ≥ 1, nb ≥ 1. The loads, transposes and
 // prefetch are gemv16Q4_0Z's (GEMV16Z).
 TEXT ·gemv16IQ4_NLZ(SB), NOSPLIT, $0-64
-	VBROADCASTI32X4 igztab<>(SB), Z28
+	VBROADCASTI32X4 iq4lev128<>(SB), Z28
 	GEMV16Z(I4BLOCKSUM)

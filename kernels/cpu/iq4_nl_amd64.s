@@ -3,10 +3,7 @@
 // levels (low nibbles first, then high) by one VPSHUFB from iq4Values.
 
 #include "textflag.h"
-
-DATA iq4ctab<>+0(SB)/8, $0xf6eaddcfbfad9881
-DATA iq4ctab<>+8(SB)/8, $0x7159453526190d01
-GLOBL iq4ctab<>(SB), RODATA|NOPTR, $16
+#include "iq4_levels_amd64.h"
 
 DATA iq4c0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA iq4c0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -19,7 +16,7 @@ TEXT ·iq4NLToQ8_0AVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ nb+16(FP), CX
-	VBROADCASTI128 iq4ctab<>(SB), Y2
+	VBROADCASTI128 iq4lev<>(SB), Y2
 	VMOVDQU        iq4c0f<>(SB), Y3
 	TESTQ CX, CX
 	JLE   done

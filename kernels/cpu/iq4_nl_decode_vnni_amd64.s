@@ -3,7 +3,7 @@
 // IQ4_NL decode kernels on the decode layout (Q4_0's, q4_0_decode.go: an
 // IQ4_NL block has Q4_0's bytes) for one to eight tokens: the Q4_0
 // kernels with each unpacked nibble vector turned into levels + 128 by
-// one VPSHUFB from iq4zlev (ggml's kvalues_iq4nl + 128), and the +128
+// one VPSHUFB from iq4lev128 (iq4_levels_amd64.h), and the +128
 // taken back as 128·Σq = 16·s8, as for Q8_0. The exact block sums then go
 // through blkDotRef's arithmetic, so every result is bitwise the Q8_0
 // kernels' on the rows converted to Q8_0 (iq4NLToQ8_0), which IQ4_NL's
@@ -12,10 +12,7 @@
 // Registers as in q4_0_decode_few_vnni_amd64.s, and Z28 the levels.
 
 #include "textflag.h"
-
-DATA iq4zlev<>+0(SB)/8, $0x766a5d4f3f2d1801
-DATA iq4zlev<>+8(SB)/8, $0xf1d9c5b5a6998d81
-GLOBL iq4zlev<>(SB), RODATA|NOPTR, $16
+#include "iq4_levels_amd64.h"
 
 // func gemv16IQ4_NLP(grp *byte, ngroups int, qs *int8, d *float32, s8 *int32, nb, pf int, out *float32)
 // ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.
@@ -25,7 +22,7 @@ TEXT ·gemv16IQ4_NLP(SB), NOSPLIT, $0-64
 	ADDQ SI, R14
 	MOVL $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Z29
-	VBROADCASTI32X4 iq4zlev<>(SB), Z28
+	VBROADCASTI32X4 iq4lev128<>(SB), Z28
 	VPXORD Z31, Z31, Z31
 
 group:
@@ -111,7 +108,7 @@ TEXT ·gemv16IQ4_NLPT2(SB), NOSPLIT, $0-88
 	LEAQ (R9)(R9*2), R11
 	MOVL $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Z29
-	VBROADCASTI32X4 iq4zlev<>(SB), Z28
+	VBROADCASTI32X4 iq4lev128<>(SB), Z28
 	VPXORD Z31, Z31, Z31
 
 group:
@@ -216,7 +213,7 @@ TEXT ·gemv16IQ4_NLPT3(SB), NOSPLIT, $0-88
 	LEAQ (R9)(R9*2), R11
 	MOVL $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Z29
-	VBROADCASTI32X4 iq4zlev<>(SB), Z28
+	VBROADCASTI32X4 iq4lev128<>(SB), Z28
 	VPXORD Z31, Z31, Z31
 
 group:
@@ -338,7 +335,7 @@ TEXT ·gemv16IQ4_NLPT4(SB), NOSPLIT, $0-88
 	LEAQ (R9)(R9*2), R11
 	MOVL $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Z29
-	VBROADCASTI32X4 iq4zlev<>(SB), Z28
+	VBROADCASTI32X4 iq4lev128<>(SB), Z28
 	VPXORD Z31, Z31, Z31
 
 group:
@@ -477,7 +474,7 @@ TEXT ·gemv16IQ4_NLPT5(SB), NOSPLIT, $0-88
 	LEAQ (R9)(R9*2), R11
 	MOVL $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Z29
-	VBROADCASTI32X4 iq4zlev<>(SB), Z28
+	VBROADCASTI32X4 iq4lev128<>(SB), Z28
 	VPXORD Z31, Z31, Z31
 
 group:
@@ -640,7 +637,7 @@ TEXT ·gemv16IQ4_NLPT6(SB), NOSPLIT, $0-88
 	LEAQ (R9)(R9*2), R11
 	MOVL $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Z29
-	VBROADCASTI32X4 iq4zlev<>(SB), Z28
+	VBROADCASTI32X4 iq4lev128<>(SB), Z28
 	VPXORD Z31, Z31, Z31
 
 group:
@@ -820,7 +817,7 @@ TEXT ·gemv16IQ4_NLPT7(SB), NOSPLIT, $0-88
 	LEAQ (R9)(R9*2), R11
 	MOVL $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Z29
-	VBROADCASTI32X4 iq4zlev<>(SB), Z28
+	VBROADCASTI32X4 iq4lev128<>(SB), Z28
 	VPXORD Z31, Z31, Z31
 
 group:
@@ -1017,7 +1014,7 @@ TEXT ·gemv16IQ4_NLPT8(SB), NOSPLIT, $0-88
 	LEAQ (R9)(R9*2), R11
 	MOVL $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Z29
-	VBROADCASTI32X4 iq4zlev<>(SB), Z28
+	VBROADCASTI32X4 iq4lev128<>(SB), Z28
 	VPXORD Z31, Z31, Z31
 
 group:
