@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"oengine/engine"
 	"oengine/kernels/cuda"
@@ -143,7 +142,7 @@ func (m *Model) loadModel(f *gguf.File, o Options, cfg *engine.Config) (engine.M
 				continue
 			}
 			if err := gpu.KernelsFor(g); err != nil {
-				reason := strings.TrimPrefix(err.Error(), llama.ErrUnsupported.Error()+": ")
+				reason := err.Error()
 				if i == 1 {
 					reason = "draft model: " + reason
 				}

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"oengine/kvcache"
 	"oengine/model/gguf"
 	"oengine/model/gpu"
+	"oengine/model/llama"
 	"oengine/model/synth"
 	"oengine/sampling"
 )
@@ -312,7 +314,8 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 			}
 			m.Close()
 			_, err = Load(c.model, Options{Device: "cuda", OpenCUDA: open, Draft: c.drft, Engine: cfg})
-			if err == nil || !strings.Contains(err.Error(), "no CUDA kernel for IQ4_NL") {
+			if err == nil || !strings.Contains(err.Error(), "no CUDA kernel for IQ4_NL") ||
+				!errors.Is(err, gpu.ErrNoKernel) || !errors.Is(err, llama.ErrUnsupported) {
 				t.Fatalf("--device cuda: %v", err)
 			}
 		})

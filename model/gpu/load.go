@@ -34,16 +34,34 @@ type Options struct {
 	NoGraphs bool
 }
 
-// ErrNoKernel is wrapped (with llama.ErrUnsupported) by errors about a
-// weight matrix whose type has no CUDA kernel (cuda.Supports).
+// ErrNoKernel is matched (errors.Is) by a *NoKernelError: a weight matrix
+// whose type has no CUDA kernel (cuda.Supports).
 var ErrNoKernel = errors.New("no CUDA kernel")
 
+// NoKernelError names the first weight matrix of a file whose type the
+// CUDA kernels cannot run. Its message is the reason --device auto gives
+// for using the CPU; it also matches llama.ErrUnsupported.
+type NoKernelError struct {
+	Tensor string
+	Type   ggml.Type
+}
+
+func (e *NoKernelError) Error() string {
+	return fmt.Sprintf("no CUDA kernel for %s (tensor %s)", e.Type, e.Tensor)
+}
+
+// Is makes a NoKernelError match ErrNoKernel and llama.ErrUnsupported.
+func (e *NoKernelError) Is(target error) bool {
+	return target == ErrNoKernel || target == llama.ErrUnsupported
+}
+
 // KernelsFor returns nil when the CUDA kernels can run every weight matrix
-// of f, else the error (wrapping ErrNoKernel) naming the first that they
-// cannot. Other problems of the file are left to Load.
+// of f, else the *NoKernelError naming the first that they cannot. Other
+// problems of the file are left to Load.
 func KernelsFor(f *gguf.File) error {
-	if _, _, _, err := FromGGUF(f); errors.Is(err, ErrNoKernel) {
-		return err
+	var nk *NoKernelError
+	if _, _, _, err := FromGGUF(f); errors.As(err, &nk) {
+		return nk
 	}
 	return nil
 }
@@ -114,7 +132,7 @@ func (r *reader) mat(name string) HostMatrix {
 		r.err = fmt.Errorf("gpu: tensor %s has %d dimensions, want 2", name, len(ti.Dims))
 		return HostMatrix{}
 	case !cuda.Supports(ti.Type):
-		r.err = fmt.Errorf("%w: %w for %s (tensor %s)", llama.ErrUnsupported, ErrNoKernel, ti.Type, name)
+		r.err = &NoKernelError{Tensor: name, Type: ti.Type}
 		return HostMatrix{}
 	}
 	return HostMatrix{Type: ti.Type, Cols: int(ti.Dims[0]), Rows: int(ti.Rows()), Data: ti.Data}
