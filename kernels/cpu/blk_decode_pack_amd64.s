@@ -68,178 +68,78 @@ DATA q4zpnib0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA q4zpnib0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL q4zpnib0f<>(SB), RODATA|NOPTR, $32
 
+// NONIB and LEVNIB are Q4ZPANEL's treatments of a vector of nibbles:
+// none (Q4_0: the panel stores them) or levels + 128 by VPSHUFB from Y14
+// (IQ4_NL: the Q8_0 panel's bytes).
+#define NONIB(V)
+#define LEVNIB(V) VPSHUFB V, Y14, V
+
+// Q4ZPSTEP: nibble dword vector V (16 rows, bytes 4k..4k+3 of each) to
+// panel steps k (low nibbles, at lo(DI)) and 4+k (high, at hi(DI)),
+// through T.
+#define Q4ZPSTEP(V, T, lo, hi, NIB) \
+	VPAND   Y15, V, T; \
+	NIB(T); \
+	VMOVDQU T, lo(DI); \
+	VPSRLW  $4, V, V; \
+	VPAND   Y15, V, V; \
+	NIB(V); \
+	VMOVDQU V, hi(DI)
+
+// Q4ZPANEL(NIB): the body of the Q4_0-layout unpackers: per block the 16
+// rows' four nibble dword vectors loaded, unpacked by Q4ZPSTEP, the scales
+// through the table, and a prefetch of the block of next.
+#define Q4ZPANEL(NIB) \
+	MOVQ    panel+0(FP), DI; \
+	MOVQ    grp+8(FP), SI; \
+	MOVQ    next+16(FP), R14; \
+	MOVQ    nb+24(FP), CX; \
+	MOVQ    tab+32(FP), R12; \
+	VMOVDQU q4zpnib0f<>(SB), Y15; \
+	VBROADCASTI128 iq4lev128<>(SB), Y14; \
+	TESTQ   CX, CX; \
+	JLE     done; \
+loop: \
+	VMOVDQU 32(SI), Y0; \
+	VMOVDQU 64(SI), Y1; \
+	VMOVDQU 96(SI), Y2; \
+	VMOVDQU 128(SI), Y3; \
+	VMOVDQU 160(SI), Y4; \
+	VMOVDQU 192(SI), Y5; \
+	VMOVDQU 224(SI), Y6; \
+	VMOVDQU 256(SI), Y7; \
+	Q4ZPSTEP(Y0, Y8, 0, 256, NIB); \
+	Q4ZPSTEP(Y1, Y9, 32, 288, NIB); \
+	Q4ZPSTEP(Y2, Y10, 64, 320, NIB); \
+	Q4ZPSTEP(Y3, Y11, 96, 352, NIB); \
+	Q4ZPSTEP(Y4, Y8, 128, 384, NIB); \
+	Q4ZPSTEP(Y5, Y9, 160, 416, NIB); \
+	Q4ZPSTEP(Y6, Y10, 192, 448, NIB); \
+	Q4ZPSTEP(Y7, Y11, 224, 480, NIB); \
+	F16SCALES16; \
+	PREFETCHT1 0(R14); \
+	PREFETCHT1 64(R14); \
+	PREFETCHT1 128(R14); \
+	PREFETCHT1 192(R14); \
+	PREFETCHT1 256(R14); \
+	ADDQ    $288, R14; \
+	ADDQ    $288, SI; \
+	ADDQ    $576, DI; \
+	DECQ    CX; \
+	JNZ     loop; \
+done: \
+	VZEROUPPER; \
+	RET
+
 // func packQ4ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
 TEXT ·packQ4ZPanelAVX2(SB), NOSPLIT, $0-40
-	MOVQ    panel+0(FP), DI
-	MOVQ    grp+8(FP), SI
-	MOVQ    next+16(FP), R14
-	MOVQ    nb+24(FP), CX
-	MOVQ    tab+32(FP), R12
-	VMOVDQU q4zpnib0f<>(SB), Y15
-	TESTQ   CX, CX
-	JLE     q4zpdone
-
-q4zploop:
-	VMOVDQU 32(SI), Y0
-	VMOVDQU 64(SI), Y1
-	VMOVDQU 96(SI), Y2
-	VMOVDQU 128(SI), Y3
-	VMOVDQU 160(SI), Y4
-	VMOVDQU 192(SI), Y5
-	VMOVDQU 224(SI), Y6
-	VMOVDQU 256(SI), Y7
-	VPAND   Y15, Y0, Y8
-	VMOVDQU Y8, 0(DI)
-	VPSRLW  $4, Y0, Y0
-	VPAND   Y15, Y0, Y0
-	VMOVDQU Y0, 256(DI)
-	VPAND   Y15, Y1, Y9
-	VMOVDQU Y9, 32(DI)
-	VPSRLW  $4, Y1, Y1
-	VPAND   Y15, Y1, Y1
-	VMOVDQU Y1, 288(DI)
-	VPAND   Y15, Y2, Y10
-	VMOVDQU Y10, 64(DI)
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y15, Y2, Y2
-	VMOVDQU Y2, 320(DI)
-	VPAND   Y15, Y3, Y11
-	VMOVDQU Y11, 96(DI)
-	VPSRLW  $4, Y3, Y3
-	VPAND   Y15, Y3, Y3
-	VMOVDQU Y3, 352(DI)
-	VPAND   Y15, Y4, Y8
-	VMOVDQU Y8, 128(DI)
-	VPSRLW  $4, Y4, Y4
-	VPAND   Y15, Y4, Y4
-	VMOVDQU Y4, 384(DI)
-	VPAND   Y15, Y5, Y9
-	VMOVDQU Y9, 160(DI)
-	VPSRLW  $4, Y5, Y5
-	VPAND   Y15, Y5, Y5
-	VMOVDQU Y5, 416(DI)
-	VPAND   Y15, Y6, Y10
-	VMOVDQU Y10, 192(DI)
-	VPSRLW  $4, Y6, Y6
-	VPAND   Y15, Y6, Y6
-	VMOVDQU Y6, 448(DI)
-	VPAND   Y15, Y7, Y11
-	VMOVDQU Y11, 224(DI)
-	VPSRLW  $4, Y7, Y7
-	VPAND   Y15, Y7, Y7
-	VMOVDQU Y7, 480(DI)
-	F16SCALES16
-	PREFETCHT1 0(R14)
-	PREFETCHT1 64(R14)
-	PREFETCHT1 128(R14)
-	PREFETCHT1 192(R14)
-	PREFETCHT1 256(R14)
-	ADDQ    $288, R14
-	ADDQ    $288, SI
-	ADDQ    $576, DI
-	DECQ    CX
-	JNZ     q4zploop
-
-q4zpdone:
-	VZEROUPPER
-	RET
-
-// The IQ4_NL layout (Q4_0's, iq4_nl.go) unpacked as packQ4ZPanelAVX2 does,
-// each nibble then turned into its level + 128 (the Q8_0 panel's bytes)
-// by one VPSHUFB from iq4lev128: byte for byte packPanelFromIQ4Z.
+	Q4ZPANEL(NONIB)
 
 // func packIQ4ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
+// The IQ4_NL layout (Q4_0's, iq4_nl.go): byte for byte packPanelFromIQ4Z.
 TEXT ·packIQ4ZPanelAVX2(SB), NOSPLIT, $0-40
-	MOVQ    panel+0(FP), DI
-	MOVQ    grp+8(FP), SI
-	MOVQ    next+16(FP), R14
-	MOVQ    nb+24(FP), CX
-	MOVQ    tab+32(FP), R12
-	VMOVDQU q4zpnib0f<>(SB), Y15
-	VBROADCASTI128 iq4lev128<>(SB), Y14
-	TESTQ   CX, CX
-	JLE     iq4zpdone
+	Q4ZPANEL(LEVNIB)
 
-iq4zploop:
-	VMOVDQU 32(SI), Y0
-	VMOVDQU 64(SI), Y1
-	VMOVDQU 96(SI), Y2
-	VMOVDQU 128(SI), Y3
-	VMOVDQU 160(SI), Y4
-	VMOVDQU 192(SI), Y5
-	VMOVDQU 224(SI), Y6
-	VMOVDQU 256(SI), Y7
-	VPAND   Y15, Y0, Y8
-	VPSHUFB Y8, Y14, Y8
-	VMOVDQU Y8, 0(DI)
-	VPSRLW  $4, Y0, Y0
-	VPAND   Y15, Y0, Y0
-	VPSHUFB Y0, Y14, Y0
-	VMOVDQU Y0, 256(DI)
-	VPAND   Y15, Y1, Y9
-	VPSHUFB Y9, Y14, Y9
-	VMOVDQU Y9, 32(DI)
-	VPSRLW  $4, Y1, Y1
-	VPAND   Y15, Y1, Y1
-	VPSHUFB Y1, Y14, Y1
-	VMOVDQU Y1, 288(DI)
-	VPAND   Y15, Y2, Y10
-	VPSHUFB Y10, Y14, Y10
-	VMOVDQU Y10, 64(DI)
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y15, Y2, Y2
-	VPSHUFB Y2, Y14, Y2
-	VMOVDQU Y2, 320(DI)
-	VPAND   Y15, Y3, Y11
-	VPSHUFB Y11, Y14, Y11
-	VMOVDQU Y11, 96(DI)
-	VPSRLW  $4, Y3, Y3
-	VPAND   Y15, Y3, Y3
-	VPSHUFB Y3, Y14, Y3
-	VMOVDQU Y3, 352(DI)
-	VPAND   Y15, Y4, Y8
-	VPSHUFB Y8, Y14, Y8
-	VMOVDQU Y8, 128(DI)
-	VPSRLW  $4, Y4, Y4
-	VPAND   Y15, Y4, Y4
-	VPSHUFB Y4, Y14, Y4
-	VMOVDQU Y4, 384(DI)
-	VPAND   Y15, Y5, Y9
-	VPSHUFB Y9, Y14, Y9
-	VMOVDQU Y9, 160(DI)
-	VPSRLW  $4, Y5, Y5
-	VPAND   Y15, Y5, Y5
-	VPSHUFB Y5, Y14, Y5
-	VMOVDQU Y5, 416(DI)
-	VPAND   Y15, Y6, Y10
-	VPSHUFB Y10, Y14, Y10
-	VMOVDQU Y10, 192(DI)
-	VPSRLW  $4, Y6, Y6
-	VPAND   Y15, Y6, Y6
-	VPSHUFB Y6, Y14, Y6
-	VMOVDQU Y6, 448(DI)
-	VPAND   Y15, Y7, Y11
-	VPSHUFB Y11, Y14, Y11
-	VMOVDQU Y11, 224(DI)
-	VPSRLW  $4, Y7, Y7
-	VPAND   Y15, Y7, Y7
-	VPSHUFB Y7, Y14, Y7
-	VMOVDQU Y7, 480(DI)
-	F16SCALES16
-	PREFETCHT1 0(R14)
-	PREFETCHT1 64(R14)
-	PREFETCHT1 128(R14)
-	PREFETCHT1 192(R14)
-	PREFETCHT1 256(R14)
-	ADDQ    $288, R14
-	ADDQ    $288, SI
-	ADDQ    $576, DI
-	DECQ    CX
-	JNZ     iq4zploop
-
-iq4zpdone:
-	VZEROUPPER
-	RET
 
 // func packQ8ZPanelAVX2(panel, grp, next *byte, nb int, tab *float32)
 TEXT ·packQ8ZPanelAVX2(SB), NOSPLIT, $0-40
