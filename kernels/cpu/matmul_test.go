@@ -120,6 +120,14 @@ func TestMatMulAllocs(t *testing.T) {
 			if a := testing.AllocsPerRun(5, func() { pool.MatMul(dst, w, x, sh.n) }); a != 0 {
 				t.Errorf("%s %+v: %v allocations per MatMul", typ, sh, a)
 			}
+			// The same matrix as load rewrites it (a decode layout, BF16 as
+			// F16), where this CPU does.
+			if pk, ok := PackDecodeLayout(w, append([]byte(nil), w.Data...)); ok {
+				pool.MatMul(dst, pk, x, sh.n)
+				if a := testing.AllocsPerRun(5, func() { pool.MatMul(dst, pk, x, sh.n) }); a != 0 {
+					t.Errorf("%s %+v rewritten at load: %v allocations per MatMul", typ, sh, a)
+				}
+			}
 		}
 	}
 }
