@@ -3,8 +3,8 @@ package cpu
 import "oengine/ggml"
 
 // Types computed by the Q8_0 blocked kernels (blkKernel.conv): a block of
-// the type is a Q8_0 block stored another way (IQ4_NL, iq4_nl.go; Q5_0
-// on CPUs without its decode layout, q5_0_conv.go), so the type takes
+// the type is a Q8_0 block stored another way (IQ4_NL, iq4_nl.go; Q5_0,
+// q5_0_conv.go), so the type takes
 // Q8_0's arithmetic (blkDotRef) and all its paths, and its results do not
 // depend on the batch.
 
@@ -15,7 +15,7 @@ import "oengine/ggml"
 // and the Q8_0 tile runs on them (rows renumbered from 0, dst shifted by
 // r0). Both give the bits of blkDotRef on the converted rows.
 func (p *Pool) tileConv(worker int, op *opPlan, r0, r1, t0, t1 int) {
-	if r0 < op.w.dlRows() { // IQ4_NL's decode layout (iq4_nl.go); tiles are whole groups
+	if r0 < op.w.dlRows() { // IQ4_NL's and Q5_0's decode layouts (iq4_nl.go, q5_0_decode.go); tiles are whole groups
 		p.tileBlkLayout(worker, op, r0, r1, t0, t1)
 		return
 	}

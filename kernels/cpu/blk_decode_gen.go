@@ -5,7 +5,7 @@
 // (Q4_0, two to eight tokens; its one-token kernel is
 // q4_0_decode_vnni_amd64.s), q8_0_decode_vnni_amd64.s (Q8_0, one to
 // eight tokens), iq4_nl_decode_vnni_amd64.s (IQ4_NL, one to eight) and
-// q5_0_decode_vnni_amd64.s (Q5_0, one and two).
+// q5_0_decode_vnni_amd64.s (Q5_0, one to eight; Q5_1, one and two).
 package main
 
 import (
@@ -25,18 +25,21 @@ var (
 )
 
 // layout is a blocked type's decode layout (q4_0_decode.go,
-// q8_0_decode.go): its kernels' name prefix and block size.
+// q8_0_decode.go, q5_0_decode.go): its kernels' name prefix and block
+// size.
 type layout struct {
 	name  string
 	block int
 	q8    bool
 	iq4   bool // Q4_0's layout holding IQ4_NL nibbles: each becomes its level + 128 (VPSHUFB)
+	q5    bool // Q5_0's: nibble dwords at 96, fifth-bit byte masks at 32, values w+16
 }
 
 var (
-	q4  = layout{"gemv16Q4_0P", 288, false, false}
-	q8  = layout{"gemv16Q8_0P", 544, true, false}
-	iq4 = layout{"gemv16IQ4_NLP", 288, false, true}
+	q4  = layout{name: "gemv16Q4_0P", block: 288}
+	q8  = layout{name: "gemv16Q8_0P", block: 544, q8: true}
+	iq4 = layout{name: "gemv16IQ4_NLP", block: 288, iq4: true}
+	q5  = layout{name: "gemv16Q5_0P", block: 352, q5: true}
 )
 
 // frame returns the argument offsets and frame size of a decode-layout
@@ -84,6 +87,10 @@ func kernel(l layout, T int) {
 		b.I("MOVL $0x0f0f0f0f, DX")
 		b.I("VPBROADCASTD DX, Z29")
 	}
+	if l.q5 {
+		b.I("MOVL $0x10101010, DX")
+		b.I("VPBROADCASTD DX, Z30")
+	}
 	if l.iq4 {
 		b.I("VBROADCASTI32X4 iq4lev128<>(SB), Z28")
 	}
@@ -109,8 +116,12 @@ func kernel(l layout, T int) {
 			b.I("VMOVDQU32 %d(SI), Z%d", 32+64*k, k)
 		}
 	} else {
+		qsOff := 32
+		if l.q5 {
+			qsOff = 96
+		}
 		for k := 0; k < 4; k++ {
-			b.I("VMOVDQU32 %d(SI), Z%d", 32+64*k, 4+k)
+			b.I("VMOVDQU32 %d(SI), Z%d", qsOff+64*k, 4+k)
 		}
 	}
 	for o := 0; o < l.block; o += 64 {
@@ -128,6 +139,14 @@ func kernel(l layout, T int) {
 			b.I("VPSHUFB Z%d, Z28, Z%d", k, k)
 		}
 	}
+	if l.q5 {
+		// Vector v's fifth bits are a byte mask at 32+8v: add 16 to the
+		// bytes it selects, so that each byte is w+16 (0..31).
+		for v := 0; v < 8; v++ {
+			b.I("KMOVQ %d(SI), K%d", 32+8*v, 1+v%4)
+			b.I("VPADDB Z30, Z%d, K%d, Z%d", v, 1+v%4, v)
+		}
+	}
 	for t := 0; t < T; t++ {
 		// Temporaries alternate between two sets so that consecutive
 		// tokens do not wait on each other.
@@ -135,11 +154,14 @@ func kernel(l layout, T int) {
 		if t%2 == 1 {
 			s, h, m = 12, 13, 14
 		}
-		// Z(s) starts at -8·Σq (Q4_0: values stored as w+8) or -128·Σq
-		// (Q8_0, IQ4_NL: w+128), Z(h) at 0.
+		// Z(s) starts at -8·Σq (Q4_0: values stored as w+8), -16·Σq
+		// (Q5_0: w+16) or -128·Σq (Q8_0, IQ4_NL: w+128), Z(h) at 0.
 		b.I("VPSUBD.BCST %s, Z31, Z%d", asmgen.TokAddr(s8Base, "R9", "R11", t, 0), s)
 		if l.q8 || l.iq4 {
 			b.I("VPSLLD $4, Z%d, Z%d", s, s)
+		}
+		if l.q5 {
+			b.I("VPSLLD $1, Z%d, Z%d", s, s)
 		}
 		b.I("VPXORD Z%d, Z%d, Z%d", h, h, h)
 		for k := 0; k < 4; k++ {
@@ -186,34 +208,26 @@ func kernel(l layout, T int) {
 	b.I("RET")
 }
 
-// q5Kernel writes gemv16Q5_0P (T = 1) or gemv16Q5_0PT2 (T = 2) on the
-// Q5_0 decode layout (q5_0_decode.go), or with q51 the Q5_1 kernels
-// gemv16Q5_1P / gemv16Q5_1PT2 (values u = w without the −16, and each
-// block's m·s summed per row as dotQ5_1AVX2 does).
+// q51Kernel writes gemv16Q5_1P (T = 1) or gemv16Q5_1PT2 (T = 2) on the
+// Q5_1 decode layout (q5_0_decode.go): values u = 0..31, and each block's
+// m·s summed per row as dotQ5_1AVX2 does.
 //
 // Registers: Z0-Z7 the block's unsigned values (Z(k): elements 4k..4k+3,
 // Z(4+k): 16+4k..), K1 / K2 their fifth-bit masks, Z8 the rows' scales,
 // Z9 token t's d·dy, Z11+8t+k token t's lane k, Z27 the integer lane
-// being built, Z29 0x0f bytes, Z30 0x10 bytes, Z31 (Q5_1) the rows' mins;
-// Q5_1's Σ m·s of tokens 0 and 1 in Z28 and Z10. DI, DX, BX token 0's
-// activations, d and corrections (Q5_0, q5zCorrections) or s (Q5_1, Q8_1
-// activations), AX, R10, R13 token 1's.
-func q5Kernel(T int, q51 bool) {
-	block, base, third, thirdStride := 352, "gemv16Q5_0P", "corr", "8"
-	qhOff, qsOff := 32, 96
-	if q51 {
-		block, base, third, thirdStride = 384, "gemv16Q5_1P", "s", "1"
-		qhOff, qsOff = 64, 128
-	}
+// being built, Z29 0x0f bytes, Z30 0x10 bytes, Z31 the rows' mins; the
+// Σ m·s of tokens 0 and 1 in Z28 and Z10. DI, DX, BX token 0's
+// activations, d and s (Q8_1 activations), AX, R10, R13 token 1's.
+func q51Kernel(T int) {
+	const block, base, qhOff, qsOff = 384, "gemv16Q5_1P", 64, 128
 	name := base
-	arg, size := frame(T, third)
-	thirdType := map[bool]string{false: "*int32", true: "*float32"}[q51]
+	arg, size := frame(T, "s")
 	if T == 2 {
 		name = base + "T2"
-		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, qstride int, d *float32, %s %s, dstride, nb, pf int, out *float32, ostride int)\n", name, third, thirdType)
-		fmt.Fprintf(&b, "// %s for two tokens: token 1's activations at qs + qstride,\n// its d at d + dstride and %s at %s + %s·dstride, its results at\n// out + ostride (bytes).\n", base, third, third, thirdStride)
+		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, qstride int, d *float32, s *float32, dstride, nb, pf int, out *float32, ostride int)\n", name)
+		fmt.Fprintf(&b, "// %s for two tokens: token 1's activations at qs + qstride,\n// its d and s at d + dstride and s + dstride, its results at\n// out + ostride (bytes).\n", base)
 	} else {
-		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, d *float32, %s %s, nb, pf int, out *float32)\n", name, third, thirdType)
+		fmt.Fprintf(&b, "\n// func %s(grp *byte, ngroups int, qs *int8, d *float32, s *float32, nb, pf int, out *float32)\n", name)
 		fmt.Fprintf(&b, "// ngroups ≥ 1, nb ≥ 1; out[16g+r] is row r of group g.\n")
 	}
 	begin(name, size, arg)
@@ -224,12 +238,12 @@ func q5Kernel(T int, q51 bool) {
 	fmt.Fprintf(&b, "\ngroup:\n")
 	b.I("MOVQ qs+%d(FP), DI", arg["qs"])
 	b.I("MOVQ d+%d(FP), DX", arg["d"])
-	b.I("MOVQ %s+%d(FP), BX", third, arg[third])
+	b.I("MOVQ s+%d(FP), BX", arg["s"])
 	if T == 2 {
 		b.I("MOVQ qstride+%d(FP), AX", arg["qstride"])
 		b.I("ADDQ DI, AX")
 		b.I("MOVQ dstride+%d(FP), R10", arg["dstride"])
-		b.I("LEAQ (BX)(R10*%s), R13", thirdStride)
+		b.I("LEAQ (BX)(R10*1), R13")
 		b.I("ADDQ DX, R10")
 	}
 	b.I("MOVQ nb+%d(FP), CX", arg["nb"])
@@ -237,10 +251,8 @@ func q5Kernel(T int, q51 bool) {
 		b.I("VPXORD Z%d, Z%d, Z%d", z, z, z)
 	}
 	mAcc := []int{28, 10}
-	if q51 {
-		for t := 0; t < T; t++ {
-			b.I("VPXORD Z%d, Z%d, Z%d", mAcc[t], mAcc[t], mAcc[t])
-		}
+	for t := 0; t < T; t++ {
+		b.I("VPXORD Z%d, Z%d, Z%d", mAcc[t], mAcc[t], mAcc[t])
 	}
 	fmt.Fprintf(&b, "\nblock:\n")
 	b.I("VCVTPH2PS (SI), Z8")
@@ -259,37 +271,29 @@ func q5Kernel(T int, q51 bool) {
 		b.I("VPADDB Z30, Z%d, K1, Z%d", k, k)
 		b.I("VPADDB Z30, Z%d, K2, Z%d", 4+k, 4+k)
 	}
-	if q51 {
-		b.I("VCVTPH2PS 32(SI), Z31") // the rows' mins
-	}
+	b.I("VCVTPH2PS 32(SI), Z31") // the rows' mins
 	qs := []string{"DI", "AX"}
 	ds := []string{"DX", "R10"}
-	cs := []string{"BX", "R13"}
+	ss := []string{"BX", "R13"}
 	for t := 0; t < T; t++ {
 		b.I("VMULPS.BCST (%s), Z8, Z9", ds[t])
 		for k := 0; k < 8; k++ {
 			// Lane k: Σ u·a of elements 4k..4k+3 (activation bytes
-			// 4k..4k+3 for both halves), from −16·Σa for Q5_0, then
-			// the AVX2 kernel's FMA with d·dy.
-			if q51 {
-				b.I("VPXORD Z27, Z27, Z27")
-			} else {
-				b.I("VPBROADCASTD %d(%s), Z27", 4*k, cs[t])
-			}
+			// 4k..4k+3 for both halves), then the AVX2 kernel's FMA
+			// with d·dy.
+			b.I("VPXORD Z27, Z27, Z27")
 			b.I("VPDPBUSD.BCST %d(%s), Z%d, Z27", 4*k, qs[t], k)
 			b.I("VCVTDQ2PS Z27, Z27")
 			b.I("VFMADD231PS Z27, Z9, Z%d", 11+8*t+k)
 		}
-		if q51 {
-			b.I("VFMADD231PS.BCST (%s), Z31, Z%d", cs[t], mAcc[t]) // Σ m·s, block by block
-		}
+		b.I("VFMADD231PS.BCST (%s), Z31, Z%d", ss[t], mAcc[t]) // Σ m·s, block by block
 	}
 	b.I("ADDQ $%d, SI", block)
 	b.I("ADDQ $%d, R14", block)
 	for t := 0; t < T; t++ {
 		b.I("ADDQ $32, %s", qs[t])
 		b.I("ADDQ $4, %s", ds[t])
-		b.I("ADDQ $%d, %s", map[bool]int{false: 32, true: 4}[q51], cs[t])
+		b.I("ADDQ $4, %s", ss[t])
 	}
 	b.I("DECQ CX")
 	b.I("JNZ block")
@@ -298,9 +302,7 @@ func q5Kernel(T int, q51 bool) {
 	for t := 0; t < T; t++ {
 		z := 11 + 8*t
 		b.HSum8(z)
-		if q51 {
-			b.I("VADDPS Z%d, Z%d, Z%d", mAcc[t], z, z)
-		}
+		b.I("VADDPS Z%d, Z%d, Z%d", mAcc[t], z, z)
 		if t == 0 {
 			b.I("VMOVUPS Z%d, (AX)", z)
 		} else {
@@ -382,22 +384,32 @@ func main() {
 	b.Reset()
 	b.WriteString(`// Code generated by blk_decode_gen.go; DO NOT EDIT.
 
-// Q5_0 and Q5_1 decode kernels on their decode layouts (q5_0_decode.go)
-// for one and two tokens: per block the 16 rows' values are built once
-// (the nibbles, plus 16 where the layout's fifth-bit masks, loaded into
-// opmask registers, say so), then per token and lane k (elements
-// 4k..4k+3, as in dotQ5_0AVX2 / dotQ5_1AVX2) the exact integer sum, its
-// conversion and one FMA with d·dy (Q5_1: and one FMA of the block's m·s
-// per row); the eight lanes of a row are summed in HSUM8's order (Q5_1:
-// plus Σ m·s). Every result is bitwise the AVX2 kernel's (TestQ5ZGemv).
+// Q5_0 and Q5_1 decode kernels on their decode layouts (q5_0_decode.go).
+//
+// Q5_0, one to eight tokens: the Q4_0 kernels with the nibble dwords at
+// 96 and 16 added to each byte that the layout's fifth-bit masks select
+// (loaded into opmask registers), so that a byte is w+16, taken back as
+// 16·Σq = 2·s8. The exact block sums then go through blkDotRef's
+// arithmetic, so every result is bitwise the Q8_0 kernels' on the rows
+// converted to Q8_0 (q5_0ToQ8_0), which Q5_0's other paths compute
+// (TestQ4ZGemv). Registers as in q4_0_decode_few_vnni_amd64.s, and Z30
+// the bytes 0x10.
+//
+// Q5_1, one and two tokens: per block the 16 rows' values are built once
+// (the nibbles, plus 16 where the masks say so), then per token and lane
+// k (elements 4k..4k+3, as in dotQ5_1AVX2) the exact integer sum, its
+// conversion and one FMA with d·dy, and one FMA of the block's m·s per
+// row; the eight lanes of a row are summed in HSUM8's order, plus Σ m·s.
+// Every result is bitwise dotQ5_1AVX2's (TestQ5ZGemv).
 
 #include "textflag.h"
-
 `)
-	for _, q51 := range []bool{false, true} {
-		q5Kernel(1, q51)
-		q5Kernel(2, q51)
+	for T := 1; T <= 8; T++ {
+		kernel(q5, T)
 	}
+	b.WriteString("\n")
+	q51Kernel(1)
+	q51Kernel(2)
 	if err := b.Save("q5_0_decode_vnni_amd64.s"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

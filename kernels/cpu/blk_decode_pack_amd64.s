@@ -3,8 +3,9 @@
 
 // The Q4_0, Q8_0 and IQ4_NL decode layouts (q4_0_decode.go, q8_0_decode.go,
 // iq4_nl.go) unpacked into 16-row panels (packPanelZ's layout, dot_blk16.go) in
-// AVX2: byte for byte their Go twins packPanelFromQ4Z and
-// packPanelFromQ8Z. Per block: the Q4_0 layout's 256 nibble bytes masked
+// AVX2: byte for byte their Go twins packPanelFromQ4Z,
+// packPanelFromQ8Z and packPanelFromIQ4Z; the Q5_0 layout's
+// (q5_0_decode.go) in AVX-512 at the end. Per block: the Q4_0 layout's 256 nibble bytes masked
 // (low nibbles) and shifted then masked (high nibbles), or the Q8_0
 // layout's 512 bytes copied, the 16 scales through the F16 table (tab),
 // and a prefetch (to L2) of the same block of next, usually the group
@@ -201,5 +202,61 @@ q8zploop:
 	JNZ     q8zploop
 
 q8zpdone:
+	VZEROUPPER
+	RET
+
+// func packQ5ZPanelZ(panel, grp, next *byte, nb int, tab *float32)
+// The Q5_0 layout (q5_0_decode.go) in AVX-512 (its fifth-bit masks are
+// opmasks): byte for byte packPanelFromQ5Z. Per block and nibble dword k
+// of the 16 rows: low and high nibbles (panel steps k and 4+k), 16 added
+// where the steps' masks say so, then 112 (w+16 to w+128).
+#define Q5ZPSTEP(k) \
+	VMOVDQU32 (96+64*k)(SI), Z0; \
+	VPANDD    Z29, Z0, Z1; \
+	VPSRLD    $4, Z0, Z0; \
+	VPANDD    Z29, Z0, Z0; \
+	KMOVQ     (32+8*k)(SI), K1; \
+	KMOVQ     (64+8*k)(SI), K2; \
+	VPADDB    Z30, Z1, K1, Z1; \
+	VPADDB    Z30, Z0, K2, Z0; \
+	VPADDB    Z28, Z1, Z1; \
+	VPADDB    Z28, Z0, Z0; \
+	VMOVDQU32 Z1, (64*k)(DI); \
+	VMOVDQU32 Z0, (256+64*k)(DI)
+
+TEXT ·packQ5ZPanelZ(SB), NOSPLIT, $0-40
+	MOVQ    panel+0(FP), DI
+	MOVQ    grp+8(FP), SI
+	MOVQ    next+16(FP), R14
+	MOVQ    nb+24(FP), CX
+	MOVQ    tab+32(FP), R12
+	MOVL    $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z29
+	MOVL    $0x10101010, AX
+	VPBROADCASTD AX, Z30
+	MOVL    $0x70707070, AX
+	VPBROADCASTD AX, Z28
+	TESTQ   CX, CX
+	JLE     done
+
+loop:
+	Q5ZPSTEP(0)
+	Q5ZPSTEP(1)
+	Q5ZPSTEP(2)
+	Q5ZPSTEP(3)
+	F16SCALES16
+	PREFETCHT1 0(R14)
+	PREFETCHT1 64(R14)
+	PREFETCHT1 128(R14)
+	PREFETCHT1 192(R14)
+	PREFETCHT1 256(R14)
+	PREFETCHT1 320(R14)
+	ADDQ    $352, R14
+	ADDQ    $352, SI
+	ADDQ    $576, DI
+	DECQ    CX
+	JNZ     loop
+
+done:
 	VZEROUPPER
 	RET

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"oengine/ggml"
 )
 
-// TestPackPanelFromBlkZSIMD: the AVX2 unpacking of a Q4_0 or Q8_0
-// decode-layout group into a 16-row panel writes exactly the bytes of
-// its Go twin, for any bytes (NaN, Inf and subnormal scales included)
-// and block counts, and nothing past the panel. It needs AVX2 only, not
-// the VNNI kernels that use it.
+// TestPackPanelFromBlkZSIMD: the SIMD unpacking of a decode-layout group
+// into a 16-row panel writes exactly the bytes of its Go twin, for any
+// bytes (NaN, Inf and subnormal scales included) and block counts, and
+// nothing past the panel. Q4_0's, Q8_0's and IQ4_NL's need AVX2 only,
+// not the VNNI kernels that use them; Q5_0's needs AVX-512.
 func TestPackPanelFromBlkZSIMD(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2")
@@ -21,6 +23,9 @@ func TestPackPanelFromBlkZSIMD(t *testing.T) {
 		pk := blkZ(typ)
 		for _, nb := range []int{1, 2, 7, 64} {
 			t.Run(fmt.Sprintf("%s/nb%d", typ, nb), func(t *testing.T) {
+				if typ == ggml.TypeQ5_0 {
+					skipNoQ4Z(t)
+				}
 				grp := make([]byte, 2*nb*pk.block) // this group and the next (prefetched)
 				for i := range grp {
 					grp[i] = byte(rng.Uint32())
@@ -69,7 +74,10 @@ func BenchmarkPackPanelFromBlkZ(b *testing.B) {
 				pk.twin(panel, grp, nb)
 			}
 		})
-		b.Run(typ.String()+"/avx2", func(b *testing.B) {
+		b.Run(typ.String()+"/simd", func(b *testing.B) {
+			if typ == ggml.TypeQ5_0 {
+				skipNoQ4Z(b)
+			}
 			b.SetBytes(int64(len(grp)))
 			for range b.N {
 				pk.simd(panel, grp, nil, nb)

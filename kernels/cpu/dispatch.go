@@ -112,10 +112,10 @@ var (
 	// eight at a time (blkZLayout.gemvFew), each block read (and
 	// unpacked) once for all of them, instead of one token per call.
 	blkZFewOn = true
-	// q5zPairOn: Q5_0 products in the decode layout run two tokens a
-	// kernel call (gemv16Q5_0PT2), each block read and its values built
+	// q51zPairOn: Q5_1 products in the decode layout run two tokens a
+	// kernel call (gemv16Q5_1PT2), each block read and its values built
 	// once for both, instead of one token per call.
-	q5zPairOn = true
+	q51zPairOn = true
 	// kzFewOn: Q6_K products in the decode layout run two to four tokens
 	// a kernel call (q6kzGemvFew), each super-block read and unpacked once
 	// for all of them, instead of one token per call.

@@ -81,12 +81,6 @@ func kernelSetFor(l isa) kernelSet {
 	bk.gemv, bk.gemvMax = iq4NLGemvZ, 6
 	k.blk = &bk
 	s.matmul[ggml.TypeIQ4_NL] = k
-	// Q5_0 goes back to its own kernels, those of its decode layout
-	// (q5_0_decode*: bitwise dotQ5_0AVX2, so row-major and packed rows
-	// agree).
-	k = s.matmul[ggml.TypeQ5_0]
-	k.blk, k.dot, k.dot4 = nil, simdKernels[ggml.TypeQ5_0], simdKernels4[ggml.TypeQ5_0]
-	s.matmul[ggml.TypeQ5_0] = k
 	s.vnni, s.blkZTile = true, tileBlkZ
 	return s
 }

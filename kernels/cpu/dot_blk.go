@@ -33,9 +33,8 @@ import (
 type blkKernel struct {
 	q4 bool // Q4_0 (reads s8 / s8T); else Q8_0
 	// conv: rows of another type whose blocks are Q8_0 blocks stored
-	// another way (IQ4_NL: levels of iq4Values as nibbles; Q5_0 on CPUs
-	// without its decode layout: values -16..15 as nibbles and high
-	// bits). Their tiles convert the rows to Q8_0 with
+	// another way (IQ4_NL: levels of iq4Values as nibbles; Q5_0: values
+	// -16..15 as nibbles and high bits). Their tiles convert the rows to Q8_0 with
 	// conv and run the Q8_0 kernels (tileConv), so the type has Q8_0's
 	// arithmetic (blkDotRef) and every one of its paths; gemv, when set,
 	// computes one-token products of whole groups of rows straight from

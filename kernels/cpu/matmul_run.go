@@ -160,16 +160,10 @@ func (p *Pool) runPlanned(nops int, x []float32, cols, n int) {
 			floatRows = 0
 		}
 	}
-	s.q5c = false
 	for _, op := range s.ops[:nops] {
 		if op.k.act != actF32 && !s.need[op.k.act] {
 			s.need[op.k.act] = true
 			s.act[op.k.act].prepare(op.k.act, n, cols)
-		}
-		if op.w.dl && op.w.Type == ggml.TypeQ5_0 && !s.q5c {
-			s.q5c = true
-			a := &s.act[actQ8_0]
-			a.q5c = growI32(a.q5c, n*cols/4)
 		}
 		maxRows = max(maxRows, op.w.Rows)
 		work += op.w.Rows * cols * n
@@ -233,12 +227,6 @@ func (p *Pool) quantChunk(lo, hi int) {
 			s.act[k].quantizeToken(actKind(k), i, s.cols, s.x[i*s.cols:(i+1)*s.cols])
 		}
 	}
-	if s.q5c {
-		a, c := &s.act[actQ8_0], s.cols
-		for i := lo; i < hi; i++ {
-			q5zCorrections(a.q5c[i*c/4:(i+1)*c/4], a.qs[i*c:(i+1)*c])
-		}
-	}
 }
 
 // matmulChunk computes work items [lo, hi). The items of product j are
@@ -280,9 +268,9 @@ func (p *Pool) tileStored(worker int, op *opPlan, r0, r1, t0, t1 int) {
 		}
 		return
 	}
-	if r0 < op.w.dlRows() { // Q5_0, Q5_1 and K-quant decode layouts (q5_0_decode.go, k_decode.go); tiles are whole groups
-		if op.w.Type == ggml.TypeQ5_0 || op.w.Type == ggml.TypeQ5_1 {
-			p.tileQ5Z(op, r0, r1, t0, t1)
+	if r0 < op.w.dlRows() { // Q5_1 and K-quant decode layouts (q5_0_decode.go, k_decode.go); tiles are whole groups
+		if op.w.Type == ggml.TypeQ5_1 {
+			p.tileQ5_1Z(op, r0, r1, t0, t1)
 		} else {
 			p.tileKZ(op, r0, r1, t0, t1)
 		}

@@ -16,6 +16,6 @@ func (p *Pool) tileKZ(op *opPlan, r0, r1, t0, t1 int) {
 	panic("cpu: no K-quant decode-layout kernels on this architecture")
 }
 
-func (p *Pool) tileQ5Z(op *opPlan, r0, r1, t0, t1 int) {
-	panic("cpu: no Q5_0 decode-layout kernels on this architecture")
+func (p *Pool) tileQ5_1Z(op *opPlan, r0, r1, t0, t1 int) {
+	panic("cpu: no Q5_1 decode-layout kernels on this architecture")
 }

@@ -75,13 +75,15 @@ var (
 	}
 )
 
-// blkZ returns the decode layout of blocked type t (Q4_0, Q8_0 or IQ4_NL).
+// blkZ returns the decode layout of blocked type t (Q4_0, Q8_0, IQ4_NL or Q5_0).
 func blkZ(t ggml.Type) *blkZLayout {
 	switch t {
 	case ggml.TypeQ8_0:
 		return &q8zLayout
 	case ggml.TypeIQ4_NL:
 		return &iq4zLayout
+	case ggml.TypeQ5_0:
+		return &q5zLayout
 	}
 	return &q4zLayout
 }

@@ -17,18 +17,24 @@ func skipNoQ4Z(t testing.TB) {
 }
 
 // blkZTypes are the blocked types with a decode layout.
-var blkZTypes = []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0, ggml.TypeIQ4_NL}
+var blkZTypes = []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0, ggml.TypeIQ4_NL, ggml.TypeQ5_0}
 
 // blkRows returns rows (whole blocks) as the blocked kernels read them:
-// IQ4_NL rows converted to Q8_0, others as they are.
+// IQ4_NL and Q5_0 rows converted to Q8_0, others as they are.
 func blkRows(typ ggml.Type, rows []byte) []byte {
-	if typ != ggml.TypeIQ4_NL {
-		return rows
+	switch typ {
+	case ggml.TypeIQ4_NL:
+		nb := len(rows) / 18
+		out := make([]byte, 34*nb)
+		iq4NLToQ8_0(out, rows, nb)
+		return out
+	case ggml.TypeQ5_0:
+		nb := len(rows) / 22
+		out := make([]byte, 34*nb)
+		q5_0ToQ8_0(out, rows, nb)
+		return out
 	}
-	nb := len(rows) / 18
-	out := make([]byte, 34*nb)
-	iq4NLToQ8_0(out, rows, nb)
-	return out
+	return rows
 }
 
 // packBlkZ packs m into its type's decode layout in a new buffer.
@@ -43,8 +49,13 @@ func packBlkZ(t testing.TB, m Matrix) Matrix {
 
 // extremeBlkRows sets every weight of w to its type's extremes, rows of
 // the largest and of the smallest value alternating (Q4_0 nibbles 15
-// and 0, Q8_0 bytes 127 and -128), scales untouched.
+// and 0, Q8_0 bytes 127 and -128; Q5_0 as extremeQ5Rows), scales
+// untouched.
 func extremeBlkRows(w Matrix) {
+	if w.Type == ggml.TypeQ5_0 {
+		extremeQ5Rows(rand.New(rand.NewPCG(5, 0)), w)
+		return
+	}
 	bb, hi, lo := 18, byte(0xff), byte(0x00)
 	if w.Type == ggml.TypeQ8_0 {
 		bb, hi, lo = 34, 0x7f, 0x80
@@ -80,8 +91,8 @@ func TestQ4ZPackRoundTrip(t *testing.T) {
 }
 
 // TestQ4ZPanel: a group unpacks into exactly the panel bytes that its
-// row-major rows pack into (Q4_0: Go twin and assembly; Q8_0; IQ4_NL,
-// whose rows pack as converted to Q8_0).
+// row-major rows pack into (Q4_0: Go twin and assembly; Q8_0; IQ4_NL and
+// Q5_0, whose rows pack as converted to Q8_0).
 func TestQ4ZPanel(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(93, 94))
@@ -90,7 +101,7 @@ func TestQ4ZPanel(t *testing.T) {
 		rb, nb := w.rowBytes(), 512/qk
 		pk := packBlkZ(t, w)
 		want := make([]byte, nb*panelBlockZ)
-		if rows := blkRows(typ, w.Data); typ == ggml.TypeIQ4_NL {
+		if rows := blkRows(typ, w.Data); typ == ggml.TypeIQ4_NL || typ == ggml.TypeQ5_0 {
 			packPanelZ(kernels[typ].blk, want, rows, 34*nb, nb)
 		} else {
 			packPanelZ(kernels[typ].blk, want, rows, rb, nb)
@@ -109,7 +120,7 @@ func TestQ4ZPanel(t *testing.T) {
 	}
 }
 
-// TestQ4ZGemv: the decode-layout kernels (Q4_0, Q8_0, IQ4_NL) give every row
+// TestQ4ZGemv: the decode-layout kernels (Q4_0, Q8_0, IQ4_NL, Q5_0) give every row
 // exactly the bits of the one-row kernel blkDot1 on the row-major row,
 // and of blkDotRef (random rows, saturated activations, extreme
 // weights).
@@ -154,7 +165,7 @@ func TestQ4ZGemv(t *testing.T) {
 }
 
 // TestQ4ZGemvFew: the two- to eight-token decode-layout kernels (Q4_0,
-// Q8_0, IQ4_NL) give every (row, token) exactly the bits of the one-token
+// Q8_0, IQ4_NL, Q5_0) give every (row, token) exactly the bits of the one-token
 // kernel, for one group and several, short and long rows, saturated
 // activations and extreme weights, and write nothing outside their rows
 // and tokens.
@@ -210,7 +221,7 @@ func TestQ4ZGemvFew(t *testing.T) {
 	}
 }
 
-// TestQ4ZMatMul: MatMul on the decode layout (Q4_0, Q8_0, IQ4_NL) equals MatMul
+// TestQ4ZMatMul: MatMul on the decode layout (Q4_0, Q8_0, IQ4_NL, Q5_0) equals MatMul
 // on the row-major matrix bit for bit, for decode, short batches and
 // prefill tiles, with tail rows, on one and three threads.
 func TestQ4ZMatMul(t *testing.T) {

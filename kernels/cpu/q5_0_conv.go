@@ -2,10 +2,11 @@ package cpu
 
 import "encoding/binary"
 
-// Q5_0 in the blocked kernels (tileConv), on CPUs without the Q5_0
-// decode layout (q5_0_decode.go, AVX-512 VNNI): a Q5_0 block is a Q8_0
-// block whose values -16..15 are stored as nibbles and high bits. One-token
-// products read the stored rows directly (q5_0_conv_amd64.s).
+// Q5_0 in the blocked kernels (tileConv): a Q5_0 block is a Q8_0 block
+// whose values -16..15 are stored as nibbles and high bits. One-token
+// products read the stored rows directly (q5_0_conv_amd64.s), and with
+// AVX-512 VNNI the rows' whole groups of 16 sit in Q5_0's decode layout,
+// read by its own kernels (q5_0_decode.go, tileBlkLayout).
 
 // q5_0ToQ8_0 writes nb Q5_0 blocks of src as Q8_0 blocks in dst: the same
 // scale, each value q-16 as a byte. The AVX2 twin is q5_0ToQ8_0Rows.

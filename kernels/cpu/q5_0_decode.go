@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"encoding/binary"
+	"math"
 
 	"oengine/ggml"
 )
@@ -24,14 +25,13 @@ import (
 //
 // at byte offset g·16·rb + 352·b. Value vector k (k < 4) is the low
 // nibbles of dword k, vector 4+k its high nibbles, lane r = row r; the
-// kernels (gemv16Q5_0P, gemv16Q5_0PT2) load each vector's mask straight
-// into an opmask register and add 16 to the bytes it selects. Then they
-// compute the AVX2 kernel's arithmetic (dotQ5_0AVX2): lane k of a row is
-// the exact sum over elements 4k..4k+3 of (value−16)·a, converted and
-// accumulated by one FMA with d·dy per block, the eight lanes summed as
-// HSUM8 at the end; here lane k of the row-major kernel is vector k and
-// row r is lane r, so every result is the AVX2 kernel's bits
-// (TestQ5ZGemv).
+// kernels (gemv16Q5_0P, gemv16Q5_0PT2..8) load each vector's mask
+// straight into an opmask register and add 16 to the bytes it selects.
+// Then they compute the blocked kernels' arithmetic (blkDotRef), as
+// Q5_0's row-major rows do through their conversion to Q8_0 (q5_0_conv.go,
+// tileConv), so every result is the bits of the rows converted to Q8_0
+// (TestQ4ZGemv). Larger prefill tiles unpack a group into the 16-row VNNI
+// panel of Q8_0 (packPanelFromQ5Z), as tileBlkLayout does for Q4_0.
 
 // q5zBlock is the size of one block of 16 rows in the Q5_0 decode layout.
 const q5zBlock = 16 * 22
@@ -40,7 +40,12 @@ const q5zBlock = 16 * 22
 // after their scales (a value is d·u + m, u = 0..31, no −16): block b of
 // a group is 384 bytes, the scales at 0, the mins at 32, the fifth-bit
 // masks at 64, nibble dword k at 128+64k. Its kernels (gemv16Q5_1P,
-// gemv16Q5_1PT2) add Σ m·s per row as dotQ5_1AVX2 does.
+// gemv16Q5_1PT2) compute dotQ5_1AVX2's arithmetic: lane k of a row is
+// the exact sum over elements 4k..4k+3 of u·a, converted and accumulated
+// by one FMA with d·dy per block, the eight lanes summed as HSUM8 at the
+// end, plus Σ m·s; lane k of the row-major kernel is vector k here and
+// row r is lane r, so every result is the AVX2 kernel's bits
+// (TestQ5ZGemv).
 const q51zBlock = 16 * 24
 
 // PackQ5_0Decode writes m in the Q5_0 decode layout into dst, as
@@ -139,14 +144,30 @@ func q5zUnpackRow(dst, grp []byte, r, nb int, q51 bool) {
 	}
 }
 
-// q5zCorrections writes the kernels' per-token constants for one token's
-// Q8_0 activations qs (32·nb): corr[8b+k] = −16·Σ of elements 4k..4k+3 of
-// block b, so that starting lane k from it and adding Σ u·a over those
-// elements (u = w+16, the stored unsigned values) leaves the exact Σ w·a.
-func q5zCorrections(corr []int32, qs []int8) {
-	_ = corr[len(qs)/4-1]
-	for i := range corr[:len(qs)/4] {
-		q := qs[4*i : 4*i+4]
-		corr[i] = -16 * (int32(q[0]) + int32(q[1]) + int32(q[2]) + int32(q[3]))
+// packPanelFromQ5Z unpacks the 16 rows of a Q5_0 decode-layout group into
+// the 16-row VNNI panel of Q8_0 (dot_blk16.go: each value w as w + 128),
+// the panel packPanelZ makes of the rows converted to Q8_0. Panel step v
+// is value vector v of the layout: byte i of it (row i/4, element
+// q5zElem(v, i%4)) is the nibble plus 16 where mask v has bit i.
+func packPanelFromQ5Z(panel, grp []byte, nb int) {
+	tab := f16Table()
+	_ = panel[nb*panelBlockZ-1]
+	_ = grp[nb*q5zBlock-1]
+	le := binary.LittleEndian
+	for b := 0; b < nb; b++ {
+		dst := (*[panelBlockZ]byte)(panel[b*panelBlockZ:])
+		src := (*[q5zBlock]byte)(grp[b*q5zBlock:])
+		for v := 0; v < 8; v++ {
+			mask := le.Uint64(src[32+8*v:])
+			k, shift := v%4, 4*(v/4) // low nibbles of dword k, then high
+			for i := 0; i < 64; i++ {
+				u := src[96+64*k+i] >> shift & 15
+				u |= byte(mask>>i&1) << 4
+				dst[64*v+i] = u + 112 // (u − 16) + 128
+			}
+		}
+		for r := 0; r < 16; r++ {
+			le.PutUint32(dst[512+4*r:], math.Float32bits(tab[le.Uint16(src[2*r:])]))
+		}
 	}
 }

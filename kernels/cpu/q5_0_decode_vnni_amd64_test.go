@@ -77,26 +77,25 @@ func extremeQ5Rows(rng *rand.Rand, w Matrix) {
 	}
 }
 
-// TestQ5ZGemv: the Q5_0 and Q5_1 decode-layout kernels, one token and
-// two, give every row exactly the bits of the row-major kernel
-// (dotQ5_0AVX2 / dotQ5_1AVX2 through kernels' dot) for random and extreme
-// rows and saturated activations, and write nothing past their rows.
+// TestQ5ZGemv: the Q5_1 decode-layout kernels, one token and two, give
+// every row exactly the bits of the row-major kernel (dotQ5_1AVX2
+// through kernels' dot) for random and extreme rows and saturated
+// activations, and write nothing past their rows. (Q5_0's layout kernels
+// are blocked kernels: TestQ4ZGemv.)
 func TestQ5ZGemv(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(195, 196))
-	for _, typ := range []ggml.Type{ggml.TypeQ5_0, ggml.TypeQ5_1} {
-		for _, sh := range []struct{ rows, cols int }{{16, 32}, {32, 256}, {48, 2048}, {16, 5632}} {
-			for _, extreme := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/%dx%d/extreme=%v", typ, sh.rows, sh.cols, extreme), func(t *testing.T) {
-					testQ5ZGemv(t, rng, typ, sh.rows, sh.cols, extreme)
-				})
-			}
+	for _, sh := range []struct{ rows, cols int }{{16, 32}, {32, 256}, {48, 2048}, {16, 5632}} {
+		for _, extreme := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%dx%d/extreme=%v", sh.rows, sh.cols, extreme), func(t *testing.T) {
+				testQ5_1ZGemv(t, rng, sh.rows, sh.cols, extreme)
+			})
 		}
 	}
 }
 
-func testQ5ZGemv(t *testing.T, rng *rand.Rand, typ ggml.Type, rows, cols int, extreme bool) {
-	q51 := typ == ggml.TypeQ5_1
+func testQ5_1ZGemv(t *testing.T, rng *rand.Rand, rows, cols int, extreme bool) {
+	typ := ggml.TypeQ5_1
 	k := kernels[typ]
 	w := randomMatrix(t, rng, typ, rows, cols)
 	if extreme {
@@ -113,10 +112,8 @@ func testQ5ZGemv(t *testing.T, rng *rand.Rand, typ ggml.Type, rows, cols int, ex
 	}
 	var a actBuf
 	a.prepare(k.act, 2, cols)
-	corr := make([]int32, 2*cols/4)
 	for i := range 2 {
 		a.quantizeToken(k.act, i, cols, x[i*cols:(i+1)*cols])
-		q5zCorrections(corr[i*cols/4:(i+1)*cols/4], a.qs[i*cols:(i+1)*cols])
 	}
 	ostride := rows + 3
 	one := make([]float32, rows+1)
@@ -125,19 +122,11 @@ func testQ5ZGemv(t *testing.T, rng *rand.Rand, typ ggml.Type, rows, cols int, ex
 		two[i] = 777
 	}
 	one[rows] = 777
-	if q51 {
-		q51zK.gemv2(pk.Data, a.qs[:2*cols], a.d[:2*nb], a.s[:2*nb], two, ostride, rows, 4096)
-	} else {
-		q5zK.gemv2(pk.Data, a.qs[:2*cols], a.d[:2*nb], corr, two, ostride, rows, 4096)
-	}
+	q51zK.gemv2(pk.Data, a.qs[:2*cols], a.d[:2*nb], a.s[:2*nb], two, ostride, rows, 4096)
 	for tok := range 2 {
 		var v actView
 		a.view(k.act, tok, cols, x, &v)
-		if q51 {
-			q51zK.gemv(pk.Data, v.qs, v.d, v.s, one[:rows], 4096)
-		} else {
-			q5zK.gemv(pk.Data, v.qs, v.d, corr[tok*cols/4:(tok+1)*cols/4], one[:rows], 4096)
-		}
+		q51zK.gemv(pk.Data, v.qs, v.d, v.s, one[:rows], 4096)
 		for r := 0; r < rows; r++ {
 			want := k.dot(w.Row(r), v)
 			if math.Float32bits(one[r]) != math.Float32bits(want) || math.Float32bits(two[tok*ostride+r]) != math.Float32bits(want) {
@@ -150,17 +139,17 @@ func testQ5ZGemv(t *testing.T, rng *rand.Rand, typ ggml.Type, rows, cols int, ex
 	}
 }
 
-// TestQ5ZMatMul: MatMul on the Q5_0 and Q5_1 decode layouts equals MatMul
-// on the row-major matrix bit for bit, for decode, short batches and
-// prefill tiles, with tail rows, on one and three threads, with the
-// two-token kernel and without.
+// TestQ5ZMatMul: MatMul on the Q5_1 decode layout equals MatMul on the
+// row-major matrix bit for bit, for decode, short batches and prefill
+// tiles, with tail rows, on one and three threads, with the two-token
+// kernel and without. (Q5_0's layout: TestQ4ZMatMul.)
 func TestQ5ZMatMul(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(197, 198))
-	defer func(on bool) { q5zPairOn = on }(q5zPairOn)
+	defer func(on bool) { q51zPairOn = on }(q51zPairOn)
 	for _, threads := range []int{1, 3} {
 		pool := NewPool(threads)
-		for _, typ := range []ggml.Type{ggml.TypeQ5_0, ggml.TypeQ5_1} {
+		for _, typ := range []ggml.Type{ggml.TypeQ5_1} {
 			for _, sh := range []struct{ rows, cols int }{{16, 64}, {37, 256}, {200, 512}} {
 				w := randomMatrix(t, rng, typ, sh.rows, sh.cols)
 				pk, ok := PackDecodeLayout(w, make([]byte, len(w.Data)))
@@ -170,7 +159,7 @@ func TestQ5ZMatMul(t *testing.T) {
 				for _, pair := range []bool{true, false} {
 					for _, n := range []int{1, 2, 3, 4, 5, 8, 9, 16, 17, 64, 71, 300} {
 						t.Run(fmt.Sprintf("t%d/%s/%dx%d/n%d/pair%v", threads, typ, sh.rows, sh.cols, n, pair), func(t *testing.T) {
-							q5zPairOn = pair
+							q51zPairOn = pair
 							sameMatMul(t, rng, pool, w, pk, n)
 						})
 					}

@@ -33,9 +33,6 @@ type actBuf struct {
 	s8  []int32   // [n][cols/32] 8·Σq
 	dT  []float32 // [groups of 8 tokens][cols/32][8]
 	s8T []int32   // [groups of 8 tokens][cols/32][8]
-	// q5c: the Q5_0 decode-layout kernels' corrections (Q8_0 kind, when
-	// a product has such rows; q5zCorrections), [n][cols/4].
-	q5c []int32
 }
 
 // actView is the quantized activation of one token.
