@@ -6,16 +6,7 @@ import "oengine/ggml"
 // the float kernels take n, a multiple of 8.
 
 //go:noescape
-func dotQ4_0AVX2(row *byte, qs *int8, d *float32, nb int) float32
-
-//go:noescape
-func dotQ8_0AVX2(row *byte, qs *int8, d *float32, nb int) float32
-
-//go:noescape
 func dotQ4_1AVX2(row *byte, qs *int8, d, s *float32, nb int) float32
-
-//go:noescape
-func dotQ5_0AVX2(row *byte, qs *int8, d *float32, nb int) float32
 
 //go:noescape
 func dotQ5_1AVX2(row *byte, qs *int8, d, s *float32, nb int) float32
@@ -45,28 +36,15 @@ func dotQ5_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 func dotQ6_KAVX2(row *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 
 // simdKernels are the AVX2 replacements for the portable dot kernels.
+// Q4_0, Q8_0, Q5_0 and IQ4_NL have none here: from AVX2 on they run the
+// blocked kernels (dot_blk*.go, blk_conv.go).
 var simdKernels = map[ggml.Type]func(row []byte, a actView) float32{
 	ggml.TypeIQ4_XS: dotIQ4_XSSIMD, // dot_iq4_amd64.go; IQ4_NL runs the blocked Q8_0 kernels (tileConv)
-	ggml.TypeQ4_0: func(row []byte, a actView) float32 {
-		_ = row[18*len(a.d)-1]
-		_ = a.qs[32*len(a.d)-1]
-		return dotQ4_0AVX2(&row[0], &a.qs[0], &a.d[0], len(a.d))
-	},
-	ggml.TypeQ8_0: func(row []byte, a actView) float32 {
-		_ = row[34*len(a.d)-1]
-		_ = a.qs[32*len(a.d)-1]
-		return dotQ8_0AVX2(&row[0], &a.qs[0], &a.d[0], len(a.d))
-	},
 	ggml.TypeQ4_1: func(row []byte, a actView) float32 {
 		_ = row[20*len(a.d)-1]
 		_ = a.qs[32*len(a.d)-1]
 		_ = a.s[len(a.d)-1]
 		return dotQ4_1AVX2(&row[0], &a.qs[0], &a.d[0], &a.s[0], len(a.d))
-	},
-	ggml.TypeQ5_0: func(row []byte, a actView) float32 {
-		_ = row[22*len(a.d)-1]
-		_ = a.qs[32*len(a.d)-1]
-		return dotQ5_0AVX2(&row[0], &a.qs[0], &a.d[0], len(a.d))
 	},
 	ggml.TypeQ5_1: func(row []byte, a actView) float32 {
 		_ = row[24*len(a.d)-1]
@@ -140,16 +118,7 @@ var simdKernels = map[ggml.Type]func(row []byte, a actView) float32{
 // Four-token kernels (dot_x4_amd64.s); strides are in bytes.
 
 //go:noescape
-func dotQ4_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
-
-//go:noescape
-func dotQ8_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
-
-//go:noescape
 func dotF16x4AVX2(row *byte, x *float32, n, xstride int, out *float32)
-
-//go:noescape
-func dotQ5_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
 
 //go:noescape
 func dotQ4_1x4AVX2(row *byte, qs *int8, d, s *float32, nb, qstride, dstride int, out *float32)
@@ -172,8 +141,6 @@ func dotQ5_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, d
 //go:noescape
 func dotQ6_Kx4AVX2(row *byte, qs *int8, d *float32, bsums *int16, nb, qstride, dstride int, out *float32)
 
-// simdKernels4 are the four-token kernels; each must give, per token,
-// bitwise the result of the one-token kernel in simdKernels.
 // kx4Func is the signature of the K-quant four-token kernels: row (nb
 // super-blocks) against four tokens whose qs, d and bsums lie qstride,
 // dstride and 8·dstride bytes apart.
@@ -193,32 +160,11 @@ func kx4(f kx4Func, bs int) func(row []byte, a actView, cols int) [4]float32 {
 	}
 }
 
+// simdKernels4 are the four-token kernels; each must give, per token,
+// bitwise the result of the one-token kernel in simdKernels. (Q4_0, Q8_0,
+// Q5_0 and IQ4_NL have none: they run the blocked kernels, dot_blk*.go.)
 var simdKernels4 = map[ggml.Type]func(row []byte, a actView, cols int) [4]float32{
 	ggml.TypeIQ4_XS: dotIQ4_XSx4SIMD,
-	ggml.TypeQ4_0: func(row []byte, a actView, cols int) (out [4]float32) {
-		nb := cols / qk
-		_ = row[18*nb-1]
-		_ = a.qs[4*cols-1]
-		_ = a.d[4*nb-1]
-		dotQ4_0x4AVX2(&row[0], &a.qs[0], &a.d[0], nb, cols, 4*nb, &out[0])
-		return out
-	},
-	ggml.TypeQ8_0: func(row []byte, a actView, cols int) (out [4]float32) {
-		nb := cols / qk
-		_ = row[34*nb-1]
-		_ = a.qs[4*cols-1]
-		_ = a.d[4*nb-1]
-		dotQ8_0x4AVX2(&row[0], &a.qs[0], &a.d[0], nb, cols, 4*nb, &out[0])
-		return out
-	},
-	ggml.TypeQ5_0: func(row []byte, a actView, cols int) (out [4]float32) {
-		nb := cols / qk
-		_ = row[22*nb-1]
-		_ = a.qs[4*cols-1]
-		_ = a.d[4*nb-1]
-		dotQ5_0x4AVX2(&row[0], &a.qs[0], &a.d[0], nb, cols, 4*nb, &out[0])
-		return out
-	},
 	ggml.TypeQ4_1: func(row []byte, a actView, cols int) (out [4]float32) {
 		nb := cols / qk
 		_ = row[20*nb-1]

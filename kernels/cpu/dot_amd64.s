@@ -15,24 +15,6 @@ DATA c0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA c0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL c0f<>(SB), RODATA|NOPTR, $32
 
-DATA c08<>+0(SB)/8, $0x0808080808080808
-DATA c08<>+8(SB)/8, $0x0808080808080808
-DATA c08<>+16(SB)/8, $0x0808080808080808
-DATA c08<>+24(SB)/8, $0x0808080808080808
-GLOBL c08<>(SB), RODATA|NOPTR, $32
-
-DATA c03<>+0(SB)/8, $0x0303030303030303
-DATA c03<>+8(SB)/8, $0x0303030303030303
-DATA c03<>+16(SB)/8, $0x0303030303030303
-DATA c03<>+24(SB)/8, $0x0303030303030303
-GLOBL c03<>(SB), RODATA|NOPTR, $32
-
-DATA c02<>+0(SB)/8, $0x0202020202020202
-DATA c02<>+8(SB)/8, $0x0202020202020202
-DATA c02<>+16(SB)/8, $0x0202020202020202
-DATA c02<>+24(SB)/8, $0x0202020202020202
-GLOBL c02<>(SB), RODATA|NOPTR, $32
-
 // int16 ones (for VPMADDWD pair sums)
 DATA cones16<>+0(SB)/8, $0x0001000100010001
 DATA cones16<>+8(SB)/8, $0x0001000100010001
@@ -40,97 +22,12 @@ DATA cones16<>+16(SB)/8, $0x0001000100010001
 DATA cones16<>+24(SB)/8, $0x0001000100010001
 GLOBL cones16<>(SB), RODATA|NOPTR, $32
 
-// VPSHUFB mask selecting word 0 of each 128-bit lane; +0x02 per byte
-// selects the next word.
-DATA cwsel<>+0(SB)/8, $0x0100010001000100
-DATA cwsel<>+8(SB)/8, $0x0100010001000100
-DATA cwsel<>+16(SB)/8, $0x0100010001000100
-DATA cwsel<>+24(SB)/8, $0x0100010001000100
-GLOBL cwsel<>(SB), RODATA|NOPTR, $32
-
-// VPSHUFB mask: even bytes, then odd bytes.
-DATA cdeint<>+0(SB)/8, $0x0e0c0a0806040200
-DATA cdeint<>+8(SB)/8, $0x0f0d0b0907050301
-GLOBL cdeint<>(SB), RODATA|NOPTR, $16
-
 // SCALE8 broadcasts F16(at m) * f32(at dp) into all 8 lanes of Y (X = low half).
 #define SCALE8(m, dp, Y, X, T) \
 	VPBROADCASTW m, X; \
 	VCVTPH2PS    X, Y; \
 	VBROADCASTSS dp, T; \
 	VMULPS       T, Y, Y
-
-// func dotQ4_0AVX2(row *byte, qs *int8, d *float32, nb int) float32
-TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
-	MOVQ row+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ nb+24(FP), CX
-	VXORPS  Y0, Y0, Y0
-	VMOVDQU c0f<>(SB), Y15
-	VMOVDQU c08<>(SB), Y14
-	VMOVDQU cones16<>(SB), Y13
-	TESTQ   CX, CX
-	JLE     q40done
-
-q40loop:
-	SCALE8((SI), (DX), Y1, X1, Y3)
-	VMOVDQU     2(SI), X2
-	VPSRLW      $4, X2, X3
-	VINSERTI128 $1, X3, Y2, Y2 // low lane: elements 0..15, high: 16..31
-	VPAND       Y15, Y2, Y2
-	VPSUBB      Y14, Y2, Y2    // -8..7
-	VMOVDQU     (DI), Y4
-	VPSIGNB     Y2, Y2, Y5     // |w|
-	VPSIGNB     Y2, Y4, Y6     // q8·sign(w)
-	VPMADDUBSW  Y6, Y5, Y7
-	VPMADDWD    Y13, Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VFMADD231PS Y7, Y1, Y0
-	ADDQ        $18, SI
-	ADDQ        $32, DI
-	ADDQ        $4, DX
-	DECQ        CX
-	JNZ         q40loop
-
-q40done:
-	HSUM8(Y0, X0, X1)
-	VMOVSS X0, ret+32(FP)
-	VZEROUPPER
-	RET
-
-// func dotQ8_0AVX2(row *byte, qs *int8, d *float32, nb int) float32
-TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
-	MOVQ row+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ nb+24(FP), CX
-	VXORPS  Y0, Y0, Y0
-	VMOVDQU cones16<>(SB), Y13
-	TESTQ   CX, CX
-	JLE     q80done
-
-q80loop:
-	SCALE8((SI), (DX), Y1, X1, Y3)
-	VMOVDQU     2(SI), Y2
-	VMOVDQU     (DI), Y4
-	VPSIGNB     Y2, Y2, Y5
-	VPSIGNB     Y2, Y4, Y6
-	VPMADDUBSW  Y6, Y5, Y7
-	VPMADDWD    Y13, Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VFMADD231PS Y7, Y1, Y0
-	ADDQ        $34, SI
-	ADDQ        $32, DI
-	ADDQ        $4, DX
-	DECQ        CX
-	JNZ         q80loop
-
-q80done:
-	HSUM8(Y0, X0, X1)
-	VMOVSS X0, ret+32(FP)
-	VZEROUPPER
-	RET
 
 // Float kernels: n is a multiple of 8 (the caller adds the tail).
 // func dotF16AVX2(row *byte, x *float32, n int) float32
@@ -256,12 +153,6 @@ f32done:
 	VZEROUPPER
 	RET
 
-DATA cf0<>+0(SB)/8, $0xf0f0f0f0f0f0f0f0
-DATA cf0<>+8(SB)/8, $0xf0f0f0f0f0f0f0f0
-DATA cf0<>+16(SB)/8, $0xf0f0f0f0f0f0f0f0
-DATA cf0<>+24(SB)/8, $0xf0f0f0f0f0f0f0f0
-GLOBL cf0<>(SB), RODATA|NOPTR, $32
-
 DATA c10<>+0(SB)/8, $0x1010101010101010
 DATA c10<>+8(SB)/8, $0x1010101010101010
 DATA c10<>+16(SB)/8, $0x1010101010101010
@@ -334,44 +225,6 @@ q41done:
 	HSUM8(Y0, X0, X1)
 	VADDSS X9, X0, X0
 	VMOVSS X0, ret+40(FP)
-	VZEROUPPER
-	RET
-
-// func dotQ5_0AVX2(row *byte, qs *int8, d *float32, nb int) float32
-TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-36
-	MOVQ     row+0(FP), SI
-	MOVQ     qs+8(FP), DI
-	MOVQ     d+16(FP), DX
-	MOVQ     nb+24(FP), CX
-	VXORPS   Y0, Y0, Y0
-	VMOVDQU  c0f<>(SB), Y15
-	VMOVDQU  cones16<>(SB), Y13
-	VPCMPEQB Y12, Y12, Y12
-	TESTQ    CX, CX
-	JLE      q50done
-
-q50loop:
-	SCALE8((SI), (DX), Y1, X1, Y3)
-	NIBBLES32(6(SI), Y2, X2, X3)
-	BITS32(2(SI), Y8, X8)
-	VPANDN      cf0<>(SB), Y8, Y8 // 0xF0 where the 5th bit is clear
-	VPOR        Y8, Y2, Y2        // signed q-16
-	VMOVDQU     (DI), Y4
-	VPSIGNB     Y2, Y2, Y5
-	VPSIGNB     Y2, Y4, Y6
-	VPMADDUBSW  Y6, Y5, Y7
-	VPMADDWD    Y13, Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VFMADD231PS Y7, Y1, Y0
-	ADDQ        $22, SI
-	ADDQ        $32, DI
-	ADDQ        $4, DX
-	DECQ        CX
-	JNZ         q50loop
-
-q50done:
-	HSUM8(Y0, X0, X1)
-	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
 

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -22,60 +21,6 @@ func TestSIMDSelected(t *testing.T) {
 		if kernels[typ].dot4 == nil && kernels[typ].blk == nil && typ != ggml.TypeF32 && typ != ggml.TypeBF16 {
 			t.Errorf("%s: no multi-token kernel", typ)
 		}
-	}
-}
-
-// BenchmarkDot4Legacy: the four-token kernels that the blocked kernels
-// replaced for Q4_0 and Q8_0 (kept for comparison), best-batch GOP/s.
-func BenchmarkDot4Legacy(b *testing.B) {
-	const cols = 2048
-	rng := rand.New(rand.NewPCG(47, 48))
-	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
-		row := randomRow(rng, typ, cols)
-		x := randNormal(rng, 4*cols, 1)
-		var a actBuf
-		a.prepare(actQ8_0, 4, cols)
-		for i := 0; i < 4; i++ {
-			a.quantizeToken(actQ8_0, i, cols, x[i*cols:(i+1)*cols])
-		}
-		var v4 actView
-		a.viewN(actQ8_0, 0, 4, cols, x, &v4)
-		simd := simdKernels4[typ]
-		var sink float32
-		b.Run(typ.String(), func(b *testing.B) {
-			b.SetBytes(int64(len(row)))
-			best := bestOf(b, func() { o := simd(row, v4, cols); sink += o[0] })
-			b.ReportMetric(2*4*cols/best, "GOP/s-best")
-		})
-		_ = sink
-	}
-}
-
-// BenchmarkDotLegacy: the one-token kernels that the blocked gemv replaced
-// for Q4_0 and Q8_0, on 8 rows (compare with BenchmarkBlk/*/gemv).
-func BenchmarkDotLegacy(b *testing.B) {
-	const cols = 2048
-	rng := rand.New(rand.NewPCG(55, 56))
-	for _, typ := range []ggml.Type{ggml.TypeQ4_0, ggml.TypeQ8_0} {
-		w := randomMatrix(b, rng, typ, 8, cols)
-		x := randNormal(rng, cols, 1)
-		var a actBuf
-		a.prepare(actQ8_0, 1, cols)
-		a.quantizeToken(actQ8_0, 0, cols, x)
-		var v actView
-		a.view(actQ8_0, 0, cols, x, &v)
-		dot := simdKernels[typ]
-		var sink float32
-		b.Run(typ.String(), func(b *testing.B) {
-			b.SetBytes(int64(len(w.Data)))
-			best := bestOf(b, func() {
-				for r := 0; r < 8; r++ {
-					sink += dot(w.Row(r), v)
-				}
-			})
-			b.ReportMetric(2*8*cols/best, "GOP/s-best")
-		})
-		_ = sink
 	}
 }
 

@@ -1,4 +1,4 @@
-// Four-token AVX2 kernels for MatMul with n > 1 (prefill), legacy quants
+// Four-token AVX2 kernels for MatMul with n > 1 (prefill), Q4_1, Q5_1
 // and F16: one weight row is decoded once and dotted with four consecutive
 // tokens. For each token they perform exactly the floating-point operations
 // of the one-token kernel (same lanes, same order, same final reduction), so
@@ -15,23 +15,11 @@ DATA x0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA x0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL x0f<>(SB), RODATA|NOPTR, $32
 
-DATA x08<>+0(SB)/8, $0x0808080808080808
-DATA x08<>+8(SB)/8, $0x0808080808080808
-DATA x08<>+16(SB)/8, $0x0808080808080808
-DATA x08<>+24(SB)/8, $0x0808080808080808
-GLOBL x08<>(SB), RODATA|NOPTR, $32
-
 DATA xones16<>+0(SB)/8, $0x0001000100010001
 DATA xones16<>+8(SB)/8, $0x0001000100010001
 DATA xones16<>+16(SB)/8, $0x0001000100010001
 DATA xones16<>+24(SB)/8, $0x0001000100010001
 GLOBL xones16<>(SB), RODATA|NOPTR, $32
-
-DATA xf0<>+0(SB)/8, $0xf0f0f0f0f0f0f0f0
-DATA xf0<>+8(SB)/8, $0xf0f0f0f0f0f0f0f0
-DATA xf0<>+16(SB)/8, $0xf0f0f0f0f0f0f0f0
-DATA xf0<>+24(SB)/8, $0xf0f0f0f0f0f0f0f0
-GLOBL xf0<>(SB), RODATA|NOPTR, $32
 
 DATA x10<>+0(SB)/8, $0x1010101010101010
 DATA x10<>+8(SB)/8, $0x1010101010101010
@@ -51,54 +39,7 @@ DATA xbitmask<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
 DATA xbitmask<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
 GLOBL xbitmask<>(SB), RODATA|NOPTR, $32
 
-// ---- Q4_0 / Q8_0 -------------------------------------------------------
-// Y6: dx (broadcast), Y5: signed weights, Y4: |w|.
-#define LEGTOK(mq, md, ACC) \
-	VBROADCASTSS md, Y7; \
-	VMULPS       Y7, Y6, Y7; \
-	VMOVDQU      mq, Y8; \
-	VPSIGNB      Y5, Y8, Y8; \
-	VPMADDUBSW   Y8, Y4, Y8; \
-	VPMADDWD     Y13, Y8, Y8; \
-	VCVTDQ2PS    Y8, Y8; \
-	VFMADD231PS  Y8, Y7, ACC
-
-#define LEGTOK4 \
-	LEGTOK((DI), (DX), Y0); \
-	LEGTOK((DI)(R8*1), (DX)(R10*1), Y1); \
-	LEGTOK((DI)(R8*2), (DX)(R10*2), Y2); \
-	LEGTOK((DI)(R9*1), (DX)(R11*1), Y3)
-
-#define LEGPROLOGUE \
-	MOVQ    row+0(FP), SI; \
-	MOVQ    qs+8(FP), DI; \
-	MOVQ    d+16(FP), DX; \
-	MOVQ    nb+24(FP), CX; \
-	MOVQ    qstride+32(FP), R8; \
-	MOVQ    dstride+40(FP), R10; \
-	LEAQ    (R8)(R8*2), R9; \
-	LEAQ    (R10)(R10*2), R11; \
-	VXORPS  Y0, Y0, Y0; \
-	VXORPS  Y1, Y1, Y1; \
-	VXORPS  Y2, Y2, Y2; \
-	VXORPS  Y3, Y3, Y3; \
-	VMOVDQU x0f<>(SB), Y15; \
-	VMOVDQU x08<>(SB), Y14; \
-	VMOVDQU xones16<>(SB), Y13
-
-#define STORE4 \
-	MOVQ   out+48(FP), AX; \
-	HSUM8(Y0, X0, X8); \
-	VMOVSS X0, (AX); \
-	HSUM8(Y1, X1, X8); \
-	VMOVSS X1, 4(AX); \
-	HSUM8(Y2, X2, X8); \
-	VMOVSS X2, 8(AX); \
-	HSUM8(Y3, X3, X8); \
-	VMOVSS X3, 12(AX); \
-	VZEROUPPER
-
-// ---- Q5_0, Q4_1, Q5_1 ---------------------------------------------------
+// ---- Q4_1, Q5_1 ---------------------------------------------------
 // XBITS32: 0xFF in byte j of Y where bit j of the uint32 at m is set (Y12: ones).
 #define XBITS32(m, Y) \
 	VPBROADCASTD m, Y; \
@@ -157,54 +98,6 @@ GLOBL xbitmask<>(SB), RODATA|NOPTR, $32
 	HSUM8(Y, X, X8); \
 	VADDSS MACC, X, X; \
 	VMOVSS X, o(AX)
-
-// func dotQ4_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
-TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-56
-	LEGPROLOGUE
-	TESTQ CX, CX
-	JLE   q40x4done
-
-q40x4loop:
-	VPBROADCASTW (SI), X6
-	VCVTPH2PS    X6, Y6
-	VMOVDQU      2(SI), X5
-	VPSRLW       $4, X5, X7
-	VINSERTI128  $1, X7, Y5, Y5
-	VPAND        Y15, Y5, Y5
-	VPSUBB       Y14, Y5, Y5
-	VPSIGNB      Y5, Y5, Y4
-	LEGTOK4
-	ADDQ         $18, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	DECQ         CX
-	JNZ          q40x4loop
-
-q40x4done:
-	STORE4
-	RET
-
-// func dotQ8_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
-TEXT ·dotQ8_0x4AVX2(SB), NOSPLIT, $0-56
-	LEGPROLOGUE
-	TESTQ CX, CX
-	JLE   q80x4done
-
-q80x4loop:
-	VPBROADCASTW (SI), X6
-	VCVTPH2PS    X6, Y6
-	VMOVDQU      2(SI), Y5
-	VPSIGNB      Y5, Y5, Y4
-	LEGTOK4
-	ADDQ         $34, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	DECQ         CX
-	JNZ          q80x4loop
-
-q80x4done:
-	STORE4
-	RET
 
 // ---- F16 ---------------------------------------------------------------
 // func dotF16x4AVX2(row *byte, x *float32, n, xstride int, out *float32)
@@ -267,32 +160,6 @@ f16x4done:
 	HSUM8(Y6, X6, X8)
 	VMOVSS X6, 12(AX)
 	VZEROUPPER
-	RET
-
-// func dotQ5_0x4AVX2(row *byte, qs *int8, d *float32, nb, qstride, dstride int, out *float32)
-TEXT ·dotQ5_0x4AVX2(SB), NOSPLIT, $0-56
-	LEGPROLOGUE
-	VPCMPEQB Y12, Y12, Y12
-	TESTQ    CX, CX
-	JLE      q50x4done
-
-q50x4loop:
-	VPBROADCASTW (SI), X6
-	VCVTPH2PS    X6, Y6
-	XNIB32(6(SI))
-	XBITS32(2(SI), Y8)
-	VPANDN       xf0<>(SB), Y8, Y8
-	VPOR         Y8, Y5, Y5
-	VPSIGNB      Y5, Y5, Y4
-	LEGTOK4
-	ADDQ         $22, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	DECQ         CX
-	JNZ          q50x4loop
-
-q50x4done:
-	STORE4
 	RET
 
 // func dotQ4_1x4AVX2(row *byte, qs *int8, d, s *float32, nb, qstride, dstride int, out *float32)
