@@ -17,6 +17,7 @@
 // trusting it: counts and lengths are checked against the bytes that remain
 // before anything is allocated, so a hostile file yields an error (matching
 // ErrMalformed or ggml.ErrUnsupportedType), never a panic or a huge allocation.
+// A model split into several files (split.go) opens through its first file.
 // Tensor Data are views into the mapping and stay valid until Close; the
 // metadata is copied and outlives it. A File is safe for concurrent reads;
 // Close must not race with users of tensor Data.

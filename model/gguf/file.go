@@ -63,8 +63,13 @@ func (t *TensorInfo) Rows() uint64 {
 }
 
 // Open maps the file at path read-only and parses it. Tensor data are never
-// copied; call Close to unmap.
-func Open(path string) (*File, error) { return open(path, mapFile, false) }
+// copied; call Close to unmap. A model split into several files (split.go)
+// is opened through its first file.
+func Open(path string) (*File, error) {
+	return open(path, func(fh *os.File, size int, _ func(done, total int64)) ([]byte, func() error, error) {
+		return mapFile(fh, size)
+	}, false, nil)
+}
 
 // OpenCopy reads the file at path into private memory advised for
 // transparent huge pages (Linux) and parses it; call Close to free it. The
@@ -75,10 +80,10 @@ func Open(path string) (*File, error) { return open(path, mapFile, false) }
 func OpenCopy(path string) (*File, error) { return OpenCopyProgress(path, nil) }
 
 // OpenCopyProgress is OpenCopy that calls progress (when not nil) with the
-// bytes read so far and the file size as the copy advances.
+// bytes read so far and the total as the copy advances (over all the files
+// of a split model, splitTotal).
 func OpenCopyProgress(path string, progress func(done, total int64)) (*File, error) {
-	load := func(fh *os.File, size int) ([]byte, func() error, error) { return copyFile(fh, size, progress) }
-	return open(path, load, true)
+	return open(path, copyFile, true, progress)
 }
 
 // ClaimWritable hands the tensor bytes of a file read by OpenCopy to one
@@ -103,7 +108,29 @@ func (f *File) Claimed() bool {
 	return f.claimed
 }
 
-func open(path string, load func(*os.File, int) ([]byte, func() error, error), writable bool) (*File, error) {
+// loadFunc brings size bytes of fh into memory (mapped or copied),
+// reporting progress, and returns them with the function that releases
+// them.
+type loadFunc func(fh *os.File, size int, progress func(done, total int64)) ([]byte, func() error, error)
+
+// open loads and parses the file at path and, when it is the first file of
+// a split model, the other files too (openSplits).
+func open(path string, load loadFunc, writable bool, progress func(done, total int64)) (*File, error) {
+	total := splitTotal(path)
+	f, err := openOne(path, load, offsetProgress(progress, 0, total))
+	if err != nil {
+		return nil, err
+	}
+	f.writable = writable
+	if err := f.openSplits(path, load, progress, total); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// openOne loads and parses one file.
+func openOne(path string, load loadFunc, progress func(done, total int64)) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
@@ -122,7 +149,7 @@ func open(path string, load func(*os.File, int) ([]byte, func() error, error), w
 	if uint64(st.Size()) > uint64(math.MaxInt) {
 		return nil, fmt.Errorf("gguf: %s is too large (%d bytes)", path, st.Size())
 	}
-	data, unmap, err := load(fh, int(st.Size()))
+	data, unmap, err := load(fh, int(st.Size()), progress)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: load %s: %w", path, err)
 	}
@@ -131,7 +158,7 @@ func open(path string, load func(*os.File, int) ([]byte, func() error, error), w
 		_ = unmap()
 		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
-	f.unmap, f.writable = unmap, writable
+	f.unmap = unmap
 	return f, nil
 }
 
@@ -377,7 +404,7 @@ func alignUp(x, a uint64) uint64 {
 	return (x + a - 1) &^ (a - 1)
 }
 
-// Size returns the file's size in bytes.
+// Size returns the file's size in bytes (a split model's: all its files).
 func (f *File) Size() int64 { return f.size }
 
 // DataOffset returns the file offset where the data section starts.

@@ -154,7 +154,7 @@ func sameLogits(t *testing.T, got, want [][]float32) {
 	for s := range want {
 		for i := range want[s] {
 			if math.Float32bits(got[s][i]) != math.Float32bits(want[s][i]) {
-				t.Fatalf("step %d logit %d: decode layout %g, row-major %g", s, i, got[s][i], want[s][i])
+				t.Fatalf("step %d logit %d: %g, want %g", s, i, got[s][i], want[s][i])
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -187,4 +188,28 @@ func TestKVBytesPerPage(t *testing.T) {
 	if _, err := m.NewKV(4, 16, KVType(9)); err == nil {
 		t.Fatal("NewKV with an unknown type succeeded")
 	}
+}
+
+// TestLoadSplitModel: a model split into three files by llama.cpp's
+// gguf-split (model/gguf/testdata/split) loads through its first file, as
+// the server loads models, and computes exactly the logits of the same
+// model in one file.
+func TestLoadSplitModel(t *testing.T) {
+	load := func(name string) *Model {
+		f, err := gguf.OpenCopy(filepath.Join("..", "gguf", "testdata", "split", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		m, err := Load(f, Options{Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		return m
+	}
+	split, whole := load("tiny-00001-of-00003.gguf"), load("tiny.gguf")
+	V := whole.Config().Vocab
+	steps := [][]int32{testTokens(9, V, 3), testTokens(1, V, 9), testTokens(3, V, 10)}
+	sameLogits(t, runSteps(t, split, steps), runSteps(t, whole, steps))
 }
