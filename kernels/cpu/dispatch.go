@@ -116,9 +116,9 @@ var (
 	// kernel call (gemv16Q5_1PT2), each block read and its values built
 	// once for both, instead of one token per call.
 	q51zPairOn = true
-	// kzFewOn: Q6_K products in the decode layout run two to four tokens
-	// a kernel call (q6kzGemvFew), each super-block read and unpacked once
-	// for all of them, instead of one token per call.
+	// kzFewOn: Q5_K and Q6_K products in the decode layout run two to
+	// four tokens a kernel call (kzGemvFew), each super-block read and
+	// unpacked once for all of them, instead of one token per call.
 	kzFewOn = true
 	// f16zOn: the F16 tile is the AVX-512 4×6 one.
 	f16zOn = active.f16Z

@@ -17,7 +17,7 @@ import (
 // 16 rows are 32 bytes in row order. A group keeps the byte range of its
 // 16 rows (the same bytes, so the same memory traffic, read as one
 // stream); rows after the last whole group stay row-major. The kernels
-// (gemv16Q2_KP to gemv16Q6_KP and gemv16Q6_KPT*,
+// (gemv16Q2_KP to gemv16Q6_KP, gemv16Q5_KPT* and gemv16Q6_KPT*,
 // k_decode_vnni_amd64.s) compute 16 rows at once, lane r = row r,
 // bitwise the row-major kernels (TestKZGemv); Row copies a row back out.
 //

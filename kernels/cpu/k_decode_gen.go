@@ -2,7 +2,7 @@
 
 // k_decode_gen.go writes k_decode_vnni_amd64.s (go run k_decode_gen.go):
 // the Q2_K to Q6_K decode-layout kernels (k_decode.go), for one token,
-// and for Q6_K two to four.
+// and for Q5_K and Q6_K two to four.
 package main
 
 import (
@@ -561,9 +561,10 @@ func q3Value(gi, g int) {
 	b.I("VPTERNLOGD $0xf8, Z16, %s, Z18", two)
 }
 
-// The Q6_K kernels for T = 2..4 tokens read each super-block once for all
-// of them. (Such kernels for Q4_K ran slower than its one-token kernel
-// once a token, which has little to unpack; docs/performance.md.) They
+// The Q6_K (and Q5_K, q5kFew) kernels for T = 2..4 tokens read each
+// super-block once for all of them. (Such kernels for Q4_K ran slower than
+// its one-token kernel once a token, which has little to unpack;
+// docs/performance.md.) They
 // run lane by lane (k outer): for lane k every sub-block's dword k is
 // unpacked once and multiplied with each token's activations into that
 // token's integer lane (two accumulators, then one exact add), and the
@@ -720,6 +721,171 @@ func q6kFew(T int) {
 	b.I("RET")
 }
 
+// q5kFew: gemv16Q5_KPT{T}, gemv16Q5_KP's arithmetic lane by lane (k
+// outer): for lane k each chunk's dword k is unpacked once (nibbles, the
+// fifth bits ORed in as in q5Step) and multiplied with each token's
+// activations into that token's integer lane (one accumulator for the
+// low-nibble sub-blocks, one for the high, then one exact add), and the
+// lane's float FMA is done with its accumulator kept in the stack frame.
+// The mins' part is the one-token kernel's, token by token, into four
+// more accumulators in the frame.
+//
+// Registers: Z31 the 0x0f byte mask, Z16+j the scales of sub-block j
+// (words in both halves of each dword), Z8+t / Z12+t token t's d·dy and
+// dmin·dy, Z(t) / Z(4+t) token t's integer lane (low / high sub-blocks;
+// X0 / X1 the bsums pairs before the lanes start), Z24-Z30 temporaries. Frame: token t's eight d lanes at 832t, its four
+// dmin lanes after them, and a line of padding (as q6kFew's).
+func q5kFew(T int) {
+	const frame = 832
+	fewHeader(fmt.Sprintf("gemv16Q5_KPT%d", T), T, frame)
+	fmt.Fprintf(&b, "\nq5t%dgroup:\n", T)
+	b.I("MOVQ pf+72(FP), R14")
+	b.I("ADDQ SI, R14")
+	b.I("MOVQ nb+64(FP), CX")
+	b.I("MOVQ qs+16(FP), DI")
+	b.I("MOVQ d+32(FP), DX")
+	b.I("MOVQ bsums+40(FP), BX")
+	b.I("MOVQ bstride+56(FP), R13")
+	b.I("VPXORD Z0, Z0, Z0")
+	for o := 0; o < T*frame; o += 64 {
+		b.I("VMOVUPS Z0, %d(SP)", o)
+	}
+	fmt.Fprintf(&b, "\nq5t%dsuper:\n", T)
+	// Scales and mins bytewise as in gemv16Q4_KP: sc[0..3] in Z24,
+	// sc[4..7] in Z25, m[0..3] in Z26, m[4..7] in Z27.
+	b.I("VMOVDQU32 %d(SI), Z26", q4Scale)
+	b.I("VMOVDQU32 %d(SI), Z27", q4Scale+64)
+	b.I("VMOVDQU32 %d(SI), Z28", q4Scale+128)
+	b.I("VPANDD.BCST kz3f<>(SB), Z26, Z24")
+	b.I("VPSRLD $2, Z26, Z29")
+	b.I("VPANDD.BCST kz30<>(SB), Z29, Z29")
+	b.I("VPANDD Z31, Z28, Z25")
+	b.I("VPORD Z29, Z25, Z25")
+	b.I("VPANDD.BCST kz3f<>(SB), Z27, Z26")
+	b.I("VPSRLD $2, Z27, Z29")
+	b.I("VPANDD.BCST kz30<>(SB), Z29, Z29")
+	b.I("VPSRLD $4, Z28, Z27")
+	b.I("VPANDD Z31, Z27, Z27")
+	b.I("VPORD Z29, Z27, Z27")
+	for j := 0; j < 8; j++ {
+		src := "Z24"
+		if j >= 4 {
+			src = "Z25"
+		}
+		b.I("VPSHUFB kzsel<>+%d(SB), %s, Z%d", 64*(j%4), src, 16+j)
+	}
+	b.I("VCVTPH2PS %d(SI), Z28", q4D)
+	b.I("VCVTPH2PS %d(SI), Z29", q4Dmin)
+	for t := 0; t < T; t++ {
+		b.I("VMULPS.BCST %s, Z28, Z%d", dAt(t), 8+t)
+		b.I("VMULPS.BCST %s, Z29, Z%d", dAt(t), 12+t)
+	}
+	// The mins' part, per token: lane k = m[2k]·B[2k] + m[2k+1]·B[2k+1]
+	// (B = the bsums summed in pairs), into its accumulator with dmin·dy.
+	b.I("MOVQ BX, AX")
+	for t := 0; t < T; t++ {
+		if t > 0 {
+			b.I("ADDQ R13, AX")
+		}
+		b.I("VMOVDQU (AX), X0") // VEX: X0-X15 only (Z0, Z1 are free here)
+		b.I("VPHADDW 16(AX), X0, X0")
+		for k := 0; k < 4; k++ {
+			src := []string{"Z26", "Z26", "Z27", "Z27"}[k]
+			b.I("VPSHUFB kzmw<>+%d(SB), %s, Z24", 64*(k%2), src)
+			if k == 0 {
+				b.I("VPBROADCASTD X0, Z25")
+			} else {
+				b.I("VPSHUFD $0x%02x, X0, X1", 0x55*k)
+				b.I("VPBROADCASTD X1, Z25")
+			}
+			b.I("VPMADDWD Z25, Z24, Z24")
+			fewFloat(24, 12+t, frame*t+512+64*k)
+		}
+	}
+	pf := 0
+	for k := 0; k < 8; k++ {
+		for t := 0; t < T; t++ {
+			b.I("VPXORD Z%d, Z%d, Z%d", t, t, t)
+			b.I("VPXORD Z%d, Z%d, Z%d", 4+t, 4+t, 4+t)
+		}
+		b.I("VMOVDQU32 %d(SI), Z26", q5Qh+64*k)
+		for c := 0; c < 4; c++ {
+			b.I("VMOVDQU32 %d(SI), Z27", q5Qs+512*c+64*k)
+			b.I("VPSRLW $4, Z27, Z28")
+			for h, nib := range []int{27, 28} {
+				// Values of sub-block 2c+h: nibble | (bit 2c+h of qh) << 4.
+				dst, src := 24+h, fmt.Sprintf("Z%d", 24+h)
+				switch bit := 2*c + h; {
+				case bit < 4:
+					b.I("VPSLLW $%d, Z26, Z%d", 4-bit, dst)
+				case bit > 4:
+					b.I("VPSRLW $%d, Z26, Z%d", bit-4, dst)
+				default:
+					src = "Z26"
+				}
+				b.I("VPANDD.BCST kz10<>(SB), %s, Z%d", src, dst)
+				b.I("VPTERNLOGD $0xf8, Z31, Z%d, Z%d", nib, dst)
+			}
+			for t := 0; t < T; t++ {
+				for h := 0; h < 2; h++ {
+					b.I("VPBROADCASTD %s, Z29", qsAt(t, 64*c+32*h+4*k))
+					b.I("VPMADDUBSW Z29, Z%d, Z30", 24+h)
+					b.I("VPDPWSSD Z%d, Z30, Z%d", 16+2*c+h, 4*h+t)
+				}
+			}
+			if pf < q5Block/64 {
+				b.I("PREFETCHT0 %d(R14)", 64*pf)
+				pf++
+			}
+		}
+		for t := 0; t < T; t++ {
+			b.I("VPADDD Z%d, Z%d, Z%d", 4+t, t, t)
+			fewFloat(t, 8+t, frame*t+64*k)
+		}
+	}
+	for ; pf < q5Block/64; pf++ {
+		b.I("PREFETCHT0 %d(R14)", 64*pf)
+	}
+	b.I("ADDQ $%d, SI", q5Block)
+	b.I("ADDQ $%d, R14", q5Block)
+	b.I("ADDQ $256, DI")
+	b.I("ADDQ $4, DX")
+	b.I("ADDQ $32, BX")
+	b.I("DECQ CX")
+	fmt.Fprintf(&b, "\tJNZ q5t%dsuper\n", T)
+	b.I("MOVQ out+80(FP), AX")
+	b.I("MOVQ ostride+88(FP), CX")
+	b.I("LEAQ (CX)(CX*2), R13")
+	for t := 0; t < T; t++ {
+		// HSUM8's order over the d lanes, minus (m0+m2)+(m1+m3), as
+		// gemv16Q5_KP ends.
+		fo := frame * t
+		for k := 0; k < 8; k++ {
+			b.I("VMOVUPS %d(SP), Z%d", fo+64*k, k)
+		}
+		for k := 0; k < 4; k++ {
+			b.I("VADDPS Z%d, Z%d, Z%d", 4+k, k, k)
+		}
+		b.I("VADDPS Z2, Z0, Z0")
+		b.I("VADDPS Z3, Z1, Z1")
+		b.I("VADDPS Z1, Z0, Z0")
+		for k := 0; k < 4; k++ {
+			b.I("VMOVUPS %d(SP), Z%d", fo+512+64*k, 4+k)
+		}
+		b.I("VADDPS Z6, Z4, Z4")
+		b.I("VADDPS Z7, Z5, Z5")
+		b.I("VADDPS Z5, Z4, Z4")
+		b.I("VSUBPS Z4, Z0, Z0")
+		b.I("VMOVUPS Z0, %s", asmgen.TokAddr([2]string{"AX", ""}, "CX", "R13", t, 0))
+	}
+	b.I("ADDQ $64, AX")
+	b.I("MOVQ AX, out+80(FP)")
+	b.I("DECQ ngroups+8(FP)")
+	fmt.Fprintf(&b, "\tJNZ q5t%dgroup\n", T)
+	b.I("VZEROUPPER")
+	b.I("RET")
+}
+
 // consts writes the constants: the byte masks; the VPSHUFB masks that
 // spread Q4_K scale byte j%4 of each dword to both of its words (kzsel<>,
 // 64 bytes per j%4) and make words of mins bytes 0,1 or 2,3 (kzmw<>); and
@@ -766,7 +932,9 @@ func main() {
 // groups of 16 rows, lane r of a zmm = row r. gemv16Q5_KP is
 // gemv16Q4_KP with Q5_K's fifth bits, gemv16Q3_KP gemv16Q6_KP's frame
 // around Q3_K's values, and gemv16Q2_KP is described at its code in the
-// generator; every one is bitwise its row-major twin (TestKZGemv).
+// generator; every one is bitwise its row-major twin (TestKZGemv). The
+// kernels for two to four tokens (gemv16Q5_KPT*, gemv16Q6_KPT*) are
+// bitwise the one-token kernel per token (TestKZGemvFew).
 //
 // gemv16Q4_KP computes, per row, what gemvQ4_KAVX2 does
 // (dot_kquant_amd64.s, Q4KBODY) with the same float operations on the
@@ -798,6 +966,9 @@ func main() {
 	q36k1(false)
 	for T := 2; T <= 4; T++ {
 		q6kFew(T)
+	}
+	for T := 2; T <= 4; T++ {
+		q5kFew(T)
 	}
 	consts()
 	if err := b.Save("k_decode_vnni_amd64.s"); err != nil {

@@ -117,7 +117,7 @@ func TestKZGemv(t *testing.T) {
 	}
 }
 
-// TestKZGemvFew: the two- to four-token Q6_K decode-layout kernels give
+// TestKZGemvFew: the two- to four-token Q5_K and Q6_K decode-layout kernels give
 // every token and row exactly the bits of the one-token kernel, on the
 // rows and activations of TestKZGemv (extreme ones included), with the
 // tokens' activations and results a stride apart and nothing written
@@ -125,31 +125,32 @@ func TestKZGemv(t *testing.T) {
 func TestKZGemvFew(t *testing.T) {
 	skipNoQ4Z(t)
 	rng := rand.New(rand.NewPCG(197, 198))
-	typ := ggml.TypeQ6_K
-	for _, sh := range []struct{ rows, cols int }{{16, 256}, {32, 768}, {48, 2048}} {
-		for _, extreme := range []bool{false, true} {
-			c := newKZCase(t, rng, typ, sh.rows, sh.cols, extreme)
-			for n := 2; n <= 4; n++ {
-				ostride := sh.rows + 5
-				out := make([]float32, n*ostride)
-				for i := range out {
-					out[i] = 777
-				}
-				q6kzGemvFew(c.pk.Data, n, c.qs[:n*sh.cols], c.d[:n*c.nb], c.bsums[:n*sh.cols/16], out, ostride, sh.rows, 4096)
-				for tok := 0; tok < n; tok++ {
-					want := make([]float32, sh.rows)
-					qs, d, bsums := c.token(tok)
-					kzGemv(typ, c.pk.Data, qs, d, bsums, want, 4096)
-					for r := 0; r < ostride; r++ {
-						got := out[tok*ostride+r]
-						if r >= sh.rows {
-							if got != 777 {
-								t.Fatalf("%s n=%d token %d: wrote past its rows", typ, n, tok)
+	for _, typ := range []ggml.Type{ggml.TypeQ5_K, ggml.TypeQ6_K} {
+		for _, sh := range []struct{ rows, cols int }{{16, 256}, {32, 768}, {48, 2048}} {
+			for _, extreme := range []bool{false, true} {
+				c := newKZCase(t, rng, typ, sh.rows, sh.cols, extreme)
+				for n := 2; n <= 4; n++ {
+					ostride := sh.rows + 5
+					out := make([]float32, n*ostride)
+					for i := range out {
+						out[i] = 777
+					}
+					kzGemvFew(typ, c.pk.Data, n, c.qs[:n*sh.cols], c.d[:n*c.nb], c.bsums[:n*sh.cols/16], out, ostride, sh.rows, 4096)
+					for tok := 0; tok < n; tok++ {
+						want := make([]float32, sh.rows)
+						qs, d, bsums := c.token(tok)
+						kzGemv(typ, c.pk.Data, qs, d, bsums, want, 4096)
+						for r := 0; r < ostride; r++ {
+							got := out[tok*ostride+r]
+							if r >= sh.rows {
+								if got != 777 {
+									t.Fatalf("%s n=%d token %d: wrote past its rows", typ, n, tok)
+								}
+								continue
 							}
-							continue
-						}
-						if math.Float32bits(got) != math.Float32bits(want[r]) {
-							t.Fatalf("%s %v extreme=%v n=%d token %d row %d: %g, one-token kernel %g", typ, sh, extreme, n, tok, r, got, want[r])
+							if math.Float32bits(got) != math.Float32bits(want[r]) {
+								t.Fatalf("%s %v extreme=%v n=%d token %d row %d: %g, one-token kernel %g", typ, sh, extreme, n, tok, r, got, want[r])
+							}
 						}
 					}
 				}
@@ -317,7 +318,7 @@ func benchKZDecode(b *testing.B, typ ggml.Type, cols int) {
 
 // BenchmarkKZMatMul: MatMul of n tokens over Q4_K, Q5_K and Q6_K FFN matrices
 // of tinyllama-1.1b (5632 × 2048, 24 of them in turn, 187 / 273 MB: from
-// DRAM), row-major against the decode layout (Q6_K up to four tokens a
+// DRAM), row-major against the decode layout (Q5_K and Q6_K up to four tokens a
 // kernel call, and one: layout-pertoken), on a 2-thread pool; us/mat is the time
 // of one product.
 func BenchmarkKZMatMul(b *testing.B) {
@@ -344,7 +345,7 @@ func benchKZMatMul(b *testing.B, pool *Pool, typ ggml.Type) {
 	}
 	for _, n := range []int{1, 2, 3, 4, 8, 16, 64, 256} {
 		for _, mode := range []string{"rowmajor", "layout", "layout-pertoken"} {
-			if mode == "layout-pertoken" && (n == 1 || typ != ggml.TypeQ6_K) {
+			if few, _ := kzFewKernels(typ); mode == "layout-pertoken" && (n == 1 || few == nil) {
 				continue
 			}
 			ws := map[string][]Matrix{"rowmajor": rm, "layout": pk, "layout-pertoken": pk}[mode]
@@ -357,15 +358,15 @@ func benchKZMatMul(b *testing.B, pool *Pool, typ ggml.Type) {
 	}
 }
 
-// TestKZKernel: kzKernel's super-block sizes (kzGemv's bounds) are each
-// type's, and so are the layouts'.
+// TestKZKernel: kzKernel's and kzFewKernels' super-block sizes (kzGemv's
+// and kzGemvFew's bounds) are each type's, and so are the layouts'.
 func TestKZKernel(t *testing.T) {
 	for typ, l := range kzLayouts {
 		if _, bb := kzKernel(typ); bb != typ.BlockBytes() || l.bb != bb {
 			t.Fatalf("%s: kzKernel %d, layout %d, type block %d", typ, bb, l.bb, typ.BlockBytes())
 		}
-	}
-	if ggml.TypeQ6_K.BlockBytes() != 210 {
-		t.Fatal("q6kzGemvFew's Q6_K block size")
+		if few, bb := kzFewKernels(typ); few != nil && bb != typ.BlockBytes() {
+			t.Fatalf("%s: kzFewKernels %d, type block %d", typ, bb, typ.BlockBytes())
+		}
 	}
 }
