@@ -273,11 +273,12 @@ func emuOpener() (open gpu.Opener, last **cudaemu.Device) {
 }
 
 // TestLoadAutoFallsBackForTypes: with --device auto, a model or draft
-// whose weight types have no CUDA kernel (IQ4_NL here) runs on the CPU and
+// whose weight types have no CUDA kernel (IQ4_NL here), or a gemma3
+// model (no CUDA kernels for its blocks), runs on the CPU and
 // says why; the opened device is released. --device cuda refuses it.
 func TestLoadAutoFallsBackForTypes(t *testing.T) {
-	build := func(typ ggml.Type) *gguf.File {
-		b, err := synth.Build(synth.Options{Arch: "llama", Preset: "tiny", Type: typ, Seed: 3})
+	build := func(arch string, typ ggml.Type) *gguf.File {
+		b, err := synth.Build(synth.Options{Arch: arch, Preset: "tiny", Type: typ, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,16 +288,18 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		}
 		return f
 	}
-	iq4, f16 := build(ggml.TypeIQ4_NL), build(ggml.TypeF16)
+	iq4, f16, gemma := build("llama", ggml.TypeIQ4_NL), build("llama", ggml.TypeF16), build("gemma3", ggml.TypeF16)
 	open, emu := emuOpener()
 	cfg := engine.Config{PageSize: 16, KVPages: 32}
 	for _, c := range []struct {
 		name        string
 		model, drft *gguf.File
 		reason      string
+		cudaErr     string // in --device cuda's error
 	}{
-		{"model", iq4, nil, "cpu (auto: no CUDA kernel for IQ4_NL (tensor token_embd.weight))"},
-		{"draft", f16, iq4, "cpu (auto: draft model: no CUDA kernel for IQ4_NL (tensor token_embd.weight))"},
+		{"model", iq4, nil, "cpu (auto: no CUDA kernel for IQ4_NL (tensor token_embd.weight))", "no CUDA kernel for IQ4_NL"},
+		{"draft", f16, iq4, "cpu (auto: draft model: no CUDA kernel for IQ4_NL (tensor token_embd.weight))", "no CUDA kernel for IQ4_NL"},
+		{"arch", gemma, nil, "cpu (auto: no CUDA kernels for the gemma3 architecture)", "no CUDA kernels for the gemma3 architecture"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := Load(c.model, Options{Threads: 1, Device: "auto", OpenCUDA: open, Draft: c.drft, Engine: cfg})
@@ -314,7 +317,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 			}
 			m.Close()
 			_, err = Load(c.model, Options{Device: "cuda", OpenCUDA: open, Draft: c.drft, Engine: cfg})
-			if err == nil || !strings.Contains(err.Error(), "no CUDA kernel for IQ4_NL") ||
+			if err == nil || !strings.Contains(err.Error(), c.cudaErr) ||
 				!errors.Is(err, gpu.ErrNoKernel) || !errors.Is(err, llama.ErrUnsupported) {
 				t.Fatalf("--device cuda: %v", err)
 			}

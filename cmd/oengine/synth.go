@@ -34,13 +34,15 @@ func parseSynth(args []string) (*synthConfig, error) {
 	c := &synthConfig{}
 	o := &c.opts
 	fs := newFlags("synth", nil)
-	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2 or qwen3")
+	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3 or gemma3")
 	fs.StringVar(&o.Preset, "preset", "", "shape preset: "+strings.Join(synth.PresetNames(), ", "))
 	dims := fs.String("dims", "", "custom shapes: `dim,layers,heads,kv_heads,ffn,vocab[,ctx]`")
 	typ := fs.String("type", "f16", "weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k to q6_k, iq4_nl, iq4_xs")
 	fs.StringVar(&c.vocab, "vocab", "", "copy the tokenizer of this GGUF `file`")
 	fs.IntVar(&o.CtxLen, "ctx", 0, "override the context length (0: the preset's)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "weight seed")
+	headDim := fs.Int("head-dim", 0, "attention head width with --dims (0: dim/heads)")
+	window := fs.Int("sliding-window", 0, "gemma3's sliding window with --dims (0: 512)")
 	fs.StringVar(&c.out, "o", "", "output `file` (written with mode 0644)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -48,7 +50,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	if c.out == "" {
 		return nil, errors.New("synth: -o out.gguf is required")
 	}
-	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3"); err != nil {
+	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3", "gemma3"); err != nil {
 		return nil, err
 	}
 	o.Arch = strings.ToLower(o.Arch)
@@ -64,8 +66,11 @@ func parseSynth(args []string) (*synthConfig, error) {
 		if o.Dims, err = parseDims(*dims); err != nil {
 			return nil, err
 		}
+		o.Dims.HeadDim, o.Dims.SlidingWindow = *headDim, *window
 	case o.Preset == "":
 		return nil, errors.New("synth: give --preset NAME or --dims ...")
+	case *headDim != 0 || *window != 0:
+		return nil, errors.New("synth: --head-dim and --sliding-window go with --dims")
 	default:
 		if _, ok := synth.Presets[o.Preset]; !ok {
 			return nil, fmt.Errorf("synth: --preset must be %s, got %q", orList(synth.PresetNames()), o.Preset)

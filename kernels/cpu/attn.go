@@ -1,6 +1,9 @@
 package cpu
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // Paged attention.
 //
@@ -63,7 +66,16 @@ func attnBlockRows(w int) int { return max(16, 2048/max(w, 1)) }
 // are widened exactly). AttendF16 is the variant that rounds like
 // llama.cpp's one-row flash attention.
 func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
-	attendGroups(out, q, 1, g, k, v, table, n, off, scale, scratch)
+	attendGroups(out, q, 1, g, k, v, table, n, 0, off, scale, scratch)
+}
+
+// AttendWindow is Attend with the first skip positions (0 ≤ skip < n)
+// masked out: the attention of a sliding window whose first position lies
+// skip rows into the first page of table (a caller passes the table from
+// the page holding the window's start). Its result is bit for bit Attend's
+// over a table holding just the positions skip..n-1 (TestAttendWindow).
+func AttendWindow(out, q []float32, g int, k, v KVRows, table []int32, n, skip, off int, scale float32, scratch []float32) {
+	attendGroups(out, q, 1, g, k, v, table, n, skip, off, scale, scratch)
 }
 
 // AttendHeads is Attend for all kvh KV heads of one token at once: q,
@@ -73,14 +85,24 @@ func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, sca
 // instead of kvh strided ones (BenchmarkAttendStep). scratch must hold
 // AttnHeadsScratch(kvh, g, n, d) values.
 func AttendHeads(out, q []float32, kvh, g int, k, v KVRows, table []int32, n int, scale float32, scratch []float32) {
-	attendGroups(out, q, kvh, g, k, v, table, n, 0, scale, scratch)
+	attendGroups(out, q, kvh, g, k, v, table, n, 0, 0, scale, scratch)
+}
+
+// AttendHeadsWindow is AttendHeads with the first skip positions masked
+// out, as AttendWindow is Attend.
+func AttendHeadsWindow(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, skip int, scale float32, scratch []float32) {
+	attendGroups(out, q, kvh, g, k, v, table, n, skip, 0, scale, scratch)
 }
 
 // attendGroups computes Attend for kvh consecutive KV heads starting at
-// column off, reading rows of kvh·d values.
-func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
+// column off, reading rows of kvh·d values, with positions below skip
+// masked out.
+func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, skip, off int, scale float32, scratch []float32) {
+	if skip < 0 || skip >= n {
+		panic("cpu: attention window skips every position")
+	}
 	if attnZOk(g, len(q)/(kvh*g), k, v) {
-		attendGroupsZ(out, q, kvh, g, k, v, table, n, off, scale, scratch)
+		attendGroupsZ(out, q, kvh, g, k, v, table, n, skip, off, scale, scratch)
 		return
 	}
 	gq := kvh * g // query heads
@@ -128,6 +150,7 @@ func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, o
 	}
 	for h := 0; h < kvh; h++ {
 		sh, hs := scores[h*n*g:(h+1)*n*g], h*g
+		attnMask(sh[:skip*g])
 		attnScaleMax(sh, g, scale, maxes[hs:hs+g])    // scores·scale in place, per-head maxima
 		attnExp(sh, g, maxes[hs:hs+g], sums[hs:hs+g]) // e = exp(s − max), sums (attn_exp.go)
 	}
@@ -142,6 +165,15 @@ func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, o
 		}
 	}
 	attnNormalize(out, sums, d)
+}
+
+// attnMask sets the scores of masked positions to −Inf: they weigh
+// e^−Inf = 0 in the softmax (expAttn), so the result is that of the
+// other positions alone.
+func attnMask(scores []float32) {
+	for i := range scores {
+		scores[i] = float32(math.Inf(-1))
+	}
 }
 
 // attnNormalize divides each head's output row (out: [len(sums)][d]) by

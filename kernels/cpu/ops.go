@@ -49,6 +49,14 @@ func Add(dst, a, b []float32) {
 	}
 }
 
+// Scale writes dst = s·x elementwise (dst may alias x).
+func Scale(dst, x []float32, s float32) {
+	x = x[:len(dst)]
+	for i, v := range x {
+		dst[i] = v * s
+	}
+}
+
 // AddBias adds bias (length m) to each of the len(x)/m rows of x: x [rows][m].
 func AddBias(x, bias []float32) {
 	m := len(bias)
@@ -99,6 +107,34 @@ func swigluTail(dst, gate, up []float32, nv int) {
 	for i := nv; i < len(dst); i++ {
 		g := gate[i]
 		dst[i] = g / float32(1+float32(math.Exp(float64(-g)))) * up[i]
+	}
+}
+
+// GeGLU computes dst = gelu(gate) * up elementwise (Gemma's feed-forward
+// gate), with the tanh form of GELU, 0.5·x·(1 + tanh(√(2/π)·(x +
+// 0.044715·x³))), written as x / (1 + e^(−2u)) for the tanh's argument u
+// and evaluated in float32 with expGGML. llama.cpp looks GELU up in a
+// table of x rounded to F16; this stays within a few float32 ulps of the
+// formula instead (TestGeGLU). dst may alias gate or up.
+func GeGLU(dst, gate, up []float32) {
+	n := len(dst)
+	gate, up = gate[:n], up[:n]
+	const (
+		c2 = 2 * 0.79788456080286535587989211986876 // 2·√(2/π)
+		a  = 0.044715
+	)
+	for i, x := range gate {
+		u := c2 * x * (1 + a*x*x)
+		var g float32
+		switch {
+		case u > 80: // e^(−u) < 2^−115: gelu(x) = x to float32
+			g = x
+		case u < -80: // x below about −9.7: |gelu(x)| < 1e−33, taken as 0
+			g = 0
+		default:
+			g = x / (1 + expGGML(-u))
+		}
+		dst[i] = g * up[i]
 	}
 }
 

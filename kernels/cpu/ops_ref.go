@@ -30,6 +30,15 @@ func SwiGLURef(dst, gate, up []float32) {
 	}
 }
 
+// GeGLURef is GeGLU in float64 with math.Tanh: the formula itself.
+func GeGLURef(dst, gate, up []float32) {
+	for i := range dst {
+		x := float64(gate[i])
+		g := 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+		dst[i] = float32(g * float64(up[i]))
+	}
+}
+
 // SoftmaxRef is the reference twin of Softmax.
 func SoftmaxRef(x []float32) {
 	if len(x) == 0 {

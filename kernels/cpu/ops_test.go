@@ -106,6 +106,40 @@ func TestSwiGLUMatchesRef(t *testing.T) {
 	}
 }
 
+// TestGeGLU: GeGLU against the float64 formula (GeGLURef) over small to
+// large gates, within a few float32 ulps (relative to |gelu·up| with a
+// small floor for the values near zero), at the cut-offs, and in place.
+func TestGeGLU(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, scale := range []float32{0.01, 1, 4, 30} {
+		g, u := randVec(r, 515, scale), randVec(r, 515, 1)
+		got, want := make([]float32, 515), make([]float32, 515)
+		GeGLU(got, g, u)
+		GeGLURef(want, g, u)
+		if e := maxRelErr(got, want, 1e-6); e > 4e-6 {
+			t.Fatalf("scale %g: max rel err %g", scale, e)
+		}
+	}
+	gate := []float32{0, 1, -1, 9.6, -9.6, 9.8, -9.8, 50, -50}
+	up := []float32{1, 1, 1, 1, 1, 1, 1, 2, 3}
+	got, want := make([]float32, len(gate)), make([]float32, len(gate))
+	GeGLU(got, gate, up)
+	GeGLURef(want, gate, up)
+	for i := range got {
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-6*math.Abs(float64(want[i]))+1e-30 {
+			t.Fatalf("gelu(%g)·%g = %g, want %g", gate[i], up[i], got[i], want[i])
+		}
+	}
+	if got[1] < 0.841 || got[1] > 0.842 || got[7] != 100 || got[8] != 0 {
+		t.Fatalf("known values: gelu(1) = %g, gelu(50)·2 = %g, gelu(−50)·3 = %g", got[1], got[7], got[8])
+	}
+	inPlace := append([]float32(nil), gate...)
+	GeGLU(inPlace, inPlace, up)
+	if i := firstDiff(inPlace, got); i >= 0 {
+		t.Fatalf("in place: value %d is %g, want %g", i, inPlace[i], got[i])
+	}
+}
+
 func TestExpGGML(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for i := 0; i < 200000; i++ {

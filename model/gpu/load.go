@@ -39,14 +39,19 @@ type Options struct {
 var ErrNoKernel = errors.New("no CUDA kernel")
 
 // NoKernelError names the first weight matrix of a file whose type the
-// CUDA kernels cannot run. Its message is the reason --device auto gives
-// for using the CPU; it also matches llama.ErrUnsupported.
+// CUDA kernels cannot run, or (Arch) an architecture whose blocks they do
+// not compute. Its message is the reason --device auto gives for using
+// the CPU; it also matches llama.ErrUnsupported.
 type NoKernelError struct {
 	Tensor string
 	Type   ggml.Type
+	Arch   string
 }
 
 func (e *NoKernelError) Error() string {
+	if e.Arch != "" {
+		return fmt.Sprintf("no CUDA kernels for the %s architecture", e.Arch)
+	}
 	return fmt.Sprintf("no CUDA kernel for %s (tensor %s)", e.Type, e.Tensor)
 }
 
@@ -76,6 +81,9 @@ func FromGGUF(f *gguf.File) (DecoderConfig, HostWeights, llama.Config, error) {
 	c, err := llama.ConfigFromGGUF(f)
 	if err != nil {
 		return DecoderConfig{}, HostWeights{}, c, err
+	}
+	if c.Gemma || c.SWA > 0 { // post-norms, GELU, sliding windows: CPU only
+		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Arch: c.Arch}
 	}
 	cfg := DecoderConfig{Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
 		FFN: c.FFN, Vocab: c.Vocab, RopeDims: c.RopeDims, RopeBase: c.RopeBase, RopeFreqScale: c.RopeFreqScale,

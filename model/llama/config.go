@@ -1,7 +1,9 @@
 // Package llama holds the weights and the forward pass of the llama family of
 // decoder-only transformers as GGUF files describe them: architectures
 // "llama" (Llama 2/3, TinyLlama, Mistral, SmolLM), "qwen2" (biases on Q, K
-// and V) and "qwen3" (RMSNorm on each Q and K head).
+// and V), "qwen3" (RMSNorm on each Q and K head) and "gemma3" (Gemma 3's
+// text decoder: qwen3's head norms plus Gemma's block, Config.Gemma, and
+// sliding-window attention on most layers, Config.SWA).
 //
 // One forward pass serves prefill and decode: a Batch is a set of tokens,
 // each with its sequence and position, and attention reads keys and values
@@ -24,7 +26,7 @@ var ErrUnsupported = errors.New("llama: unsupported model")
 
 // Config is the shape of a model, read from GGUF metadata.
 type Config struct {
-	Arch    string // "llama", "qwen2", "qwen3"
+	Arch    string // "llama", "qwen2", "qwen3", "gemma3"
 	Dim     int    // embedding width
 	Layers  int    // transformer blocks
 	Heads   int    // query heads
@@ -42,8 +44,30 @@ type Config struct {
 
 	NormEps float32 // RMSNorm epsilon
 	QKVBias bool    // attn_q/k/v carry a .bias (qwen2)
-	QKNorm  bool    // attn_q_norm / attn_k_norm per head (qwen3)
+	QKNorm  bool    // attn_q_norm / attn_k_norm per head (qwen3, gemma3)
 	TiedOut bool    // no output.weight: the output projection is token_embd
+
+	// Gemma: Gemma 3's block. The token embedding is scaled by √Dim; the
+	// attention and feed-forward outputs are RMS-normed again
+	// (post_attention_norm, post_ffw_norm) before their residual adds; the
+	// feed-forward gate is GELU (tanh form) instead of SiLU.
+	Gemma bool
+	// SWA is the sliding window of the local layers: a token attends to
+	// the SWA positions up to and including its own. 0: every layer is
+	// global. With SWA, layer l is global when l%SWAPattern ==
+	// SWAPattern-1 (Local; SWAPattern 0: every layer is local), and local
+	// layers rotate with RopeBaseSWA and no
+	// rope scaling (llama.cpp's convention for Gemma 3).
+	SWA, SWAPattern int
+	RopeBaseSWA     float32
+	// AttnScale multiplies the query·key scores: 1/√HeadDim, except Gemma
+	// 3's 27B shape (62 layers), 1/√(Dim/Heads).
+	AttnScale float32
+}
+
+// Local reports whether layer l attends through the sliding window.
+func (c Config) Local(l int) bool {
+	return c.SWA > 0 && (c.SWAPattern == 0 || l%c.SWAPattern < c.SWAPattern-1)
 }
 
 // QDim is Heads*HeadDim, the width of the query projection.
@@ -54,13 +78,14 @@ func (c Config) KVDim() int { return c.KVHeads * c.HeadDim }
 
 // archTraits are the per-architecture differences.
 type archTraits struct {
-	neox, qkvBias, qkNorm bool
+	neox, qkvBias, qkNorm, gemma bool
 }
 
 var archs = map[string]archTraits{
-	"llama": {},
-	"qwen2": {neox: true, qkvBias: true},
-	"qwen3": {neox: true, qkNorm: true},
+	"llama":  {},
+	"qwen2":  {neox: true, qkvBias: true},
+	"qwen3":  {neox: true, qkNorm: true},
+	"gemma3": {neox: true, qkNorm: true, gemma: true},
 }
 
 // maxDim bounds every metadata size so that products of them cannot
@@ -76,9 +101,9 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2 or qwen3)", ErrUnsupported, arch)
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3 or gemma3)", ErrUnsupported, arch)
 	}
-	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma}
 	get := func(key string, dst *int, required bool) error {
 		v, ok := f.Uint(arch + "." + key)
 		if !ok {
@@ -164,7 +189,56 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	_, c.RopeFreqs = f.Tensor("rope_freqs.weight")
 	_, hasOut := f.Tensor("output.weight")
 	c.TiedOut = !hasOut
+	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
+	if c.Gemma {
+		if err := c.readGemma(f); err != nil {
+			return Config{}, err
+		}
+	}
 	return c, nil
+}
+
+// readGemma reads Gemma 3's sliding window and attention scale.
+func (c *Config) readGemma(f *gguf.File) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	if v, ok := f.Float(key("final_logit_softcapping")); ok && v != 0 {
+		return fmt.Errorf("%w: final_logit_softcapping %g", ErrUnsupported, v)
+	}
+	if c.RopeFreqs {
+		return fmt.Errorf("%w: rope_freqs tensor in a %s model", ErrUnsupported, c.Arch)
+	}
+	if c.Layers == 62 {
+		c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
+	}
+	if v, ok := f.Value(key("attention.sliding_window")); ok {
+		w, ok := v.AsUint()
+		if !ok || w > maxDim {
+			return fmt.Errorf("llama: %s = %v out of range", key("attention.sliding_window"), v)
+		}
+		c.SWA = int(w)
+	}
+	if c.SWA == 0 {
+		return nil
+	}
+	c.SWAPattern = 6
+	if v, ok := f.Value(key("attention.sliding_window_pattern")); ok {
+		p, ok := v.AsUint()
+		if !ok {
+			return fmt.Errorf("%w: %s = %v (a per-layer pattern)", ErrUnsupported, key("attention.sliding_window_pattern"), v)
+		}
+		if p > maxDim {
+			return fmt.Errorf("llama: %s = %d out of range", key("attention.sliding_window_pattern"), p)
+		}
+		c.SWAPattern = int(p)
+	}
+	c.RopeBaseSWA = 10000
+	if v, ok := f.Float(key("rope.freq_base_swa")); ok {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("llama: %s = %g out of range", key("rope.freq_base_swa"), v)
+		}
+		c.RopeBaseSWA = float32(v)
+	}
+	return nil
 }
 
 // readRopeScaling handles rope.scaling.type / rope.scaling.factor (and the

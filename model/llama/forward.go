@@ -50,10 +50,17 @@ func (m *Model) Forward(kv *KV, b *Batch, logits []float32) error {
 
 	D, R := c.Dim, c.RopeDims
 	for i, tok := range b.Tokens {
-		m.tokEmb.RowF32(int(tok), f.x[i*D:(i+1)*D], f.row)
+		x := f.x[i*D : (i+1)*D]
+		m.tokEmb.RowF32(int(tok), x, f.row)
+		if c.Gemma {
+			cpu.Scale(x, x, float32(math.Sqrt(float64(D))))
+		}
 	}
 	for i, pos := range b.Pos {
 		m.ropeCache(f.cs[i*R:(i+1)*R], pos)
+		if c.SWA > 0 {
+			cpu.RopeCache(f.csLocal[i*R:(i+1)*R], pos, R, c.RopeBaseSWA, 1, nil)
+		}
 	}
 	for l := range m.layers {
 		m.layerForward(l)
@@ -77,8 +84,10 @@ func (m *Model) layerForward(l int) {
 	pool := m.pool
 
 	// Attention block: xb = norm(x); q, k, v = xb·Wᵀ (+bias); per-head norm;
-	// RoPE; K/V into the pages; att = attention; x += att·Woᵀ. The
-	// per-token loops run on the pool for larger batches (rows.go).
+	// RoPE; K/V into the pages; att = attention; x += att·Woᵀ (Gemma:
+	// x += norm(att·Woᵀ)). The per-token loops run on the pool for larger
+	// batches (rows.go).
+	f.layer = l
 	m.forRows(rowNorm, w.attnNorm, nil)
 	q, k, v := f.q[:T*QD], f.k[:T*KD], f.v[:T*KD]
 	// One parallel loop for the three products (one activation
@@ -91,17 +100,23 @@ func (m *Model) layerForward(l int) {
 		page := b.Seqs[b.Seq[i]][pos/kv.pageSize]
 		kv.store(l, page, pos%kv.pageSize, k[i*KD:(i+1)*KD], v[i*KD:(i+1)*KD])
 	}
-	f.layer = l
 	pool.For(f.slots, f.attnFn)
 	m.matMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
+	if c.Gemma {
+		m.forRows(rowNorm1, w.postAttnNorm, nil) // xb = norm(xb)
+	}
 
-	// Feed-forward block: x += (silu(xb·Wgᵀ) * xb·Wuᵀ)·Wdᵀ with xb = norm(x).
+	// Feed-forward block: x += (silu(xb·Wgᵀ) * xb·Wuᵀ)·Wdᵀ with xb = norm(x)
+	// (Gemma: gelu for silu, and the result normed before the add).
 	F := c.FFN
 	m.forRows(rowAddNorm, w.ffnNorm, nil) // x += attention output; xb = norm(x)
 	f.gu[0], f.gu[1] = cpu.MatOp{Dst: f.hb[:T*F], W: w.wGate}, cpu.MatOp{Dst: f.hb2[:T*F], W: w.wUp}
 	m.matMuls(f.gu[:], f.xb[:T*D], T)
-	m.forRows(rowSwiGLU, nil, nil)
+	m.forRows(rowGLU, nil, nil)
 	m.matMul(f.xb[:T*D], w.wDown, f.hb[:T*F], T)
+	if c.Gemma {
+		m.forRows(rowNorm1, w.postFFNNorm, nil)
+	}
 	m.forRows(rowAdd, nil, nil)
 }
 
@@ -140,10 +155,14 @@ func (f *forward) attnSlots(lo, hi int) {
 		scratch := f.attnScratch[s]
 		for it := s; it < items; it += f.slots {
 			if rows {
-				if a := f.attnItems[it]; a.n > 1 {
+				a := f.attnItems[it]
+				switch {
+				case a.n > 1 && !c.Local(f.layer):
 					f.attendTile(int(a.i), int(a.n), scratch)
-				} else {
-					f.attendToken(int(a.i), scratch)
+				default: // a sliding-window layer takes a tile token by token
+					for i := a.i; i < a.i+a.n; i++ {
+						f.attendToken(int(i), scratch)
+					}
 				}
 				continue
 			}
@@ -203,10 +222,33 @@ func (f *forward) planAttn() {
 	}
 }
 
+// window returns the sliding window of token i in the layer in progress
+// as attention reads it (Config.SWA): the page table from the page holding
+// the window's first position, the positions through that table (up to
+// and including token i's) and how many of them lie before the window.
+// ok is false when the token sees every position from 0.
+func (f *forward) window(i int) (table []int32, n, skip int, ok bool) {
+	c, b := &f.m.cfg, f.b
+	pos := int(b.Pos[i])
+	lo := pos + 1 - c.SWA
+	if !c.Local(f.layer) || lo <= 0 {
+		return nil, 0, 0, false
+	}
+	ps := f.kv.pageSize
+	first := lo / ps
+	return b.Seqs[b.Seq[i]][first:], pos + 1 - first*ps, lo - first*ps, true
+}
+
 // attendToken computes the attention of token i for every KV head.
 func (f *forward) attendToken(i int, scratch []float32) {
 	m, b := f.m, f.b
 	c := &m.cfg
+	if table, n, skip, ok := f.window(i); ok {
+		QD, l := c.QDim(), f.layer
+		cpu.AttendHeadsWindow(f.att[i*QD:(i+1)*QD], f.q[i*QD:(i+1)*QD], c.KVHeads, c.Heads/c.KVHeads,
+			f.kv.k[l], f.kv.v[l], table, n, skip, f.scale, scratch)
+		return
+	}
 	if m.ggml != nil || b.Pos[i] < f16AttnPositions { // not cpu.Attend: head by head
 		for h := 0; h < c.KVHeads; h++ {
 			f.attendHead(i, h, scratch)
@@ -235,6 +277,11 @@ func (f *forward) attendHead(i, h int, scratch []float32) {
 	HD, QD := c.HeadDim, c.QDim()
 	g := c.Heads / c.KVHeads
 	off := i*QD + h*g*HD
+	if table, n, skip, ok := f.window(i); ok {
+		cpu.AttendWindow(f.att[off:off+g*HD], f.q[off:off+g*HD], g, kv.k[l], kv.v[l],
+			table, n, skip, h*HD, f.scale, scratch)
+		return
+	}
 	attend := f.attendFunc(i) // by position; by batch size in GGML mode (ggml_arith.go)
 	attend(f.att[off:off+g*HD], f.q[off:off+g*HD], g, kv.k[l], kv.v[l],
 		b.Seqs[b.Seq[i]], int(b.Pos[i])+1, h*HD, f.scale, scratch)

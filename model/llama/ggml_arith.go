@@ -60,11 +60,13 @@ func (m *Model) GGMLArithmetic() bool {
 }
 
 // SetGGMLArithmetic switches GGML arithmetic mode on or off for the
-// following Forward calls (K/V already stored keep their values).
+// following Forward calls (K/V already stored keep their values). Gemma
+// models have no GGML mode (Load refuses it): for them it does nothing.
 func (m *Model) SetGGMLArithmetic(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
+	case m.cfg.Gemma:
 	case on && m.ggml == nil:
 		m.ggml = newGGMLState(false)
 	case !on:
@@ -76,11 +78,13 @@ func (m *Model) SetGGMLArithmetic(on bool) {
 // build of llama.cpp instead of AVX2 ones where they differ (the F16 q·k
 // dot of flash attention, F16 matrix products). The shared reference data was written by such a
 // build: with it, tiny-qwen2-q8_0 matches the reference bit for bit.
-// It switches GGML mode on.
+// It switches GGML mode on (not for Gemma models, as SetGGMLArithmetic).
 func (m *Model) SetGGMLAVX512(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.ggml = newGGMLState(on)
+	if !m.cfg.Gemma {
+		m.ggml = newGGMLState(on)
+	}
 }
 
 func newGGMLState(avx512 bool) *ggmlState {

@@ -10,6 +10,7 @@ import (
 
 	"oengine/ggml"
 	"oengine/model/gguf"
+	"oengine/model/synth"
 )
 
 func TestConfigOfReferenceModels(t *testing.T) {
@@ -18,13 +19,13 @@ func TestConfigOfReferenceModels(t *testing.T) {
 		want Config
 	}{
 		{"tiny-llama-f16", Config{Arch: "llama", Dim: 256, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 768, Vocab: 32000,
-			CtxLen: 2048, RopeBase: 10000, RopeDims: 64, RopeFreqScale: 1, NormEps: 1e-5, TiedOut: true}},
+			CtxLen: 2048, RopeBase: 10000, RopeDims: 64, RopeFreqScale: 1, NormEps: 1e-5, TiedOut: true, AttnScale: 0.125}},
 		{"tiny-llama-q4_k_m", Config{Arch: "llama", Dim: 256, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 768, Vocab: 32000,
-			CtxLen: 2048, RopeBase: 10000, RopeDims: 64, RopeFreqScale: 1, NormEps: 1e-5}},
+			CtxLen: 2048, RopeBase: 10000, RopeDims: 64, RopeFreqScale: 1, NormEps: 1e-5, AttnScale: 0.125}},
 		{"tiny-qwen2-q8_0", Config{Arch: "qwen2", Dim: 256, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 768, Vocab: 50257,
-			CtxLen: 2048, RopeBase: 1e6, RopeDims: 64, RopeFreqScale: 1, RopeNeoX: true, NormEps: 1e-5, QKVBias: true, TiedOut: true}},
+			CtxLen: 2048, RopeBase: 1e6, RopeDims: 64, RopeFreqScale: 1, RopeNeoX: true, NormEps: 1e-5, QKVBias: true, TiedOut: true, AttnScale: 0.125}},
 		{"tiny-qwen3-q4_k_m", Config{Arch: "qwen3", Dim: 256, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 768, Vocab: 50257,
-			CtxLen: 2048, RopeBase: 1e6, RopeDims: 64, RopeFreqScale: 1, RopeNeoX: true, NormEps: 1e-5, QKNorm: true, TiedOut: true}},
+			CtxLen: 2048, RopeBase: 1e6, RopeDims: 64, RopeFreqScale: 1, RopeNeoX: true, NormEps: 1e-5, QKNorm: true, TiedOut: true, AttnScale: 0.125}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -212,4 +213,50 @@ func TestLoadSplitModel(t *testing.T) {
 	V := whole.Config().Vocab
 	steps := [][]int32{testTokens(9, V, 3), testTokens(1, V, 9), testTokens(3, V, 10)}
 	sameLogits(t, runSteps(t, split, steps), runSteps(t, whole, steps))
+}
+
+// TestGemma3Config: a gemma3 file's shape (a head width apart from
+// dim/heads, the sliding window and its pattern, the local layers' rope
+// base, Gemma's eps) is read as llama.cpp reads it: five local layers of
+// six, the query scale of the head width (of dim/heads for the 62-layer
+// 27B shape). Final logit soft-capping, a per-layer window pattern and the
+// GGML arithmetic mode are refused by name.
+func TestGemma3Config(t *testing.T) {
+	o := synth.Options{Arch: "gemma3", Dims: synth.Dims{Dim: 64, Layers: 6, Heads: 2, KVHeads: 1, HeadDim: 64, FFN: 192, Vocab: 300, CtxLen: 512, SlidingWindow: 96}, Seed: 1}
+	f := synthBuild(t, o)
+	c, err := ConfigFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Arch: "gemma3", Dim: 64, Layers: 6, Heads: 2, KVHeads: 1, HeadDim: 64, FFN: 192, Vocab: 300, CtxLen: 512,
+		RopeBase: 1e6, RopeDims: 64, RopeFreqScale: 1, RopeNeoX: true, NormEps: 1e-6, QKNorm: true, Gemma: true,
+		SWA: 96, SWAPattern: 6, RopeBaseSWA: 10000, AttnScale: 0.125}
+	if c != want {
+		t.Fatalf("config\n got %+v\nwant %+v", c, want)
+	}
+	for l := 0; l < 12; l++ {
+		if got := c.Local(l); got != (l%6 != 5) {
+			t.Errorf("layer %d local %v", l, got)
+		}
+	}
+	o.Dims.Layers, o.Dims.HeadDim = 62, 64
+	if c, err := ConfigFromGGUF(synthBuild(t, o)); err != nil || c.AttnScale != float32(1/math.Sqrt(32)) {
+		t.Fatalf("62 layers: scale %g, err %v; want 1/√(dim/heads)", c.AttnScale, err)
+	}
+	for _, bad := range []struct {
+		key  string
+		v    gguf.Value
+		want string
+	}{
+		{"gemma3.final_logit_softcapping", gguf.Float32Value(30), "final_logit_softcapping"},
+		{"gemma3.attention.sliding_window_pattern", gguf.Int32sValue([]int32{1, 1, 0}), "sliding_window_pattern"},
+	} {
+		_, err := ConfigFromGGUF(rewrite(t, f, map[string]gguf.Value{bad.key: bad.v}, nil))
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: %v", bad.key, err)
+		}
+	}
+	if _, err := Load(f, Options{Threads: 1, GGMLArithmetic: true}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("GGML arithmetic mode: %v", err)
+	}
 }

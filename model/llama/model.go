@@ -38,8 +38,10 @@ type layer struct {
 	attnNorm, ffnNorm []float32 // [Dim]
 	wq, wk, wv, wo    cpu.Matrix
 	bq, bk, bv        []float32 // [Heads*HeadDim], [KVHeads*HeadDim] x2 (qwen2), else nil
-	qNorm, kNorm      []float32 // [HeadDim] (qwen3), else nil
+	qNorm, kNorm      []float32 // [HeadDim] (qwen3, gemma3), else nil
 	wGate, wUp, wDown cpu.Matrix
+	// postAttnNorm, postFFNNorm: [Dim] (Config.Gemma), else nil.
+	postAttnNorm, postFFNNorm []float32
 }
 
 // Model is a loaded model. Its weights are views into the GGUF file's
@@ -106,6 +108,10 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		l.wGate = ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim)
 		l.wUp = ld.matrix(p+"ffn_up.weight", c.FFN, c.Dim)
 		l.wDown = ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN)
+		if c.Gemma {
+			l.postAttnNorm = ld.vector(p+"post_attention_norm.weight", c.Dim)
+			l.postFFNNorm = ld.vector(p+"post_ffw_norm.weight", c.Dim)
+		}
 		if ld.err != nil {
 			break
 		}
@@ -117,6 +123,9 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		return nil, fmt.Errorf("llama: the file's tensors were rewritten in place by another model; open the file again")
 	}
 	if opts.GGMLArithmetic {
+		if c.Gemma {
+			return nil, fmt.Errorf("%w: GGML arithmetic mode for %s", ErrUnsupported, c.Arch)
+		}
 		m.ggml = newGGMLState(false)
 	}
 	if opts.Pool != nil {

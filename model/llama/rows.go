@@ -15,9 +15,10 @@ type rowOp uint8
 
 const (
 	rowNorm    rowOp = iota // xb_i = RMSNorm(x_i, normW)
+	rowNorm1                // xb_i = RMSNorm(xb_i, normW) (Gemma's post-norms)
 	rowAddNorm              // x_i += xb_i; xb_i = RMSNorm(x_i, normW)
 	rowAdd                  // x_i += xb_i
-	rowSwiGLU               // hb_i = silu(hb_i) * hb2_i
+	rowGLU                  // hb_i = silu(hb_i) * hb2_i (Gemma: gelu)
 	rowQK                   // q_i, k_i, v_i += biases; per-head q/k norms; RoPE of q_i and k_i
 )
 
@@ -46,14 +47,20 @@ func (f *forward) rows(lo, hi int) {
 		switch f.rowOp {
 		case rowNorm:
 			cpu.RMSNorm(xb, x, f.normW, c.NormEps)
+		case rowNorm1:
+			cpu.RMSNorm(xb, xb, f.normW, c.NormEps)
 		case rowAddNorm:
 			cpu.Add(x, x, xb)
 			cpu.RMSNorm(xb, x, f.normW, c.NormEps)
 		case rowAdd:
 			cpu.Add(x, x, xb)
-		case rowSwiGLU: // per row: the SIMD/tail split is per row, as in ggml
+		case rowGLU: // per row: the SIMD/tail split is per row, as in ggml
 			hb := f.hb[i*F : (i+1)*F]
-			cpu.SwiGLU(hb, hb, f.hb2[i*F:(i+1)*F])
+			if c.Gemma {
+				cpu.GeGLU(hb, hb, f.hb2[i*F:(i+1)*F])
+			} else {
+				cpu.SwiGLU(hb, hb, f.hb2[i*F:(i+1)*F])
+			}
 		case rowQK:
 			w := f.lw
 			q, k := f.q[i*QD:(i+1)*QD], f.k[i*KD:(i+1)*KD]
@@ -71,6 +78,9 @@ func (f *forward) rows(lo, hi int) {
 				}
 			}
 			cs := f.cs[i*R : (i+1)*R]
+			if c.Local(f.layer) {
+				cs = f.csLocal[i*R : (i+1)*R]
+			}
 			cpu.Rope(q, c.Heads, HD, R, cs, c.RopeNeoX)
 			cpu.Rope(k, c.KVHeads, HD, R, cs, c.RopeNeoX)
 		}

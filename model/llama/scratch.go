@@ -1,10 +1,6 @@
 package llama
 
-import (
-	"math"
-
-	"oengine/kernels/cpu"
-)
+import "oengine/kernels/cpu"
 
 // forward is the scratch arena of Forward, reused across calls and grown
 // (never shrunk) to the largest batch seen. All activations are row-major
@@ -15,16 +11,18 @@ import (
 //	k, v    [T][KVHeads*HeadDim]
 //	hb, hb2 [T][FFN]            gate / up projections
 //	cs      [T][RopeDims]       (cos, sin) pairs of each token's position
+//	csLocal [T][RopeDims]       the same for the sliding-window layers (Config.SWA; else empty)
 //	xo      [nOut][Dim]         normed states of the tokens whose logits are wanted
 type forward struct {
 	m                   *Model
 	x, xb, q, k, v, att []float32
 	hb, hb2, cs, xo     []float32
+	csLocal             []float32
 	attnScratch         [][]float32 // [slots][max(AttnScratch, AttnHeadsScratch, and AttnChunkScratch when a call has tiles)]
 	attnItems           []attnItem  // the attention work items of the call in progress (planAttn)
 	row                 []byte      // a token embedding row copied out of a decode layout (tied output; cpu.Matrix.RowF32)
 	slots               int
-	scale               float32 // 1/sqrt(HeadDim)
+	scale               float32 // Config.AttnScale
 	attnFn              func(lo, hi int)
 	qkv                 [3]cpu.MatOp     // the fused q/k/v products of the layer in progress
 	gu                  [2]cpu.MatOp     // the fused gate/up products
@@ -56,7 +54,7 @@ func (f *forward) ensure(m *Model, T, nOut, maxN int) {
 		f.m = m
 		f.attnFn = f.attnSlots
 		f.rowsFn = f.rows
-		f.scale = float32(1 / math.Sqrt(float64(c.HeadDim)))
+		f.scale = c.AttnScale
 		f.slots = 4 * m.pool.Threads()
 		f.attnScratch = make([][]float32, f.slots)
 	}
@@ -69,6 +67,9 @@ func (f *forward) ensure(m *Model, T, nOut, maxN int) {
 	f.hb = grow(f.hb, T*c.FFN)
 	f.hb2 = grow(f.hb2, T*c.FFN)
 	f.cs = grow(f.cs, T*c.RopeDims)
+	if c.SWA > 0 {
+		f.csLocal = grow(f.csLocal, T*c.RopeDims)
+	}
 	f.xo = grow(f.xo, max(nOut, 1)*c.Dim)
 	if n := m.tokEmb.RowScratch(); cap(f.row) < n {
 		f.row = make([]byte, n)

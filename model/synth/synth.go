@@ -21,6 +21,12 @@ import (
 type Dims struct {
 	Dim, Layers, Heads, KVHeads, FFN, Vocab, CtxLen int
 	RopeBase                                        float32
+	// HeadDim is the width of one attention head (attention.key_length);
+	// 0: Dim/Heads.
+	HeadDim int
+	// SlidingWindow is gemma3's attention.sliding_window (every sixth
+	// layer global); 0: 512. Other architectures have none.
+	SlidingWindow int
 }
 
 // Presets maps a preset name to its shapes.
@@ -31,6 +37,8 @@ var Presets = map[string]Dims{
 	"tinyllama-1.1b": {Dim: 2048, Layers: 22, Heads: 32, KVHeads: 4, FFN: 5632, Vocab: 32000, CtxLen: 2048, RopeBase: 10000},
 	// llama3-8b: the shapes of Llama 3 8B.
 	"llama3-8b": {Dim: 4096, Layers: 32, Heads: 32, KVHeads: 8, FFN: 14336, Vocab: 128256, CtxLen: 8192, RopeBase: 500000},
+	// gemma3-1b: the shapes of Gemma 3 1B (with --arch gemma3).
+	"gemma3-1b": {Dim: 1152, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256, FFN: 6912, Vocab: 262144, CtxLen: 32768, RopeBase: 1000000, SlidingWindow: 512},
 }
 
 // PresetNames lists the presets in a stable order.
@@ -45,7 +53,7 @@ func PresetNames() []string {
 
 // Options selects what Build writes.
 type Options struct {
-	Arch   string    // "llama", "qwen2" or "qwen3"
+	Arch   string    // "llama", "qwen2", "qwen3" or "gemma3"
 	Preset string    // a key of Presets, or "" when Dims is set
 	Dims   Dims      // used when Preset is ""
 	Type   ggml.Type // weight type of the 2-D matrices (norms stay F32); the zero value is F32
@@ -79,12 +87,21 @@ func (o Options) Resolve() (Dims, error) {
 	}
 	if d.RopeBase == 0 {
 		d.RopeBase = 10000
+		if o.Arch == "gemma3" {
+			d.RopeBase = 1000000 // Gemma 3's global layers (the local ones: 10000)
+		}
 	}
 	if d.Dim <= 0 || d.Layers <= 0 || d.Heads <= 0 || d.KVHeads <= 0 || d.FFN <= 0 || d.CtxLen <= 0 {
 		return Dims{}, fmt.Errorf("%w: dims must be positive: %+v", ErrOptions, d)
 	}
-	if d.Dim%d.Heads != 0 || d.Heads%d.KVHeads != 0 {
+	if d.HeadDim == 0 && d.Dim%d.Heads != 0 || d.Heads%d.KVHeads != 0 {
 		return Dims{}, fmt.Errorf("%w: dim %d, heads %d, kv heads %d do not divide", ErrOptions, d.Dim, d.Heads, d.KVHeads)
+	}
+	if d.HeadDim == 0 {
+		d.HeadDim = d.Dim / d.Heads
+	}
+	if d.HeadDim < 0 || d.HeadDim%2 != 0 || d.SlidingWindow < 0 {
+		return Dims{}, fmt.Errorf("%w: head dim %d (even) or sliding window %d", ErrOptions, d.HeadDim, d.SlidingWindow)
 	}
 	return d, nil
 }
@@ -113,9 +130,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		o.Arch = "llama"
 	}
 	switch o.Arch {
-	case "llama", "qwen2", "qwen3":
+	case "llama", "qwen2", "qwen3", "gemma3":
 	default:
-		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3)", ErrOptions, o.Arch)
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma3)", ErrOptions, o.Arch)
 	}
 	if !cpu.CanQuantize(o.Type) {
 		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
@@ -139,7 +156,7 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		name = "synthetic-" + p
 	}
 	a := o.Arch
-	headDim := d.Dim / d.Heads
+	headDim := d.HeadDim
 	w.SetString("general.architecture", a)
 	w.SetString("general.name", name)
 	w.SetUint32("general.file_type", fileType(o.Type))
@@ -153,9 +170,24 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	w.SetUint32(a+".attention.key_length", uint32(headDim))
 	w.SetUint32(a+".attention.value_length", uint32(headDim))
 	w.SetFloat32(a+".rope.freq_base", d.RopeBase)
-	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", 1e-5)
+	eps := float32(1e-5)
+	if a == "gemma3" {
+		eps = 1e-6 // Gemma 3's
+	}
+	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", eps)
 	w.SetUint32(a+".rope.dimension_count", uint32(headDim))
 	w.SetUint32(a+".vocab_size", uint32(d.Vocab))
+	if a == "gemma3" {
+		// Gemma 3's sliding window on five layers of six, and the local
+		// layers' rope base (llama.cpp's defaults, written out).
+		win := d.SlidingWindow
+		if win == 0 {
+			win = 512
+		}
+		w.SetUint32(a+".attention.sliding_window", uint32(win))
+		w.SetUint32(a+".attention.sliding_window_pattern", 6)
+		w.SetFloat32(a+".rope.freq_base_swa", 10000)
+	}
 
 	specs := tensorSpecs(o.Arch, d, o.Type)
 	datas := make([][]byte, len(specs))
@@ -260,7 +292,7 @@ type tensorSpec struct {
 }
 
 func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
-	headDim := d.Dim / d.Heads
+	headDim := d.HeadDim
 	qDim, kvDim := d.Heads*headDim, d.KVHeads*headDim
 	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
 	mat := func(name string, cols, rows int, std float32) tensorSpec {
@@ -281,6 +313,11 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 		vec("output_norm.weight", d.Dim, true, 0),
 		// Logit spread about 4 nats: usable, non-uniform next-token distributions.
 		mat("output.weight", d.Dim, d.Vocab, 4*inv(d.Dim)),
+	}
+	if arch == "gemma3" {
+		// Gemma scales the embedding by √Dim on the way in: values of
+		// about 1, as the blocks' normed outputs.
+		specs[0].std = inv(d.Dim)
 	}
 	for l := 0; l < d.Layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
@@ -305,6 +342,12 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 			specs = append(specs,
 				vec(p+"attn_q_norm.weight", headDim, true, 0),
 				vec(p+"attn_k_norm.weight", headDim, true, 0))
+		case "gemma3":
+			specs = append(specs,
+				vec(p+"attn_q_norm.weight", headDim, true, 0),
+				vec(p+"attn_k_norm.weight", headDim, true, 0),
+				vec(p+"post_attention_norm.weight", d.Dim, true, 0),
+				vec(p+"post_ffw_norm.weight", d.Dim, true, 0))
 		}
 	}
 	return specs

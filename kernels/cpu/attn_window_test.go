@@ -1,0 +1,87 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// windowCopy returns a store and table holding positions lo..n-1 of kv
+// (through table) as positions 0..n-lo-1, on pages of their own.
+func windowCopy(kv KVRows, table []int32, lo, n int) (KVRows, []int32) {
+	m := n - lo
+	pages := (m + kv.PageSize - 1) / kv.PageSize
+	w := KVRows{PageSize: kv.PageSize, Stride: kv.Stride}
+	nt := make([]int32, pages)
+	for i := range nt {
+		nt[i] = int32(pages - 1 - i) // another page order
+	}
+	size := pages * kv.PageSize * kv.Stride
+	if kv.F16 != nil {
+		w.F16 = make([]uint16, size)
+	} else {
+		w.F32 = make([]float32, size)
+	}
+	for p := 0; p < m; p++ {
+		src, dst := kv.index(table, lo+p, 0), w.index(nt, p, 0)
+		if kv.F16 != nil {
+			copy(w.F16[dst:dst+kv.Stride], kv.F16[src:src+kv.Stride])
+		} else {
+			copy(w.F32[dst:dst+kv.Stride], kv.F32[src:src+kv.Stride])
+		}
+	}
+	return w, nt
+}
+
+// TestAttendWindow: attention over the sliding window lo..n-1 through
+// AttendHeadsWindow and AttendWindow (the table from lo's page, the rows
+// of that page before lo masked) gives bit for bit AttendHeads and Attend
+// over a store holding just the window's positions, for F16 and F32
+// stores, windows starting on and off page boundaries, one to eight query
+// heads per KV head (the AVX-512 path where it applies), and masks of no
+// position to all but one of a page.
+func TestAttendWindow(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, c := range []struct {
+		g, kvh, d, n, lo, page int
+		f16                    bool
+	}{
+		{4, 2, 64, 100, 37, 16, true}, {4, 2, 64, 100, 32, 16, true}, {4, 2, 64, 100, 47, 16, true},
+		{8, 1, 128, 300, 170, 16, true}, {2, 4, 64, 77, 1, 16, true}, {1, 2, 64, 45, 20, 8, true},
+		{3, 2, 64, 64, 50, 16, true}, {4, 2, 64, 100, 37, 16, false}, {4, 2, 64, 90, 85, 6, true},
+		{9, 1, 64, 40, 13, 16, true}, {4, 1, 256, 600, 345, 32, true},
+	} {
+		t.Run(fmt.Sprintf("g%d_kvh%d_d%d_n%d_lo%d_page%d_f16%v", c.g, c.kvh, c.d, c.n, c.lo, c.page, c.f16), func(t *testing.T) {
+			stride := c.kvh * c.d
+			k, table, _ := pagedStore(r, c.n, c.page, stride, c.f16)
+			v, _ := sameTable(r, k, table, c.n, c.f16)
+			q := randVec(r, c.kvh*c.g*c.d, 2)
+			const scale = 0.125
+			base := c.lo / c.page * c.page
+			view, n, skip := table[base/c.page:], c.n-base, c.lo-base
+			wk, wt := windowCopy(k, table, c.lo, c.n)
+			wv, _ := windowCopy(v, table, c.lo, c.n)
+
+			got := make([]float32, len(q))
+			AttendHeadsWindow(got, q, c.kvh, c.g, k, v, view, n, skip, scale, make([]float32, AttnHeadsScratch(c.kvh, c.g, n, c.d)))
+			want := make([]float32, len(q))
+			AttendHeads(want, q, c.kvh, c.g, wk, wv, wt, c.n-c.lo, scale, make([]float32, AttnHeadsScratch(c.kvh, c.g, c.n-c.lo, c.d)))
+			if i := firstDiff(got, want); i >= 0 {
+				t.Fatalf("AttendHeadsWindow value %d: %g, over the window's rows %g", i, got[i], want[i])
+			}
+			gd := c.g * c.d
+			h := c.kvh - 1
+			col := make([]float32, gd)
+			AttendWindow(col, q[h*gd:(h+1)*gd], c.g, k, v, view, n, skip, h*c.d, scale, make([]float32, AttnScratch(c.g, n, c.d)))
+			if i := firstDiff(col, want[h*gd:(h+1)*gd]); i >= 0 {
+				t.Fatalf("AttendWindow value %d: %g, over the window's rows %g", i, col[i], want[h*gd+i])
+			}
+			for _, x := range got {
+				if math.IsNaN(float64(x)) {
+					t.Fatal("NaN in the output")
+				}
+			}
+		})
+	}
+}
