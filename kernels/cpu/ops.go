@@ -112,29 +112,38 @@ func swigluTail(dst, gate, up []float32, nv int) {
 
 // GeGLU computes dst = gelu(gate) * up elementwise (Gemma's feed-forward
 // gate), with the tanh form of GELU, 0.5·x·(1 + tanh(√(2/π)·(x +
-// 0.044715·x³))), written as x / (1 + e^(−2u)) for the tanh's argument u
-// and evaluated in float32 with expGGML. llama.cpp looks GELU up in a
-// table of x rounded to F16; this stays within a few float32 ulps of the
-// formula instead (TestGeGLU). dst may alias gate or up.
+// 0.044715·x³))), written as x / (1 + e^(−u)) with u = 2·√(2/π)·x·(1 +
+// 0.044715·x²) and evaluated in float32 with expGGML: AVX2 for whole
+// groups of 8 (gegluAVX2), geluGo for the rest, bit for bit the same.
+// llama.cpp looks GELU up in a table of x rounded to F16; this stays
+// within a few float32 ulps of the formula instead (TestGeGLU). dst may
+// alias gate or up.
 func GeGLU(dst, gate, up []float32) {
 	n := len(dst)
 	gate, up = gate[:n], up[:n]
-	const (
-		c2 = 2 * 0.79788456080286535587989211986876 // 2·√(2/π)
-		a  = 0.044715
-	)
+	nv := 0
+	if gegluSIMD(dst, gate, up) {
+		nv = n &^ 7
+	}
+	geluGo(dst[nv:], gate[nv:], up[nv:])
+}
+
+// GeGLU's constants: a, and 2·√(2/π).
+const (
+	geluA  = 0.044715
+	geluC2 = 2 * 0.79788456080286535587989211986876
+)
+
+// geluGo is GeGLU in plain Go, gegluAVX2's twin: one float32 rounding a
+// step, in its order.
+func geluGo(dst, gate, up []float32) {
+	up = up[:len(gate)]
+	dst = dst[:len(gate)]
 	for i, x := range gate {
-		u := c2 * x * (1 + a*x*x)
-		var g float32
-		switch {
-		case u > 80: // e^(−u) < 2^−115: gelu(x) = x to float32
-			g = x
-		case u < -80: // x below about −9.7: |gelu(x)| < 1e−33, taken as 0
-			g = 0
-		default:
-			g = x / (1 + expGGML(-u))
-		}
-		dst[i] = g * up[i]
+		xx := float32(x * x)
+		q := float32(geluA*xx) + 1
+		u := float32(geluC2 * float32(x*q))
+		dst[i] = x / (1 + expGGML(0-u)) * up[i]
 	}
 }
 

@@ -3,6 +3,20 @@ package cpu
 //go:noescape
 func swigluAVX2(dst, gate, up *float32, n int)
 
+//go:noescape
+func gegluAVX2(dst, gate, up *float32, n int)
+
+// gegluSIMD is swigluSIMD for GeGLU.
+func gegluSIMD(dst, gate, up []float32) bool {
+	n := len(dst) &^ 7
+	if !hasAVX2 || n == 0 {
+		return false
+	}
+	_, _ = gate[n-1], up[n-1]
+	gegluAVX2(&dst[0], &gate[0], &up[0], n)
+	return true
+}
+
 // swigluSIMD computes the whole groups of 8 of SwiGLU (n = len(dst)&^7
 // values) with the AVX2 kernel and reports whether it did.
 func swigluSIMD(dst, gate, up []float32) bool {

@@ -1,7 +1,12 @@
-// AVX2 SwiGLU: dst[i] = gate[i] / (1 + exp(-gate[i])) * up[i] for whole
-// groups of 8, exp being ggml's vector expf (ggml_v_expf). Twin: the vector
-// part of SwiGLU (ops.go) with expGGML (ops_exp.go), bit for bit: every
-// step is the same single-rounding float32 operation (FMAs included).
+// AVX2 gated activations for whole groups of 8, exp being ggml's vector
+// expf (ggml_v_expf):
+//
+//	SwiGLU: dst[i] = gate[i] / (1 + exp(-gate[i])) * up[i]
+//	GeGLU:  dst[i] = gate[i] / (1 + exp(-u)) * up[i], u = c2·(x·(1 + a·x²)), x = gate[i]
+//
+// Twins: the vector part of SwiGLU and geluGo (ops.go) with expGGML
+// (ops_exp.go), bit for bit: every step is the same single-rounding
+// float32 operation (FMAs included).
 
 #include "textflag.h"
 
@@ -27,77 +32,105 @@ VEC8(sg126, 0x42fc0000)  // 126.0
 VEC8(sg192, 0x43400000)  // 192.0
 VEC8(sgG, 0x82000000)
 VEC8(sgS1, 0x7f000000)
+VEC8(geA, 0x3d372713)   // 0.044715
+VEC8(geC2, 0x3fcc422a)  // 2·√(2/π)
+
+// GLU(ARG): the loop of both kernels over n/8 groups (DI dst, SI gate, DX
+// up, CX the count): Y0 = the gate values; ARG leaves exp's argument in
+// Y1 (clobbering Y2 at most); then Y0 / (1 + exp(Y1)) * up.
+#define GLU(ARG) \
+	MOVQ    dst+0(FP), DI; \
+	MOVQ    gate+8(FP), SI; \
+	MOVQ    up+16(FP), DX; \
+	MOVQ    n+24(FP), CX; \
+	SHRQ    $3, CX; \
+	JZ      done; \
+	VMOVUPS sgR<>(SB), Y15; \
+	VMOVUPS sgL2E<>(SB), Y14; \
+	VMOVUPS sgC1<>(SB), Y13; \
+	VMOVUPS sgC2<>(SB), Y12; \
+	VMOVUPS sgOne<>(SB), Y6; \
+loop: \
+	VMOVUPS      (SI), Y0; \
+	ARG; \
+	VMOVAPS      Y15, Y2; \
+	VFMADD231PS  Y14, Y1, Y2; \
+	VSUBPS       Y15, Y2, Y3; \
+	VMOVAPS      Y1, Y4; \
+	VFNMADD231PS Y13, Y3, Y4; \
+	VFNMADD231PS Y12, Y3, Y4; \
+	VPSLLD       $23, Y2, Y5; \
+	VPADDD       Y6, Y5, Y1; \
+	VMULPS       Y4, Y4, Y2; \
+	VMOVUPS      sgP0<>(SB), Y7; \
+	VFMADD213PS  sgP1<>(SB), Y4, Y7; \
+	VMOVUPS      sgP2<>(SB), Y8; \
+	VFMADD213PS  sgP3<>(SB), Y4, Y8; \
+	VFMADD213PS  Y8, Y2, Y7; \
+	VMULPS       sgP4<>(SB), Y4, Y8; \
+	VFMADD213PS  Y8, Y2, Y7; \
+	VANDPS       sgAbs<>(SB), Y3, Y8; \
+	VCMPPS       $0x1e, sg126<>(SB), Y8, Y9; \
+	VMOVMSKPS    Y9, AX; \
+	TESTL        AX, AX; \
+	JNZ          slow; \
+	VFMADD213PS  Y1, Y7, Y1; \
+tail: \
+	VADDPS  Y6, Y1, Y1; \
+	VDIVPS  Y1, Y0, Y0; \
+	VMULPS  (DX), Y0, Y0; \
+	VMOVUPS Y0, (DI); \
+	ADDQ    $32, SI; \
+	ADDQ    $32, DX; \
+	ADDQ    $32, DI; \
+	DECQ    CX; \
+	JNZ     loop; \
+done: \
+	VZEROUPPER; \
+	RET; \
+slow: \
+	VMOVAPS     Y1, Y10; \
+	VFMADD213PS Y1, Y7, Y10; \
+	VXORPS      Y11, Y11, Y11; \
+	VCMPPS      $0x12, Y11, Y3, Y11; \
+	VANDPS      sgG<>(SB), Y11, Y11; \
+	VPADDD      sgS1<>(SB), Y11, Y1; \
+	VPSUBD      Y11, Y5, Y2; \
+	VFMADD213PS Y2, Y7, Y2; \
+	VMULPS      Y1, Y2, Y2; \
+	VMULPS      Y1, Y1, Y4; \
+	VCMPPS      $0x1e, sg192<>(SB), Y8, Y3; \
+	VBLENDVPS   Y9, Y2, Y10, Y10; \
+	VBLENDVPS   Y3, Y4, Y10, Y1; \
+	JMP         tail
+
+// The exp steps, in GLU's order: z = x·log2e + r (FMA), n = z − r,
+// b = (x − n·c1) − n·c2 (two FNMAs), k = bits(z) << 23 + bits(1.0),
+// the polynomial j in b (u = b·b, A = b·p0 + p1, B = b·p2 + p3,
+// C = u·A + B, j = u·C + b·p4), and exp = j·k + k; where some lane has
+// |n| > 126 (slow), the scaled forms of ggml_v_expf, chosen per lane.
+
+// SWIARG: x = 0 − g.
+#define SWIARG \
+	VXORPS Y1, Y1, Y1; \
+	VSUBPS Y0, Y1, Y1
+
+// GELUARG: x = 0 − c2·(g·(1 + a·g·g)), one rounding a step.
+#define GELUARG \
+	VMULPS  Y0, Y0, Y1; \
+	VMULPS  geA<>(SB), Y1, Y1; \
+	VADDPS  Y6, Y1, Y1; \
+	VMULPS  Y0, Y1, Y1; \
+	VMULPS  geC2<>(SB), Y1, Y1; \
+	VXORPS  Y2, Y2, Y2; \
+	VSUBPS  Y1, Y2, Y1
 
 // func swigluAVX2(dst, gate, up *float32, n int)
 // n is a multiple of 8 (> 0).
 TEXT ·swigluAVX2(SB), NOSPLIT, $0-32
-	MOVQ    dst+0(FP), DI
-	MOVQ    gate+8(FP), SI
-	MOVQ    up+16(FP), DX
-	MOVQ    n+24(FP), CX
-	SHRQ    $3, CX
-	JZ      sgdone
-	VMOVUPS sgR<>(SB), Y15
-	VMOVUPS sgL2E<>(SB), Y14
-	VMOVUPS sgC1<>(SB), Y13
-	VMOVUPS sgC2<>(SB), Y12
-	VMOVUPS sgOne<>(SB), Y6
+	GLU(SWIARG)
 
-sgloop:
-	VMOVUPS      (SI), Y0        // g
-	VXORPS       Y1, Y1, Y1
-	VSUBPS       Y0, Y1, Y1      // x = 0 - g
-	VMOVAPS      Y15, Y2
-	VFMADD231PS  Y14, Y1, Y2     // z = x*l2e + r
-	VSUBPS       Y15, Y2, Y3     // n = z - r
-	VMOVAPS      Y1, Y4
-	VFNMADD231PS Y13, Y3, Y4     // t = x - n*c1
-	VFNMADD231PS Y12, Y3, Y4     // b = t - n*c2
-	VPSLLD       $23, Y2, Y5     // e = bits(z) << 23
-	VPADDD       Y6, Y5, Y1      // k = e + bits(1.0)
-	VMULPS       Y4, Y4, Y2      // u = b*b
-	VMOVUPS      sgP0<>(SB), Y7
-	VFMADD213PS  sgP1<>(SB), Y4, Y7 // A = b*p0 + p1
-	VMOVUPS      sgP2<>(SB), Y8
-	VFMADD213PS  sgP3<>(SB), Y4, Y8 // B = b*p2 + p3
-	VFMADD213PS  Y8, Y2, Y7      // C = u*A + B
-	VMULPS       sgP4<>(SB), Y4, Y8 // D = b*p4
-	VFMADD213PS  Y8, Y2, Y7      // j = u*C + D
-	VANDPS       sgAbs<>(SB), Y3, Y8 // |n|
-	VCMPPS       $0x1e, sg126<>(SB), Y8, Y9 // c = |n| > 126
-	VMOVMSKPS    Y9, AX
-	TESTL        AX, AX
-	JNZ          sgslow
-	VFMADD213PS  Y1, Y7, Y1      // exp = j*k + k
-
-sgtail:
-	VADDPS  Y6, Y1, Y1           // 1 + exp
-	VDIVPS  Y1, Y0, Y0           // g / (1 + exp)
-	VMULPS  (DX), Y0, Y0         // * up
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	ADDQ    $32, DI
-	DECQ    CX
-	JNZ     sgloop
-
-sgdone:
-	VZEROUPPER
-	RET
-
-sgslow:
-	// Some lane has |n| > 126: the scaled forms, chosen per lane.
-	VMOVAPS     Y1, Y10
-	VFMADD213PS Y1, Y7, Y10          // F = j*k + k
-	VXORPS      Y11, Y11, Y11
-	VCMPPS      $0x12, Y11, Y3, Y11  // n <= 0
-	VANDPS      sgG<>(SB), Y11, Y11  // gm = 0x82000000 where n <= 0
-	VPADDD      sgS1<>(SB), Y11, Y1  // s1 = gm + 0x7f000000
-	VPSUBD      Y11, Y5, Y2          // s2 = e - gm
-	VFMADD213PS Y2, Y7, Y2           // s2*j + s2
-	VMULPS      Y1, Y2, Y2           // (s2*j + s2) * s1
-	VMULPS      Y1, Y1, Y4           // s1 * s1
-	VCMPPS      $0x1e, sg192<>(SB), Y8, Y3 // d = |n| > 192
-	VBLENDVPS   Y9, Y2, Y10, Y10     // c ? scaled : F
-	VBLENDVPS   Y3, Y4, Y10, Y1      // d ? s1*s1 : that
-	JMP         sgtail
+// func gegluAVX2(dst, gate, up *float32, n int)
+// n is a multiple of 8 (> 0).
+TEXT ·gegluAVX2(SB), NOSPLIT, $0-32
+	GLU(GELUARG)

@@ -138,6 +138,17 @@ func TestGeGLU(t *testing.T) {
 	if i := firstDiff(inPlace, got); i >= 0 {
 		t.Fatalf("in place: value %d is %g, want %g", i, inPlace[i], got[i])
 	}
+	// The SIMD groups and the Go twin give the same bits (large gates
+	// take the exponential's scaled forms).
+	for _, scale := range []float32{0.5, 3, 40, 1e4} {
+		g, u := randVec(r, 515, scale), randVec(r, 515, 1)
+		simd, twin := make([]float32, 515), make([]float32, 515)
+		GeGLU(simd, g, u)
+		geluGo(twin, g, u)
+		if i := firstDiff(simd, twin); i >= 0 {
+			t.Fatalf("scale %g: value %d: GeGLU %g, geluGo %g", scale, i, simd[i], twin[i])
+		}
+	}
 }
 
 func TestExpGGML(t *testing.T) {
