@@ -32,6 +32,7 @@ const (
 	preDeepseekCoder
 	preFalcon
 	preStarcoder
+	preTekken
 )
 
 // preConfig is what tokenizer.ggml.pre selects.
@@ -67,6 +68,8 @@ func lookupPre(name string) (preConfig, error) {
 		return preConfig{family: preStarcoder}, nil
 	case "qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "stablelm2", "hunyuan", "solar-open", "megrez", "grok-2":
 		return preConfig{family: preQwen2}, nil
+	case "tekken":
+		return preConfig{family: preTekken, ignoreMerges: true, addBOS: true}, nil
 	}
 	return preConfig{}, fmt.Errorf("%w: unknown pre-tokenizer type %q", ErrUnsupported, name)
 }
@@ -80,6 +83,8 @@ func (f preFamily) stages() []stage {
 		return []stage{splitLlama3}
 	case preQwen2:
 		return []stage{matcher(matchQwen2)}
+	case preTekken:
+		return []stage{matcher(matchTekken)}
 	case preDeepseekLLM:
 		return []stage{
 			matcher(matchCRLF),         // [\r\n]

@@ -54,6 +54,68 @@ func matchQwen2(t *cpText, i, end int) int {
 	return matchSpaces(t, i, end)
 }
 
+// matchTekken is Mistral's Tekken expression as llama.cpp runs it:
+//
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|
+//	\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// A letter counts as upper ([^a-z]) unless it is ASCII a-z and as lower
+// ([^A-Z]) unless it is ASCII A-Z: every non-ASCII letter is both (it is
+// a stand-in byte there), so "élan" and "ÉLAN" are each one word.
+func matchTekken(t *cpText, i, end int) int {
+	cps, info := t.cps, t.info
+	upper := func(j int) bool { return info[j].cat == catLetter && (cps[j] < 'a' || cps[j] > 'z') }
+	lower := func(j int) bool { return info[j].cat == catLetter && (cps[j] < 'A' || cps[j] > 'Z') }
+	s := i // after the optional [^\r\n\p{L}\p{N}] (it never matches a letter)
+	if c := cps[i]; c != '\r' && c != '\n' && info[i].cat != catLetter && info[i].cat != catNumber {
+		s = i + 1
+	}
+	if s < end {
+		k := s // the greedy upper run
+		for k < end && upper(k) {
+			k++
+		}
+		// upper*lower+: the longest upper prefix after which a lower
+		// letter follows (backtracking into the run), then lower+.
+		for u := k; u >= s; u-- {
+			if u < end && lower(u) {
+				j := u + 1
+				for j < end && lower(j) {
+					j++
+				}
+				return j - i
+			}
+		}
+		// upper+lower*
+		if k > s {
+			for k < end && lower(k) {
+				k++
+			}
+			return k - i
+		}
+	}
+	// \p{N}
+	if info[i].cat == catNumber {
+		return 1
+	}
+	// ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+	j := i
+	if cps[i] == ' ' {
+		j++
+	}
+	if j < end && other(info[j]) {
+		for j < end && other(info[j]) {
+			j++
+		}
+		for j < end && (cps[j] == '\r' || cps[j] == '\n' || cps[j] == '/') {
+			j++
+		}
+		return j - i
+	}
+	return matchSpaces(t, i, end)
+}
+
 // matchContraction is 's|'t|'re|'ve|'m|'ll|'d; unless caseSensitive, the
 // letters match both ASCII cases ('[sS]|'[tT]|... as Qwen2 spells it).
 func matchContraction(cps []rune, i, end int, caseSensitive bool) int {

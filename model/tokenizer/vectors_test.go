@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"oengine/model/gguf"
 )
 
 var vectorVocabs = []string{"llama-spm", "phi-3", "gpt-2", "deepseek-llm", "falcon", "llama3", "qwen3"}
@@ -88,4 +90,38 @@ func equalIDs(a, b []int32) bool {
 		}
 	}
 	return true
+}
+
+// TestTekkenVectors: Mistral's Tekken pre-tokenizer against llama.cpp.
+// There is no Tekken vocabulary here, so the expected ids
+// (testdata/tekken.out, testdata/README.md) are llama.cpp's tokenization
+// of testdata/tekken.inp with the Llama 3 vocabulary of shared/testdata
+// relabelled tokenizer.ggml.pre = "tekken": the splits are Tekken's, the
+// merges Llama 3's. The inputs are Llama 3's vectors and cases aimed at
+// Tekken's case-aware letter runs, digits one by one and punctuation
+// taking '/'.
+func TestTekkenVectors(t *testing.T) {
+	f, err := gguf.Open(filepath.Join(sharedDir(t), "tokenizer", "ggml-vocab-llama3.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := VocabFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Pre = "tekken"
+	tok, err := New(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := readVectors(t, filepath.Join("testdata", "tekken"))
+	for i, c := range cases {
+		if got := tok.Encode(c.input, EncodeOptions{}); !equalIDs(got, c.want) {
+			t.Errorf("case %d %q:\n got  %v\n want %v", i, c.input, got, c.want)
+		}
+	}
+	if pc, err := lookupPre("tekken"); err != nil || pc != (preConfig{family: preTekken, ignoreMerges: true, addBOS: true}) {
+		t.Errorf("lookupPre(tekken) = %+v, %v; want llama.cpp's: ignore merges, add BOS", pc, err)
+	}
 }
