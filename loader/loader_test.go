@@ -273,8 +273,8 @@ func emuOpener() (open gpu.Opener, last **cudaemu.Device) {
 }
 
 // TestLoadAutoFallsBackForTypes: with --device auto, a model or draft
-// whose weight types have no CUDA kernel (IQ4_NL here), or a gemma3
-// model (no CUDA kernels for its blocks), runs on the CPU and
+// whose weight types have no CUDA kernel (IQ4_NL here), or a gemma3 or
+// qwen3moe model (no CUDA kernels for their blocks), runs on the CPU and
 // says why; the opened device is released. --device cuda refuses it.
 func TestLoadAutoFallsBackForTypes(t *testing.T) {
 	build := func(arch string, typ ggml.Type) *gguf.File {
@@ -288,7 +288,8 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		}
 		return f
 	}
-	iq4, f16, gemma := build("llama", ggml.TypeIQ4_NL), build("llama", ggml.TypeF16), build("gemma3", ggml.TypeF16)
+	iq4, f16 := build("llama", ggml.TypeIQ4_NL), build("llama", ggml.TypeF16)
+	gemma, moe := build("gemma3", ggml.TypeF16), build("qwen3moe", ggml.TypeQ8_0)
 	open, emu := emuOpener()
 	cfg := engine.Config{PageSize: 16, KVPages: 32}
 	for _, c := range []struct {
@@ -300,6 +301,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		{"model", iq4, nil, "cpu (auto: no CUDA kernel for IQ4_NL (tensor token_embd.weight))", "no CUDA kernel for IQ4_NL"},
 		{"draft", f16, iq4, "cpu (auto: draft model: no CUDA kernel for IQ4_NL (tensor token_embd.weight))", "no CUDA kernel for IQ4_NL"},
 		{"arch", gemma, nil, "cpu (auto: no CUDA kernels for the gemma3 architecture)", "no CUDA kernels for the gemma3 architecture"},
+		{"experts", moe, nil, "cpu (auto: no CUDA kernels for the qwen3moe architecture)", "no CUDA kernels for the qwen3moe architecture"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := Load(c.model, Options{Threads: 1, Device: "auto", OpenCUDA: open, Draft: c.drft, Engine: cfg})

@@ -82,7 +82,7 @@ func FromGGUF(f *gguf.File) (DecoderConfig, HostWeights, llama.Config, error) {
 	if err != nil {
 		return DecoderConfig{}, HostWeights{}, c, err
 	}
-	if c.Gemma || c.SWA > 0 { // post-norms, GELU, sliding windows: CPU only
+	if c.Gemma || c.SWA > 0 || c.Experts > 0 { // post-norms, GELU, sliding windows, experts: CPU only
 		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Arch: c.Arch}
 	}
 	cfg := DecoderConfig{Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,

@@ -1,7 +1,8 @@
 // Package llama holds the weights and the forward pass of the llama family of
 // decoder-only transformers as GGUF files describe them: architectures
 // "llama" (Llama 2/3, TinyLlama, Mistral, SmolLM), "qwen2" (biases on Q, K
-// and V), "qwen3" (RMSNorm on each Q and K head) and "gemma3" (Gemma 3's
+// and V), "qwen3" (RMSNorm on each Q and K head), "qwen3moe" (qwen3 with a
+// mixture-of-experts feed-forward, Config.Experts) and "gemma3" (Gemma 3's
 // text decoder: qwen3's head norms plus Gemma's block, Config.Gemma, and
 // sliding-window attention on most layers, Config.SWA).
 //
@@ -26,7 +27,7 @@ var ErrUnsupported = errors.New("llama: unsupported model")
 
 // Config is the shape of a model, read from GGUF metadata.
 type Config struct {
-	Arch    string // "llama", "qwen2", "qwen3", "gemma3"
+	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3"
 	Dim     int    // embedding width
 	Layers  int    // transformer blocks
 	Heads   int    // query heads
@@ -63,6 +64,13 @@ type Config struct {
 	// AttnScale multiplies the query·key scores: 1/√HeadDim, except Gemma
 	// 3's 27B shape (62 layers), 1/√(Dim/Heads).
 	AttnScale float32
+
+	// Experts (qwen3moe): each layer's feed-forward is a mixture of
+	// Experts SwiGLU networks ExpertFFN wide (ffn_{gate,up,down}_exps); a
+	// router (ffn_gate_inp) gives each token a softmax over them, the
+	// ExpertsUsed most probable run, and their outputs are summed weighted
+	// by those probabilities renormalized to sum 1. 0: a dense FFN.
+	Experts, ExpertsUsed, ExpertFFN int
 }
 
 // Local reports whether layer l attends through the sliding window.
@@ -78,14 +86,15 @@ func (c Config) KVDim() int { return c.KVHeads * c.HeadDim }
 
 // archTraits are the per-architecture differences.
 type archTraits struct {
-	neox, qkvBias, qkNorm, gemma bool
+	neox, qkvBias, qkNorm, gemma, moe bool
 }
 
 var archs = map[string]archTraits{
-	"llama":  {},
-	"qwen2":  {neox: true, qkvBias: true},
-	"qwen3":  {neox: true, qkNorm: true},
-	"gemma3": {neox: true, qkNorm: true, gemma: true},
+	"llama":    {},
+	"qwen2":    {neox: true, qkvBias: true},
+	"qwen3":    {neox: true, qkNorm: true},
+	"qwen3moe": {neox: true, qkNorm: true, moe: true},
+	"gemma3":   {neox: true, qkNorm: true, gemma: true},
 }
 
 // maxDim bounds every metadata size so that products of them cannot
@@ -101,7 +110,7 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3 or gemma3)", ErrUnsupported, arch)
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe or gemma3)", ErrUnsupported, arch)
 	}
 	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma}
 	get := func(key string, dst *int, required bool) error {
@@ -195,7 +204,34 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 			return Config{}, err
 		}
 	}
+	if tr.moe {
+		if err := c.readExperts(f); err != nil {
+			return Config{}, err
+		}
+	}
 	return c, nil
+}
+
+// readExperts reads the mixture of experts of a qwen3moe file.
+func (c *Config) readExperts(f *gguf.File) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	n, ok1 := f.Uint(key("expert_count"))
+	used, ok2 := f.Uint(key("expert_used_count"))
+	if !ok1 || !ok2 || n == 0 || used == 0 || used > n || n > 1<<12 {
+		return fmt.Errorf("llama: %s = %d and %s = %d: want 1 ≤ used ≤ count ≤ 4096", key("expert_count"), n, key("expert_used_count"), used)
+	}
+	c.Experts, c.ExpertsUsed = int(n), int(used)
+	c.ExpertFFN = c.FFN / c.ExpertsUsed
+	if v, ok := f.Uint(key("expert_feed_forward_length")); ok {
+		if v == 0 || v > maxDim {
+			return fmt.Errorf("llama: %s = %d out of range", key("expert_feed_forward_length"), v)
+		}
+		c.ExpertFFN = int(v)
+	}
+	if v, ok := f.Float(key("expert_weights_scale")); ok && v != 0 && v != 1 {
+		return fmt.Errorf("%w: %s %g", ErrUnsupported, key("expert_weights_scale"), v)
+	}
+	return nil
 }
 
 // readGemma reads Gemma 3's sliding window and attention scale.

@@ -110,10 +110,14 @@ func (m *Model) layerForward(l int) {
 	// (Gemma: gelu for silu, and the result normed before the add).
 	F := c.FFN
 	m.forRows(rowAddNorm, w.ffnNorm, nil) // x += attention output; xb = norm(x)
-	f.gu[0], f.gu[1] = cpu.MatOp{Dst: f.hb[:T*F], W: w.wGate}, cpu.MatOp{Dst: f.hb2[:T*F], W: w.wUp}
-	m.matMuls(f.gu[:], f.xb[:T*D], T)
-	m.forRows(rowGLU, nil, nil)
-	m.matMul(f.xb[:T*D], w.wDown, f.hb[:T*F], T)
+	if c.Experts > 0 {
+		m.moeFFN(w) // xb = the mixture of experts of xb (moe.go)
+	} else {
+		f.gu[0], f.gu[1] = cpu.MatOp{Dst: f.hb[:T*F], W: w.wGate}, cpu.MatOp{Dst: f.hb2[:T*F], W: w.wUp}
+		m.matMuls(f.gu[:], f.xb[:T*D], T)
+		m.forRows(rowGLU, nil, nil)
+		m.matMul(f.xb[:T*D], w.wDown, f.hb[:T*F], T)
+	}
 	if c.Gemma {
 		m.forRows(rowNorm1, w.postFFNNorm, nil)
 	}

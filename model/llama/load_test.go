@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"oengine/ggml"
+	"oengine/kernels/cpu"
 	"oengine/model/gguf"
 	"oengine/model/synth"
 )
@@ -258,5 +259,67 @@ func TestGemma3Config(t *testing.T) {
 	}
 	if _, err := Load(f, Options{Threads: 1, GGMLArithmetic: true}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("GGML arithmetic mode: %v", err)
+	}
+}
+
+// TestQwen3MoEConfig: a qwen3moe file's experts are read as llama.cpp
+// reads them (the expert width from expert_feed_forward_length, else
+// feed_forward_length / expert_used_count); a count out of range and an
+// expert weight scale are refused.
+func TestQwen3MoEConfig(t *testing.T) {
+	o := synth.Options{Arch: "qwen3moe", Dims: synth.Dims{Dim: 64, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 64, FFN: 128, Vocab: 300, CtxLen: 512, Experts: 8, ExpertsUsed: 2, ExpertFFN: 32}, Seed: 1}
+	f := synthBuild(t, o)
+	c, err := ConfigFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Experts != 8 || c.ExpertsUsed != 2 || c.ExpertFFN != 32 || !c.QKNorm || !c.RopeNeoX {
+		t.Fatalf("config %+v", c)
+	}
+	for _, bad := range []struct {
+		meta map[string]gguf.Value
+		want string
+		is   error
+	}{
+		{map[string]gguf.Value{"qwen3moe.expert_used_count": gguf.Uint32Value(9)}, "want 1 ≤ used ≤ count", nil},
+		{map[string]gguf.Value{"qwen3moe.expert_weights_scale": gguf.Float32Value(2.5)}, "expert_weights_scale", ErrUnsupported},
+	} {
+		_, err := ConfigFromGGUF(rewrite(t, f, bad.meta, nil))
+		if err == nil || !strings.Contains(err.Error(), bad.want) || bad.is != nil && !errors.Is(err, bad.is) {
+			t.Errorf("%v: %v", bad.meta, err)
+		}
+	}
+}
+
+// TestMoEDecodeLayout: a qwen3moe model loaded as the server loads it
+// (each expert's matrix in its decode layout) computes exactly the logits
+// of the same file loaded row-major, for a prefill and decode steps, and a
+// token's logits do not depend on the tokens beside it (each expert runs
+// on the rows of the tokens that chose it).
+func TestMoEDecodeLayout(t *testing.T) {
+	o := synth.Options{Arch: "qwen3moe", Dims: synth.Dims{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 256, Vocab: 520, CtxLen: 256, Experts: 8, ExpertsUsed: 3, ExpertFFN: 64}, Type: ggml.TypeQ4_0, Seed: 5}
+	packed := synthLoadServed(t, o)
+	defer packed.Close()
+	ref := synthLoad(t, o)
+	defer ref.Close()
+	if cpu.Q4_0DecodeLayout(ggml.TypeQ4_0) && packed.DecodeLayout() < 2*3*8 {
+		t.Fatalf("%d matrices in the decode layout", packed.DecodeLayout())
+	}
+	V := packed.Config().Vocab
+	steps := [][]int32{testTokens(19, V, 3)}
+	pos := 19
+	for _, n := range []int{1, 3, 1} {
+		steps = append(steps, testTokens(n, V, uint32(pos)))
+		pos += n
+	}
+	sameLogits(t, runSteps(t, packed, steps), runSteps(t, ref, steps))
+	// Token by token: the same logits as the prefill of all 19.
+	var one [][]int32
+	for _, tok := range steps[0] {
+		one = append(one, []int32{tok})
+	}
+	whole, single := runSteps(t, ref, steps[:1])[0], runSteps(t, ref, one)
+	for i := range single {
+		sameLogits(t, [][]float32{single[i]}, [][]float32{whole[i*V : (i+1)*V]})
 	}
 }

@@ -42,6 +42,10 @@ type layer struct {
 	wGate, wUp, wDown cpu.Matrix
 	// postAttnNorm, postFFNNorm: [Dim] (Config.Gemma), else nil.
 	postAttnNorm, postFFNNorm []float32
+	// router ([Experts][Dim]) and each expert's matrices (Config.Experts;
+	// the dense wGate, wUp, wDown are then empty).
+	router                     cpu.Matrix
+	gateExps, upExps, downExps []cpu.Matrix
 }
 
 // Model is a loaded model. Its weights are views into the GGUF file's
@@ -105,9 +109,16 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 			l.kNorm = ld.vector(p+"attn_k_norm.weight", c.HeadDim)
 		}
 		l.ffnNorm = ld.vector(p+"ffn_norm.weight", c.Dim)
-		l.wGate = ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim)
-		l.wUp = ld.matrix(p+"ffn_up.weight", c.FFN, c.Dim)
-		l.wDown = ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN)
+		if c.Experts > 0 {
+			l.router = ld.matrix(p+"ffn_gate_inp.weight", c.Experts, c.Dim)
+			l.gateExps = ld.experts(p+"ffn_gate_exps.weight", c.Experts, c.ExpertFFN, c.Dim)
+			l.upExps = ld.experts(p+"ffn_up_exps.weight", c.Experts, c.ExpertFFN, c.Dim)
+			l.downExps = ld.experts(p+"ffn_down_exps.weight", c.Experts, c.Dim, c.ExpertFFN)
+		} else {
+			l.wGate = ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim)
+			l.wUp = ld.matrix(p+"ffn_up.weight", c.FFN, c.Dim)
+			l.wDown = ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN)
+		}
 		if c.Gemma {
 			l.postAttnNorm = ld.vector(p+"post_attention_norm.weight", c.Dim)
 			l.postFFNNorm = ld.vector(p+"post_ffw_norm.weight", c.Dim)
@@ -167,7 +178,15 @@ func (m *Model) linearMatrices() []*cpu.Matrix {
 	ws := []*cpu.Matrix{&m.out}
 	for i := range m.layers {
 		l := &m.layers[i]
-		ws = append(ws, &l.wq, &l.wk, &l.wv, &l.wo, &l.wGate, &l.wUp, &l.wDown)
+		ws = append(ws, &l.wq, &l.wk, &l.wv, &l.wo)
+		if m.cfg.Experts > 0 {
+			ws = append(ws, &l.router)
+			for e := range l.gateExps {
+				ws = append(ws, &l.gateExps[e], &l.upExps[e], &l.downExps[e])
+			}
+			continue
+		}
+		ws = append(ws, &l.wGate, &l.wUp, &l.wDown)
 	}
 	return ws
 }
@@ -242,6 +261,26 @@ func (ld *loader) matrix(name string, rows, cols int) cpu.Matrix {
 		ld.err = fmt.Errorf("llama: tensor %s: %w", name, err)
 	}
 	return mat
+}
+
+// experts returns tensor name, n matrices of [rows][cols] (GGUF dims
+// [cols, rows, n]), as one Matrix per expert over its bytes.
+func (ld *loader) experts(name string, n, rows, cols int) []cpu.Matrix {
+	t := ld.tensor(name, cols, rows, n)
+	if t == nil {
+		return nil
+	}
+	size := len(t.Data) / n
+	out := make([]cpu.Matrix, n)
+	for e := range out {
+		mat, err := cpu.NewMatrix(t.Type, rows, cols, t.Data[e*size:(e+1)*size:(e+1)*size])
+		if err != nil {
+			ld.err = fmt.Errorf("llama: tensor %s expert %d: %w", name, e, err)
+			return nil
+		}
+		out[e] = mat
+	}
+	return out
 }
 
 // vector returns tensor name ([n], any supported type) as float32.

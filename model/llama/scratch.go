@@ -18,24 +18,39 @@ type forward struct {
 	x, xb, q, k, v, att []float32
 	hb, hb2, cs, xo     []float32
 	csLocal             []float32
-	attnScratch         [][]float32 // [slots][max(AttnScratch, AttnHeadsScratch, and AttnChunkScratch when a call has tiles)]
-	attnItems           []attnItem  // the attention work items of the call in progress (planAttn)
-	row                 []byte      // a token embedding row copied out of a decode layout (tied output; cpu.Matrix.RowF32)
-	slots               int
-	scale               float32 // Config.AttnScale
-	attnFn              func(lo, hi int)
-	qkv                 [3]cpu.MatOp     // the fused q/k/v products of the layer in progress
-	gu                  [2]cpu.MatOp     // the fused gate/up products
-	rowsFn              func(lo, hi int) // f.rows, bound once
-	rowOp               rowOp            // the forRows call in progress (rows.go)
-	normW               []float32
-	lw                  *layer
+	// the mixture of experts (moe.go): router logits [T][Experts], the
+	// slots' experts and weights [T][ExpertsUsed], one expert's rows
+	// (slot indices, inputs [T·ExpertsUsed][Dim], gate and up
+	// [..][ExpertFFN], outputs [..][Dim]) and every slot's output
+	// [T][ExpertsUsed][Dim]
+	moeLogits, moeW, moeX, moeG, moeU, moeD, moeOut []float32
+	moeSel, moeRows                                 []int32
+	attnScratch                                     [][]float32 // [slots][max(AttnScratch, AttnHeadsScratch, and AttnChunkScratch when a call has tiles)]
+	attnItems                                       []attnItem  // the attention work items of the call in progress (planAttn)
+	row                                             []byte      // a token embedding row copied out of a decode layout (tied output; cpu.Matrix.RowF32)
+	slots                                           int
+	scale                                           float32 // Config.AttnScale
+	attnFn                                          func(lo, hi int)
+	qkv                                             [3]cpu.MatOp     // the fused q/k/v products of the layer in progress
+	gu                                              [2]cpu.MatOp     // the fused gate/up products
+	rowsFn                                          func(lo, hi int) // f.rows, bound once
+	rowOp                                           rowOp            // the forRows call in progress (rows.go)
+	normW                                           []float32
+	lw                                              *layer
 
 	// the call in progress (set by Forward, read by the parallel loop bodies)
 	kv    *KV
 	b     *Batch
 	t     int
 	layer int
+}
+
+// growI32 is grow for int32s.
+func growI32(s []int32, n int) []int32 {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]int32, n, n+n/4)
 }
 
 // grow returns s with length n, reallocating only when its capacity is short.
@@ -69,6 +84,18 @@ func (f *forward) ensure(m *Model, T, nOut, maxN int) {
 	f.cs = grow(f.cs, T*c.RopeDims)
 	if c.SWA > 0 {
 		f.csLocal = grow(f.csLocal, T*c.RopeDims)
+	}
+	if c.Experts > 0 {
+		S := T * c.ExpertsUsed // slots; one expert gets at most one per token
+		f.moeLogits = grow(f.moeLogits, T*c.Experts)
+		f.moeW = grow(f.moeW, S)
+		f.moeSel = growI32(f.moeSel, S)
+		f.moeRows = growI32(f.moeRows, T)
+		f.moeX = grow(f.moeX, T*c.Dim)
+		f.moeG = grow(f.moeG, T*c.ExpertFFN)
+		f.moeU = grow(f.moeU, T*c.ExpertFFN)
+		f.moeD = grow(f.moeD, T*c.Dim)
+		f.moeOut = grow(f.moeOut, S*c.Dim)
 	}
 	f.xo = grow(f.xo, max(nOut, 1)*c.Dim)
 	if n := m.tokEmb.RowScratch(); cap(f.row) < n {

@@ -27,6 +27,9 @@ type Dims struct {
 	// SlidingWindow is gemma3's attention.sliding_window (every sixth
 	// layer global); 0: 512. Other architectures have none.
 	SlidingWindow int
+	// Experts, ExpertsUsed, ExpertFFN: qwen3moe's mixture of experts (each
+	// of ExpertFFN width, ExpertsUsed a token); 0: 8 of 2, FFN wide.
+	Experts, ExpertsUsed, ExpertFFN int
 }
 
 // Presets maps a preset name to its shapes.
@@ -37,6 +40,8 @@ var Presets = map[string]Dims{
 	"tinyllama-1.1b": {Dim: 2048, Layers: 22, Heads: 32, KVHeads: 4, FFN: 5632, Vocab: 32000, CtxLen: 2048, RopeBase: 10000},
 	// llama3-8b: the shapes of Llama 3 8B.
 	"llama3-8b": {Dim: 4096, Layers: 32, Heads: 32, KVHeads: 8, FFN: 14336, Vocab: 128256, CtxLen: 8192, RopeBase: 500000},
+	// qwen3-30b-a3b: the shapes of Qwen3 30B-A3B (with --arch qwen3moe).
+	"qwen3-30b-a3b": {Dim: 2048, Layers: 48, Heads: 32, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, CtxLen: 40960, RopeBase: 1000000, Experts: 128, ExpertsUsed: 8, ExpertFFN: 768},
 	// gemma3-1b: the shapes of Gemma 3 1B (with --arch gemma3).
 	"gemma3-1b": {Dim: 1152, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256, FFN: 6912, Vocab: 262144, CtxLen: 32768, RopeBase: 1000000, SlidingWindow: 512},
 }
@@ -53,7 +58,7 @@ func PresetNames() []string {
 
 // Options selects what Build writes.
 type Options struct {
-	Arch   string    // "llama", "qwen2", "qwen3" or "gemma3"
+	Arch   string    // "llama", "qwen2", "qwen3", "gemma3" or "qwen3moe"
 	Preset string    // a key of Presets, or "" when Dims is set
 	Dims   Dims      // used when Preset is ""
 	Type   ggml.Type // weight type of the 2-D matrices (norms stay F32); the zero value is F32
@@ -103,6 +108,17 @@ func (o Options) Resolve() (Dims, error) {
 	if d.HeadDim < 0 || d.HeadDim%2 != 0 || d.SlidingWindow < 0 {
 		return Dims{}, fmt.Errorf("%w: head dim %d (even) or sliding window %d", ErrOptions, d.HeadDim, d.SlidingWindow)
 	}
+	if o.Arch == "qwen3moe" {
+		if d.Experts == 0 {
+			d.Experts, d.ExpertsUsed = 8, 2
+		}
+		if d.ExpertFFN == 0 {
+			d.ExpertFFN = d.FFN
+		}
+		if d.ExpertsUsed <= 0 || d.ExpertsUsed > d.Experts || d.ExpertFFN <= 0 {
+			return Dims{}, fmt.Errorf("%w: %d experts, %d used, %d wide", ErrOptions, d.Experts, d.ExpertsUsed, d.ExpertFFN)
+		}
+	}
 	return d, nil
 }
 
@@ -130,9 +146,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		o.Arch = "llama"
 	}
 	switch o.Arch {
-	case "llama", "qwen2", "qwen3", "gemma3":
+	case "llama", "qwen2", "qwen3", "gemma3", "qwen3moe":
 	default:
-		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma3)", ErrOptions, o.Arch)
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma3, qwen3moe)", ErrOptions, o.Arch)
 	}
 	if !cpu.CanQuantize(o.Type) {
 		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
@@ -177,6 +193,11 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", eps)
 	w.SetUint32(a+".rope.dimension_count", uint32(headDim))
 	w.SetUint32(a+".vocab_size", uint32(d.Vocab))
+	if a == "qwen3moe" {
+		w.SetUint32(a+".expert_count", uint32(d.Experts))
+		w.SetUint32(a+".expert_used_count", uint32(d.ExpertsUsed))
+		w.SetUint32(a+".expert_feed_forward_length", uint32(d.ExpertFFN))
+	}
 	if a == "gemma3" {
 		// Gemma 3's sliding window on five layers of six, and the local
 		// layers' rope base (llama.cpp's defaults, written out).
@@ -319,6 +340,13 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 		// about 1, as the blocks' normed outputs.
 		specs[0].std = inv(d.Dim)
 	}
+	// experts: the matrices of d.Experts experts as one 3-D tensor
+	// (cols, rows, experts), as GGUF stores ffn_*_exps.
+	experts := func(name string, cols, rows int, std float32) tensorSpec {
+		s := mat(name, cols, rows, std)
+		s.dims = append(s.dims, uint64(d.Experts))
+		return s
+	}
 	for l := 0; l < d.Layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
 		specs = append(specs,
@@ -328,17 +356,28 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 			mat(p+"attn_v.weight", d.Dim, kvDim, inv(d.Dim)),
 			mat(p+"attn_output.weight", qDim, d.Dim, 0.5*inv(qDim)),
 			vec(p+"ffn_norm.weight", d.Dim, true, 0),
-			mat(p+"ffn_gate.weight", d.Dim, d.FFN, inv(d.Dim)),
-			mat(p+"ffn_up.weight", d.Dim, d.FFN, inv(d.Dim)),
-			mat(p+"ffn_down.weight", d.FFN, d.Dim, 0.5*inv(d.FFN)),
 		)
+		if arch == "qwen3moe" {
+			// The router stays F32, as llama-quantize keeps it.
+			router := mat(p+"ffn_gate_inp.weight", d.Dim, d.Experts, 8*inv(d.Dim))
+			router.typ = ggml.TypeF32
+			specs = append(specs, router,
+				experts(p+"ffn_gate_exps.weight", d.Dim, d.ExpertFFN, inv(d.Dim)),
+				experts(p+"ffn_up_exps.weight", d.Dim, d.ExpertFFN, inv(d.Dim)),
+				experts(p+"ffn_down_exps.weight", d.ExpertFFN, d.Dim, inv(d.ExpertFFN)))
+		} else {
+			specs = append(specs,
+				mat(p+"ffn_gate.weight", d.Dim, d.FFN, inv(d.Dim)),
+				mat(p+"ffn_up.weight", d.Dim, d.FFN, inv(d.Dim)),
+				mat(p+"ffn_down.weight", d.FFN, d.Dim, 0.5*inv(d.FFN)))
+		}
 		switch arch {
 		case "qwen2":
 			specs = append(specs,
 				vec(p+"attn_q.bias", qDim, false, 0.1),
 				vec(p+"attn_k.bias", kvDim, false, 0.1),
 				vec(p+"attn_v.bias", kvDim, false, 0.1))
-		case "qwen3":
+		case "qwen3", "qwen3moe":
 			specs = append(specs,
 				vec(p+"attn_q_norm.weight", headDim, true, 0),
 				vec(p+"attn_k_norm.weight", headDim, true, 0))

@@ -1,0 +1,41 @@
+package verify
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestArchReferences: models of the architectures the shared reference
+// data lacks (testdata/NAME, README there) match llama.cpp's logits on
+// every prompt, the long one (1391 tokens) included, prefilled whole and
+// in chunks of several sizes: tokenization, teacher-forced
+// log-probabilities within the float tolerances, argmax, and free-running
+// greedy decoding.
+//   - gemma3: F16 weights, heads wider than dim/heads, a sliding window of
+//     96 on five layers of six (most of the long prompt lies past it),
+//     the global layer on another rope base.
+//   - qwen3moe: F32 weights, 8 experts with 2 used per token.
+func TestArchReferences(t *testing.T) {
+	for _, name := range []string{"gemma3/tiny-gemma3-f16", "qwen3moe/tiny-qwen3moe-f32"} {
+		for _, chunks := range [][]int{nil, {1, 5, 16, 3, 33}} {
+			path := filepath.Join("testdata", name)
+			rep, err := Run(path+".gguf", path+".ref.json", Options{Chunks: chunks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log("\n" + strings.TrimSpace(rep.String()))
+			if rep.Class != ClassFloat {
+				t.Fatalf("%s: weight class %v, want float tolerances", name, rep.Class)
+			}
+			for _, c := range rep.Cases {
+				if !c.Pass {
+					t.Errorf("%s chunks %v case %d failed: %s", name, chunks, c.Index, strings.Join(c.Failures, "; "))
+				}
+				if !c.TokensChecked || !c.TokensMatch {
+					t.Errorf("%s case %d: tokenization not checked or different", name, c.Index)
+				}
+			}
+		}
+	}
+}
