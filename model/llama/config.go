@@ -65,7 +65,8 @@ type Config struct {
 	// 3's 27B shape (62 layers), 1/√(Dim/Heads).
 	AttnScale float32
 
-	// Experts (qwen3moe): each layer's feed-forward is a mixture of
+	// Experts (qwen3moe; llama files with experts, e.g. Mixtral): each
+	// layer's feed-forward is a mixture of
 	// Experts SwiGLU networks ExpertFFN wide (ffn_{gate,up,down}_exps); a
 	// router (ffn_gate_inp) gives each token a softmax over them, the
 	// ExpertsUsed most probable run, and their outputs are summed weighted
@@ -204,7 +205,7 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 			return Config{}, err
 		}
 	}
-	if tr.moe {
+	if _, moe := f.Value(arch + ".expert_count"); tr.moe || moe && arch == "llama" {
 		if err := c.readExperts(f); err != nil {
 			return Config{}, err
 		}
@@ -212,7 +213,8 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	return c, nil
 }
 
-// readExperts reads the mixture of experts of a qwen3moe file.
+// readExperts reads the mixture of experts of a qwen3moe file, or of a
+// llama file that has one (Mixtral), whose experts are FFN wide.
 func (c *Config) readExperts(f *gguf.File) error {
 	key := func(k string) string { return c.Arch + "." + k }
 	n, ok1 := f.Uint(key("expert_count"))
@@ -222,6 +224,9 @@ func (c *Config) readExperts(f *gguf.File) error {
 	}
 	c.Experts, c.ExpertsUsed = int(n), int(used)
 	c.ExpertFFN = c.FFN / c.ExpertsUsed
+	if c.Arch == "llama" {
+		c.ExpertFFN = c.FFN
+	}
 	if v, ok := f.Uint(key("expert_feed_forward_length")); ok {
 		if v == 0 || v > maxDim {
 			return fmt.Errorf("llama: %s = %d out of range", key("expert_feed_forward_length"), v)

@@ -264,9 +264,21 @@ func TestGemma3Config(t *testing.T) {
 
 // TestQwen3MoEConfig: a qwen3moe file's experts are read as llama.cpp
 // reads them (the expert width from expert_feed_forward_length, else
-// feed_forward_length / expert_used_count); a count out of range and an
-// expert weight scale are refused.
+// feed_forward_length / expert_used_count), and so are a llama file's
+// (Mixtral: experts feed_forward_length wide); a count out of range and
+// an expert weight scale are refused. (The mixture itself is checked
+// against llama.cpp in model/verify's TestArchReferences; a llama file
+// with experts runs the same code.)
 func TestQwen3MoEConfig(t *testing.T) {
+	mix := synthBuild(t, synth.Options{Arch: "llama", Dims: synth.Dims{Dim: 64, Layers: 2, Heads: 2, KVHeads: 1, FFN: 96, Vocab: 300, CtxLen: 512, Experts: 4, ExpertsUsed: 2}, Seed: 1})
+	if c, err := ConfigFromGGUF(mix); err != nil || c.Experts != 4 || c.ExpertsUsed != 2 || c.ExpertFFN != 96 || c.RopeNeoX {
+		t.Fatalf("llama with experts: %+v, %v", c, err)
+	}
+	if m, err := Load(mix, Options{Threads: 1}); err != nil {
+		t.Fatalf("llama with experts: %v", err)
+	} else {
+		m.Close()
+	}
 	o := synth.Options{Arch: "qwen3moe", Dims: synth.Dims{Dim: 64, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 64, FFN: 128, Vocab: 300, CtxLen: 512, Experts: 8, ExpertsUsed: 2, ExpertFFN: 32}, Seed: 1}
 	f := synthBuild(t, o)
 	c, err := ConfigFromGGUF(f)

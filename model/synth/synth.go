@@ -27,8 +27,9 @@ type Dims struct {
 	// SlidingWindow is gemma3's attention.sliding_window (every sixth
 	// layer global); 0: 512. Other architectures have none.
 	SlidingWindow int
-	// Experts, ExpertsUsed, ExpertFFN: qwen3moe's mixture of experts (each
-	// of ExpertFFN width, ExpertsUsed a token); 0: 8 of 2, FFN wide.
+	// Experts, ExpertsUsed, ExpertFFN: the mixture of experts of qwen3moe
+	// (each of ExpertFFN width, ExpertsUsed a token; 0: 2 of 8, FFN wide)
+	// or of a llama model (Mixtral's kind: FFN wide; 0: none).
 	Experts, ExpertsUsed, ExpertFFN int
 }
 
@@ -108,7 +109,10 @@ func (o Options) Resolve() (Dims, error) {
 	if d.HeadDim < 0 || d.HeadDim%2 != 0 || d.SlidingWindow < 0 {
 		return Dims{}, fmt.Errorf("%w: head dim %d (even) or sliding window %d", ErrOptions, d.HeadDim, d.SlidingWindow)
 	}
-	if o.Arch == "qwen3moe" {
+	if o.Arch == "llama" && d.Experts > 0 && d.ExpertFFN != 0 && d.ExpertFFN != d.FFN {
+		return Dims{}, fmt.Errorf("%w: a llama model's experts are FFN (%d) wide, not %d", ErrOptions, d.FFN, d.ExpertFFN)
+	}
+	if o.Arch == "qwen3moe" || o.Arch == "llama" && d.Experts > 0 {
 		if d.Experts == 0 {
 			d.Experts, d.ExpertsUsed = 8, 2
 		}
@@ -193,10 +197,12 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", eps)
 	w.SetUint32(a+".rope.dimension_count", uint32(headDim))
 	w.SetUint32(a+".vocab_size", uint32(d.Vocab))
-	if a == "qwen3moe" {
+	if d.Experts > 0 {
 		w.SetUint32(a+".expert_count", uint32(d.Experts))
 		w.SetUint32(a+".expert_used_count", uint32(d.ExpertsUsed))
-		w.SetUint32(a+".expert_feed_forward_length", uint32(d.ExpertFFN))
+		if a == "qwen3moe" {
+			w.SetUint32(a+".expert_feed_forward_length", uint32(d.ExpertFFN))
+		}
 	}
 	if a == "gemma3" {
 		// Gemma 3's sliding window on five layers of six, and the local
@@ -357,7 +363,7 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 			mat(p+"attn_output.weight", qDim, d.Dim, 0.5*inv(qDim)),
 			vec(p+"ffn_norm.weight", d.Dim, true, 0),
 		)
-		if arch == "qwen3moe" {
+		if d.Experts > 0 {
 			// The router stays F32, as llama-quantize keeps it.
 			router := mat(p+"ffn_gate_inp.weight", d.Dim, d.Experts, 8*inv(d.Dim))
 			router.typ = ggml.TypeF32
