@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"oengine/ggml"
+	"oengine/model/synth"
 )
 
 // runChunks feeds tokens to one sequence in chunks of the given sizes (used
@@ -202,23 +203,36 @@ func TestForwardRejectsBadBatches(t *testing.T) {
 
 // TestForwardNoAllocs checks that decode steps allocate nothing once the
 // scratch arena has grown, on both attention paths (positions below and
-// above f16AttnPositions).
+// above f16AttnPositions), for qwen2, gemma3 (a window of 64: position
+// 100 attends through it) and qwen3moe (the mixture of experts).
 func TestForwardNoAllocs(t *testing.T) {
-	m := synthModel(t, "qwen2", ggml.TypeQ8_0)
-	V := m.Config().Vocab
-	kv, _ := m.NewKV(10, 16, KVF16)
-	table := []int32{0, 1, 2, 3, 4, 5, 6, 7}
-	runChunks(t, m, kv, table, testTokens(100, V, 5), []int{100})
-	logits := make([]float32, 2*V)
-	b := &Batch{Tokens: []int32{7, 9}, Pos: []int32{100, 10}, Seq: []int32{0, 1},
-		Seqs: [][]int32{table, {8}}, Logits: []int32{0, 1}}
-	allocs := testing.AllocsPerRun(20, func() {
-		if err := m.Forward(kv, b, logits); err != nil {
-			t.Fatal(err)
+	for _, m := range []*Model{
+		synthModel(t, "qwen2", ggml.TypeQ8_0),
+		synthLoad(t, synth.Options{Arch: "gemma3", Type: ggml.TypeQ8_0, Seed: 7,
+			Dims: synth.Dims{Dim: 128, Layers: 2, Heads: 4, KVHeads: 2, FFN: 384, Vocab: 512, CtxLen: 2048, SlidingWindow: 64}}),
+		synthModel(t, "qwen3moe", ggml.TypeQ8_0),
+	} {
+		c := m.Config()
+		if c.Gemma {
+			defer m.Close() // synthLoad leaves it to the caller
 		}
-	})
-	if allocs != 0 {
-		t.Fatalf("decode step allocates %v times", allocs)
+		t.Run(c.Arch, func(t *testing.T) {
+			V := c.Vocab
+			kv, _ := m.NewKV(10, 16, KVF16)
+			table := []int32{0, 1, 2, 3, 4, 5, 6, 7}
+			runChunks(t, m, kv, table, testTokens(100, V, 5), []int{100})
+			logits := make([]float32, 2*V)
+			b := &Batch{Tokens: []int32{7, 9}, Pos: []int32{100, 10}, Seq: []int32{0, 1},
+				Seqs: [][]int32{table, {8}}, Logits: []int32{0, 1}}
+			allocs := testing.AllocsPerRun(20, func() {
+				if err := m.Forward(kv, b, logits); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Fatalf("decode step allocates %v times", allocs)
+			}
+		})
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"oengine/kernels/cpu"
 )
 
-// The mixture-of-experts feed-forward (Config.Experts, arch qwen3moe), as
+// The mixture-of-experts feed-forward (Config.Experts: qwen3moe, Mixtral), as
 // llama.cpp's build_moe_ffn computes it with softmax gating and
 // renormalized weights: per token, probabilities p = softmax(router·xb);
 // the ExpertsUsed most probable experts, in order of probability, are its
