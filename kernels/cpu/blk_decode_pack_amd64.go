@@ -29,7 +29,7 @@ func packPanelFromIQ4ZSIMD(panel, grp, next []byte, nb int) bool {
 	return packGroupPanelSIMD(packIQ4ZPanelAVX2, q4zBlock, panel, grp, next, nb)
 }
 
-// packGroupPanelSIMD runs the AVX2 unpacker f of a layout of block bytes per
+// packGroupPanelSIMD runs the SIMD unpacker f of a layout of block bytes per
 // block of 16 rows over nb blocks of grp, prefetching next.
 func packGroupPanelSIMD(f func(panel, grp, next *byte, nb int, tab *float32), block int, panel, grp, next []byte, nb int) bool {
 	if !hasAVX2 || nb <= 0 {

@@ -89,20 +89,7 @@ func q5Step(qsOff, c, k int) {
 	b.I("VMOVDQU32 %d(SI), Z29", qsOff+512*c+64*k)
 	b.I("VPSRLW $4, Z29, Z30")
 	b.I("VMOVDQU32 %d(SI), Z26", q5Qh+64*k)
-	for h, nib := range []int{29, 30} {
-		dst, src := 23+h, fmt.Sprintf("Z%d", 23+h)
-		switch bit := 2*c + h; {
-		case bit < 4:
-			b.I("VPSLLW $%d, Z26, Z%d", 4-bit, dst)
-		case bit > 4:
-			b.I("VPSRLW $%d, Z26, Z%d", bit-4, dst)
-		default:
-			src = "Z26"
-		}
-		b.I("VPANDD.BCST kz10<>(SB), %s, Z%d", src, dst)
-		// Z(dst) |= nibbles & 0x0f (Z(dst) has only bit 4).
-		b.I("VPTERNLOGD $0xf8, Z20, Z%d, Z%d", nib, dst)
-	}
+	q5Values(c, 26, 29, 20, 23)
 	b.I("VPBROADCASTD %d(DI), Z31", 64*c+4*k)
 	b.I("VPMADDUBSW Z31, Z23, Z23")
 	b.I("VPBROADCASTD %d(DI), Z31", 64*c+32+4*k)
@@ -110,6 +97,27 @@ func q5Step(qsOff, c, k int) {
 	b.I("VPDPWSSD Z27, Z23, Z%d", k)
 	b.I("VPDPWSSD Z28, Z24, Z%d", k)
 	b.I("PREFETCHT0 %d(R14)", 64*(8*c+k))
+}
+
+// q5Values writes the values of chunk c's sub-blocks 2c (into Z(dst), from
+// the low nibbles in Z(nib)) and 2c+1 (into Z(dst+1), from the high nibbles
+// in Z(nib+1)): nibble | (bit 2c+h of the qh dword in Z(qh)) << 4, with the
+// 0x0f byte mask in Z(m0f).
+func q5Values(c, qh, nib, m0f, dst int) {
+	for h := 0; h < 2; h++ {
+		d, src := dst+h, fmt.Sprintf("Z%d", dst+h)
+		switch bit := 2*c + h; {
+		case bit < 4:
+			b.I("VPSLLW $%d, Z%d, Z%d", 4-bit, qh, d)
+		case bit > 4:
+			b.I("VPSRLW $%d, Z%d, Z%d", bit-4, qh, d)
+		default:
+			src = fmt.Sprintf("Z%d", qh)
+		}
+		b.I("VPANDD.BCST kz10<>(SB), %s, Z%d", src, d)
+		// Z(d) |= nibbles & 0x0f (Z(d) has only bit 4).
+		b.I("VPTERNLOGD $0xf8, Z%d, Z%d, Z%d", m0f, nib+h, d)
+	}
 }
 
 // scaleWords writes Z(z) = the scales of sub-block s of the 16 rows as
@@ -812,20 +820,7 @@ func q5kFew(T int) {
 		for c := 0; c < 4; c++ {
 			b.I("VMOVDQU32 %d(SI), Z27", q5Qs+512*c+64*k)
 			b.I("VPSRLW $4, Z27, Z28")
-			for h, nib := range []int{27, 28} {
-				// Values of sub-block 2c+h: nibble | (bit 2c+h of qh) << 4.
-				dst, src := 24+h, fmt.Sprintf("Z%d", 24+h)
-				switch bit := 2*c + h; {
-				case bit < 4:
-					b.I("VPSLLW $%d, Z26, Z%d", 4-bit, dst)
-				case bit > 4:
-					b.I("VPSRLW $%d, Z26, Z%d", bit-4, dst)
-				default:
-					src = "Z26"
-				}
-				b.I("VPANDD.BCST kz10<>(SB), %s, Z%d", src, dst)
-				b.I("VPTERNLOGD $0xf8, Z31, Z%d, Z%d", nib, dst)
-			}
+			q5Values(c, 26, 27, 31, 24)
 			for t := 0; t < T; t++ {
 				for h := 0; h < 2; h++ {
 					b.I("VPBROADCASTD %s, Z29", qsAt(t, 64*c+32*h+4*k))

@@ -55,17 +55,7 @@ var q5zLayout = blkZLayout{
 // AVX-512 kernels the layout itself needs; it reports false, writing
 // nothing, without them.
 func packPanelFromQ5ZSIMD(panel, grp, next []byte, nb int) bool {
-	if !q4zActive() || nb <= 0 {
-		return false
-	}
-	_ = panel[nb*panelBlockZ-1]
-	_ = grp[nb*q5zBlock-1]
-	pf := &grp[0]
-	if len(next) > 0 {
-		pf = &next[0]
-	}
-	packQ5ZPanelZ(&panel[0], &grp[0], pf, nb, &f16Table()[0])
-	return true
+	return q4zActive() && packGroupPanelSIMD(packQ5ZPanelZ, q5zBlock, panel, grp, next, nb)
 }
 
 // q51zKernels are the Q5_1 decode-layout kernels.

@@ -180,14 +180,20 @@ func TestDecodeLayoutTypes(t *testing.T) {
 			if ref.DecodeLayout() != 0 {
 				t.Fatal("parsed file rewritten")
 			}
-			V := packed.Config().Vocab
-			steps := [][]int32{testTokens(19, V, 3)}
-			pos := 19
-			for _, n := range []int{1, 3, 1} {
-				steps = append(steps, testTokens(n, V, uint32(pos)))
-				pos += n
-			}
+			steps := layoutSteps(packed.Config().Vocab)
 			sameLogits(t, runSteps(t, packed, steps), runSteps(t, ref, steps))
 		})
 	}
+}
+
+// layoutSteps are the steps the decode-layout tests run: a prefill of 19
+// tokens, then steps of one, three and one.
+func layoutSteps(vocab int) [][]int32 {
+	steps := [][]int32{testTokens(19, vocab, 3)}
+	pos := 19
+	for _, n := range []int{1, 3, 1} {
+		steps = append(steps, testTokens(n, vocab, uint32(pos)))
+		pos += n
+	}
+	return steps
 }

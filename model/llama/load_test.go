@@ -318,12 +318,7 @@ func TestMoEDecodeLayout(t *testing.T) {
 		t.Fatalf("%d matrices in the decode layout", packed.DecodeLayout())
 	}
 	V := packed.Config().Vocab
-	steps := [][]int32{testTokens(19, V, 3)}
-	pos := 19
-	for _, n := range []int{1, 3, 1} {
-		steps = append(steps, testTokens(n, V, uint32(pos)))
-		pos += n
-	}
+	steps := layoutSteps(V)
 	sameLogits(t, runSteps(t, packed, steps), runSteps(t, ref, steps))
 	// Token by token: the same logits as the prefill of all 19.
 	var one [][]int32
