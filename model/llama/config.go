@@ -57,8 +57,8 @@ type Config struct {
 	// the SWA positions up to and including its own. 0: every layer is
 	// global. With SWA, layer l is global when l%SWAPattern ==
 	// SWAPattern-1 (Local; SWAPattern 0: every layer is local), and local
-	// layers rotate with RopeBaseSWA and no
-	// rope scaling (llama.cpp's convention for Gemma 3).
+	// layers rotate with RopeBaseSWA and no rope scaling (llama.cpp's
+	// convention for Gemma 3).
 	SWA, SWAPattern int
 	RopeBaseSWA     float32
 	// AttnScale multiplies the query·key scores: 1/√HeadDim, except Gemma
@@ -66,11 +66,11 @@ type Config struct {
 	AttnScale float32
 
 	// Experts (qwen3moe; llama files with experts, e.g. Mixtral): each
-	// layer's feed-forward is a mixture of
-	// Experts SwiGLU networks ExpertFFN wide (ffn_{gate,up,down}_exps); a
-	// router (ffn_gate_inp) gives each token a softmax over them, the
-	// ExpertsUsed most probable run, and their outputs are summed weighted
-	// by those probabilities renormalized to sum 1. 0: a dense FFN.
+	// layer's feed-forward is a mixture of Experts SwiGLU networks
+	// ExpertFFN wide (ffn_{gate,up,down}_exps); a router (ffn_gate_inp)
+	// gives each token a softmax over them, the ExpertsUsed most probable
+	// run, and their outputs are summed weighted by those probabilities
+	// renormalized to sum 1 (moe.go). 0: a dense FFN.
 	Experts, ExpertsUsed, ExpertFFN int
 }
 
@@ -205,7 +205,7 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 			return Config{}, err
 		}
 	}
-	if _, moe := f.Value(arch + ".expert_count"); tr.moe || moe && arch == "llama" {
+	if n, _ := f.Uint(arch + ".expert_count"); tr.moe || n > 0 && arch == "llama" {
 		if err := c.readExperts(f); err != nil {
 			return Config{}, err
 		}

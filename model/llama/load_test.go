@@ -279,6 +279,11 @@ func TestQwen3MoEConfig(t *testing.T) {
 	} else {
 		m.Close()
 	}
+	// A dense llama file that states expert_count = 0 stays dense.
+	dense := rewrite(t, synthFile(t, "llama", ggml.TypeF32, 1), map[string]gguf.Value{"llama.expert_count": gguf.Uint32Value(0)}, nil)
+	if c, err := ConfigFromGGUF(dense); err != nil || c.Experts != 0 {
+		t.Fatalf("expert_count 0: %+v, %v", c, err)
+	}
 	o := synth.Options{Arch: "qwen3moe", Dims: synth.Dims{Dim: 64, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 64, FFN: 128, Vocab: 300, CtxLen: 512, Experts: 8, ExpertsUsed: 2, ExpertFFN: 32}, Seed: 1}
 	f := synthBuild(t, o)
 	c, err := ConfigFromGGUF(f)
