@@ -161,9 +161,9 @@ func (f *forward) attnSlots(lo, hi int) {
 			if rows {
 				a := f.attnItems[it]
 				switch {
-				case a.n > 1 && !c.Local(f.layer):
+				case a.n > 1 && !f.windowed(int(a.i+a.n-1)):
 					f.attendTile(int(a.i), int(a.n), scratch)
-				default: // a sliding-window layer takes a tile token by token
+				default: // a tile the sliding window cuts goes token by token
 					for i := a.i; i < a.i+a.n; i++ {
 						f.attendToken(int(i), scratch)
 					}
@@ -241,6 +241,14 @@ func (f *forward) window(i int) (table []int32, n, skip int, ok bool) {
 	ps := f.kv.pageSize
 	first := lo / ps
 	return b.Seqs[b.Seq[i]][first:], pos + 1 - first*ps, lo - first*ps, true
+}
+
+// windowed reports whether the sliding window of the layer in progress
+// hides positions from token i (then also from the tokens after it in a
+// tile: their windows start later).
+func (f *forward) windowed(i int) bool {
+	_, _, _, ok := f.window(i)
+	return ok
 }
 
 // attendToken computes the attention of token i for every KV head.

@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"slices"
@@ -29,31 +30,49 @@ func runChunks(t *testing.T, m *Model, kv *KV, table []int32, tokens []int32, ch
 // TestBatchInvariance checks that a token's logits are bitwise the same
 // whether the sequence runs in one prefill, in odd chunks, token by token,
 // or interleaved with another sequence in the same batches, for every
-// architecture and KV type.
+// architecture and KV type. The gemma3 cases run 100 tokens (prefill
+// tiles start at f16AttnPositions) with windows of 24 (every local tile
+// past 64 is cut: token by token; the global layer tiles) and 90 (local
+// tiles before the window binds, cut ones after).
 func TestBatchInvariance(t *testing.T) {
+	gemma := func(window int) *synth.Options {
+		return &synth.Options{Arch: "gemma3", Type: ggml.TypeQ8_0, Seed: 7,
+			Dims: synth.Dims{Dim: 128, Layers: 6, Heads: 4, KVHeads: 2, FFN: 384, Vocab: 512, CtxLen: 2048, SlidingWindow: window}}
+	}
 	cases := []struct {
 		arch string
 		typ  ggml.Type
 		kv   KVType
+		o    *synth.Options // nil: synthModel's
+		n    int            // tokens; 0: 40
 	}{
-		{"llama", ggml.TypeQ8_0, KVF16},
-		{"llama", ggml.TypeF32, KVF32},
-		{"qwen2", ggml.TypeQ4_0, KVF16},
-		{"qwen3", ggml.TypeQ4_K, KVF16},
+		{"llama", ggml.TypeQ8_0, KVF16, nil, 0},
+		{"llama", ggml.TypeF32, KVF32, nil, 0},
+		{"qwen2", ggml.TypeQ4_0, KVF16, nil, 0},
+		{"qwen3", ggml.TypeQ4_K, KVF16, nil, 0},
+		{"qwen3moe", ggml.TypeQ8_0, KVF16, nil, 0},
+		{"gemma3_w24", ggml.TypeQ8_0, KVF16, gemma(24), 100},
+		{"gemma3_w90", ggml.TypeQ8_0, KVF16, gemma(90), 100},
 	}
 	for _, c := range cases {
 		t.Run(c.arch+"_"+c.typ.String()+"_"+c.kv.String(), func(t *testing.T) {
-			m := synthModel(t, c.arch, c.typ)
+			var m *Model
+			if c.o != nil {
+				m = synthLoad(t, *c.o)
+				defer m.Close()
+			} else {
+				m = synthModel(t, c.arch, c.typ)
+			}
 			V := m.Config().Vocab
-			const n = 40
+			n := cmp.Or(c.n, 40)
 			a := testTokens(n, V, 1)
 			other := testTokens(n, V, 2)
 
-			kv, err := m.NewKV(12, 8, c.kv)
+			kv, err := m.NewKV(32, 8, c.kv)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tableA := []int32{3, 0, 7, 5, 11}
+			tableA := []int32{3, 0, 7, 5, 11, 12, 13, 14, 15, 16, 17, 18, 19}
 			want := runChunks(t, m, kv, tableA, a, []int{n})
 			for _, chunks := range [][]int{{1}, {3, 17, 1, 5}, {8}} {
 				got := runChunks(t, m, kv, tableA, a, chunks)
@@ -64,7 +83,7 @@ func TestBatchInvariance(t *testing.T) {
 
 			// Interleave: each batch holds a chunk of A and a chunk of B (B in
 			// other pages), logits asked in a shuffled order.
-			tableB := []int32{1, 2, 4, 6, 8}
+			tableB := []int32{1, 2, 4, 6, 8, 9, 10, 20, 21, 22, 23, 24, 25}
 			got := make([]float32, n*V)
 			out := make([]float32, 2*9*V)
 			for pos, k := 0, 0; pos < n; k++ {
