@@ -34,7 +34,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	c := &synthConfig{}
 	o := &c.opts
 	fs := newFlags("synth", nil)
-	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3, gemma3 or qwen3moe")
+	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3, gemma2, gemma3 or qwen3moe")
 	fs.StringVar(&o.Preset, "preset", "", "shape preset: "+strings.Join(synth.PresetNames(), ", "))
 	dims := fs.String("dims", "", "custom shapes: `dim,layers,heads,kv_heads,ffn,vocab[,ctx]`")
 	typ := fs.String("type", "f16", "weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k to q6_k, iq4_nl, iq4_xs")
@@ -44,6 +44,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	headDim := fs.Int("head-dim", 0, "attention head width with --dims (0: dim/heads)")
 	window := fs.Int("sliding-window", 0, "gemma3's sliding window with --dims (0: 512)")
 	experts := fs.String("experts", "", "qwen3moe's experts with --dims: `count,used,ffn` (default 8,2,FFN)")
+	softcap := fs.String("softcap", "", "gemma2's soft-capping with --dims: `attention,final` (default 50,30)")
 	fs.StringVar(&c.out, "o", "", "output `file` (written with mode 0644)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -51,7 +52,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	if c.out == "" {
 		return nil, errors.New("synth: -o out.gguf is required")
 	}
-	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3", "gemma3", "qwen3moe"); err != nil {
+	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe"); err != nil {
 		return nil, err
 	}
 	o.Arch = strings.ToLower(o.Arch)
@@ -81,10 +82,17 @@ func parseSynth(args []string) (*synthConfig, error) {
 			}
 			o.Dims.Experts, o.Dims.ExpertsUsed, o.Dims.ExpertFFN = e[0], e[1], e[2]
 		}
+		if *softcap != "" {
+			var a, f float64
+			if n, err := fmt.Sscanf(*softcap, "%g,%g", &a, &f); n != 2 || err != nil || !(a > 0) || !(f > 0) {
+				return nil, fmt.Errorf("synth: --softcap wants attention,final (positive), got %q", *softcap)
+			}
+			o.Dims.AttnSoftcap, o.Dims.FinalSoftcap = float32(a), float32(f)
+		}
 	case o.Preset == "":
 		return nil, errors.New("synth: give --preset NAME or --dims ...")
-	case *headDim != 0 || *window != 0 || *experts != "":
-		return nil, errors.New("synth: --head-dim, --sliding-window and --experts go with --dims")
+	case *headDim != 0 || *window != 0 || *experts != "" || *softcap != "":
+		return nil, errors.New("synth: --head-dim, --sliding-window, --experts and --softcap go with --dims")
 	default:
 		if _, ok := synth.Presets[o.Preset]; !ok {
 			return nil, fmt.Errorf("synth: --preset must be %s, got %q", orList(synth.PresetNames()), o.Preset)

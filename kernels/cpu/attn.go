@@ -66,16 +66,26 @@ func attnBlockRows(w int) int { return max(16, 2048/max(w, 1)) }
 // are widened exactly). AttendF16 is the variant that rounds like
 // llama.cpp's one-row flash attention.
 func Attend(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
-	attendGroups(out, q, 1, g, k, v, table, n, 0, off, scale, scratch)
+	attendGroups(out, q, 1, g, k, v, table, n, AttnOpts{}, off, scale, scratch)
 }
 
-// AttendWindow is Attend with the first skip positions (0 ≤ skip < n)
-// masked out: the attention of a sliding window whose first position lies
-// skip rows into the first page of table (a caller passes the table from
-// the page holding the window's start). Its result is bit for bit Attend's
-// over a table holding just the positions skip..n-1 (TestAttendWindow).
-func AttendWindow(out, q []float32, g int, k, v KVRows, table []int32, n, skip, off int, scale float32, scratch []float32) {
-	attendGroups(out, q, 1, g, k, v, table, n, skip, off, scale, scratch)
+// AttnOpts are the variations of AttendWindow and AttendHeadsWindow.
+type AttnOpts struct {
+	// Skip: the first Skip positions (0 ≤ Skip < n) are masked out, the
+	// attention of a sliding window whose first position lies Skip rows
+	// into the first page of the table (a caller passes the table from the
+	// page holding the window's start).
+	Skip int
+	// Softcap > 0 caps each scaled score s as Softcap·tanh(s/Softcap)
+	// before the softmax (Gemma 2's attention logit soft-capping).
+	Softcap float32
+}
+
+// AttendWindow is Attend with o's variations. With only Skip, its result
+// is bit for bit Attend's over a table holding just the positions
+// Skip..n-1 (TestAttendWindow).
+func AttendWindow(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, o AttnOpts, scratch []float32) {
+	attendGroups(out, q, 1, g, k, v, table, n, o, off, scale, scratch)
 }
 
 // AttendHeads is Attend for all kvh KV heads of one token at once: q,
@@ -85,24 +95,23 @@ func AttendWindow(out, q []float32, g int, k, v KVRows, table []int32, n, skip, 
 // instead of kvh strided ones (BenchmarkAttendStep). scratch must hold
 // AttnHeadsScratch(kvh, g, n, d) values.
 func AttendHeads(out, q []float32, kvh, g int, k, v KVRows, table []int32, n int, scale float32, scratch []float32) {
-	attendGroups(out, q, kvh, g, k, v, table, n, 0, 0, scale, scratch)
+	attendGroups(out, q, kvh, g, k, v, table, n, AttnOpts{}, 0, scale, scratch)
 }
 
-// AttendHeadsWindow is AttendHeads with the first skip positions masked
-// out, as AttendWindow is Attend.
-func AttendHeadsWindow(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, skip int, scale float32, scratch []float32) {
-	attendGroups(out, q, kvh, g, k, v, table, n, skip, 0, scale, scratch)
+// AttendHeadsWindow is AttendHeads with o's variations, as AttendWindow
+// is Attend.
+func AttendHeadsWindow(out, q []float32, kvh, g int, k, v KVRows, table []int32, n int, scale float32, o AttnOpts, scratch []float32) {
+	attendGroups(out, q, kvh, g, k, v, table, n, o, 0, scale, scratch)
 }
 
 // attendGroups computes Attend for kvh consecutive KV heads starting at
-// column off, reading rows of kvh·d values, with positions below skip
-// masked out.
-func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, skip, off int, scale float32, scratch []float32) {
-	if skip < 0 || skip >= n {
+// column off, reading rows of kvh·d values, with o's variations.
+func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n int, o AttnOpts, off int, scale float32, scratch []float32) {
+	if o.Skip < 0 || o.Skip >= n {
 		panic("cpu: attention window skips every position")
 	}
 	if attnZOk(g, len(q)/(kvh*g), k, v) {
-		attendGroupsZ(out, q, kvh, g, k, v, table, n, skip, off, scale, scratch)
+		attendGroupsZ(out, q, kvh, g, k, v, table, n, o, off, scale, scratch)
 		return
 	}
 	gq := kvh * g // query heads
@@ -150,8 +159,7 @@ func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, s
 	}
 	for h := 0; h < kvh; h++ {
 		sh, hs := scores[h*n*g:(h+1)*n*g], h*g
-		attnMask(sh[:skip*g])
-		attnScaleMax(sh, g, scale, maxes[hs:hs+g])    // scores·scale in place, per-head maxima
+		attnScaleMax(sh, g, o.prepare(sh, g, scale), maxes[hs:hs+g]) // scores·scale in place, per-head maxima
 		attnExp(sh, g, maxes[hs:hs+g], sums[hs:hs+g]) // e = exp(s − max), sums (attn_exp.go)
 	}
 	clear(out)
@@ -167,13 +175,23 @@ func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, s
 	attnNormalize(out, sums, d)
 }
 
-// attnMask sets the scores of masked positions to −Inf: they weigh
-// e^−Inf = 0 in the softmax (expAttn), so the result is that of the
-// other positions alone.
-func attnMask(scores []float32) {
-	for i := range scores {
+// prepare applies o to one head group's scores ([n][g], unscaled) and
+// returns the scale left for attnScaleMax: masked positions become −Inf
+// (they weigh e^−Inf = 0 in the softmax, expAttn, so the result is that
+// of the other positions alone); with Softcap, the others become
+// Softcap·tanh(scale·s/Softcap) and the scale left is 1.
+func (o AttnOpts) prepare(scores []float32, g int, scale float32) float32 {
+	if o.Softcap > 0 {
+		c := float64(o.Softcap)
+		for i, s := range scores[o.Skip*g:] {
+			scores[o.Skip*g+i] = float32(c * math.Tanh(float64(s*scale)/c))
+		}
+		scale = 1
+	}
+	for i := range scores[:o.Skip*g] {
 		scores[i] = float32(math.Inf(-1))
 	}
+	return scale
 }
 
 // attnNormalize divides each head's output row (out: [len(sums)][d]) by

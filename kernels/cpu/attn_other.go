@@ -28,6 +28,6 @@ func attnScores(out, q, qt, kb []float32, nb, g, d, ks int) {
 
 func attnZOk(g, d int, k, v KVRows) bool { return false }
 func attnZScratch(kvh, g, n, d int) int  { return 0 }
-func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, skip, off int, scale float32, scratch []float32) {
+func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n int, o AttnOpts, off int, scale float32, scratch []float32) {
 	panic("cpu: attendGroupsZ without amd64")
 }

@@ -64,7 +64,7 @@ func TestAttendWindow(t *testing.T) {
 			wv, _ := windowCopy(v, table, c.lo, c.n)
 
 			got := make([]float32, len(q))
-			AttendHeadsWindow(got, q, c.kvh, c.g, k, v, view, n, skip, scale, make([]float32, AttnHeadsScratch(c.kvh, c.g, n, c.d)))
+			AttendHeadsWindow(got, q, c.kvh, c.g, k, v, view, n, scale, AttnOpts{Skip: skip}, make([]float32, AttnHeadsScratch(c.kvh, c.g, n, c.d)))
 			want := make([]float32, len(q))
 			AttendHeads(want, q, c.kvh, c.g, wk, wv, wt, c.n-c.lo, scale, make([]float32, AttnHeadsScratch(c.kvh, c.g, c.n-c.lo, c.d)))
 			if i := firstDiff(got, want); i >= 0 {
@@ -73,13 +73,89 @@ func TestAttendWindow(t *testing.T) {
 			gd := c.g * c.d
 			h := c.kvh - 1
 			col := make([]float32, gd)
-			AttendWindow(col, q[h*gd:(h+1)*gd], c.g, k, v, view, n, skip, h*c.d, scale, make([]float32, AttnScratch(c.g, n, c.d)))
+			AttendWindow(col, q[h*gd:(h+1)*gd], c.g, k, v, view, n, h*c.d, scale, AttnOpts{Skip: skip}, make([]float32, AttnScratch(c.g, n, c.d)))
 			if i := firstDiff(col, want[h*gd:(h+1)*gd]); i >= 0 {
 				t.Fatalf("AttendWindow value %d: %g, over the window's rows %g", i, col[i], want[h*gd+i])
 			}
 			for _, x := range got {
 				if math.IsNaN(float64(x)) {
 					t.Fatal("NaN in the output")
+				}
+			}
+		})
+	}
+}
+
+// softcapRef is AttendRef with AttnOpts: positions below o.Skip masked and
+// each scaled score s capped as c·tanh(s/c), in float64.
+func softcapRef(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, o AttnOpts) {
+	d := len(q) / g
+	for h := 0; h < g; h++ {
+		s := make([]float64, n)
+		m := math.Inf(-1)
+		for p := o.Skip; p < n; p++ {
+			var dot float64
+			for j := 0; j < d; j++ {
+				dot += float64(q[h*d+j]) * float64(k.At(table, p, off+j))
+			}
+			s[p] = dot * float64(scale)
+			if c := float64(o.Softcap); c > 0 {
+				s[p] = c * math.Tanh(s[p]/c)
+			}
+			m = math.Max(m, s[p])
+		}
+		var sum float64
+		for p := o.Skip; p < n; p++ {
+			s[p] = math.Exp(s[p] - m)
+			sum += s[p]
+		}
+		for j := 0; j < d; j++ {
+			var acc float64
+			for p := o.Skip; p < n; p++ {
+				acc += s[p] * float64(v.At(table, p, off+j))
+			}
+			out[h*d+j] = float32(acc / sum)
+		}
+	}
+}
+
+// TestAttendSoftcap: with AttnOpts.Softcap (and a window), AttendWindow
+// and AttendHeadsWindow match the float64 formula, on scores large enough
+// that the cap changes the softmax (the uncapped result is far off), for
+// F16 (the AVX-512 path where it applies) and F32 stores.
+func TestAttendSoftcap(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	for _, c := range []struct {
+		g, kvh, d, n, skip, page int
+		f16                      bool
+	}{
+		{4, 2, 64, 100, 0, 16, true}, {4, 2, 64, 100, 7, 16, true}, {2, 1, 64, 33, 3, 8, false}, {8, 1, 128, 70, 0, 16, true},
+	} {
+		t.Run(fmt.Sprintf("g%d_kvh%d_n%d_skip%d_f16%v", c.g, c.kvh, c.n, c.skip, c.f16), func(t *testing.T) {
+			stride := c.kvh * c.d
+			k, table, _ := pagedStore(r, c.n, c.page, stride, c.f16)
+			v, _ := sameTable(r, k, table, c.n, c.f16)
+			q := randVec(r, c.kvh*c.g*c.d, 2)
+			const scale = 0.5 // scores of ±10 and more
+			o := AttnOpts{Skip: c.skip, Softcap: 3}
+			got := make([]float32, len(q))
+			AttendHeadsWindow(got, q, c.kvh, c.g, k, v, table, c.n, scale, o, make([]float32, AttnHeadsScratch(c.kvh, c.g, c.n, c.d)))
+			gd := c.g * c.d
+			for h := 0; h < c.kvh; h++ {
+				want := make([]float32, gd)
+				softcapRef(want, q[h*gd:(h+1)*gd], c.g, k, v, table, c.n, h*c.d, scale, o)
+				if e := maxRelErr(got[h*gd:(h+1)*gd], want, 1e-3); e > 1e-4 {
+					t.Fatalf("AttendHeadsWindow head %d: max rel err %g", h, e)
+				}
+				col := make([]float32, gd)
+				AttendWindow(col, q[h*gd:(h+1)*gd], c.g, k, v, table, c.n, h*c.d, scale, o, make([]float32, AttnScratch(c.g, c.n, c.d)))
+				if e := maxRelErr(col, want, 1e-3); e > 1e-4 {
+					t.Fatalf("AttendWindow head %d: max rel err %g", h, e)
+				}
+				uncapped := make([]float32, gd)
+				softcapRef(uncapped, q[h*gd:(h+1)*gd], c.g, k, v, table, c.n, h*c.d, scale, AttnOpts{Skip: c.skip})
+				if e := maxRelErr(uncapped, want, 1e-3); e < 0.01 {
+					t.Fatalf("head %d: the cap changes nothing here (rel %g)", h, e)
 				}
 			}
 		})

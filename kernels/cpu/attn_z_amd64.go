@@ -233,7 +233,7 @@ func attnGroupQ(qt, q []float32, g, G, d int) {
 // attendGroupsZ is attendGroups for attnZOk calls: the same scores,
 // softmax and output, computed P positions a vector by the kernels of
 // group size G ≥ g.
-func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, skip, off int, scale float32, scratch []float32) {
+func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n int, o AttnOpts, off int, scale float32, scratch []float32) {
 	G := attnZGroup(g)
 	kz := attnZKernels[G]
 	p := attnZPositions(G)
@@ -306,8 +306,7 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n, 
 	for h := range kvh {
 		sh, hs := scores[h*np*G:h*np*G+n*G], h*G
 		m, sm := maxes[hs:hs+G], sums[hs:hs+G]
-		attnMask(sh[:skip*G])
-		attnScaleMax(sh, G, scale, m)
+		attnScaleMax(sh, G, o.prepare(sh, G, scale), m)
 		clear(sm)
 		if full := n / p; full > 0 {
 			attnExpZ(G, &sh[0], full, &m[0], &sm[0])

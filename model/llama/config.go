@@ -2,9 +2,11 @@
 // decoder-only transformers as GGUF files describe them: architectures
 // "llama" (Llama 2/3, TinyLlama, Mistral, SmolLM), "qwen2" (biases on Q, K
 // and V), "qwen3" (RMSNorm on each Q and K head), "qwen3moe" (qwen3 with a
-// mixture-of-experts feed-forward, Config.Experts) and "gemma3" (Gemma 3's
-// text decoder: qwen3's head norms plus Gemma's block, Config.Gemma, and
-// sliding-window attention on most layers, Config.SWA).
+// mixture-of-experts feed-forward, Config.Experts), "gemma2" (Gemma's
+// block, Config.Gemma, sliding-window attention on every other layer,
+// Config.SWA, and soft-capped attention and output logits) and "gemma3"
+// (Gemma 3's text decoder: qwen3's head norms plus Gemma's block and
+// sliding-window attention on most layers).
 //
 // One forward pass serves prefill and decode: a Batch is a set of tokens,
 // each with its sequence and position, and attention reads keys and values
@@ -27,7 +29,7 @@ var ErrUnsupported = errors.New("llama: unsupported model")
 
 // Config is the shape of a model, read from GGUF metadata.
 type Config struct {
-	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3"
+	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3"
 	Dim     int    // embedding width
 	Layers  int    // transformer blocks
 	Heads   int    // query heads
@@ -48,7 +50,7 @@ type Config struct {
 	QKNorm  bool    // attn_q_norm / attn_k_norm per head (qwen3, gemma3)
 	TiedOut bool    // no output.weight: the output projection is token_embd
 
-	// Gemma: Gemma 3's block. The token embedding is scaled by √Dim; the
+	// Gemma: Gemma 2's and 3's block. The token embedding is scaled by √Dim; the
 	// attention and feed-forward outputs are RMS-normed again
 	// (post_attention_norm, post_ffw_norm) before their residual adds; the
 	// feed-forward gate is GELU (tanh form) instead of SiLU.
@@ -57,10 +59,14 @@ type Config struct {
 	// the SWA positions up to and including its own. 0: every layer is
 	// global. With SWA, layer l is global when l%SWAPattern ==
 	// SWAPattern-1 (Local; SWAPattern 0: every layer is local), and local
-	// layers rotate with RopeBaseSWA and no rope scaling (llama.cpp's
-	// convention for Gemma 3).
-	SWA, SWAPattern int
-	RopeBaseSWA     float32
+	// layers rotate with RopeBaseSWA and scale RopeScaleSWA (llama.cpp's
+	// conventions: Gemma 3's 10000 and 1, Gemma 2's the global ones).
+	SWA, SWAPattern           int
+	RopeBaseSWA, RopeScaleSWA float32
+	// AttnSoftcap > 0 caps each scaled attention score s as
+	// AttnSoftcap·tanh(s/AttnSoftcap) (Gemma 2); FinalSoftcap > 0 caps the
+	// logits the same way.
+	AttnSoftcap, FinalSoftcap float32
 	// AttnScale multiplies the query·key scores: 1/√HeadDim, except Gemma
 	// 3's 27B shape (62 layers), 1/√(Dim/Heads).
 	AttnScale float32
@@ -95,6 +101,7 @@ var archs = map[string]archTraits{
 	"qwen2":    {neox: true, qkvBias: true},
 	"qwen3":    {neox: true, qkNorm: true},
 	"qwen3moe": {neox: true, qkNorm: true, moe: true},
+	"gemma2":   {neox: true, gemma: true},
 	"gemma3":   {neox: true, qkNorm: true, gemma: true},
 }
 
@@ -111,7 +118,7 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe or gemma3)", ErrUnsupported, arch)
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2 or gemma3)", ErrUnsupported, arch)
 	}
 	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma}
 	get := func(key string, dst *int, required bool) error {
@@ -239,17 +246,40 @@ func (c *Config) readExperts(f *gguf.File) error {
 	return nil
 }
 
-// readGemma reads Gemma 3's sliding window and attention scale.
+// readGemma reads Gemma 2's and Gemma 3's sliding window, soft-capping
+// and attention scale, with llama.cpp's defaults: Gemma 2 windows every
+// other layer (4096), caps attention logits at 50 and final logits at 30,
+// and rotates local layers as global ones; Gemma 3 windows five layers of
+// six when the file gives a window, caps nothing unless the file says so,
+// and rotates local layers with base 10000 and no scaling.
 func (c *Config) readGemma(f *gguf.File) error {
 	key := func(k string) string { return c.Arch + "." + k }
-	if v, ok := f.Float(key("final_logit_softcapping")); ok && v != 0 {
-		return fmt.Errorf("%w: final_logit_softcapping %g", ErrUnsupported, v)
-	}
+	gemma2 := c.Arch == "gemma2"
 	if c.RopeFreqs {
 		return fmt.Errorf("%w: rope_freqs tensor in a %s model", ErrUnsupported, c.Arch)
 	}
-	if c.Layers == 62 {
+	if gemma2 {
+		c.AttnSoftcap, c.FinalSoftcap = 50, 30
+	}
+	for _, cap := range []struct {
+		key string
+		dst *float32
+	}{{"attn_logit_softcapping", &c.AttnSoftcap}, {"final_logit_softcapping", &c.FinalSoftcap}} {
+		if v, ok := f.Float(key(cap.key)); ok {
+			if !(v >= 0) || math.IsInf(v, 0) {
+				return fmt.Errorf("llama: %s = %g out of range", key(cap.key), v)
+			}
+			*cap.dst = float32(v)
+		}
+	}
+	if !gemma2 {
+		c.AttnSoftcap = 0 // llama.cpp caps Gemma 3's attention never
+	}
+	if gemma2 && c.Layers == 46 || !gemma2 && c.Layers == 62 { // the 27B shapes
 		c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
+	}
+	if gemma2 {
+		c.SWA = 4096
 	}
 	if v, ok := f.Value(key("attention.sliding_window")); ok {
 		w, ok := v.AsUint()
@@ -261,7 +291,10 @@ func (c *Config) readGemma(f *gguf.File) error {
 	if c.SWA == 0 {
 		return nil
 	}
-	c.SWAPattern = 6
+	c.SWAPattern, c.RopeBaseSWA, c.RopeScaleSWA = 6, 10000, 1
+	if gemma2 {
+		c.SWAPattern, c.RopeBaseSWA, c.RopeScaleSWA = 2, c.RopeBase, c.RopeFreqScale
+	}
 	if v, ok := f.Value(key("attention.sliding_window_pattern")); ok {
 		p, ok := v.AsUint()
 		if !ok {
@@ -272,7 +305,6 @@ func (c *Config) readGemma(f *gguf.File) error {
 		}
 		c.SWAPattern = int(p)
 	}
-	c.RopeBaseSWA = 10000
 	if v, ok := f.Float(key("rope.freq_base_swa")); ok {
 		if !(v > 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("llama: %s = %g out of range", key("rope.freq_base_swa"), v)

@@ -59,7 +59,7 @@ func (m *Model) Forward(kv *KV, b *Batch, logits []float32) error {
 	for i, pos := range b.Pos {
 		m.ropeCache(f.cs[i*R:(i+1)*R], pos)
 		if c.SWA > 0 {
-			cpu.RopeCache(f.csLocal[i*R:(i+1)*R], pos, R, c.RopeBaseSWA, 1, nil)
+			cpu.RopeCache(f.csLocal[i*R:(i+1)*R], pos, R, c.RopeBaseSWA, c.RopeScaleSWA, nil)
 		}
 	}
 	for l := range m.layers {
@@ -71,6 +71,12 @@ func (m *Model) Forward(kv *KV, b *Batch, logits []float32) error {
 			cpu.RMSNorm(f.xo[j*D:(j+1)*D], f.x[int(idx)*D:(int(idx)+1)*D], m.outNorm, c.NormEps)
 		}
 		m.matMul(logits[:nOut*c.Vocab], m.out, f.xo[:nOut*D], nOut)
+		if c.FinalSoftcap > 0 { // Gemma 2: cap·tanh(logit/cap)
+			cap := float64(c.FinalSoftcap)
+			for j, l := range logits[:nOut*c.Vocab] {
+				logits[j] = float32(cap * math.Tanh(float64(l)/cap))
+			}
+		}
 	}
 	f.kv, f.b = nil, nil
 	return nil
@@ -226,26 +232,31 @@ func (f *forward) planAttn() {
 	}
 }
 
-// window returns the sliding window of token i in the layer in progress
-// as attention reads it (Config.SWA): the page table from the page holding
-// the window's first position, the positions through that table (up to
-// and including token i's) and how many of them lie before the window.
-// ok is false when the token sees every position from 0.
-func (f *forward) window(i int) (table []int32, n, skip int, ok bool) {
+// window returns how token i attends in the layer in progress when that
+// takes cpu.AttendWindow: through the sliding window (Config.SWA), as the
+// page table from the page holding the window's first position, the
+// positions through that table (up to and including token i's) and how
+// many of them lie before the window; and with Config.AttnSoftcap. ok is
+// false when the token sees every position from 0 without a cap.
+func (f *forward) window(i int) (table []int32, n int, o cpu.AttnOpts, ok bool) {
 	c, b := &f.m.cfg, f.b
 	pos := int(b.Pos[i])
-	lo := pos + 1 - c.SWA
-	if !c.Local(f.layer) || lo <= 0 {
-		return nil, 0, 0, false
+	lo := 0
+	if c.Local(f.layer) {
+		lo = max(0, pos+1-c.SWA)
+	}
+	if lo == 0 && c.AttnSoftcap == 0 {
+		return nil, 0, o, false
 	}
 	ps := f.kv.pageSize
 	first := lo / ps
-	return b.Seqs[b.Seq[i]][first:], pos + 1 - first*ps, lo - first*ps, true
+	o = cpu.AttnOpts{Skip: lo - first*ps, Softcap: c.AttnSoftcap}
+	return b.Seqs[b.Seq[i]][first:], pos + 1 - first*ps, o, true
 }
 
-// windowed reports whether the sliding window of the layer in progress
-// hides positions from token i (then also from the tokens after it in a
-// tile: their windows start later).
+// windowed reports whether token i attends through cpu.AttendWindow in the
+// layer in progress (then so do the tokens after it in a tile: their
+// windows start later).
 func (f *forward) windowed(i int) bool {
 	_, _, _, ok := f.window(i)
 	return ok
@@ -255,10 +266,10 @@ func (f *forward) windowed(i int) bool {
 func (f *forward) attendToken(i int, scratch []float32) {
 	m, b := f.m, f.b
 	c := &m.cfg
-	if table, n, skip, ok := f.window(i); ok {
+	if table, n, o, ok := f.window(i); ok {
 		QD, l := c.QDim(), f.layer
 		cpu.AttendHeadsWindow(f.att[i*QD:(i+1)*QD], f.q[i*QD:(i+1)*QD], c.KVHeads, c.Heads/c.KVHeads,
-			f.kv.k[l], f.kv.v[l], table, n, skip, f.scale, scratch)
+			f.kv.k[l], f.kv.v[l], table, n, f.scale, o, scratch)
 		return
 	}
 	if m.ggml != nil || b.Pos[i] < f16AttnPositions { // not cpu.Attend: head by head
@@ -289,9 +300,9 @@ func (f *forward) attendHead(i, h int, scratch []float32) {
 	HD, QD := c.HeadDim, c.QDim()
 	g := c.Heads / c.KVHeads
 	off := i*QD + h*g*HD
-	if table, n, skip, ok := f.window(i); ok {
+	if table, n, o, ok := f.window(i); ok {
 		cpu.AttendWindow(f.att[off:off+g*HD], f.q[off:off+g*HD], g, kv.k[l], kv.v[l],
-			table, n, skip, h*HD, f.scale, scratch)
+			table, n, h*HD, f.scale, o, scratch)
 		return
 	}
 	attend := f.attendFunc(i) // by position; by batch size in GGML mode (ggml_arith.go)

@@ -33,12 +33,15 @@ func runChunks(t *testing.T, m *Model, kv *KV, table []int32, tokens []int32, ch
 // architecture and KV type. The gemma3 cases run 100 tokens (prefill
 // tiles start at f16AttnPositions) with windows of 24 (every local tile
 // past 64 is cut: token by token; the global layer tiles) and 90 (local
-// tiles before the window binds, cut ones after).
+// tiles before the window binds, cut ones after); gemma2's soft-capped
+// attention runs every token through cpu.AttendWindow.
 func TestBatchInvariance(t *testing.T) {
 	gemma := func(window int) *synth.Options {
 		return &synth.Options{Arch: "gemma3", Type: ggml.TypeQ8_0, Seed: 7,
 			Dims: synth.Dims{Dim: 128, Layers: 6, Heads: 4, KVHeads: 2, FFN: 384, Vocab: 512, CtxLen: 2048, SlidingWindow: window}}
 	}
+	gemma2 := &synth.Options{Arch: "gemma2", Type: ggml.TypeQ8_0, Seed: 7,
+		Dims: synth.Dims{Dim: 128, Layers: 2, Heads: 4, KVHeads: 2, FFN: 384, Vocab: 512, CtxLen: 2048, SlidingWindow: 24, AttnSoftcap: 2, FinalSoftcap: 3}}
 	cases := []struct {
 		arch string
 		typ  ggml.Type
@@ -53,6 +56,7 @@ func TestBatchInvariance(t *testing.T) {
 		{"qwen3moe", ggml.TypeQ8_0, KVF16, nil, 0},
 		{"gemma3_w24", ggml.TypeQ8_0, KVF16, gemma(24), 100},
 		{"gemma3_w90", ggml.TypeQ8_0, KVF16, gemma(90), 100},
+		{"gemma2_w24_capped", ggml.TypeQ8_0, KVF16, gemma2, 100},
 	}
 	for _, c := range cases {
 		t.Run(c.arch+"_"+c.typ.String()+"_"+c.kv.String(), func(t *testing.T) {

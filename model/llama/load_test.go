@@ -220,8 +220,9 @@ func TestLoadSplitModel(t *testing.T) {
 // dim/heads, the sliding window and its pattern, the local layers' rope
 // base, Gemma's eps) is read as llama.cpp reads it: five local layers of
 // six, the query scale of the head width (of dim/heads for the 62-layer
-// 27B shape). Final logit soft-capping, a per-layer window pattern and the
-// GGML arithmetic mode are refused by name.
+// 27B shape), final soft-capping when the file states it, attention
+// soft-capping never. A per-layer window pattern and the GGML arithmetic
+// mode are refused by name.
 func TestGemma3Config(t *testing.T) {
 	o := synth.Options{Arch: "gemma3", Dims: synth.Dims{Dim: 64, Layers: 6, Heads: 2, KVHeads: 1, HeadDim: 64, FFN: 192, Vocab: 300, CtxLen: 512, SlidingWindow: 96}, Seed: 1}
 	f := synthBuild(t, o)
@@ -231,7 +232,7 @@ func TestGemma3Config(t *testing.T) {
 	}
 	want := Config{Arch: "gemma3", Dim: 64, Layers: 6, Heads: 2, KVHeads: 1, HeadDim: 64, FFN: 192, Vocab: 300, CtxLen: 512,
 		RopeBase: 1e6, RopeDims: 64, RopeFreqScale: 1, RopeNeoX: true, NormEps: 1e-6, QKNorm: true, Gemma: true,
-		SWA: 96, SWAPattern: 6, RopeBaseSWA: 10000, AttnScale: 0.125}
+		SWA: 96, SWAPattern: 6, RopeBaseSWA: 10000, RopeScaleSWA: 1, AttnScale: 0.125}
 	if c != want {
 		t.Fatalf("config\n got %+v\nwant %+v", c, want)
 	}
@@ -244,12 +245,16 @@ func TestGemma3Config(t *testing.T) {
 	if c, err := ConfigFromGGUF(synthBuild(t, o)); err != nil || c.AttnScale != float32(1/math.Sqrt(32)) {
 		t.Fatalf("62 layers: scale %g, err %v; want 1/√(dim/heads)", c.AttnScale, err)
 	}
+	capped := rewrite(t, f, map[string]gguf.Value{"gemma3.final_logit_softcapping": gguf.Float32Value(30),
+		"gemma3.attn_logit_softcapping": gguf.Float32Value(50)}, nil)
+	if c, err := ConfigFromGGUF(capped); err != nil || c.FinalSoftcap != 30 || c.AttnSoftcap != 0 {
+		t.Fatalf("soft-capping keys: final %g, attention %g, err %v", c.FinalSoftcap, c.AttnSoftcap, err)
+	}
 	for _, bad := range []struct {
 		key  string
 		v    gguf.Value
 		want string
 	}{
-		{"gemma3.final_logit_softcapping", gguf.Float32Value(30), "final_logit_softcapping"},
 		{"gemma3.attention.sliding_window_pattern", gguf.Int32sValue([]int32{1, 1, 0}), "sliding_window_pattern"},
 	} {
 		_, err := ConfigFromGGUF(rewrite(t, f, map[string]gguf.Value{bad.key: bad.v}, nil))
@@ -259,6 +264,37 @@ func TestGemma3Config(t *testing.T) {
 	}
 	if _, err := Load(f, Options{Threads: 1, GGMLArithmetic: true}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("GGML arithmetic mode: %v", err)
+	}
+}
+
+// TestGemma2Config: a gemma2 file's window and soft-caps are read (synth
+// writes Gemma 2's 4096, 50 and 30 unless told otherwise), with llama.cpp's
+// Gemma 2 conventions for what files do not state: every other layer
+// local, local layers rotated as global ones; the 46-layer 27B shape
+// scales queries by 1/√(dim/heads).
+func TestGemma2Config(t *testing.T) {
+	o := synth.Options{Arch: "gemma2", Dims: synth.Dims{Dim: 64, Layers: 4, Heads: 2, KVHeads: 1, HeadDim: 64, FFN: 192, Vocab: 300, CtxLen: 512}, Seed: 1}
+	f := synthBuild(t, o)
+	c, err := ConfigFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Gemma || c.QKNorm || !c.TiedOut || c.SWA != 4096 || c.SWAPattern != 2 || c.RopeBaseSWA != c.RopeBase ||
+		c.RopeScaleSWA != c.RopeFreqScale || c.AttnSoftcap != 50 || c.FinalSoftcap != 30 || c.AttnScale != 0.125 {
+		t.Fatalf("config %+v", c)
+	}
+	for l := 0; l < 4; l++ {
+		if c.Local(l) != (l%2 == 0) {
+			t.Errorf("layer %d local %v", l, c.Local(l))
+		}
+	}
+	o.Dims.SlidingWindow, o.Dims.AttnSoftcap, o.Dims.FinalSoftcap = 80, 2, 3
+	if c, err := ConfigFromGGUF(synthBuild(t, o)); err != nil || c.SWA != 80 || c.AttnSoftcap != 2 || c.FinalSoftcap != 3 {
+		t.Fatalf("stated values: %+v, %v", c, err)
+	}
+	o.Dims.Layers, o.Dims.HeadDim = 46, 64
+	if c, err := ConfigFromGGUF(synthBuild(t, o)); err != nil || c.AttnScale != float32(1/math.Sqrt(32)) {
+		t.Fatalf("46 layers: scale %g, err %v; want 1/√(dim/heads)", c.AttnScale, err)
 	}
 }
 

@@ -25,8 +25,12 @@ type Dims struct {
 	// 0: Dim/Heads.
 	HeadDim int
 	// SlidingWindow is gemma3's attention.sliding_window (every sixth
-	// layer global); 0: 512. Other architectures have none.
+	// layer global; 0: 512) or gemma2's (every other layer; 0: 4096).
+	// Other architectures have none.
 	SlidingWindow int
+	// AttnSoftcap, FinalSoftcap: gemma2's soft-capping of attention and
+	// output logits; 0: Gemma 2's 50 and 30.
+	AttnSoftcap, FinalSoftcap float32
 	// Experts, ExpertsUsed, ExpertFFN: the mixture of experts of qwen3moe
 	// (each of ExpertFFN width, ExpertsUsed a token; 0: 2 of 8, FFN wide)
 	// or of a llama model (Mixtral's kind: FFN wide; 0: none).
@@ -59,7 +63,7 @@ func PresetNames() []string {
 
 // Options selects what Build writes.
 type Options struct {
-	Arch   string    // "llama", "qwen2", "qwen3", "gemma3" or "qwen3moe"
+	Arch   string    // "llama", "qwen2", "qwen3", "gemma2", "gemma3" or "qwen3moe"
 	Preset string    // a key of Presets, or "" when Dims is set
 	Dims   Dims      // used when Preset is ""
 	Type   ggml.Type // weight type of the 2-D matrices (norms stay F32); the zero value is F32
@@ -150,9 +154,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		o.Arch = "llama"
 	}
 	switch o.Arch {
-	case "llama", "qwen2", "qwen3", "gemma3", "qwen3moe":
+	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe":
 	default:
-		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma3, qwen3moe)", ErrOptions, o.Arch)
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe)", ErrOptions, o.Arch)
 	}
 	if !cpu.CanQuantize(o.Type) {
 		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
@@ -191,8 +195,8 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	w.SetUint32(a+".attention.value_length", uint32(headDim))
 	w.SetFloat32(a+".rope.freq_base", d.RopeBase)
 	eps := float32(1e-5)
-	if a == "gemma3" {
-		eps = 1e-6 // Gemma 3's
+	if a == "gemma2" || a == "gemma3" {
+		eps = 1e-6 // Gemma's
 	}
 	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", eps)
 	w.SetUint32(a+".rope.dimension_count", uint32(headDim))
@@ -203,6 +207,23 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		if a == "qwen3moe" {
 			w.SetUint32(a+".expert_feed_forward_length", uint32(d.ExpertFFN))
 		}
+	}
+	if a == "gemma2" {
+		// Gemma 2's window on every other layer and its soft-capping
+		// (the pattern is llama.cpp's default, not a key).
+		win, ac, fc := d.SlidingWindow, d.AttnSoftcap, d.FinalSoftcap
+		if win == 0 {
+			win = 4096
+		}
+		if ac == 0 {
+			ac = 50
+		}
+		if fc == 0 {
+			fc = 30
+		}
+		w.SetUint32(a+".attention.sliding_window", uint32(win))
+		w.SetFloat32(a+".attn_logit_softcapping", ac)
+		w.SetFloat32(a+".final_logit_softcapping", fc)
 	}
 	if a == "gemma3" {
 		// Gemma 3's sliding window on five layers of six, and the local
@@ -341,10 +362,13 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 		// Logit spread about 4 nats: usable, non-uniform next-token distributions.
 		mat("output.weight", d.Dim, d.Vocab, 4*inv(d.Dim)),
 	}
-	if arch == "gemma3" {
+	if arch == "gemma2" || arch == "gemma3" {
 		// Gemma scales the embedding by √Dim on the way in: values of
 		// about 1, as the blocks' normed outputs.
 		specs[0].std = inv(d.Dim)
+	}
+	if arch == "gemma2" {
+		specs = specs[:2] // Gemma 2 always ties the output to the embedding
 	}
 	// experts: the matrices of d.Experts experts as one 3-D tensor
 	// (cols, rows, experts), as GGUF stores ffn_*_exps.
@@ -391,6 +415,10 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 			specs = append(specs,
 				vec(p+"attn_q_norm.weight", headDim, true, 0),
 				vec(p+"attn_k_norm.weight", headDim, true, 0),
+				vec(p+"post_attention_norm.weight", d.Dim, true, 0),
+				vec(p+"post_ffw_norm.weight", d.Dim, true, 0))
+		case "gemma2":
+			specs = append(specs,
 				vec(p+"post_attention_norm.weight", d.Dim, true, 0),
 				vec(p+"post_ffw_norm.weight", d.Dim, true, 0))
 		}

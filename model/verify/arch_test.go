@@ -12,12 +12,14 @@ import (
 // in chunks of several sizes: tokenization, teacher-forced
 // log-probabilities within the float tolerances, argmax, and free-running
 // greedy decoding.
+//   - gemma2: F16 weights, a sliding window of 80 on every other layer,
+//     attention and final logits soft-capped (at 2 and 3, so the caps bind).
 //   - gemma3: F16 weights, heads wider than dim/heads, a sliding window of
 //     96 on five layers of six (most of the long prompt lies past it),
 //     the global layer on another rope base.
 //   - qwen3moe: F32 weights, 8 experts with 2 used per token.
 func TestArchReferences(t *testing.T) {
-	for _, name := range []string{"gemma3/tiny-gemma3-f16", "qwen3moe/tiny-qwen3moe-f32"} {
+	for _, name := range []string{"gemma2/tiny-gemma2-f16", "gemma3/tiny-gemma3-f16", "qwen3moe/tiny-qwen3moe-f32"} {
 		for _, chunks := range [][]int{nil, {1, 5, 16, 3, 33}} {
 			path := filepath.Join("testdata", name)
 			rep, err := Run(path+".gguf", path+".ref.json", Options{Chunks: chunks})
