@@ -160,7 +160,7 @@ func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n in
 	for h := 0; h < kvh; h++ {
 		sh, hs := scores[h*n*g:(h+1)*n*g], h*g
 		attnScaleMax(sh, g, o.prepare(sh, g, scale), maxes[hs:hs+g]) // scores·scale in place, per-head maxima
-		attnExp(sh, g, maxes[hs:hs+g], sums[hs:hs+g]) // e = exp(s − max), sums (attn_exp.go)
+		attnExp(sh, g, maxes[hs:hs+g], sums[hs:hs+g])                // e = exp(s − max), sums (attn_exp.go)
 	}
 	clear(out)
 	// out accumulates position by position, as nb attnAxpy calls would.
