@@ -47,6 +47,8 @@ var Presets = map[string]Dims{
 	"llama3-8b": {Dim: 4096, Layers: 32, Heads: 32, KVHeads: 8, FFN: 14336, Vocab: 128256, CtxLen: 8192, RopeBase: 500000},
 	// qwen3-30b-a3b: the shapes of Qwen3 30B-A3B (with --arch qwen3moe).
 	"qwen3-30b-a3b": {Dim: 2048, Layers: 48, Heads: 32, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, CtxLen: 40960, RopeBase: 1000000, Experts: 128, ExpertsUsed: 8, ExpertFFN: 768},
+	// gemma2-2b: the shapes of Gemma 2 2B (with --arch gemma2).
+	"gemma2-2b": {Dim: 2304, Layers: 26, Heads: 8, KVHeads: 4, HeadDim: 256, FFN: 9216, Vocab: 256000, CtxLen: 8192, RopeBase: 10000, SlidingWindow: 4096},
 	// gemma3-1b: the shapes of Gemma 3 1B (with --arch gemma3).
 	"gemma3-1b": {Dim: 1152, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256, FFN: 6912, Vocab: 262144, CtxLen: 32768, RopeBase: 1000000, SlidingWindow: 512},
 }
