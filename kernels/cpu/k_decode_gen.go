@@ -99,6 +99,21 @@ func q5Step(qsOff, c, k int) {
 	b.I("PREFETCHT0 %d(R14)", 64*(8*c+k))
 }
 
+// minLane writes Z(dst) = lane k (0..3) of the mins' part of Q4_K and
+// Q5_K, m[2k]·B[2k] + m[2k+1]·B[2k+1] per row as dwords: the mins bytewise
+// in Z(m) (m[0..3]) and Z(m+1) (m[4..7]), B's eight words (the bsums
+// summed in pairs) in X0; Z(tmp) and X1 are clobbered.
+func minLane(k, m, tmp, dst int) {
+	b.I("VPSHUFB kzmw<>+%d(SB), Z%d, Z%d", 64*(k%2), m+k/2, dst)
+	if k == 0 {
+		b.I("VPBROADCASTD X0, Z%d", tmp)
+	} else {
+		b.I("VPSHUFD $0x%02x, X0, X1", 0x55*k)
+		b.I("VPBROADCASTD X1, Z%d", tmp)
+	}
+	b.I("VPMADDWD Z%d, Z%d, Z%d", tmp, dst, dst)
+}
+
 // q5Values writes the values of chunk c's sub-blocks 2c (into Z(dst), from
 // the low nibbles in Z(nib)) and 2c+1 (into Z(dst+1), from the high nibbles
 // in Z(nib+1)): nibble | (bit 2c+h of the qh dword in Z(qh)) << 4, with the
@@ -229,15 +244,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-64
 	b.I("VCVTPH2PS %d(SI), Z26", q4Dmin)
 	b.I("VMULPS.BCST (DX), Z26, Z26")
 	for k := 0; k < 4; k++ {
-		src := []string{"Z23", "Z23", "Z24", "Z24"}[k]
-		b.I("VPSHUFB kzmw<>+%d(SB), %s, Z27", 64*(k%2), src)
-		if k == 0 {
-			b.I("VPBROADCASTD X0, Z28")
-		} else {
-			b.I("VPSHUFD $0x%02x, X0, X1", 0x55*k)
-			b.I("VPBROADCASTD X1, Z28")
-		}
-		b.I("VPMADDWD Z28, Z27, Z27")
+		minLane(k, 23, 28, 27)
 		b.I("VCVTDQ2PS Z27, Z27")
 		b.I("VFMADD231PS Z27, Z26, Z%d", 16+k)
 	}
@@ -798,15 +805,7 @@ func q5kFew(T int) {
 		b.I("VMOVDQU (AX), X0") // VEX: X0-X15 only (Z0, Z1 are free here)
 		b.I("VPHADDW 16(AX), X0, X0")
 		for k := 0; k < 4; k++ {
-			src := []string{"Z26", "Z26", "Z27", "Z27"}[k]
-			b.I("VPSHUFB kzmw<>+%d(SB), %s, Z24", 64*(k%2), src)
-			if k == 0 {
-				b.I("VPBROADCASTD X0, Z25")
-			} else {
-				b.I("VPSHUFD $0x%02x, X0, X1", 0x55*k)
-				b.I("VPBROADCASTD X1, Z25")
-			}
-			b.I("VPMADDWD Z25, Z24, Z24")
+			minLane(k, 26, 25, 24)
 			fewFloat(24, 12+t, frame*t+512+64*k)
 		}
 	}
