@@ -50,13 +50,17 @@ func iq4NLGemv(rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []fl
 
 // iq4NLToQ8_0Rows is iq4NLToQ8_0 in AVX2 (blkKernel.conv; the blocked
 // kernels run only on CPUs with AVX2).
-func iq4NLToQ8_0Rows(dst, src []byte, nb int) {
+func iq4NLToQ8_0Rows(dst, src []byte, nb int) { convRows(iq4NLToQ8_0AVX2, 18, dst, src, nb) }
+
+// convRows runs the AVX2 conversion f of nb blocks of bb bytes in src into
+// Q8_0 blocks in dst, checking the bounds it relies on.
+func convRows(f func(dst, src *byte, nb int), bb int, dst, src []byte, nb int) {
 	if nb <= 0 {
 		return
 	}
-	_ = src[18*nb-1]
+	_ = src[bb*nb-1]
 	_ = dst[34*nb-1]
-	iq4NLToQ8_0AVX2(&dst[0], &src[0], nb)
+	f(&dst[0], &src[0], nb)
 }
 
 // The IQ4_NL decode-layout kernels (iq4_nl_decode_vnni_amd64.s, written by

@@ -99,6 +99,29 @@ func q5Step(qsOff, c, k int) {
 	b.I("PREFETCHT0 %d(R14)", 64*(8*c+k))
 }
 
+// scalesMins loads the 12 scale bytes of a Q4_K/Q5_K super-block of the 16
+// rows (three dwords each, into Z(in), Z(in+1), Z(in+2)) and unpacks them
+// bytewise as Q4KBODY's scalar code does: sc[0..3] = s0 & 63 into Z(sc),
+// sc[4..7] = (s2 & 15) | (s0>>6)<<4 into Z(sc+1), m[0..3] = s1 & 63 into
+// Z(in), m[4..7] = (s2>>4) | (s1>>6)<<4 into Z(in+1); Z(tmp) is clobbered,
+// Z(m0f) holds the 0x0f bytes.
+func scalesMins(in, sc, tmp, m0f int) {
+	for i := 0; i < 3; i++ {
+		b.I("VMOVDQU32 %d(SI), Z%d", q4Scale+64*i, in+i)
+	}
+	b.I("VPANDD.BCST kz3f<>(SB), Z%d, Z%d", in, sc)
+	b.I("VPSRLD $2, Z%d, Z%d", in, tmp)
+	b.I("VPANDD.BCST kz30<>(SB), Z%d, Z%d", tmp, tmp)
+	b.I("VPANDD Z%d, Z%d, Z%d", m0f, in+2, sc+1)
+	b.I("VPORD Z%d, Z%d, Z%d", tmp, sc+1, sc+1)
+	b.I("VPANDD.BCST kz3f<>(SB), Z%d, Z%d", in+1, in)
+	b.I("VPSRLD $2, Z%d, Z%d", in+1, tmp)
+	b.I("VPANDD.BCST kz30<>(SB), Z%d, Z%d", tmp, tmp)
+	b.I("VPSRLD $4, Z%d, Z%d", in+2, in+1)
+	b.I("VPANDD Z%d, Z%d, Z%d", m0f, in+1, in+1)
+	b.I("VPORD Z%d, Z%d, Z%d", tmp, in+1, in+1)
+}
+
 // minLane writes Z(dst) = lane k (0..3) of the mins' part of Q4_K and
 // Q5_K, m[2k]·B[2k] + m[2k+1]·B[2k+1] per row as dwords: the mins bytewise
 // in Z(m) (m[0..3]) and Z(m+1) (m[4..7]), B's eight words (the bsums
@@ -218,20 +241,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-64
 	// Scales and mins, as Q4KBODY's scalar code unpacks them, for the 16
 	// rows at once: sc[0..3] = s0 & 63, sc[4..7] = (s2 & 15) | (s0>>6)<<4,
 	// m[0..3] = s1 & 63, m[4..7] = (s2>>4) | (s1>>6)<<4, bytewise.
-	b.I("VMOVDQU32 %d(SI), Z23", q4Scale)
-	b.I("VMOVDQU32 %d(SI), Z24", q4Scale+64)
-	b.I("VMOVDQU32 %d(SI), Z25", q4Scale+128)
-	b.I("VPANDD.BCST kz3f<>(SB), Z23, Z21")
-	b.I("VPSRLD $2, Z23, Z26")
-	b.I("VPANDD.BCST kz30<>(SB), Z26, Z26")
-	b.I("VPANDD Z20, Z25, Z22")
-	b.I("VPORD Z26, Z22, Z22")
-	b.I("VPANDD.BCST kz3f<>(SB), Z24, Z23")
-	b.I("VPSRLD $2, Z24, Z26")
-	b.I("VPANDD.BCST kz30<>(SB), Z26, Z26")
-	b.I("VPSRLD $4, Z25, Z24")
-	b.I("VPANDD Z20, Z24, Z24")
-	b.I("VPORD Z26, Z24, Z24")
+	scalesMins(23, 21, 26, 20)
 	for o := 2048; o < block; o += 64 {
 		b.I("PREFETCHT0 %d(R14)", o)
 	}
@@ -768,20 +778,7 @@ func q5kFew(T int) {
 	fmt.Fprintf(&b, "\nq5t%dsuper:\n", T)
 	// Scales and mins bytewise as in gemv16Q4_KP: sc[0..3] in Z24,
 	// sc[4..7] in Z25, m[0..3] in Z26, m[4..7] in Z27.
-	b.I("VMOVDQU32 %d(SI), Z26", q4Scale)
-	b.I("VMOVDQU32 %d(SI), Z27", q4Scale+64)
-	b.I("VMOVDQU32 %d(SI), Z28", q4Scale+128)
-	b.I("VPANDD.BCST kz3f<>(SB), Z26, Z24")
-	b.I("VPSRLD $2, Z26, Z29")
-	b.I("VPANDD.BCST kz30<>(SB), Z29, Z29")
-	b.I("VPANDD Z31, Z28, Z25")
-	b.I("VPORD Z29, Z25, Z25")
-	b.I("VPANDD.BCST kz3f<>(SB), Z27, Z26")
-	b.I("VPSRLD $2, Z27, Z29")
-	b.I("VPANDD.BCST kz30<>(SB), Z29, Z29")
-	b.I("VPSRLD $4, Z28, Z27")
-	b.I("VPANDD Z31, Z27, Z27")
-	b.I("VPORD Z29, Z27, Z27")
+	scalesMins(26, 24, 29, 31)
 	for j := 0; j < 8; j++ {
 		src := "Z24"
 		if j >= 4 {

@@ -6,25 +6,21 @@ func swigluAVX2(dst, gate, up *float32, n int)
 //go:noescape
 func gegluAVX2(dst, gate, up *float32, n int)
 
-// gegluSIMD is swigluSIMD for GeGLU.
-func gegluSIMD(dst, gate, up []float32) bool {
-	n := len(dst) &^ 7
-	if !hasAVX2 || n == 0 {
-		return false
-	}
-	_, _ = gate[n-1], up[n-1]
-	gegluAVX2(&dst[0], &gate[0], &up[0], n)
-	return true
-}
-
 // swigluSIMD computes the whole groups of 8 of SwiGLU (n = len(dst)&^7
 // values) with the AVX2 kernel and reports whether it did.
-func swigluSIMD(dst, gate, up []float32) bool {
+func swigluSIMD(dst, gate, up []float32) bool { return gluSIMD(swigluAVX2, dst, gate, up) }
+
+// gegluSIMD is swigluSIMD for GeGLU.
+func gegluSIMD(dst, gate, up []float32) bool { return gluSIMD(gegluAVX2, dst, gate, up) }
+
+// gluSIMD runs the AVX2 gated-activation kernel f over the whole groups of
+// 8 of dst.
+func gluSIMD(f func(dst, gate, up *float32, n int), dst, gate, up []float32) bool {
 	n := len(dst) &^ 7
 	if !hasAVX2 || n == 0 {
 		return false
 	}
 	_, _ = gate[n-1], up[n-1]
-	swigluAVX2(&dst[0], &gate[0], &up[0], n)
+	f(&dst[0], &gate[0], &up[0], n)
 	return true
 }

@@ -8,14 +8,7 @@ func gemv8Q5_0AVX2(rows *byte, ngroups int, qs *int8, d *float32, nb, pf int, ou
 
 // q5_0ToQ8_0Rows is q5_0ToQ8_0 in AVX2 (blkKernel.conv; the blocked
 // kernels run only on CPUs with AVX2).
-func q5_0ToQ8_0Rows(dst, src []byte, nb int) {
-	if nb <= 0 {
-		return
-	}
-	_ = src[22*nb-1]
-	_ = dst[34*nb-1]
-	q5_0ToQ8_0AVX2(&dst[0], &src[0], nb)
-}
+func q5_0ToQ8_0Rows(dst, src []byte, nb int) { convRows(q5_0ToQ8_0AVX2, 22, dst, src, nb) }
 
 // q5_0Gemv8 is the blocked kernels' gemv for Q5_0 (blkKernel.gemv): out[r]
 // for the leading rows of rows (len(out) rows of rb bytes) that fill whole
