@@ -57,6 +57,10 @@ type Request struct {
 	// Constrained requests never speculate.
 	NoSpeculation bool
 
+	// Embed, when set, makes this an embedding request (EmbedOptions): the
+	// prompt is pooled into one vector and nothing is generated.
+	Embed *EmbedOptions
+
 	Priority          int32 // higher is admitted and kept first
 	CacheSalt         string
 	BypassPrefixCache bool // do not reuse cached pages (they are still stored)
@@ -130,6 +134,9 @@ type Event struct {
 	Prompt *PromptInfo // EventPrompt
 	Usage  *Usage      // EventDone, EventError
 	Err    *Error      // EventError
+	// Embedding is an embedding request's pooled vector (EventDone only;
+	// not normalized).
+	Embedding []float32
 }
 
 // Terminal reports whether e ends the stream.
@@ -236,6 +243,11 @@ type Limits struct {
 	// Device names where the model runs: "cpu", or the CUDA device
 	// ("cuda:0 NVIDIA H200 (sm_90, ...)") for a model on one.
 	Device string
+	// EmbeddingDim is the length of an embedding (the model's hidden
+	// width); 0 when the model serves none (it is no HiddenModel).
+	// Pooling is the pooling of requests that leave it to the engine.
+	EmbeddingDim int
+	Pooling      Pooling
 }
 
 // LoadFigures is a live snapshot for GetLoad and metrics.

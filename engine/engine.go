@@ -61,6 +61,10 @@ type Config struct {
 	// Speculation enables speculative decoding (spec.go).
 	Speculation Speculation
 
+	// Pooling is the pooling of embedding requests that leave it to the
+	// engine; PoolingDefault: the model file's, else PoolingLast.
+	Pooling Pooling
+
 	// CheckIntegrity runs the KV ledger check on every idle step and logs
 	// (debug).
 	CheckIntegrity bool
@@ -239,6 +243,9 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		MaxBatchedTokens: sc.MaxBatchedTokens, MaxRunning: sc.MaxRunning,
 		MaxWaiting: cfg.MaxWaiting, MaxLogprobs: cfg.MaxLogprobs, Device: "cpu",
 		MaxPromptLogprobEntries: cfg.MaxPromptLogprobEntries, MaxTokenCandidates: cfg.MaxTokenCandidates,
+	}
+	if _, ok := m.(HiddenModel); ok && info.Dim > 0 {
+		e.limits.EmbeddingDim, e.limits.Pooling = info.Dim, resolvePooling(cfg.Pooling, info.Pooling)
 	}
 	if d, ok := m.(interface{ Device() string }); ok {
 		e.limits.Device = d.Device()

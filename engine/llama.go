@@ -21,7 +21,7 @@ func FromLlama(m *llama.Model, kvType llama.KVType) Model {
 
 func (l *llamaModel) Info() ModelInfo {
 	c := l.m.Config()
-	return ModelInfo{Vocab: c.Vocab, ContextLen: c.CtxLen}
+	return ModelInfo{Vocab: c.Vocab, ContextLen: c.CtxLen, Dim: c.Dim, Pooling: poolings[c.Pooling]}
 }
 
 func (l *llamaModel) KVBytesPerPage(pageSize int) int64 { return l.m.KVBytesPerPage(pageSize, l.typ) }
@@ -38,3 +38,16 @@ func (l *llamaModel) Forward(kv KV, b *Batch, logits []float32) error {
 	l.batch = llama.Batch{Tokens: b.Tokens, Pos: b.Pos, Seq: b.Seq, Seqs: b.Seqs, Logits: b.Logits}
 	return l.m.Forward(lkv, &l.batch, logits)
 }
+
+func (l *llamaModel) ForwardHidden(kv KV, b *Batch, logits, hidden []float32) error {
+	lkv, ok := kv.(*llama.KV)
+	if !ok {
+		return fmt.Errorf("engine: KV of type %T is not a llama KV", kv)
+	}
+	l.batch = llama.Batch{Tokens: b.Tokens, Pos: b.Pos, Seq: b.Seq, Seqs: b.Seqs, Logits: b.Logits, Hidden: b.Hidden}
+	return l.m.ForwardHidden(lkv, &l.batch, logits, hidden)
+}
+
+// poolings maps a GGUF pooling type to the engine's (none and rank name
+// no single vector: the engine's default applies).
+var poolings = map[llama.Pooling]Pooling{llama.PoolMean: PoolingMean, llama.PoolCLS: PoolingCLS, llama.PoolLast: PoolingLast}

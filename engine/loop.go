@@ -14,6 +14,7 @@ type loopState struct {
 	active map[*request]struct{} // given to the scheduler, not ended
 	batch  Batch
 	logits []float32 // [rows][vocab]
+	hidden []float32 // [hidden rows][EmbeddingDim]
 	masked []float32 // [vocab] scratch for min_tokens masking
 	chosen []int32   // [rows] tokens chosen by a GreedyModel
 	timer  *time.Timer
@@ -104,6 +105,9 @@ func (e *Engine) start(req *request) {
 	opts := scheduler.SeqOptions{
 		Tokens: req.prompt, Priority: req.r.Priority, Open: req.r.OpenInput, Width: req.n,
 		Salt: req.r.CacheSalt, Bypass: req.r.BypassPrefixCache, PromptLogits: req.r.PromptLogprobs != nil, Data: o,
+	}
+	if req.r.Embed != nil {
+		e.startEmbed(req, &opts)
 	}
 	if req.prefix != nil {
 		// The sequence owns it from here (Finish releases it, or Add on failure).
@@ -311,7 +315,11 @@ func (e *Engine) endRequest(req *request, err *Error) {
 	e.finQ = append(e.finQ, finishedID{id: req.id, at: now})
 	e.mu.Unlock()
 	if err == nil {
-		e.emit(req, Event{Kind: EventDone, Usage: usage})
+		var vec []float32
+		if req.embed != nil {
+			vec = req.embed.vec
+		}
+		e.emit(req, Event{Kind: EventDone, Usage: usage, Embedding: vec})
 	} else {
 		e.emit(req, Event{Kind: EventError, Err: err, Usage: usage})
 	}

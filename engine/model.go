@@ -17,12 +17,18 @@ type Batch struct {
 	Seq    []int32   // [T] index into Seqs
 	Seqs   [][]int32 // per sequence: page ids covering positions 0..max pos
 	Logits []int32   // indices into Tokens whose logits are wanted, in order
+	Hidden []int32   // indices into Tokens whose final hidden states are wanted (HiddenModel), in order
 }
 
 // ModelInfo are the model's fixed figures.
 type ModelInfo struct {
 	Vocab      int
 	ContextLen int
+	// Dim is the hidden width (the length of a HiddenModel's rows).
+	Dim int
+	// Pooling is the model file's own pooling for embeddings;
+	// PoolingDefault when it names none.
+	Pooling Pooling
 }
 
 // Model is the forward pass the engine runs plans on. It is declared here,

@@ -34,13 +34,18 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 		e.observeDraftTime(plan, draftTime, steady)
 	}
 	b := &e.lp.batch
-	b.Tokens, b.Pos, b.Seq, b.Seqs, b.Logits = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Seqs[:0], b.Logits[:0]
+	b.Tokens, b.Pos, b.Seq, b.Seqs, b.Logits, b.Hidden = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Seqs[:0], b.Logits[:0], b.Hidden[:0]
 	for i := range plan.Items {
 		it := &plan.Items[i]
 		b.Seqs = append(b.Seqs, it.Pages)
 		toks := it.Seq.Tokens()
+		embed := it.Seq.Data.(*output).req.embed != nil // its rows are hidden states, not logits
 		for p := it.Start; p < it.End; p++ {
-			if p >= it.LogitsStart {
+			switch {
+			case p < it.LogitsStart:
+			case embed:
+				b.Hidden = append(b.Hidden, int32(len(b.Tokens)))
+			default:
 				b.Logits = append(b.Logits, int32(len(b.Tokens)))
 			}
 			b.Tokens = append(b.Tokens, toks[p])
@@ -52,8 +57,8 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	// A step whose sampled outputs all take the plain argmax lets a
 	// GreedyModel choose on its side: no logits rows come back.
 	gm, greedy := e.model.(GreedyModel)
-	greedy = greedy && e.plainGreedy(plan)
-	var logits []float32
+	greedy = greedy && len(b.Hidden) == 0 && e.plainGreedy(plan)
+	var logits, hidden []float32
 	var chosen []int32
 	var err error
 	if greedy {
@@ -65,7 +70,14 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 			e.lp.logits = make([]float32, need)
 		}
 		logits = e.lp.logits[:len(b.Logits)*V]
-		err = e.forward(b, logits)
+		if len(b.Hidden) > 0 {
+			D := e.limits.EmbeddingDim
+			if need := len(b.Hidden) * D; cap(e.lp.hidden) < need {
+				e.lp.hidden = make([]float32, need)
+			}
+			hidden = e.lp.hidden[:len(b.Hidden)*D]
+		}
+		err = e.forward(b, logits, hidden)
 	}
 	if err != nil {
 		e.log.Error("engine: forward failed", "err", err, "tokens", len(b.Tokens))
@@ -90,17 +102,26 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	e.cost.observe(decodeWork, prefillWork, drafted, time.Since(t0), draftTime)
 
 	st := StepStats{Sequences: len(plan.Items), Preemptions: len(plan.Preempted)}
-	row := 0
+	row, hrow := 0, 0
 	for i := range plan.Items {
 		it := &plan.Items[i]
 		o := it.Seq.Data.(*output)
 		req := o.req
+		st.PrefillTokens += it.End - it.Start
+		if req.embed != nil {
+			D := e.limits.EmbeddingDim
+			rows := hidden[hrow*D : (hrow+it.Logits())*D]
+			hrow += it.Logits()
+			if _, live := e.lp.active[req]; live && !o.finished {
+				e.embedStep(o, it, rows, t0)
+			}
+			continue
+		}
 		var rows []float32
 		if !greedy {
 			rows = logits[row*V : (row+it.Logits())*V]
 		}
 		row += it.Logits()
-		st.PrefillTokens += it.End - it.Start
 		if _, live := e.lp.active[req]; !live || o.finished {
 			continue
 		}
@@ -145,14 +166,18 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	}
 }
 
-// forward runs the model, turning a panic in it into an error that ends
-// the step's requests instead of the process.
-func (e *Engine) forward(b *Batch, logits []float32) (err error) {
+// forward runs the model (with hidden rows, as the HiddenModel it then
+// is), turning a panic in it into an error that ends the step's requests
+// instead of the process.
+func (e *Engine) forward(b *Batch, logits, hidden []float32) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("engine: model panicked: %v", p)
 		}
 	}()
+	if len(b.Hidden) > 0 {
+		return e.model.(HiddenModel).ForwardHidden(e.kv, b, logits, hidden)
+	}
 	return e.model.Forward(e.kv, b, logits)
 }
 

@@ -36,6 +36,7 @@ type request struct {
 	promptSent bool
 	cached     int
 	promptLP   []sampling.Logprobs
+	embed      *embedState // an embedding request's pooling (embed.go)
 	paused     bool
 	pausedAt   time.Time
 	arrived    time.Time
@@ -146,6 +147,11 @@ func (e *Engine) prepare(r Request) (*request, error) {
 	case r.Constraint != nil && r.Constraint.VocabSize() != e.info.Vocab:
 		return nil, invalid("the constraint was compiled for a vocabulary of %d tokens, the model has %d", r.Constraint.VocabSize(), e.info.Vocab)
 	}
+	if r.Embed != nil {
+		if err := e.checkEmbed(r); err != nil {
+			return nil, err
+		}
+	}
 	params, err := r.Sampling.Resolve(e.cfg.DefaultTemperature)
 	if err != nil {
 		return nil, wrapError(CodeInvalidArgument, err, "")
@@ -200,8 +206,15 @@ func (e *Engine) prepare(r Request) (*request, error) {
 }
 
 // checkLength rejects input that, with the requested output, exceeds the
-// context or the pool.
+// context or the pool (an embedding request has no output).
 func (e *Engine) checkLength(req *request) error {
+	if req.r.Embed != nil {
+		if len(req.prompt) > req.limit {
+			return newError(CodeContextLengthExceeded, "%d input tokens exceed the limit of %d tokens (context %d, KV pool %d tokens)",
+				len(req.prompt), req.limit, e.info.ContextLen, e.limits.TotalPages*e.limits.PageSize)
+		}
+		return nil
+	}
 	want := len(req.prompt) + max(req.r.MaxTokens, 1)
 	if req.r.OpenInput && !req.inputDone {
 		want = len(req.prompt) + req.r.MinTokens

@@ -78,7 +78,25 @@ type Config struct {
 	// run, and their outputs are summed weighted by those probabilities
 	// renormalized to sum 1 (moe.go). 0: a dense FFN.
 	Experts, ExpertsUsed, ExpertFFN int
+
+	// Pooling is how the file says its hidden states become one embedding
+	// (`<arch>.pooling_type`, llama.cpp's numbering: PoolNone, PoolMean,
+	// PoolCLS, PoolLast, PoolRank); PoolUnset when the file does not say.
+	Pooling Pooling
 }
+
+// Pooling is a GGUF pooling_type.
+type Pooling int
+
+// The pooling types, numbered as GGUF files store them.
+const (
+	PoolUnset Pooling = -1
+	PoolNone  Pooling = 0
+	PoolMean  Pooling = 1
+	PoolCLS   Pooling = 2
+	PoolLast  Pooling = 3
+	PoolRank  Pooling = 4
+)
 
 // Local reports whether layer l attends through the sliding window.
 func (c Config) Local(l int) bool {
@@ -202,6 +220,13 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	if err := c.readRopeScaling(f); err != nil {
 		return Config{}, err
+	}
+	c.Pooling = PoolUnset
+	if v, ok := f.Uint(arch + ".pooling_type"); ok {
+		if v > uint64(PoolRank) {
+			return Config{}, fmt.Errorf("llama: metadata %s.pooling_type = %d out of range", arch, v)
+		}
+		c.Pooling = Pooling(v)
 	}
 	_, c.RopeFreqs = f.Tensor("rope_freqs.weight")
 	_, hasOut := f.Tensor("output.weight")

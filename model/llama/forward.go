@@ -20,6 +20,7 @@ type Batch struct {
 	Seq    []int32   // [T] index into Seqs
 	Seqs   [][]int32 // per sequence: its page table (page ids covering positions 0..max pos in this batch)
 	Logits []int32   // indices into Tokens whose logits are wanted, in output order
+	Hidden []int32   // indices into Tokens whose final hidden state is wanted (ForwardHidden), in output order
 }
 
 // Forward runs the batch through the model. Token i's K/V are written at
@@ -32,10 +33,18 @@ type Batch struct {
 // is the same whatever else runs with it (batch-invariant), provided every
 // position it attends to holds the same K/V.
 func (m *Model) Forward(kv *KV, b *Batch, logits []float32) error {
+	return m.ForwardHidden(kv, b, logits, nil)
+}
+
+// ForwardHidden is Forward that also writes [len(b.Hidden)][Dim] final
+// hidden states to hidden: each chosen token's state after the last block
+// and the output norm, the vector the output projection turns into logits
+// (what llama.cpp pools into embeddings).
+func (m *Model) ForwardHidden(kv *KV, b *Batch, logits, hidden []float32) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f := &m.fw
-	maxN, err := m.checkBatch(kv, b, logits)
+	maxN, err := m.checkBatch(kv, b, logits, hidden)
 	if err != nil {
 		return err
 	}
@@ -64,6 +73,9 @@ func (m *Model) Forward(kv *KV, b *Batch, logits []float32) error {
 	}
 	for l := range m.layers {
 		m.layerForward(l)
+	}
+	for j, idx := range b.Hidden {
+		cpu.RMSNorm(hidden[j*D:(j+1)*D], f.x[int(idx)*D:(int(idx)+1)*D], m.outNorm, c.NormEps)
 	}
 	nOut := len(b.Logits)
 	if nOut > 0 {
@@ -310,9 +322,9 @@ func (f *forward) attendHead(i, h int, scratch []float32) {
 		b.Seqs[b.Seq[i]], int(b.Pos[i])+1, h*HD, f.scale, scratch)
 }
 
-// checkBatch validates b against the model, kv and logits and returns the
-// largest attention length (max Pos + 1).
-func (m *Model) checkBatch(kv *KV, b *Batch, logits []float32) (int, error) {
+// checkBatch validates b against the model, kv and the output buffers and
+// returns the largest attention length (max Pos + 1).
+func (m *Model) checkBatch(kv *KV, b *Batch, logits, hidden []float32) (int, error) {
 	c := &m.cfg
 	if kv == nil || b == nil {
 		return 0, fmt.Errorf("%w: nil KV or batch", ErrBadBatch)
@@ -327,9 +339,17 @@ func (m *Model) checkBatch(kv *KV, b *Batch, logits []float32) (int, error) {
 	if len(logits) < len(b.Logits)*c.Vocab {
 		return 0, fmt.Errorf("%w: logits buffer holds %d values, need %d", ErrBadBatch, len(logits), len(b.Logits)*c.Vocab)
 	}
+	if len(hidden) < len(b.Hidden)*c.Dim {
+		return 0, fmt.Errorf("%w: hidden buffer holds %d values, need %d", ErrBadBatch, len(hidden), len(b.Hidden)*c.Dim)
+	}
 	for _, idx := range b.Logits {
 		if idx < 0 || int(idx) >= T {
 			return 0, fmt.Errorf("%w: logits index %d outside %d tokens", ErrBadBatch, idx, T)
+		}
+	}
+	for _, idx := range b.Hidden {
+		if idx < 0 || int(idx) >= T {
+			return 0, fmt.Errorf("%w: hidden index %d outside %d tokens", ErrBadBatch, idx, T)
 		}
 	}
 	maxN := 0

@@ -94,7 +94,7 @@ func (m *Model) dumpForward(kv *KV, b *Batch, logits []float32, dir string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f := &m.fw
-	maxN, err := m.checkBatch(kv, b, logits)
+	maxN, err := m.checkBatch(kv, b, logits, nil)
 	if err != nil {
 		panic(err)
 	}

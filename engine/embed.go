@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"oengine/scheduler"
+)
+
+// Pooling says how an embedding request turns its prompt's final hidden
+// states (HiddenModel) into one vector (docs/api.md, "Embeddings").
+type Pooling int
+
+const (
+	// PoolingDefault: the engine's choice, Limits.Pooling (Config.Pooling,
+	// else the model file's pooling type, else PoolingLast).
+	PoolingDefault Pooling = iota
+	// PoolingMean averages the hidden states of every prompt position.
+	PoolingMean
+	// PoolingCLS takes the first position's hidden state.
+	PoolingCLS
+	// PoolingLast takes the last position's hidden state (what causal
+	// embedding models such as Qwen3-Embedding are trained for).
+	PoolingLast
+)
+
+var poolingNames = [...]string{"default", "mean", "cls", "last"}
+
+func (p Pooling) String() string {
+	if p >= 0 && int(p) < len(poolingNames) {
+		return poolingNames[p]
+	}
+	return "unknown"
+}
+
+// ParsePooling reads "mean", "cls" or "last" ("" and "default" are
+// PoolingDefault).
+func ParsePooling(s string) (Pooling, error) {
+	if s == "" {
+		return PoolingDefault, nil
+	}
+	for i, n := range poolingNames {
+		if s == n {
+			return Pooling(i), nil
+		}
+	}
+	return 0, fmt.Errorf("pooling %q: want mean, cls or last", s)
+}
+
+// EmbedOptions make a Request an embedding request: its prompt is computed
+// and pooled into one vector, and nothing is generated. The stream then
+// holds exactly one event: EventDone with Embedding (Limits.EmbeddingDim
+// values, not normalized) and Usage, or EventError.
+type EmbedOptions struct {
+	Pooling Pooling
+}
+
+// HiddenModel is a Model that can also return final hidden states: each
+// chosen token's state after the last block and the output norm, the
+// vector the output projection would turn into logits. Embedding requests
+// need one.
+type HiddenModel interface {
+	Model
+	// ForwardHidden runs b like Forward and writes [len(b.Hidden)][Dim]
+	// hidden states to hidden (ModelInfo.Dim).
+	ForwardHidden(kv KV, b *Batch, logits, hidden []float32) error
+}
+
+// embedState is an embedding request's pooling in progress.
+type embedState struct {
+	pooling Pooling
+	sum     []float64 // PoolingMean: the sum of the rows seen
+	vec     []float32 // PoolingCLS, PoolingLast: the chosen row
+}
+
+// resolvePooling is the engine's default pooling: cfg's, else the model's,
+// else PoolingLast.
+func resolvePooling(cfg, model Pooling) Pooling {
+	switch {
+	case cfg != PoolingDefault:
+		return cfg
+	case model != PoolingDefault:
+		return model
+	}
+	return PoolingLast
+}
+
+// checkEmbed validates an embedding request before acceptance.
+func (e *Engine) checkEmbed(r Request) error {
+	invalid := func(what string) error {
+		return newError(CodeInvalidArgument, "%s cannot be combined with an embedding request", what)
+	}
+	switch {
+	case e.limits.EmbeddingDim == 0:
+		return newError(CodeUnsupportedFeature, "this model does not return hidden states, so it serves no embeddings (device %s)", e.limits.Device)
+	case r.Embed.Pooling < PoolingDefault || r.Embed.Pooling > PoolingLast:
+		return newError(CodeInvalidArgument, "unknown pooling %d", r.Embed.Pooling)
+	case r.OpenInput:
+		return invalid("streamed input")
+	case r.N > 1:
+		return invalid("n > 1")
+	case r.MaxTokens != 0 || r.MinTokens != 0:
+		return invalid("max_tokens or min_tokens")
+	case r.Constraint != nil:
+		return invalid("a constraint")
+	case r.Logprobs != nil || r.PromptLogprobs != nil:
+		return invalid("logprobs")
+	case r.Prefix != nil || r.OnRetain != nil:
+		return invalid("a session's K/V")
+	case len(r.Stop.TokenIDs) > 0 || len(r.Stop.Strings) > 0:
+		return invalid("stop conditions")
+	}
+	return nil
+}
+
+// startEmbed prepares the pooling of req, whose sequence is being added:
+// mean and cls pooling need rows from position 0 (the prefix cache cannot
+// supply them), last pooling only the last row.
+func (e *Engine) startEmbed(req *request, opts *scheduler.SeqOptions) {
+	p := req.r.Embed.Pooling
+	if p == PoolingDefault {
+		p = e.limits.Pooling
+	}
+	req.embed = &embedState{pooling: p}
+	switch p {
+	case PoolingMean:
+		req.embed.sum = make([]float64, e.limits.EmbeddingDim)
+		opts.PromptLogits = true
+	case PoolingCLS:
+		opts.PromptLogits = true
+	}
+}
+
+// embedStep takes one step's hidden rows of an embedding request's item
+// and ends the request when its last prompt position was computed.
+func (e *Engine) embedStep(o *output, it *scheduler.Item, rows []float32, stepStart time.Time) {
+	req := o.req
+	if !req.started {
+		req.started, req.cached, req.queued = true, it.Seq.Cached(), stepStart.Sub(req.arrived)
+	}
+	req.prefilled.Store(int64(min(it.End, len(req.prompt))))
+	e.embedRows(req, it, rows)
+	if it.Sample {
+		e.finishEmbed(o)
+	}
+}
+
+// embedRows takes the hidden rows of it (positions [LogitsStart, End), D
+// values each). Positions before the sequence's LogitsFrom were taken by an
+// earlier step (a preempted sequence recomputes them), so none is counted
+// twice.
+func (e *Engine) embedRows(req *request, it *scheduler.Item, rows []float32) {
+	D, es := e.limits.EmbeddingDim, req.embed
+	for p := it.LogitsStart; p < it.End; p++ {
+		r := rows[(p-it.LogitsStart)*D : (p-it.LogitsStart+1)*D]
+		switch {
+		case es.pooling == PoolingMean && p >= it.Seq.LogitsFrom:
+			for j, v := range r {
+				es.sum[j] += float64(v)
+			}
+		case es.pooling == PoolingCLS && p == 0,
+			es.pooling == PoolingLast && p == len(req.prompt)-1:
+			es.vec = append(es.vec[:0], r...)
+		}
+	}
+	if es.pooling == PoolingMean && it.End < len(req.prompt) {
+		// A recomputing item (after a preemption) may end before the
+		// rows already taken.
+		it.Seq.LogitsFrom = max(it.Seq.LogitsFrom, it.End)
+	} else {
+		it.Seq.LogitsFrom = scheduler.NoLogits
+	}
+}
+
+// finishEmbed ends req, whose last prompt position was just computed, with
+// its pooled vector.
+func (e *Engine) finishEmbed(o *output) {
+	req, es := o.req, o.req.embed
+	if es.pooling == PoolingMean {
+		es.vec = make([]float32, len(es.sum))
+		for j, s := range es.sum {
+			es.vec[j] = float32(s / float64(len(req.prompt)))
+		}
+	}
+	if len(es.vec) != e.limits.EmbeddingDim {
+		e.endRequest(req, newError(CodeInternal, "embedding: no hidden state for the pooled position"))
+		return
+	}
+	for _, v := range es.vec {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			e.endRequest(req, newError(CodeInternal, "embedding: the model produced a non-finite hidden state"))
+			return
+		}
+	}
+	o.finished = true
+	o.finish = Finish{Reason: FinishStop}
+	e.endRequest(req, nil)
+}
