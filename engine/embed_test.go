@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -347,3 +351,69 @@ func TestEmbedRealModel(t *testing.T) {
 	}
 }
 
+
+// embedRef is a file of engine/testdata/embed (README.md there): llama.cpp's
+// pooled embeddings of the prompts of shared/testdata/models.
+type embedRef struct {
+	Model   string `json:"model"`
+	Pooling string `json:"pooling"`
+	Dim     int    `json:"dim"`
+	Prompts []struct {
+		Prompt    string    `json:"prompt"`
+		Tokens    []int32   `json:"tokens"`
+		Embedding []float64 `json:"embedding"`
+	} `json:"prompts"`
+}
+
+// TestEmbedLlamaCppReference: the engine's pooled vectors of the reference
+// models match llama.cpp's (written by scripts/llamacpp-ref/embdump.cpp):
+// the same tokens, a cosine similarity of at least 0.99999 and every value
+// within 0.5% of the vector's largest magnitude for F16 weights; 0.9995 and
+// 3% for quantized ones, whose activation rounding differs in near-ties
+// (the reference build is llama.cpp's generic one). Another pooling, or
+// states before the output norm, are far outside both.
+func TestEmbedLlamaCppReference(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cos, diff float64
+	}{{"tiny-llama-f16", 0.99999, 0.005}, {"tiny-qwen2-q8_0", 0.9995, 0.03}, {"tiny-qwen3-q4_k_m", 0.9995, 0.03}} {
+		name := tc.name
+		m, tok := loadRef(t, name+".gguf")
+		e := newRealEngine(t, Config{KVPages: 256}, m, tok)
+		for _, pl := range []Pooling{PoolingMean, PoolingCLS, PoolingLast} {
+			raw, err := os.ReadFile(filepath.Join("testdata", "embed", name+"."+pl.String()+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ref embedRef
+			if err := json.Unmarshal(raw, &ref); err != nil {
+				t.Fatal(err)
+			}
+			if ref.Dim != e.Limits().EmbeddingDim || ref.Pooling != pl.String() || len(ref.Prompts) != 7 {
+				t.Fatalf("%s %v: reference of %d values, %q pooling, %d prompts", name, pl, ref.Dim, ref.Pooling, len(ref.Prompts))
+			}
+			worstCos, worstDiff := 1.0, 0.0
+			for i, p := range ref.Prompts {
+				if got := tok.Encode(p.Prompt, fakeOpts); !slices.Equal(got, p.Tokens) {
+					t.Fatalf("%s prompt %d: tokens %v, llama.cpp %v", name, i, got, p.Tokens)
+				}
+				vec, _, eerr, _ := embedResult(t, e, Request{TokenIDs: p.Tokens, Embed: &EmbedOptions{Pooling: pl}})
+				if eerr != nil {
+					t.Fatal(eerr)
+				}
+				var dot, na, nb, peak, diff float64
+				for j, w := range p.Embedding {
+					g := float64(vec[j])
+					dot, na, nb = dot+g*w, na+g*g, nb+w*w
+					peak, diff = max(peak, math.Abs(w)), max(diff, math.Abs(g-w))
+				}
+				cos := dot / math.Sqrt(na*nb)
+				worstCos, worstDiff = min(worstCos, cos), max(worstDiff, diff/peak)
+				if cos < tc.cos || diff > tc.diff*peak {
+					t.Errorf("%s %v prompt %d (%d tokens): cosine %.6f, largest difference %.4g of peak %.4g", name, pl, i, len(p.Tokens), cos, diff, peak)
+				}
+			}
+			t.Logf("%s %v: worst cosine %.7f, worst difference %.2e of the peak", name, pl, worstCos, worstDiff)
+		}
+	}
+}

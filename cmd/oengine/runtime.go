@@ -28,6 +28,7 @@ type engineFlags struct {
 	mmap        *bool
 	device      *string
 	stepLatency *string
+	pooling     *string
 	// consumerTimeout, set by serve, is engine.Config.ConsumerTimeout
 	// (nil or 0: the engine's default).
 	consumerTimeout *time.Duration
@@ -83,6 +84,7 @@ func addEngineFlags(fs *flagSet) *engineFlags {
 		defaultTemp: fs.Float64("default-temperature", 1.0, "temperature for requests that set none (0: greedy)"),
 		mmap:        fs.Bool("mmap", false, mmapUsage),
 		stepLatency: fs.String("max-step-latency", "auto", "bound on a step that carries decode tokens, met by sizing its prefill chunk from measured step costs: a `duration` (e.g. 300ms), auto (4 decode-only steps, up to twice that while prompts outnumber the decoding sequences) or off (the token budget only)"),
+		pooling:     fs.String("pooling", "", "pooling of embedding requests that name none: mean, cls or last (default: the model file's pooling_type, else last)"),
 		device:      fs.String("device", "auto", "compute `device`: auto (CUDA when a device, the driver, NVRTC and cuBLAS are found and the CUDA kernels cover the model's weight types, else the CPU), cpu, cuda or cuda:N"),
 	}
 	fs.limit("page-size", 1, 1<<16)
@@ -104,6 +106,9 @@ func (ef *engineFlags) check(cmd string) error {
 	}
 	if _, err := ef.maxStepLatency(); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	if _, err := engine.ParsePooling(*ef.pooling); err != nil {
+		return fmt.Errorf("%s: --pooling: %w", cmd, err)
 	}
 	if strings.EqualFold(*ef.kvMemory, "auto") {
 		return nil
@@ -187,7 +192,7 @@ func openRuntime(ef *engineFlags, name string, hooks func(model string) engine.H
 			MaxBatchedTokens: *ef.maxBatched, MaxRunning: *ef.maxRunning,
 			DefaultTemperature: *ef.defaultTemp, GreedyDefault: *ef.defaultTemp == 0, Hooks: h, Logger: logger,
 			ConsumerTimeout: consumerTimeout(ef), MaxStepLatency: must(ef.maxStepLatency()),
-			Speculation: ef.spec.config(),
+			Speculation: ef.spec.config(), Pooling: must(engine.ParsePooling(*ef.pooling)),
 		}}
 	if draft != nil {
 		opts.Draft = draft.File

@@ -80,22 +80,22 @@ type Config struct {
 	Experts, ExpertsUsed, ExpertFFN int
 
 	// Pooling is how the file says its hidden states become one embedding
-	// (`<arch>.pooling_type`, llama.cpp's numbering: PoolNone, PoolMean,
-	// PoolCLS, PoolLast, PoolRank); PoolUnset when the file does not say.
+	// (`<arch>.pooling_type`); PoolUnset when it does not say.
 	Pooling Pooling
 }
 
 // Pooling is a GGUF pooling_type.
 type Pooling int
 
-// The pooling types, numbered as GGUF files store them.
+// The pooling types. A file stores llama.cpp's numbers, PoolNone (0) to
+// PoolRank (4): one less than these, whose zero value is PoolUnset.
 const (
-	PoolUnset Pooling = -1
-	PoolNone  Pooling = 0
-	PoolMean  Pooling = 1
-	PoolCLS   Pooling = 2
-	PoolLast  Pooling = 3
-	PoolRank  Pooling = 4
+	PoolUnset Pooling = iota
+	PoolNone
+	PoolMean
+	PoolCLS
+	PoolLast
+	PoolRank
 )
 
 // Local reports whether layer l attends through the sliding window.
@@ -221,12 +221,11 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	if err := c.readRopeScaling(f); err != nil {
 		return Config{}, err
 	}
-	c.Pooling = PoolUnset
 	if v, ok := f.Uint(arch + ".pooling_type"); ok {
-		if v > uint64(PoolRank) {
+		if v >= uint64(PoolRank) {
 			return Config{}, fmt.Errorf("llama: metadata %s.pooling_type = %d out of range", arch, v)
 		}
-		c.Pooling = Pooling(v)
+		c.Pooling = Pooling(v + 1)
 	}
 	_, c.RopeFreqs = f.Tensor("rope_freqs.weight")
 	_, hasOut := f.Tensor("output.weight")

@@ -371,3 +371,22 @@ func TestMoEDecodeLayout(t *testing.T) {
 		sameLogits(t, [][]float32{single[i]}, [][]float32{whole[i*V : (i+1)*V]})
 	}
 }
+
+// TestPoolingConfig: `<arch>.pooling_type` is read as llama.cpp numbers it;
+// absent is PoolUnset, and a number past rank is refused.
+func TestPoolingConfig(t *testing.T) {
+	base := synthFile(t, "qwen3", ggml.TypeF32, 5)
+	if c, err := ConfigFromGGUF(base); err != nil || c.Pooling != PoolUnset {
+		t.Fatalf("no pooling_type: %v, %v", c.Pooling, err)
+	}
+	for v, want := range []Pooling{PoolNone, PoolMean, PoolCLS, PoolLast, PoolRank} {
+		f := rewrite(t, base, map[string]gguf.Value{"qwen3.pooling_type": gguf.Uint32Value(uint32(v))}, nil)
+		if c, err := ConfigFromGGUF(f); err != nil || c.Pooling != want {
+			t.Fatalf("pooling_type %d: %v, %v; want %v", v, c.Pooling, err, want)
+		}
+	}
+	f := rewrite(t, base, map[string]gguf.Value{"qwen3.pooling_type": gguf.Uint32Value(5)}, nil)
+	if _, err := ConfigFromGGUF(f); err == nil {
+		t.Fatal("pooling_type 5 accepted")
+	}
+}

@@ -43,6 +43,17 @@ func (g *gatedModel) Forward(k engine.KV, b *engine.Batch, logits []float32) err
 	return g.Model.Forward(k, b, logits)
 }
 
+// ForwardHidden is Forward for embedding steps (engine.HiddenModel).
+func (g *gatedModel) ForwardHidden(k engine.KV, b *engine.Batch, logits, hidden []float32) error {
+	if g.gated.Load() {
+		<-g.gate
+	}
+	if err := g.fail.Load(); err != nil {
+		return *err
+	}
+	return g.Model.(engine.HiddenModel).ForwardHidden(k, b, logits, hidden)
+}
+
 // hold gates Forward; the returned function releases it.
 func (g *gatedModel) hold() (release func()) {
 	g.gated.Store(true)

@@ -110,6 +110,7 @@ func Enable(s *server.Server, cfg Config) error {
 		{"GET /v1/models/{model...}", a.getModel},
 		{"POST " + RouteCompletions, a.completions},
 		{"POST " + RouteChat, a.chatCompletions},
+		{"POST " + RouteEmbeddings, a.embeddings},
 		{"POST /v1/sessions", a.openSession},
 		{"GET /v1/sessions/{id}", a.getSession},
 		{"PATCH /v1/sessions/{id}", a.renewSession},

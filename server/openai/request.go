@@ -205,10 +205,14 @@ type promptInput struct {
 
 // prompts decodes prompt: a string, a list of strings, a list of token
 // ids, or a list of token-id lists.
-func prompts(raw json.RawMessage) ([]promptInput, *apiError) {
-	bad := invalid("prompt", "prompt must be a string, a list of strings, a list of token ids or a list of token-id lists")
+func prompts(raw json.RawMessage) ([]promptInput, *apiError) { return inputList(raw, "prompt") }
+
+// inputList decodes field (prompt, or the embeddings' input) of any of the
+// forms prompts takes.
+func inputList(raw json.RawMessage, field string) ([]promptInput, *apiError) {
+	bad := invalid(field, "%s must be a string, a list of strings, a list of token ids or a list of token-id lists", field)
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, invalid("prompt", "prompt is required")
+		return nil, invalid(field, "%s is required", field)
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -231,7 +235,7 @@ func prompts(raw json.RawMessage) ([]promptInput, *apiError) {
 		out := make([]promptInput, len(lists))
 		for i, l := range lists {
 			if len(l) == 0 {
-				return nil, invalid("prompt", "prompt[%d] is empty", i)
+				return nil, invalid(field, "%s[%d] is empty", field, i)
 			}
 			out[i] = promptInput{ids: l}
 		}

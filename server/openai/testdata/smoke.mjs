@@ -108,6 +108,24 @@ expect(
 	"response_format json_schema", rf.choices[0],
 );
 
+// Embeddings: the SDK asks for base64 unless told otherwise and decodes it
+// itself; the float form must carry the same float32 values.
+const inputs = ["The capital of France is", "Once upon a time"];
+const eb = await client.embeddings.create({ model, input: inputs });
+const ef = await client.embeddings.create({ model, input: inputs, encoding_format: "float" });
+expect(eb.data.length === 2 && ef.data.length === 2 && eb.usage.prompt_tokens > 0 && eb.usage.total_tokens === eb.usage.prompt_tokens, "embeddings", eb.usage);
+for (let i = 0; i < 2; i++) {
+	const b = eb.data[i].embedding, f = ef.data[i].embedding;
+	expect(eb.data[i].index === i && b.length === f.length && b.length > 0, "embedding shape", { index: eb.data[i].index, lengths: [b.length, f.length] });
+	expect(b.every((x, j) => x === Math.fround(f[j])), "base64 and float embeddings agree", i);
+	const norm = Math.sqrt(b.reduce((s, x) => s + x * x, 0));
+	expect(Math.abs(norm - 1) < 1e-5, "unit-length embedding", norm);
+}
+expect(eb.data[0].embedding.some((x, j) => x !== eb.data[1].embedding[j]), "different inputs, different embeddings", null);
+const e8 = await client.embeddings.create({ model, input: inputs[0], dimensions: 8 });
+expect(e8.data[0].embedding.length === 8, "embedding dimensions", e8.data[0].embedding.length);
+await expectStatus(client.embeddings.create({ model, input: "" }), 400, "invalid_request", "empty embedding input");
+
 await expectStatus(client.chat.completions.create({ model: "no-such-model", messages }), 404, "model_not_found", "unknown model");
 await expectStatus(client.chat.completions.create({ model, messages, temperature: -1 }), 400, "invalid_request", "invalid temperature");
 await expectStatus(

@@ -1,0 +1,256 @@
+package openai
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"oengine/engine"
+	"oengine/server"
+)
+
+// RouteEmbeddings is the route label of POST /v1/embeddings.
+const RouteEmbeddings = "/v1/embeddings"
+
+const (
+	// MaxEmbeddingInputs bounds the inputs of one embeddings request
+	// (OpenAI's limit).
+	MaxEmbeddingInputs = 2048
+	// embedWindow is how many inputs of one request are computed at once:
+	// enough to fill a step with short inputs, few enough to leave room
+	// for other requests.
+	embedWindow = 16
+)
+
+// embeddingRequest is POST /v1/embeddings (docs/api.md, "Embeddings").
+type embeddingRequest struct {
+	Model          string          `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	EncodingFormat string          `json:"encoding_format"`
+	Dimensions     *int            `json:"dimensions"`
+	User           string          `json:"user"`
+	// Pooling (oengine): "mean", "cls" or "last"; "": the server's.
+	Pooling string `json:"pooling"`
+	// Normalize (oengine): false returns the pooled vector as it is
+	// instead of scaled to unit length.
+	Normalize *bool `json:"normalize"`
+}
+
+// embeddings serves POST /v1/embeddings: each input is pooled into one
+// vector by the engine (engine.EmbedOptions), truncated to dimensions and
+// scaled to unit length.
+func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if !a.admit(w) {
+		return
+	}
+	var req embeddingRequest
+	if aerr := readJSON(w, r, a.cfg.MaxBodyBytes, &req); aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	ms, aerr := a.model(req.Model)
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	ins, aerr := inputList(req.Input, "input")
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	lim := ms.m.Backend.Limits()
+	pooling, err := engine.ParsePooling(req.Pooling)
+	dims := lim.EmbeddingDim
+	switch {
+	case lim.EmbeddingDim == 0:
+		aerr = unsupported("model", "model %q serves no embeddings: its backend (%s) does not return hidden states", ms.m.Name, lim.Device)
+	case len(ins) > MaxEmbeddingInputs:
+		aerr = invalid("input", "%d inputs exceed the limit of %d per request", len(ins), MaxEmbeddingInputs)
+	case req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64":
+		aerr = invalid("encoding_format", "encoding_format must be \"float\" or \"base64\", got %q", req.EncodingFormat)
+	case err != nil:
+		aerr = invalid("pooling", "%v", err)
+	case req.Dimensions != nil && (*req.Dimensions < 1 || *req.Dimensions > lim.EmbeddingDim):
+		aerr = invalid("dimensions", "dimensions must be between 1 and %d (the model's embedding width), got %d", lim.EmbeddingDim, *req.Dimensions)
+	}
+	if aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	for i, in := range ins {
+		if in.text == "" && in.ids == nil {
+			a.reject(w, invalid("input", "input[%d] is empty", i))
+			return
+		}
+	}
+	if req.Dimensions != nil {
+		dims = *req.Dimensions
+	}
+	id := requestID(r, "embd-")
+	p := server.PrincipalFrom(r.Context())
+	submit := func(i int) (server.Stream, *apiError) {
+		er := engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: ins[i].text, TokenIDs: ins[i].ids,
+			Embed: &engine.EmbedOptions{Pooling: pooling}}
+		st, err := ms.m.Backend.Submit(r.Context(), er)
+		if err != nil {
+			return nil, classified(err)
+		}
+		return st, nil
+	}
+	// Up to embedWindow inputs are in the engine at once; they are read
+	// back in order. live holds the streams submitted and not yet read.
+	live := make([]server.Stream, len(ins))
+	defer func() {
+		for _, st := range live {
+			if st != nil {
+				st.Cancel()
+			}
+		}
+	}()
+	read, next := 0, 0 // inputs read back, submitted
+	fill := func() *apiError {
+		for ; next < len(ins) && next < read+embedWindow; next++ {
+			st, aerr := submit(next)
+			if aerr != nil {
+				return aerr
+			}
+			live[next] = st
+		}
+		return nil
+	}
+	if aerr := fill(); aerr != nil {
+		a.reject(w, aerr)
+		return
+	}
+	defer a.s.Track()()
+	w.Header().Set("X-Request-Id", id)
+	rm := a.s.Metrics().Request(RouteEmbeddings, ms.m.Name, start)
+	fail := func(aerr *apiError) {
+		rm.Failed(aerr.reason)
+		a.reject(w, aerr)
+	}
+	vecs := make([][]float32, len(ins))
+	var u usage
+	for i := range ins {
+		vec, eu, aerr := embedding(r, live[i])
+		live[i], read = nil, i+1
+		if aerr != nil {
+			fail(aerr)
+			return
+		}
+		u.add(eu)
+		if len(vec) != lim.EmbeddingDim {
+			fail(errorf(http.StatusInternalServerError, "internal_error", "", "embedding of %d values, the model's width is %d", len(vec), lim.EmbeddingDim))
+			return
+		}
+		vec = vec[:dims]
+		if req.Normalize == nil || *req.Normalize {
+			unitLength(vec)
+		}
+		vecs[i] = vec
+		rm.Finished("stop")
+		if aerr := fill(); aerr != nil {
+			fail(aerr)
+			return
+		}
+	}
+	rm.Done(time.Now())
+	u.TotalTokens = u.PromptTokens
+	writeEmbeddings(w, ms.m.Name, vecs, req.EncodingFormat == "base64", u.PromptTokens)
+}
+
+// embedding reads one embedding request's stream to its terminal event.
+func embedding(r *http.Request, st server.Stream) ([]float32, *engine.Usage, *apiError) {
+	for {
+		ev, err := st.Next(r.Context())
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("engine stream ended without a terminal event")
+			}
+			return nil, nil, classified(err)
+		}
+		switch ev.Kind {
+		case engine.EventDone:
+			return ev.Embedding, ev.Usage, nil
+		case engine.EventError:
+			if ev.Err == nil {
+				return nil, nil, classified(errors.New("engine: error event without an error"))
+			}
+			return nil, nil, classified(ev.Err)
+		}
+	}
+}
+
+// unitLength scales v to Euclidean length 1 (a zero vector stays zero).
+func unitLength(v []float32) {
+	s := 0.0
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return
+	}
+	k := 1 / math.Sqrt(s)
+	for i, x := range v {
+		v[i] = float32(float64(x) * k)
+	}
+}
+
+// writeEmbeddings writes the response, encoding each vector as it goes
+// (a request's vectors may take tens of megabytes as JSON).
+func writeEmbeddings(w http.ResponseWriter, model string, vecs [][]float32, b64 bool, promptTokens int) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	buf := []byte(`{"object":"list","data":[`)
+	var raw []byte
+	for i, v := range vecs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"object":"embedding","index":`...)
+		buf = strconv.AppendInt(buf, int64(i), 10)
+		buf = append(buf, `,"embedding":`...)
+		if b64 {
+			raw = raw[:0]
+			for _, x := range v {
+				raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(x))
+			}
+			buf = append(buf, '"')
+			buf = base64.StdEncoding.AppendEncode(buf, raw)
+			buf = append(buf, '"')
+		} else {
+			buf = append(buf, '[')
+			for j, x := range v {
+				if j > 0 {
+					buf = append(buf, ',')
+				}
+				buf = strconv.AppendFloat(buf, float64(x), 'g', -1, 32)
+			}
+			buf = append(buf, ']')
+		}
+		buf = append(buf, '}')
+		if _, err := bw.Write(buf); err != nil {
+			return // the client left
+		}
+		buf = buf[:0]
+	}
+	mj, _ := json.Marshal(model)
+	buf = append(buf, `],"model":`...)
+	buf = append(buf, mj...)
+	buf = append(buf, `,"usage":{"prompt_tokens":`...)
+	buf = strconv.AppendInt(buf, int64(promptTokens), 10)
+	buf = append(buf, `,"total_tokens":`...)
+	buf = strconv.AppendInt(buf, int64(promptTokens), 10)
+	buf = append(buf, "}}\n"...)
+	_, _ = bw.Write(buf)
+	_ = bw.Flush()
+}

@@ -1,0 +1,310 @@
+package openai
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+
+	oa "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"oengine/engine"
+	"oengine/model/tokenizer"
+)
+
+// engineEmbedding is the harness engine's own pooled vector of prompt.
+func (h *harness) engineEmbedding(t *testing.T, prompt string, p engine.Pooling) []float32 {
+	t.Helper()
+	st, err := h.e.Submit(ctxT(t), engine.Request{Prompt: prompt, Embed: &engine.EmbedOptions{Pooling: p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := st.Next(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == engine.EventDone {
+			return ev.Embedding
+		}
+		if ev.Kind == engine.EventError {
+			t.Fatal(ev.Err)
+		}
+	}
+}
+
+// unit returns v scaled to length 1, as the route computes it.
+func unit(v []float32) []float32 {
+	out := append([]float32(nil), v...)
+	unitLength(out)
+	return out
+}
+
+// sameFloats reports whether the SDK's float64 values are exactly want's
+// float32 values.
+func sameFloats(got []float64, want []float32) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d values, want %d", len(got), len(want))
+	}
+	for i, g := range got {
+		if float32(g) != want[i] {
+			return fmt.Errorf("value %d: %v, want %v", i, g, want[i])
+		}
+	}
+	return nil
+}
+
+// TestEmbeddingsSDK drives POST /v1/embeddings with the official OpenAI Go
+// SDK: a list of inputs comes back in order, unit length, equal to the
+// engine's pooled vectors; dimensions truncates before scaling; token-id
+// inputs equal their text; the pooling and normalize extensions apply;
+// usage counts the prompt tokens.
+func TestEmbeddingsSDK(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	c := h.client()
+	ctx := ctxT(t)
+	texts := []string{"The capital of France is", "Once upon a time, there was a little girl named Lily.", "a"}
+	resp, err := c.Embeddings.New(ctx, oa.EmbeddingNewParams{Model: "tiny",
+		Input: oa.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTokens := 0
+	for _, s := range texts {
+		wantTokens += len(h.tok.Encode(s, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}))
+	}
+	if resp.Object != "list" || len(resp.Data) != len(texts) || resp.Model != "tiny" ||
+		resp.Usage.PromptTokens != int64(wantTokens) || resp.Usage.TotalTokens != int64(wantTokens) {
+		t.Fatalf("response %d items, model %q, usage %+v (want %d tokens)", len(resp.Data), resp.Model, resp.Usage, wantTokens)
+	}
+	raw := make([][]float32, len(texts))
+	for i, d := range resp.Data {
+		raw[i] = h.engineEmbedding(t, texts[i], engine.PoolingDefault)
+		if d.Index != int64(i) || d.Object != "embedding" {
+			t.Fatalf("item %d: index %d object %q", i, d.Index, d.Object)
+		}
+		if err := sameFloats(d.Embedding, unit(raw[i])); err != nil {
+			t.Fatalf("input %d: %v", i, err)
+		}
+		n := 0.0
+		for _, v := range d.Embedding {
+			n += v * v
+		}
+		if math.Abs(n-1) > 1e-5 {
+			t.Fatalf("input %d: squared length %v", i, n)
+		}
+	}
+	// The inputs differ, so their vectors do.
+	if sameFloats(resp.Data[0].Embedding, unit(raw[1])) == nil {
+		t.Fatal("two inputs gave one vector")
+	}
+
+	// dimensions: the first 64 values, scaled to unit length.
+	r64, err := c.Embeddings.New(ctx, oa.EmbeddingNewParams{Model: "tiny-alias", Dimensions: oa.Int(64),
+		Input: oa.EmbeddingNewParamsInputUnion{OfString: oa.String(texts[0])}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameFloats(r64.Data[0].Embedding, unit(raw[0][:64])); err != nil {
+		t.Fatalf("dimensions 64: %v", err)
+	}
+
+	// Token ids, one list and a list of lists.
+	ids := h.tok.Encode(texts[0], tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	ids64 := make([]int64, len(ids))
+	for i, id := range ids {
+		ids64[i] = int64(id)
+	}
+	rIDs, err := c.Embeddings.New(ctx, oa.EmbeddingNewParams{Model: "tiny",
+		Input: oa.EmbeddingNewParamsInputUnion{OfArrayOfTokenArrays: [][]int64{ids64, ids64}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := sameFloats(rIDs.Data[i].Embedding, unit(raw[0])); err != nil {
+			t.Fatalf("token ids %d: %v", i, err)
+		}
+	}
+
+	// oengine's extensions: mean pooling, and the raw vector.
+	rMean, err := c.Embeddings.New(ctx, oa.EmbeddingNewParams{Model: "tiny",
+		Input: oa.EmbeddingNewParamsInputUnion{OfString: oa.String(texts[1])}},
+		option.WithJSONSet("pooling", "mean"), option.WithJSONSet("normalize", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameFloats(rMean.Data[0].Embedding, h.engineEmbedding(t, texts[1], engine.PoolingMean)); err != nil {
+		t.Fatalf("mean pooling, not normalized: %v", err)
+	}
+	h.idle(t, false)
+}
+
+// TestEmbeddingsBase64: encoding_format base64 carries the float vector's
+// little-endian float32 bytes.
+func TestEmbeddingsBase64(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	get := func(format string) []byte {
+		body := `{"model":"tiny","input":["hello world","again"],"encoding_format":"` + format + `"}`
+		resp, err := http.Post(h.base+"/v1/embeddings", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("X-Request-Id") == "" {
+			t.Fatalf("%s: status %d %q: %s", format, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+		return b
+	}
+	var fl struct {
+		Data []struct {
+			Embedding []float32 `json:"embedding"`
+		} `json:"data"`
+	}
+	var b64 struct {
+		Data []struct {
+			Embedding string `json:"embedding"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(get("float"), &fl); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(get("base64"), &b64); err != nil {
+		t.Fatal(err)
+	}
+	if len(fl.Data) != 2 || len(b64.Data) != 2 {
+		t.Fatalf("%d and %d items", len(fl.Data), len(b64.Data))
+	}
+	for i := range 2 {
+		raw, err := base64.StdEncoding.DecodeString(b64.Data[i].Embedding)
+		if err != nil || len(raw) != 4*len(fl.Data[i].Embedding) {
+			t.Fatalf("item %d: %d bytes, %v", i, len(raw), err)
+		}
+		for j, want := range fl.Data[i].Embedding {
+			if got := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*j:])); got != want {
+				t.Fatalf("item %d value %d: base64 %v, float %v", i, j, got, want)
+			}
+		}
+	}
+	h.idle(t, false)
+}
+
+// TestEmbeddingsMany: more inputs than run at once come back in order, each
+// equal to its vector computed alone.
+func TestEmbeddingsMany(t *testing.T) {
+	h := startHarness(t, harnessOpts{maxWaiting: 64})
+	var texts []string
+	for i := range 3*embedWindow + 5 {
+		texts = append(texts, strings.Repeat("word ", 1+i%9)+fmt.Sprint(i))
+	}
+	resp, err := embed(h.client(), ctxT(t), oa.EmbeddingNewParams{Model: "tiny",
+		Input: oa.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Data) != len(texts) {
+		t.Fatalf("%d items for %d inputs", len(resp.Data), len(texts))
+	}
+	for i, d := range resp.Data {
+		if err := sameFloats(d.Embedding, unit(h.engineEmbedding(t, texts[i], engine.PoolingDefault))); err != nil || d.Index != int64(i) {
+			t.Fatalf("input %d (index %d): %v", i, d.Index, err)
+		}
+	}
+	h.idle(t, false)
+}
+
+// TestEmbeddingsRefused: bad requests get 4xx with OpenAI's error body and
+// the offending field, and leave nothing behind.
+func TestEmbeddingsRefused(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	many := make([]string, MaxEmbeddingInputs+1)
+	for i := range many {
+		many[i] = "x"
+	}
+	manyJSON, _ := json.Marshal(many)
+	long := strings.Repeat("hello ", h.e.Limits().ContextLen)
+	for _, tc := range []struct {
+		body   string
+		status int
+		param  string
+	}{
+		{`{"model":"tiny"}`, 400, "input"},
+		{`{"model":"tiny","input":""}`, 400, "input"},
+		{`{"model":"tiny","input":["a",""]}`, 400, "input"},
+		{`{"model":"tiny","input":[]}`, 400, "input"},
+		{`{"model":"tiny","input":[[]]}`, 400, "input"},
+		{`{"model":"tiny","input":{"a":1}}`, 400, "input"},
+		{`{"model":"tiny","input":` + string(manyJSON) + `}`, 400, "input"},
+		{`{"model":"tiny","input":"a","encoding_format":"int8"}`, 400, "encoding_format"},
+		{`{"model":"tiny","input":"a","dimensions":0}`, 400, "dimensions"},
+		{`{"model":"tiny","input":"a","dimensions":257}`, 400, "dimensions"},
+		{`{"model":"tiny","input":"a","pooling":"max"}`, 400, "pooling"},
+		{`{"model":"nope","input":"a"}`, 404, "model"},
+		{`{"model":"tiny","input":[99999999]}`, 400, ""},
+		{`{"model":"tiny","input":"` + long + `"}`, 400, ""},
+		{`{"model":"tiny","input":"a"`, 400, ""},
+	} {
+		resp, err := http.Post(h.base+"/v1/embeddings", "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var eb errorBody
+		err = json.NewDecoder(resp.Body).Decode(&eb)
+		resp.Body.Close()
+		short := tc.body[:min(len(tc.body), 60)]
+		if err != nil || resp.StatusCode != tc.status || eb.Error.Message == "" {
+			t.Errorf("%s: status %d, body %+v, %v", short, resp.StatusCode, eb, err)
+			continue
+		}
+		if tc.param != "" && (eb.Error.Param == nil || *eb.Error.Param != tc.param) {
+			t.Errorf("%s: param %v, want %q (%s)", short, eb.Error.Param, tc.param, eb.Error.Message)
+		}
+	}
+	// Through the SDK, an error is an *oa.Error with the status.
+	_, err := embed(h.client(), ctxT(t), oa.EmbeddingNewParams{Model: "tiny", Dimensions: oa.Int(0),
+		Input: oa.EmbeddingNewParamsInputUnion{OfString: oa.String("a")}})
+	var apiErr *oa.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
+		t.Fatalf("SDK error %v", err)
+	}
+	h.idle(t, false)
+}
+
+// TestEmbeddingsClientGone: a client that leaves while its inputs run
+// cancels them all; no page or request stays behind.
+func TestEmbeddingsClientGone(t *testing.T) {
+	h := startHarness(t, harnessOpts{maxWaiting: 64})
+	release := h.model.hold()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		texts := make([]string, 40)
+		for i := range texts {
+			texts[i] = strings.Repeat("gone ", 20+i)
+		}
+		_, err := embed(h.client(), ctx, oa.EmbeddingNewParams{Model: "tiny",
+			Input: oa.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts}})
+		done <- err
+	}()
+	eventually(t, "inputs admitted", func() bool { return h.e.Stats().Requests >= embedWindow })
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled request succeeded")
+	}
+	release()
+	eventually(t, "inputs cancelled", func() bool { l := h.e.Load(); return l.Running+l.Waiting == 0 })
+	h.idle(t, false)
+}
+
+// embed is c.Embeddings.New on a client value.
+func embed(c oa.Client, ctx context.Context, p oa.EmbeddingNewParams, opts ...option.RequestOption) (*oa.CreateEmbeddingResponse, error) {
+	return c.Embeddings.New(ctx, p, opts...)
+}
