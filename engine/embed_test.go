@@ -377,43 +377,71 @@ func TestEmbedLlamaCppReference(t *testing.T) {
 		name      string
 		cos, diff float64
 	}{{"tiny-llama-f16", 0.99999, 0.005}, {"tiny-qwen2-q8_0", 0.9995, 0.03}, {"tiny-qwen3-q4_k_m", 0.9995, 0.03}} {
-		name := tc.name
-		m, tok := loadRef(t, name+".gguf")
+		m, tok := loadRef(t, tc.name+".gguf")
 		e := newRealEngine(t, Config{KVPages: 256}, m, tok)
-		for _, pl := range []Pooling{PoolingMean, PoolingCLS, PoolingLast} {
-			raw, err := os.ReadFile(filepath.Join("testdata", "embed", name+"."+pl.String()+".json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ref embedRef
-			if err := json.Unmarshal(raw, &ref); err != nil {
-				t.Fatal(err)
-			}
-			if ref.Dim != e.Limits().EmbeddingDim || ref.Pooling != pl.String() || len(ref.Prompts) != 7 {
-				t.Fatalf("%s %v: reference of %d values, %q pooling, %d prompts", name, pl, ref.Dim, ref.Pooling, len(ref.Prompts))
-			}
-			worstCos, worstDiff := 1.0, 0.0
-			for i, p := range ref.Prompts {
-				if got := tok.Encode(p.Prompt, fakeOpts); !slices.Equal(got, p.Tokens) {
-					t.Fatalf("%s prompt %d: tokens %v, llama.cpp %v", name, i, got, p.Tokens)
-				}
-				vec, _, eerr, _ := embedResult(t, e, Request{TokenIDs: p.Tokens, Embed: &EmbedOptions{Pooling: pl}})
-				if eerr != nil {
-					t.Fatal(eerr)
-				}
-				var dot, na, nb, peak, diff float64
-				for j, w := range p.Embedding {
-					g := float64(vec[j])
-					dot, na, nb = dot+g*w, na+g*g, nb+w*w
-					peak, diff = max(peak, math.Abs(w)), max(diff, math.Abs(g-w))
-				}
-				cos := dot / math.Sqrt(na*nb)
-				worstCos, worstDiff = min(worstCos, cos), max(worstDiff, diff/peak)
-				if cos < tc.cos || diff > tc.diff*peak {
-					t.Errorf("%s %v prompt %d (%d tokens): cosine %.6f, largest difference %.4g of peak %.4g", name, pl, i, len(p.Tokens), cos, diff, peak)
-				}
-			}
-			t.Logf("%s %v: worst cosine %.7f, worst difference %.2e of the peak", name, pl, worstCos, worstDiff)
+		checkEmbedRefs(t, e, tok, tc.name, tc.cos, tc.diff)
+	}
+}
+
+// TestEmbedGPUEmulated: the CUDA model (model/gpu on the emulated device)
+// serves the same embeddings, within the F16 bounds of the llama.cpp
+// references, in device steps of 32 tokens (the long prompt splits) and
+// beside a generating request whose logits rows share the steps (split
+// ones too): its
+// greedy tokens equal the CPU engine's.
+func TestEmbedGPUEmulated(t *testing.T) {
+	const name = "tiny-llama-f16"
+	m, _, tok := tinyGPUModel(t, name+".gguf", 32)
+	e := newRealEngine(t, Config{KVPages: 256, MaxBatchedTokens: 96, MaxStepLatency: -1}, FromGPU(m), tok)
+	cm, ctok := loadRef(t, name+".gguf")
+	ce := newRealEngine(t, Config{KVPages: 256}, cm, ctok)
+	gen := Request{Prompt: "Once upon a time", MaxTokens: 400, Sampling: greedy(), Stop: StopParams{IgnoreEOS: true}}
+	want := run(t, ce, gen)
+	got := make(chan result, 1)
+	go func() { got <- run(t, e, gen) }()
+	checkEmbedRefs(t, e, tok, name, 0.99999, 0.005)
+	if g := <-got; g.err != nil || !equalTokens(g.tokens[0], want.tokens[0]) {
+		t.Fatalf("generating beside embeddings on the device: %v %v, CPU %v", g.err, g.tokens[0], want.tokens[0])
+	}
+}
+
+// checkEmbedRefs compares e's embeddings of the reference prompts with
+// llama.cpp's for each pooling (see TestEmbedLlamaCppReference).
+func checkEmbedRefs(t *testing.T, e *Engine, tok Tokenizer, name string, minCos, maxDiff float64) {
+	t.Helper()
+	for _, pl := range []Pooling{PoolingMean, PoolingCLS, PoolingLast} {
+		raw, err := os.ReadFile(filepath.Join("testdata", "embed", name+"."+pl.String()+".json"))
+		if err != nil {
+			t.Fatal(err)
 		}
+		var ref embedRef
+		if err := json.Unmarshal(raw, &ref); err != nil {
+			t.Fatal(err)
+		}
+		if ref.Dim != e.Limits().EmbeddingDim || ref.Pooling != pl.String() || len(ref.Prompts) != 7 {
+			t.Fatalf("%s %v: reference of %d values, %q pooling, %d prompts", name, pl, ref.Dim, ref.Pooling, len(ref.Prompts))
+		}
+		worstCos, worstDiff := 1.0, 0.0
+		for i, p := range ref.Prompts {
+			if got := tok.Encode(p.Prompt, fakeOpts); !slices.Equal(got, p.Tokens) {
+				t.Fatalf("%s prompt %d: tokens %v, llama.cpp %v", name, i, got, p.Tokens)
+			}
+			vec, _, eerr, _ := embedResult(t, e, Request{TokenIDs: p.Tokens, Embed: &EmbedOptions{Pooling: pl}})
+			if eerr != nil {
+				t.Fatal(eerr)
+			}
+			var dot, na, nb, peak, diff float64
+			for j, w := range p.Embedding {
+				g := float64(vec[j])
+				dot, na, nb = dot+g*w, na+g*g, nb+w*w
+				peak, diff = max(peak, math.Abs(w)), max(diff, math.Abs(g-w))
+			}
+			cos := dot / math.Sqrt(na*nb)
+			worstCos, worstDiff = min(worstCos, cos), max(worstDiff, diff/peak)
+			if cos < minCos || diff > maxDiff*peak {
+				t.Errorf("%s %v prompt %d (%d tokens): cosine %.6f, largest difference %.4g of peak %.4g", name, pl, i, len(p.Tokens), cos, diff, peak)
+			}
+		}
+		t.Logf("%s %v: worst cosine %.7f, worst difference %.2e of the peak", name, pl, worstCos, worstDiff)
 	}
 }

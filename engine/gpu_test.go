@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -247,4 +248,50 @@ func TestGPUDeviceGreedy(t *testing.T) {
 	if got[0].err != nil || len(got[0].lps[0]) != len(got[0].tokens[0]) {
 		t.Fatalf("the output with logprobs: %v, %d logprobs for %d tokens", got[0].err, len(got[0].lps[0]), len(got[0].tokens[0]))
 	}
+}
+
+// TestGPUGreedyStepOverMaxTokens: a greedy step of more tokens than the
+// decoder's step size (a decode token beside a long prefill chunk, with
+// --max-batched-tokens above the device step) runs as several device steps
+// instead of failing the step's requests; outputs equal the CPU engine's.
+func TestGPUGreedyStepOverMaxTokens(t *testing.T) {
+	m, _, tok := tinyGPUModel(t, "tiny-llama-f16.gguf", 16)
+	e := newRealEngine(t, Config{KVPages: 256, MaxBatchedTokens: 64, MaxStepLatency: -1}, FromGPU(m), tok)
+	cm, ctok := loadRef(t, "tiny-llama-f16.gguf")
+	ce := newRealEngine(t, Config{KVPages: 256}, cm, ctok)
+	reqs := []Request{
+		{Prompt: "Once upon a time", MaxTokens: 40, Sampling: greedy(), Stop: StopParams{IgnoreEOS: true}},
+		{Prompt: strings.Repeat("The quick brown fox jumps over the lazy dog. ", 10), MaxTokens: 8, Sampling: greedy(), Stop: StopParams{IgnoreEOS: true}},
+	}
+	first, err := e.Submit(context.Background(), reqs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := first.Next(context.Background()) // decoding before the long prompt arrives
+	if err != nil || ev.Kind == EventError {
+		t.Fatalf("first event %v, %v", ev, err)
+	}
+	got := []result{{}, run(t, e, reqs[1])}
+	rest := collect(t, first, 1)
+	if got[1].err != nil || rest.err != nil {
+		t.Fatalf("errors: %v, %v", got[1].err, rest.err)
+	}
+	for i, r := range reqs {
+		want := run(t, ce, r)
+		g := got[i].tokens
+		if i == 0 {
+			g = [][]int32{append(tokenIDs(ev), rest.tokens[0]...)}
+		}
+		if !equalTokens(g[0], want.tokens[0]) {
+			t.Fatalf("request %d: %v, CPU %v", i, g[0], want.tokens[0])
+		}
+	}
+}
+
+func tokenIDs(ev Event) []int32 {
+	var out []int32
+	for _, tk := range ev.Tokens {
+		out = append(out, tk.ID)
+	}
+	return out
 }

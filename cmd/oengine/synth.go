@@ -41,6 +41,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	fs.StringVar(&c.vocab, "vocab", "", "copy the tokenizer of this GGUF `file`")
 	fs.IntVar(&o.CtxLen, "ctx", 0, "override the context length (0: the preset's)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "weight seed")
+	fs.StringVar(&o.Pooling, "pooling", "", "write <arch>.pooling_type, as an embedding model's file does: mean, cls or last")
 	headDim := fs.Int("head-dim", 0, "attention head width with --dims (0: dim/heads)")
 	window := fs.Int("sliding-window", 0, "gemma3's sliding window with --dims (0: 512)")
 	experts := fs.String("experts", "", "qwen3moe's experts with --dims: `count,used,ffn` (default 8,2,FFN)")

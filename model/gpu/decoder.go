@@ -7,6 +7,7 @@ import (
 
 	"oengine/ggml"
 	"oengine/kernels/cuda"
+	"oengine/model/llama"
 )
 
 // A llama-family decoder (llama, qwen2, qwen3) running on a CUDA device
@@ -33,6 +34,9 @@ type DecoderConfig struct {
 	// tables are ceil(Context/pageSize) wide, and graph-replayed decode
 	// steps split attention for this many positions.
 	Context int
+	// Pooling is the file's pooling type for embeddings (the decoder
+	// ignores it; the engine reads it).
+	Pooling llama.Pooling
 }
 
 // HostMatrix is an encoded matrix [Rows][Cols] in host memory (row-major

@@ -13,7 +13,9 @@ import (
 // the same device buffers before each replay.
 
 // Greedy runs b and writes the argmax token of each row of b.Logits into
-// out. UseGraphs enables graph replay for decode batches.
+// out. UseGraphs enables graph replay for decode batches. A batch of more
+// tokens than the decoder's step size runs as several device steps
+// (split).
 func (m *Decoder) Greedy(kv *KV, b *DecoderBatch, out []int32) error {
 	if len(out) < len(b.Logits) {
 		return fmt.Errorf("gpu: %d logits rows into %d ids", len(b.Logits), len(out))
@@ -23,6 +25,14 @@ func (m *Decoder) Greedy(kv *KV, b *DecoderBatch, out []int32) error {
 			return err
 		}
 	}
+	if len(b.Tokens) > m.maxT || len(b.Seqs) > m.maxT {
+		return m.split(b, func(sub *DecoderBatch, row, n int) error { return m.greedy(kv, sub, out[row:row+n]) })
+	}
+	return m.greedy(kv, b, out)
+}
+
+// greedy is Greedy for a batch of at most maxT tokens.
+func (m *Decoder) greedy(kv *KV, b *DecoderBatch, out []int32) error {
 	graphs := m.UseGraphs && isDecode(b)
 	hb, err := m.resolve(kv, b, nil, graphs)
 	if err != nil {
@@ -38,7 +48,7 @@ func (m *Decoder) Greedy(kv *KV, b *DecoderBatch, out []int32) error {
 		}
 		nlog := len(b.Logits)
 		queue := func() error {
-			if err := m.step(s, kv, hb, nlog); err != nil {
+			if err := m.step(s, kv, hb, nlog, false); err != nil {
 				return err
 			}
 			return s.Argmax(m.lidx, m.logits, nlog, m.cfg.Vocab) // token ids overwrite lidx (read before)
@@ -185,7 +195,7 @@ func (m *Decoder) Sample(kv *KV, b *DecoderBatch, p []SampleParams, out []int32)
 		if err := s.UploadF32(sp+3*T, u); err != nil {
 			return err
 		}
-		if err := m.step(s, kv, hb, n); err != nil {
+		if err := m.step(s, kv, hb, n, false); err != nil {
 			return err
 		}
 		if anySample {

@@ -117,23 +117,46 @@ func (m *Decoder) rope() cuda.RopeParams {
 // Forward runs one batch and writes logits [len(b.Logits)][Vocab]: the
 // whole batch runs on the device and only the wanted logits rows come
 // back. A batch of more tokens than the decoder's step size runs as
-// several device steps in token order (each sequence's tokens are in
-// position order, so every key a token attends to is written first).
+// several device steps (split).
 func (m *Decoder) Forward(kv *KV, b *DecoderBatch, logits []float32) error {
+	return m.ForwardHidden(kv, b, logits, nil)
+}
+
+// ForwardHidden is Forward that, when hidden is not nil, also writes each
+// wanted row's final hidden state (after the output norm, the vector the
+// output projection reads; what embeddings pool) to hidden [len(b.Logits)][Dim].
+func (m *Decoder) ForwardHidden(kv *KV, b *DecoderBatch, logits, hidden []float32) error {
 	if kv != nil {
 		if err := kv.takeErr(); err != nil {
 			return err
 		}
 	}
-	if len(b.Tokens) <= m.maxT && len(b.Seqs) <= m.maxT {
-		return m.forward(kv, b, logits)
+	D := m.cfg.Dim
+	if hidden != nil && len(hidden) < len(b.Logits)*D {
+		return fmt.Errorf("gpu: %d hidden rows into %d values", len(b.Logits), len(hidden))
 	}
-	// Split (and, when the batch names more sequences than a step's page
-	// tables hold, keep only the sequences each step uses).
+	if len(b.Tokens) <= m.maxT && len(b.Seqs) <= m.maxT {
+		return m.forward(kv, b, logits, hidden)
+	}
 	V := m.cfg.Vocab
 	if len(logits) < len(b.Logits)*V {
 		return fmt.Errorf("gpu: %d logits rows into %d values", len(b.Logits), len(logits))
 	}
+	return m.split(b, func(sub *DecoderBatch, row, n int) error {
+		var h []float32
+		if hidden != nil {
+			h = hidden[row*D : (row+n)*D]
+		}
+		return m.forward(kv, sub, logits[row*V:(row+n)*V], h)
+	})
+}
+
+// split runs a batch of more tokens (or sequences) than the decoder's step
+// size as device steps of at most maxT tokens in token order (each
+// sequence's tokens are in position order, so every key a token attends to
+// is written first), keeping in each only the sequences it uses; run gets
+// each step's batch and the range [row, row+n) of b.Logits it covers.
+func (m *Decoder) split(b *DecoderBatch, run func(sub *DecoderBatch, row, n int) error) error {
 	for i := 1; i < len(b.Logits); i++ {
 		if b.Logits[i] <= b.Logits[i-1] {
 			return fmt.Errorf("gpu: logits indices must increase to split a batch of %d tokens", len(b.Tokens))
@@ -166,7 +189,7 @@ func (m *Decoder) Forward(kv *KV, b *DecoderBatch, logits []float32) error {
 			sub.Logits = append(sub.Logits, b.Logits[li]-int32(start))
 		}
 		n := len(sub.Logits)
-		if err := m.forward(kv, &sub, logits[row*V:(row+n)*V]); err != nil {
+		if err := run(&sub, row, n); err != nil {
 			return err
 		}
 		row += n
@@ -174,7 +197,7 @@ func (m *Decoder) Forward(kv *KV, b *DecoderBatch, logits []float32) error {
 	return nil
 }
 
-func (m *Decoder) forward(kv *KV, b *DecoderBatch, logits []float32) error {
+func (m *Decoder) forward(kv *KV, b *DecoderBatch, logits, hidden []float32) error {
 	hb, err := m.resolve(kv, b, logits, false)
 	if err != nil {
 		return err
@@ -182,7 +205,7 @@ func (m *Decoder) forward(kv *KV, b *DecoderBatch, logits []float32) error {
 	if logits == nil && len(b.Logits) > 0 {
 		return fmt.Errorf("gpu: %d logits rows wanted, no buffer", len(b.Logits))
 	}
-	graphs := m.UseGraphs && len(hb.tstart) == hb.T && isDecode(b)
+	graphs := m.UseGraphs && len(hb.tstart) == hb.T && isDecode(b) && hidden == nil
 	if graphs {
 		// The split count is baked into the graph: round it up to a power
 		// of two so that one graph serves growing sequences for a while.
@@ -193,7 +216,7 @@ func (m *Decoder) forward(kv *KV, b *DecoderBatch, logits []float32) error {
 		if err := m.uploadBatch(s, kv, b, hb); err != nil {
 			return err
 		}
-		queue := func() error { return m.step(s, kv, hb, len(b.Logits)) }
+		queue := func() error { return m.step(s, kv, hb, len(b.Logits), hidden != nil) }
 		if graphs {
 			err = m.replay(s, kv, graphKey{t: hb.T, width: hb.width, maxNPos: hb.maxNPos}, queue)
 		} else {
@@ -204,6 +227,11 @@ func (m *Decoder) forward(kv *KV, b *DecoderBatch, logits []float32) error {
 		}
 		if len(b.Logits) == 0 {
 			return s.Sync()
+		}
+		if hidden != nil {
+			if err := s.DownloadF32(hidden[:len(b.Logits)*m.cfg.Dim], m.tmp); err != nil {
+				return err
+			}
 		}
 		return s.DownloadF32(logits[:len(b.Logits)*m.cfg.Vocab], m.logits)
 	})
@@ -236,12 +264,13 @@ func (m *Decoder) uploadBatch(s *cuda.Stream, kv *KV, b *DecoderBatch, hb hostBa
 // 128, attn_prefill_f16 for others), GEMV o, add_rms_norm (residual + FFN
 // norm), GEMV gate, GEMV up, silu_mul, GEMV down, add_rms_norm (residual +
 // the next layer's attention norm; add_f32 after the last layer); then
-// gather_rows_f32, rms_norm and the output GEMV for the wanted rows. For
+// gather_rows_f32, rms_norm and the output GEMV for the wanted rows (with
+// hidden, their normalized rows also into m.tmp for the host). For
 // quantized weights and steps of at most cuda.GemvQ8MaxTokens tokens each
 // GEMV is gemv_q8_* on int8 activations quantized once per use site and
 // activation kind (quantize_q8_1/_k after add_rms_norm; the first layer's
 // and the output norm fused: rms_norm_q8_1/_k): see matMuls.
-func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
+func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int, hidden bool) error {
 	c, T := m.cfg, hb.T
 	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	ap, rp := m.attn(kv, hb.width), m.rope()
@@ -328,8 +357,15 @@ func (m *Decoder) step(s *cuda.Stream, kv *KV, hb hostBatch, nlog int) error {
 	if nlog == 0 {
 		return nil
 	}
+	if err := s.GatherRows(m.h, m.x, m.lidx, nlog, c.Dim); err != nil {
+		return err
+	}
+	if hidden {
+		if err := s.RMSNorm(m.tmp, m.h, m.outNorm, nlog, c.Dim, c.NormEps); err != nil {
+			return err
+		}
+	}
 	return run(
-		s.GatherRows(m.h, m.x, m.lidx, nlog, c.Dim),
 		m.matMuls(s, mm, xq, m.h, m.outNorm, nlog, []cuda.DevPtr{m.logits}, []cuda.Weight{m.out}),
 	)
 }

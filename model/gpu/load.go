@@ -87,7 +87,7 @@ func FromGGUF(f *gguf.File) (DecoderConfig, HostWeights, llama.Config, error) {
 	}
 	cfg := DecoderConfig{Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
 		FFN: c.FFN, Vocab: c.Vocab, RopeDims: c.RopeDims, RopeBase: c.RopeBase, RopeFreqScale: c.RopeFreqScale,
-		RopeNeoX: c.RopeNeoX, NormEps: c.NormEps, Context: c.CtxLen}
+		RopeNeoX: c.RopeNeoX, NormEps: c.NormEps, Context: c.CtxLen, Pooling: c.Pooling}
 	if cfg.Context <= 0 {
 		cfg.Context = DefaultContext
 	}

@@ -49,6 +49,9 @@ var Presets = map[string]Dims{
 	"qwen3-30b-a3b": {Dim: 2048, Layers: 48, Heads: 32, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, CtxLen: 40960, RopeBase: 1000000, Experts: 128, ExpertsUsed: 8, ExpertFFN: 768},
 	// gemma2-2b: the shapes of Gemma 2 2B (with --arch gemma2).
 	"gemma2-2b": {Dim: 2304, Layers: 26, Heads: 8, KVHeads: 4, HeadDim: 256, FFN: 9216, Vocab: 256000, CtxLen: 8192, RopeBase: 10000, SlidingWindow: 4096},
+	// qwen3-0.6b: the shapes of Qwen3 0.6B and Qwen3-Embedding-0.6B
+	// (with --arch qwen3).
+	"qwen3-0.6b": {Dim: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, FFN: 3072, Vocab: 151936, CtxLen: 32768, RopeBase: 1000000},
 	// gemma3-1b: the shapes of Gemma 3 1B (with --arch gemma3).
 	"gemma3-1b": {Dim: 1152, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256, FFN: 6912, Vocab: 262144, CtxLen: 32768, RopeBase: 1000000, SlidingWindow: 512},
 }
@@ -75,11 +78,17 @@ type Options struct {
 	// copied); the model's vocabulary size becomes its token count.
 	Vocab *gguf.File
 	Name  string // general.name; default "synthetic-<preset>"
+	// Pooling, when set ("mean", "cls" or "last"), is written as
+	// <arch>.pooling_type, as embedding models' files say it.
+	Pooling string
 	// Progress, when set, is called (from one goroutine at a time) after
 	// each tensor is generated, with the bytes of tensor data generated so
 	// far and in all.
 	Progress func(done, total int64)
 }
+
+// poolingTypes are llama.cpp's numbers of the pooling types.
+var poolingTypes = map[string]uint32{"mean": 1, "cls": 2, "last": 3}
 
 // ErrOptions reports unusable options.
 var ErrOptions = errors.New("synth: invalid options")
@@ -96,6 +105,9 @@ func (o Options) Resolve() (Dims, error) {
 	}
 	if o.CtxLen > 0 {
 		d.CtxLen = o.CtxLen
+	}
+	if _, ok := poolingTypes[o.Pooling]; o.Pooling != "" && !ok {
+		return Dims{}, fmt.Errorf("%w: pooling %q (want mean, cls or last)", ErrOptions, o.Pooling)
 	}
 	if d.RopeBase == 0 {
 		d.RopeBase = 10000
@@ -209,6 +221,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		if a == "qwen3moe" {
 			w.SetUint32(a+".expert_feed_forward_length", uint32(d.ExpertFFN))
 		}
+	}
+	if o.Pooling != "" {
+		w.SetUint32(a+".pooling_type", poolingTypes[o.Pooling]) // checked by Resolve
 	}
 	if a == "gemma2" {
 		// Gemma 2's window on every other layer and its soft-capping

@@ -13,7 +13,12 @@ import (
 
 func buildTiny(t *testing.T, arch string, typ ggml.Type, seed uint64) *gguf.File {
 	t.Helper()
-	data, err := Build(Options{Arch: arch, Preset: "tiny", Type: typ, Seed: seed})
+	return buildOpen(t, Options{Arch: arch, Preset: "tiny", Type: typ, Seed: seed})
+}
+
+func buildOpen(t *testing.T, o Options) *gguf.File {
+	t.Helper()
+	data, err := Build(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,10 +206,24 @@ func TestOptionsErrors(t *testing.T) {
 		{Arch: "gpt", Preset: "tiny"},
 		{Arch: "llama", Preset: "nope"},
 		{Arch: "llama", Dims: Dims{Dim: 100, Layers: 1, Heads: 3, KVHeads: 1, FFN: 10, Vocab: 300, CtxLen: 10}},
+		{Arch: "qwen3", Preset: "tiny", Pooling: "max"},
 	}
 	for i, o := range bad {
 		if _, err := Build(o); err == nil {
 			t.Errorf("case %d: want an error", i)
 		}
+	}
+}
+
+// TestPoolingType: --pooling writes llama.cpp's pooling_type number.
+func TestPoolingType(t *testing.T) {
+	for name, want := range map[string]uint64{"mean": 1, "cls": 2, "last": 3} {
+		f := buildOpen(t, Options{Arch: "qwen3", Preset: "tiny", Pooling: name})
+		if v, ok := f.Uint("qwen3.pooling_type"); !ok || v != want {
+			t.Fatalf("pooling %s: pooling_type %d (%v), want %d", name, v, ok, want)
+		}
+	}
+	if _, ok := buildOpen(t, Options{Arch: "qwen3", Preset: "tiny"}).Uint("qwen3.pooling_type"); ok {
+		t.Fatal("pooling_type written without --pooling")
 	}
 }
