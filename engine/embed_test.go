@@ -351,7 +351,6 @@ func TestEmbedRealModel(t *testing.T) {
 	}
 }
 
-
 // embedRef is a file of engine/testdata/embed (README.md there): llama.cpp's
 // pooled embeddings of the prompts of shared/testdata/models.
 type embedRef struct {
