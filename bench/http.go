@@ -81,10 +81,13 @@ func newHTTPClient(conns int) *http.Client {
 // accept. Completions take a prompt as a list of token ids, so their input
 // length is exact; chat takes text only (docs/bench.md: input methods).
 type OpenAI struct {
-	Base   string // e.g. http://127.0.0.1:8080
-	Model  string
-	Chat   bool // /v1/chat/completions with one user message per turn
-	client *http.Client
+	Base  string // e.g. http://127.0.0.1:8080
+	Model string
+	Chat  bool // /v1/chat/completions with one user message per turn
+	// Embeddings posts each request's prompt to /v1/embeddings as one
+	// input (no output tokens; the request's time is its E2E).
+	Embeddings bool
+	client     *http.Client
 }
 
 // NewOpenAI returns a /v1/completions target for the server at base.
@@ -99,14 +102,25 @@ func NewOpenAIChat(base, model string) *OpenAI {
 	return o
 }
 
+// NewOpenAIEmbeddings returns a /v1/embeddings target.
+func NewOpenAIEmbeddings(base, model string) *OpenAI {
+	o := NewOpenAI(base, model)
+	o.Embeddings = true
+	return o
+}
+
 func (o *OpenAI) Name() string {
-	if o.Chat {
+	switch {
+	case o.Chat:
 		return "openai-chat"
+	case o.Embeddings:
+		return "openai-embeddings"
 	}
 	return "openai"
 }
 
-// AcceptsTokenIDs: completions take token ids, chat does not.
+// AcceptsTokenIDs: completions and embeddings take token ids, chat does
+// not.
 func (o *OpenAI) AcceptsTokenIDs() bool { return !o.Chat }
 
 func (o *OpenAI) Close() error { o.client.CloseIdleConnections(); return nil }
@@ -135,7 +149,55 @@ type completionChunk struct {
 // Generate posts one streamed completion. Each chunk with text counts as
 // one token for the timings; the final usage sets the counts.
 func (o *OpenAI) Generate(ctx context.Context, req Request) Result {
+	if o.Embeddings {
+		return o.embed(ctx, req)
+	}
 	return o.generate(ctx, req, nil)
+}
+
+// embed posts req's prompt (text or token ids) to /v1/embeddings and
+// checks that one non-empty vector came back; usage sets the input count.
+func (o *OpenAI) embed(ctx context.Context, req Request) Result {
+	req.MaxTokens, req.IgnoreEOS = 0, false // nothing is generated: no output length to check
+	ctx, m := startMeter(ctx, req)
+	b := map[string]any{"model": o.Model, "input": req.Prompt}
+	if req.TokenIDs != nil {
+		b["input"] = req.TokenIDs
+	}
+	body, _ := json.Marshal(b)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Base+"/v1/embeddings", bytes.NewReader(body))
+	if err != nil {
+		m.fail(err)
+		return m.done()
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := o.client.Do(hr)
+	if err != nil {
+		m.fail(err)
+		return m.done()
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		m.fail(httpStatusError(resp))
+		return m.done()
+	}
+	var r struct {
+		Data []struct {
+			Embedding json.RawMessage `json:"embedding"`
+		} `json:"data"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	switch err := json.NewDecoder(resp.Body).Decode(&r); {
+	case err != nil:
+		m.fail(&KindError{Kind: "bad_response", Msg: "bench: embeddings response: " + err.Error()})
+	case len(r.Data) != 1 || len(r.Data[0].Embedding) < 3:
+		m.fail(&KindError{Kind: "bad_response", Msg: fmt.Sprintf("bench: embeddings response with %d vectors for one input", len(r.Data))})
+	default:
+		m.usage(r.Usage.PromptTokens, 0, 0)
+	}
+	return m.done()
 }
 
 // body is the JSON request of req.

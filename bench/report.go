@@ -28,6 +28,7 @@ type Report struct {
 	ErrorText   map[string]string  `json:"error_examples,omitempty"` // first message of each kind
 	ReqPerS     float64            `json:"request_throughput"`
 	OutTokPerS  float64            `json:"output_tokens_per_s"`
+	InTokPerS   float64            `json:"input_tokens_per_s"`
 	InTokens    int                `json:"input_tokens"`
 	OutTokens   int                `json:"output_tokens"`
 	Cached      int                `json:"cached_prompt_tokens"`
@@ -125,6 +126,7 @@ func Aggregate(rs []Result, elapsed time.Duration, slo SLO) Report {
 	if elapsed > 0 {
 		rep.ReqPerS = float64(rep.Succeeded) / elapsed.Seconds()
 		rep.OutTokPerS = float64(rep.OutTokens) / elapsed.Seconds()
+		rep.InTokPerS = float64(rep.InTokens) / elapsed.Seconds()
 	}
 	rep.Goodput = Goodput(rs, slo, elapsed)
 	rep.InputMeasured, rep.OutputMeasured = Summarize(in), Summarize(out)
@@ -183,14 +185,14 @@ func CheckErrorRate(reps []Report, limit float64) error {
 // digest of the server's figures (all of them are in the JSON).
 func WriteTable(w io.Writer, reps []Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tscenario\tconc\treqs\tok\tcxl\terr\treq/s\tout tok/s\tgoodput\tTTFT p50\tTTFT p99\tITL p50\tITL p99\tE2E p50\tE2E p99\t")
+	fmt.Fprintln(tw, "target\tscenario\tconc\treqs\tok\tcxl\terr\treq/s\tin tok/s\tout tok/s\tgoodput\tTTFT p50\tTTFT p99\tITL p50\tITL p99\tE2E p50\tE2E p99\t")
 	for _, r := range reps {
 		errs := 0
 		for _, n := range r.Errors {
 			errs += n
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-			r.Target, r.Scenario, r.Concurrency, r.Requests, r.Succeeded, r.Cancelled, errs, r.ReqPerS, r.OutTokPerS, r.Goodput,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Target, r.Scenario, r.Concurrency, r.Requests, r.Succeeded, r.Cancelled, errs, r.ReqPerS, r.InTokPerS, r.OutTokPerS, r.Goodput,
 			msString(r.TTFTms.P50), msString(r.TTFTms.P99), msString(r.ITLms.P50), msString(r.ITLms.P99),
 			msString(r.E2Ems.P50), msString(r.E2Ems.P99))
 	}

@@ -346,8 +346,11 @@ func runOne(ctx context.Context, t Target, cfg ServeConfig, l Load, r run, progr
 	rep := Aggregate(results, elapsed, cfg.SLO)
 	rep.Scenario, rep.Target, rep.Concurrency, rep.Rate = r.name, t.Name(), l.Concurrency, l.Rate
 	rep.InputAsked, rep.OutputAsked = cfg.Workload.Input.String(), cfg.Workload.Output.String()
-	if t.Name() == "sse" {
+	switch t.Name() {
+	case "sse":
 		rep.OutputAsked = "server" // the SSE route has no max_tokens
+	case "openai-embeddings":
+		rep.OutputAsked = "none" // nothing is generated
 	}
 	if len(cfg.Workload.Prompts) > 0 {
 		rep.InputAsked = "file"

@@ -22,7 +22,7 @@ func init() {
 }
 
 const benchUsage = `usage:
-  oengine bench serve   [flags]          drive a running server (grpc, sse, openai or openai-chat target);
+  oengine bench serve   [flags]          drive a running server (grpc, sse, openai, openai-chat or openai-embeddings target);
                                          exact input lengths, exit 1 beyond --max-error-rate (docs/bench.md)
   oengine bench model   [flags]          prefill / decode throughput of a GGUF file in this process
   oengine bench compare A.json B.json    B/A ratios of two runs (also: oengine bench --compare A B)
@@ -126,7 +126,7 @@ func intList(s string) ([]int, error) {
 
 func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench serve", stderr)
-	target := fs.String("target", "grpc", "grpc (OpenEngine Inference.Generate), sse (POST /session/{id}/generate), openai (/v1/completions) or openai-chat (/v1/chat/completions)")
+	target := fs.String("target", "grpc", "grpc (OpenEngine Inference.Generate), sse (POST /session/{id}/generate), openai (/v1/completions), openai-chat (/v1/chat/completions) or openai-embeddings (/v1/embeddings: one input a request, no output)")
 	addr := fs.String("addr", "127.0.0.1:50051", "gRPC address of the server (grpc and sse targets)")
 	url := fs.String("url", "http://127.0.0.1:8080", "HTTP base URL (openai and sse targets; /metrics for all)")
 	metricsURL := fs.String("metrics-url", "", "Prometheus endpoint scraped around each run (default: URL/metrics; \"none\": off)")
@@ -336,10 +336,13 @@ func openTarget(ctx context.Context, kind, addr, url, model string) (bench.Targe
 			return nil, nil, nil, err
 		}
 		return s, desc, func() { s.Close(); g.Close() }, nil
-	case "openai", "openai-chat":
+	case "openai", "openai-chat", "openai-embeddings":
 		o := bench.NewOpenAI(url, model)
-		if kind == "openai-chat" {
+		switch kind {
+		case "openai-chat":
 			o = bench.NewOpenAIChat(url, model)
+		case "openai-embeddings":
+			o = bench.NewOpenAIEmbeddings(url, model)
 		}
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		ids := o.Models(dctx)
@@ -350,7 +353,7 @@ func openTarget(ctx context.Context, kind, addr, url, model string) (bench.Targe
 		}
 		return o, desc, func() { o.Close() }, nil
 	}
-	return nil, nil, nil, fmt.Errorf("bench: unknown target %q (grpc, sse, openai or openai-chat)", kind)
+	return nil, nil, nil, fmt.Errorf("bench: unknown target %q (grpc, sse, openai, openai-chat or openai-embeddings)", kind)
 }
 
 // guidedWorkload reads --guided-fraction and --guided-schema (nil when no
