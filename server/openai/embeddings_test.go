@@ -146,6 +146,22 @@ func TestEmbeddingsSDK(t *testing.T) {
 	if err := sameFloats(rMean.Data[0].Embedding, h.engineEmbedding(t, texts[1], engine.PoolingMean)); err != nil {
 		t.Fatalf("mean pooling, not normalized: %v", err)
 	}
+
+	// The request metrics count each input under the route.
+	resp2, err := http.Get(h.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw2, _ := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	for _, want := range []string{
+		`oengine:request_success_total{finished_reason="stop",model_name="tiny",route="/v1/embeddings"} 7`,
+		`oengine:e2e_request_latency_seconds_count{model_name="tiny",route="/v1/embeddings"} 4`,
+	} {
+		if !strings.Contains(string(raw2), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
 	h.idle(t, false)
 }
 

@@ -540,8 +540,9 @@ func TestSlowReaderPauses(t *testing.T) {
 	h.idle(t, false)
 }
 
-// With API keys: no key is 401 in OpenAI's shape; requests, sessions and
-// Abort belong to the key that made them (another key gets 404).
+// With API keys: no key is 401 in OpenAI's shape (embeddings too);
+// requests, sessions and Abort belong to the key that made them (another
+// key gets 404).
 func TestAPIKeysAndOwnership(t *testing.T) {
 	h := startHarness(t, harnessOpts{template: llama2Template})
 	keys, err := server.NewKeys([]server.Key{{Name: "alice", Secret: "alice-secret-0123456789"}, {Name: "bob", Secret: "bob-secret-0123456789"}})
@@ -555,7 +556,14 @@ func TestAPIKeysAndOwnership(t *testing.T) {
 	if !errors.As(err, &ae) || ae.StatusCode != 401 || ae.Type != "authentication_error" {
 		t.Fatalf("no key: %v", err)
 	}
+	_, err = embed(anon, ctxT(t), oa.EmbeddingNewParams{Model: "tiny", Input: oa.EmbeddingNewParamsInputUnion{OfString: oa.String("hi")}})
+	if !errors.As(err, &ae) || ae.StatusCode != 401 {
+		t.Fatalf("embeddings without a key: %v", err)
+	}
 	alice := h.client(option.WithAPIKey("alice-secret-0123456789"))
+	if e, err := embed(alice, ctxT(t), oa.EmbeddingNewParams{Model: "tiny", Input: oa.EmbeddingNewParamsInputUnion{OfString: oa.String("hi")}}); err != nil || len(e.Data) != 1 {
+		t.Fatalf("alice's embeddings: %v", err)
+	}
 	r, err := alice.Chat.Completions.New(ctxT(t), oa.ChatCompletionNewParams{Model: "tiny", MaxCompletionTokens: oa.Int(2),
 		Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("hi")}})
 	if err != nil || len(r.Choices) != 1 {
