@@ -558,6 +558,42 @@ func TestPromptLogprobs(t *testing.T) {
 	}
 }
 
+// TestPromptLogprobsPreempted: prompt logprobs of requests that are
+// preempted and recomputed equal those of a run without preemption, and
+// each prompt position's logits row is computed once: a recomputing chunk
+// that ends before the rows already taken does not move the sequence's
+// LogitsFrom back.
+func TestPromptLogprobsPreempted(t *testing.T) {
+	c := &sampling.Candidates{Mode: sampling.CandidatesTopN, TopN: 2}
+	reqs := mixedRequests(16, 9, false)
+	for i := range reqs {
+		reqs[i].PromptLogprobs = c
+	}
+	want := solo(t, reqs)
+	m := &fakeModel{vocab: 64, ctx: 512}
+	e := newFakeEngine(t, Config{KVPages: 60, MaxBatchedTokens: 24, MaxStepLatency: -1}, m)
+	got := concurrent(t, e, reqs)
+	if e.Stats().Preemptions == 0 {
+		t.Fatal("no preemption happened")
+	}
+	rows := 0
+	for i := range reqs {
+		g, w := got[i], want[i]
+		if g.err != nil || !equalTokens(g.tokens[0], w.tokens[0]) || len(g.prompt.Logprobs) != len(w.prompt.Logprobs) {
+			t.Fatalf("request %d: %v %v, alone %v", i, g.err, g.tokens[0], w.tokens[0])
+		}
+		for p := 1; p < len(w.prompt.Logprobs); p++ {
+			if g.prompt.Logprobs[p].Chosen != w.prompt.Logprobs[p].Chosen {
+				t.Fatalf("request %d position %d: %+v, alone %+v", i, p, g.prompt.Logprobs[p].Chosen, w.prompt.Logprobs[p].Chosen)
+			}
+		}
+		rows += len(g.prompt.Tokens) + len(g.tokens[0]) - 1 // every prompt position, then one row per later token
+	}
+	if n := m.rows.Load(); n != int64(rows) {
+		t.Fatalf("%d logits rows computed, %d needed", n, rows)
+	}
+}
+
 func TestRetainForSessions(t *testing.T) {
 	m := &fakeModel{vocab: 64, ctx: 512}
 	e := newFakeEngine(t, Config{}, m)

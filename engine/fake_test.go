@@ -23,6 +23,7 @@ type fakeModel struct {
 	salt       uint64                         // changes every logit (a different "model" for draft tests) ...
 	perturb    float32                        // ... or, when > 0, only adds salt-seeded noise of this scale (a close "model")
 	forwarded  atomic.Int64                   // tokens computed
+	rows       atomic.Int64                   // logits rows computed
 	cost       func(tokens int) time.Duration // when set, every Forward sleeps this long (a priced "model")
 }
 
@@ -79,6 +80,7 @@ func (m *fakeModel) Forward(k KV, b *Batch, logits []float32) error {
 		kv.slots[pages[p/kv.ps]][p%kv.ps] = int64(tok)<<32 | int64(p)
 	}
 	m.forwarded.Add(int64(len(b.Tokens)))
+	m.rows.Add(int64(len(b.Logits)))
 	for r, ti := range b.Logits {
 		pages := b.Seqs[b.Seq[ti]]
 		pos := int(b.Pos[ti])

@@ -233,7 +233,9 @@ func (e *Engine) promptLogprobs(req *request, it *scheduler.Item, rows []float32
 	if it.End >= len(req.prompt)-1 {
 		it.Seq.LogitsFrom = scheduler.NoLogits
 	} else {
-		it.Seq.LogitsFrom = it.End
+		// A recomputing item (after a preemption) may end before the
+		// rows already taken.
+		it.Seq.LogitsFrom = max(it.Seq.LogitsFrom, it.End)
 	}
 }
 
