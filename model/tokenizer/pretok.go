@@ -33,6 +33,7 @@ const (
 	preFalcon
 	preStarcoder
 	preTekken
+	preGPT4o
 )
 
 // preConfig is what tokenizer.ggml.pre selects.
@@ -70,6 +71,8 @@ func lookupPre(name string) (preConfig, error) {
 		return preConfig{family: preQwen2}, nil
 	case "tekken":
 		return preConfig{family: preTekken, ignoreMerges: true, addBOS: true}, nil
+	case "gpt-4o", "llama4", "kanana2", "talkie":
+		return preConfig{family: preGPT4o}, nil
 	}
 	return preConfig{}, fmt.Errorf("%w: unknown pre-tokenizer type %q", ErrUnsupported, name)
 }
@@ -85,6 +88,8 @@ func (f preFamily) stages() []stage {
 		return []stage{matcher(matchQwen2)}
 	case preTekken:
 		return []stage{matcher(matchTekken)}
+	case preGPT4o:
+		return []stage{matcher(matchGPT4o)}
 	case preDeepseekLLM:
 		return []stage{
 			matcher(matchCRLF),         // [\r\n]

@@ -63,10 +63,27 @@ func matchQwen2(t *cpText, i, end int) int {
 // A letter counts as upper ([^a-z]) unless it is ASCII a-z and as lower
 // ([^A-Z]) unless it is ASCII A-Z: every non-ASCII letter is both (it is
 // a stand-in byte there), so "élan" and "ÉLAN" are each one word.
-func matchTekken(t *cpText, i, end int) int {
+func matchTekken(t *cpText, i, end int) int { return matchCaseWords(t, i, end, false, 1) }
+
+// matchGPT4o is the GPT-4o expression (Phi-4-mini, Llama 4) as llama.cpp
+// runs it: Tekken's, with an optional contraction
+// ('[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]) after either
+// letter alternative and \p{N}{1,3} for digits.
+func matchGPT4o(t *cpText, i, end int) int { return matchCaseWords(t, i, end, true, 3) }
+
+// matchCaseWords is the expression of matchTekken and matchGPT4o:
+// contractions says whether a letter run may end in one, digits is the
+// most numbers taken at once.
+func matchCaseWords(t *cpText, i, end int, contractions bool, digits int) int {
 	cps, info := t.cps, t.info
 	upper := func(j int) bool { return info[j].cat == catLetter && (cps[j] < 'a' || cps[j] > 'z') }
 	lower := func(j int) bool { return info[j].cat == catLetter && (cps[j] < 'A' || cps[j] > 'Z') }
+	word := func(j int) int { // the match of a letter alternative ending at j
+		if contractions && j < end {
+			j += matchContraction(cps, j, end, false)
+		}
+		return j - i
+	}
 	s := i // after the optional [^\r\n\p{L}\p{N}] (it never matches a letter)
 	if c := cps[i]; c != '\r' && c != '\n' && info[i].cat != catLetter && info[i].cat != catNumber {
 		s = i + 1
@@ -84,7 +101,7 @@ func matchTekken(t *cpText, i, end int) int {
 				for j < end && lower(j) {
 					j++
 				}
-				return j - i
+				return word(j)
 			}
 		}
 		// upper+lower*
@@ -92,12 +109,16 @@ func matchTekken(t *cpText, i, end int) int {
 			for k < end && lower(k) {
 				k++
 			}
-			return k - i
+			return word(k)
 		}
 	}
-	// \p{N}
+	// \p{N}{1,digits}
 	if info[i].cat == catNumber {
-		return 1
+		j := i + 1
+		for j < end && j-i < digits && info[j].cat == catNumber {
+			j++
+		}
+		return j - i
 	}
 	// ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
 	j := i

@@ -63,6 +63,15 @@ func TestPreTokenizers(t *testing.T) {
 		// range [ࠀ-一] takes 。 but not the (whitespace) U+3000.
 		{"deepseek-llm ideographic space", preDeepseekLLM, "，\u3000。",
 			[]string{"，", "\u3000", "。"}},
+		// GPT-4o: a contraction ends a letter run (Tekken has none), digits
+		// go in threes (Tekken: one by one). llama.cpp's vectors cannot
+		// tell the first apart with Llama 3's merges.
+		{"gpt-4o contraction ends the word", preGPT4o, "WE'REready they'llbe",
+			[]string{"WE'RE", "ready", " they'll", "be"}},
+		{"tekken has no contraction", preTekken, "WE'REready they'llbe",
+			[]string{"WE", "'REready", " they", "'llbe"}},
+		{"gpt-4o digits in threes", preGPT4o, "12345",
+			[]string{"123", "45"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

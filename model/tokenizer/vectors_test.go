@@ -125,3 +125,37 @@ func TestTekkenVectors(t *testing.T) {
 		t.Errorf("lookupPre(tekken) = %+v, %v; want llama.cpp's: ignore merges, add BOS", pc, err)
 	}
 }
+
+// TestGPT4oVectors: the GPT-4o pre-tokenizer (Phi-4-mini, Llama 4) against
+// llama.cpp's splits of the same inputs plus contraction and digit-run
+// cases (testdata/README.md: Llama 3's vocabulary relabelled gpt-4o).
+func TestGPT4oVectors(t *testing.T) {
+	f, err := gguf.Open(filepath.Join(sharedDir(t), "tokenizer", "ggml-vocab-llama3.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := VocabFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Pre = "gpt-4o"
+	tok, err := New(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := readVectors(t, filepath.Join("testdata", "gpt4o"))
+	if len(cases) != 105 {
+		t.Fatalf("%d cases", len(cases))
+	}
+	for i, c := range cases {
+		if got := tok.Encode(c.input, EncodeOptions{}); !equalIDs(got, c.want) {
+			t.Errorf("case %d %q:\n got  %v\n want %v", i, c.input, got, c.want)
+		}
+	}
+	for _, name := range []string{"gpt-4o", "llama4"} {
+		if pc, err := lookupPre(name); err != nil || pc != (preConfig{family: preGPT4o}) {
+			t.Errorf("lookupPre(%s) = %+v, %v; want llama.cpp's: merges used, BOS by metadata", name, pc, err)
+		}
+	}
+}
