@@ -289,7 +289,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		return f
 	}
 	iq4, f16 := build("llama", ggml.TypeIQ4_NL), build("llama", ggml.TypeF16)
-	gemma, moe := build("gemma3", ggml.TypeF16), build("qwen3moe", ggml.TypeQ8_0)
+	gemma, moe, phi := build("gemma3", ggml.TypeF16), build("qwen3moe", ggml.TypeQ8_0), build("phi3", ggml.TypeQ8_0)
 	open, emu := emuOpener()
 	cfg := engine.Config{PageSize: 16, KVPages: 32}
 	for _, c := range []struct {
@@ -302,6 +302,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		{"draft", f16, iq4, "cpu (auto: draft model: no CUDA kernel for IQ4_NL (tensor token_embd.weight))", "no CUDA kernel for IQ4_NL"},
 		{"arch", gemma, nil, "cpu (auto: no CUDA kernels for the gemma3 architecture)", "no CUDA kernels for the gemma3 architecture"},
 		{"experts", moe, nil, "cpu (auto: no CUDA kernels for the qwen3moe architecture)", "no CUDA kernels for the qwen3moe architecture"},
+		{"fused projections", phi, nil, "cpu (auto: no CUDA kernels for the phi3 architecture)", "no CUDA kernels for the phi3 architecture"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := Load(c.model, Options{Threads: 1, Device: "auto", OpenCUDA: open, Draft: c.drft, Engine: cfg})

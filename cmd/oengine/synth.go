@@ -34,7 +34,8 @@ func parseSynth(args []string) (*synthConfig, error) {
 	c := &synthConfig{}
 	o := &c.opts
 	fs := newFlags("synth", nil)
-	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3, gemma2, gemma3 or qwen3moe")
+	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3, gemma2, gemma3, qwen3moe or phi3")
+	fs.IntVar(&o.LongRope, "longrope", 0, "phi3's LongRoPE with this original context `length` (short and long frequency factors, an attention factor)")
 	fs.StringVar(&o.Preset, "preset", "", "shape preset: "+strings.Join(synth.PresetNames(), ", "))
 	dims := fs.String("dims", "", "custom shapes: `dim,layers,heads,kv_heads,ffn,vocab[,ctx]`")
 	typ := fs.String("type", "f16", "weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k to q6_k, iq4_nl, iq4_xs")
@@ -53,7 +54,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	if c.out == "" {
 		return nil, errors.New("synth: -o out.gguf is required")
 	}
-	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe"); err != nil {
+	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3"); err != nil {
 		return nil, err
 	}
 	o.Arch = strings.ToLower(o.Arch)

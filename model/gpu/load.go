@@ -82,7 +82,9 @@ func FromGGUF(f *gguf.File) (DecoderConfig, HostWeights, llama.Config, error) {
 	if err != nil {
 		return DecoderConfig{}, HostWeights{}, c, err
 	}
-	if c.Gemma || c.SWA > 0 || c.Experts > 0 { // post-norms, GELU, sliding windows, experts: CPU only
+	// Post-norms, GELU, sliding windows, experts, fused projections and
+	// LongRoPE: CPU only.
+	if c.Gemma || c.SWA > 0 || c.Experts > 0 || c.FusedUp || c.RopeFactors || c.RopeAttnFactor != 0 && c.RopeAttnFactor != 1 {
 		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Arch: c.Arch}
 	}
 	cfg := DecoderConfig{Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,

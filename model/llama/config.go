@@ -4,9 +4,11 @@
 // and V), "qwen3" (RMSNorm on each Q and K head), "qwen3moe" (qwen3 with a
 // mixture-of-experts feed-forward, Config.Experts), "gemma2" (Gemma's
 // block, Config.Gemma, sliding-window attention on every other layer,
-// Config.SWA, and soft-capped attention and output logits) and "gemma3"
+// Config.SWA, and soft-capped attention and output logits), "gemma3"
 // (Gemma 3's text decoder: qwen3's head norms plus Gemma's block and
-// sliding-window attention on most layers).
+// sliding-window attention on most layers) and "phi3" (Phi-3 and Phi-4:
+// llama's block with its Q, K and V in one matrix and its gate and up
+// projections in another, and LongRoPE frequency factors).
 //
 // One forward pass serves prefill and decode: a Batch is a set of tokens,
 // each with its sequence and position, and attention reads keys and values
@@ -29,7 +31,7 @@ var ErrUnsupported = errors.New("llama: unsupported model")
 
 // Config is the shape of a model, read from GGUF metadata.
 type Config struct {
-	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3"
+	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"
 	Dim     int    // embedding width
 	Layers  int    // transformer blocks
 	Heads   int    // query heads
@@ -44,11 +46,21 @@ type Config struct {
 	RopeFreqScale float32 // 1/factor for linear rope scaling, else 1
 	RopeNeoX      bool    // half-split pairs (qwen2, qwen3) instead of adjacent pairs (llama)
 	RopeFreqs     bool    // a rope_freqs tensor divides each pair's frequency (Llama-3 scaling)
+	// LongRoPE (phi3): rope_factors_short / rope_factors_long tensors
+	// divide each pair's frequency like rope_freqs; the long ones apply
+	// when the context (CtxLen) exceeds RopeOrigCtx
+	// (rope.scaling.original_context_length; 0: CtxLen), as llama.cpp
+	// chooses them for a context of that size. RopeAttnFactor
+	// (rope.scaling.attn_factor; 0: none, as 1) scales the rotated values.
+	RopeFactors    bool
+	RopeOrigCtx    int
+	RopeAttnFactor float32
 
 	NormEps float32 // RMSNorm epsilon
 	QKVBias bool    // attn_q/k/v carry a .bias (qwen2)
 	QKNorm  bool    // attn_q_norm / attn_k_norm per head (qwen3, gemma3)
 	TiedOut bool    // no output.weight: the output projection is token_embd
+	FusedUp bool    // ffn_up is [2*FFN][Dim]: the gate's rows, then up's (phi3)
 
 	// Gemma: Gemma 2's and 3's block. The token embedding is scaled by √Dim; the
 	// attention and feed-forward outputs are RMS-normed again
@@ -112,6 +124,9 @@ func (c Config) KVDim() int { return c.KVHeads * c.HeadDim }
 // archTraits are the per-architecture differences.
 type archTraits struct {
 	neox, qkvBias, qkNorm, gemma, moe bool
+	// fusedUp: ffn_up holds the gate's rows then the up projection's
+	// ([2*FFN][Dim], no ffn_gate; phi3).
+	fusedUp bool
 }
 
 var archs = map[string]archTraits{
@@ -121,6 +136,7 @@ var archs = map[string]archTraits{
 	"qwen3moe": {neox: true, qkNorm: true, moe: true},
 	"gemma2":   {neox: true, gemma: true},
 	"gemma3":   {neox: true, qkNorm: true, gemma: true},
+	"phi3":     {neox: true, fusedUp: true},
 }
 
 // maxDim bounds every metadata size so that products of them cannot
@@ -136,9 +152,9 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2 or gemma3)", ErrUnsupported, arch)
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3 or phi3)", ErrUnsupported, arch)
 	}
-	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma, FusedUp: tr.fusedUp}
 	get := func(key string, dst *int, required bool) error {
 		v, ok := f.Uint(arch + "." + key)
 		if !ok {
@@ -228,6 +244,9 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 		c.Pooling = Pooling(v + 1)
 	}
 	_, c.RopeFreqs = f.Tensor("rope_freqs.weight")
+	if err := c.readLongRope(f); err != nil {
+		return Config{}, err
+	}
 	_, hasOut := f.Tensor("output.weight")
 	c.TiedOut = !hasOut
 	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
@@ -338,6 +357,42 @@ func (c *Config) readGemma(f *gguf.File) error {
 	return nil
 }
 
+// readLongRope reads LongRoPE's factors and attention factor (any
+// architecture, as llama.cpp reads them; phi3 files have them).
+func (c *Config) readLongRope(f *gguf.File) error {
+	_, long := f.Tensor("rope_factors_long.weight")
+	_, short := f.Tensor("rope_factors_short.weight")
+	c.RopeFactors = long || short
+	if c.RopeFactors && c.RopeFreqs {
+		return fmt.Errorf("%w: both rope_freqs and rope_factors tensors", ErrUnsupported)
+	}
+	if v, ok := f.Uint(c.Arch + ".rope.scaling.original_context_length"); ok {
+		if v == 0 || v > maxDim {
+			return fmt.Errorf("llama: %s.rope.scaling.original_context_length = %d out of range", c.Arch, v)
+		}
+		c.RopeOrigCtx = int(v)
+	}
+	if v, ok := f.Float(c.Arch + ".rope.scaling.attn_factor"); ok {
+		if !(v > 0) || v > 100 {
+			return fmt.Errorf("llama: %s.rope.scaling.attn_factor = %g out of range", c.Arch, v)
+		}
+		c.RopeAttnFactor = float32(v)
+	}
+	return nil
+}
+
+// RopeFactorsTensor names the LongRoPE factors this configuration uses
+// ("" without them).
+func (c Config) RopeFactorsTensor() string {
+	switch {
+	case !c.RopeFactors:
+		return ""
+	case c.RopeOrigCtx > 0 && c.CtxLen > c.RopeOrigCtx:
+		return "rope_factors_long.weight"
+	}
+	return "rope_factors_short.weight"
+}
+
 // readRopeScaling handles rope.scaling.type / rope.scaling.factor (and the
 // older rope.scale_linear). Linear scaling divides every angle by the factor;
 // Llama-3 scaling comes as a rope_freqs tensor and needs nothing here.
@@ -352,7 +407,7 @@ func (c *Config) readRopeScaling(f *gguf.File) error {
 		}
 	}
 	switch typ {
-	case "", "none", "llama3":
+	case "", "none", "llama3", "longrope": // their factors come as tensors (readLongRope)
 		return nil
 	case "linear":
 		if !hasFactor || factor == 0 || factor == 1 {

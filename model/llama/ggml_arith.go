@@ -36,9 +36,12 @@ func (m *Model) ropeCache(cs []float32, pos int32) {
 	c := &m.cfg
 	if m.ggml != nil {
 		cpu.GGMLRopeCache(cs, pos, c.RopeDims, c.RopeBase, c.RopeFreqScale, m.ropeFreqs)
-		return
+	} else {
+		cpu.RopeCache(cs, pos, c.RopeDims, c.RopeBase, c.RopeFreqScale, m.ropeFreqs)
 	}
-	cpu.RopeCache(cs, pos, c.RopeDims, c.RopeBase, c.RopeFreqScale, m.ropeFreqs)
+	if c.RopeAttnFactor != 0 && c.RopeAttnFactor != 1 { // LongRoPE's attention factor scales cos and sin (ggml's mscale)
+		cpu.Scale(cs[:c.RopeDims], cs[:c.RopeDims], c.RopeAttnFactor)
+	}
 }
 
 // ggmlTileRows is GGML_FA_TILE_Q: llama.cpp's CPU flash attention uses its

@@ -390,3 +390,26 @@ func TestPoolingConfig(t *testing.T) {
 		t.Fatal("pooling_type 5 accepted")
 	}
 }
+
+// TestPhi3Config: phi3 files read as llama's block with a fused gate/up
+// matrix, and LongRoPE picks the long factors only when the context
+// exceeds the original one.
+func TestPhi3Config(t *testing.T) {
+	for _, tc := range []struct {
+		orig   int
+		tensor string
+		attn   float32
+	}{{0, "", 0}, {512, "rope_factors_long.weight", 1.1055}, {4096, "rope_factors_short.weight", 1}} {
+		f := synthBuild(t, synth.Options{Arch: "phi3", Dims: synth.Dims{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, CtxLen: 2048}, LongRope: tc.orig})
+		c, err := ConfigFromGGUF(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.FusedUp || !c.RopeNeoX || c.RopeFactorsTensor() != tc.tensor || math.Abs(float64(c.RopeAttnFactor-tc.attn)) > 1e-4 {
+			t.Fatalf("original context %d: fused up %v, neox %v, factors %q, attention factor %g", tc.orig, c.FusedUp, c.RopeNeoX, c.RopeFactorsTensor(), c.RopeAttnFactor)
+		}
+		if _, err := Load(f, Options{Threads: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

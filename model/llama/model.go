@@ -90,14 +90,25 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	if c.RopeFreqs {
 		m.ropeFreqs = ld.vector("rope_freqs.weight", c.RopeDims/2)
 	}
+	if name := c.RopeFactorsTensor(); name != "" {
+		m.ropeFreqs = ld.vector(name, c.RopeDims/2)
+	}
 	m.layers = make([]layer, c.Layers)
 	for i := range m.layers {
 		l := &m.layers[i]
 		p := fmt.Sprintf("blk.%d.", i)
 		l.attnNorm = ld.vector(p+"attn_norm.weight", c.Dim)
-		l.wq = ld.matrix(p+"attn_q.weight", c.QDim(), c.Dim)
-		l.wk = ld.matrix(p+"attn_k.weight", c.KVDim(), c.Dim)
-		l.wv = ld.matrix(p+"attn_v.weight", c.KVDim(), c.Dim)
+		if _, fused := f.Tensor(p + "attn_qkv.weight"); fused {
+			// One matrix whose rows are Q's, then K's, then V's (phi3).
+			qkv := ld.rows(p+"attn_qkv.weight", c.QDim()+2*c.KVDim(), c.Dim, []int{c.QDim(), c.KVDim(), c.KVDim()})
+			if qkv != nil {
+				l.wq, l.wk, l.wv = qkv[0], qkv[1], qkv[2]
+			}
+		} else {
+			l.wq = ld.matrix(p+"attn_q.weight", c.QDim(), c.Dim)
+			l.wk = ld.matrix(p+"attn_k.weight", c.KVDim(), c.Dim)
+			l.wv = ld.matrix(p+"attn_v.weight", c.KVDim(), c.Dim)
+		}
 		l.wo = ld.matrix(p+"attn_output.weight", c.Dim, c.QDim())
 		if c.QKVBias {
 			l.bq = ld.vector(p+"attn_q.bias", c.QDim())
@@ -115,8 +126,14 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 			l.upExps = ld.experts(p+"ffn_up_exps.weight", c.Experts, c.ExpertFFN, c.Dim)
 			l.downExps = ld.experts(p+"ffn_down_exps.weight", c.Experts, c.Dim, c.ExpertFFN)
 		} else {
-			l.wGate = ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim)
-			l.wUp = ld.matrix(p+"ffn_up.weight", c.FFN, c.Dim)
+			if c.FusedUp {
+				if gu := ld.rows(p+"ffn_up.weight", 2*c.FFN, c.Dim, []int{c.FFN, c.FFN}); gu != nil {
+					l.wGate, l.wUp = gu[0], gu[1]
+				}
+			} else {
+				l.wGate = ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim)
+				l.wUp = ld.matrix(p+"ffn_up.weight", c.FFN, c.Dim)
+			}
 			l.wDown = ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN)
 		}
 		if c.Gemma {
@@ -261,6 +278,29 @@ func (ld *loader) matrix(name string, rows, cols int) cpu.Matrix {
 		ld.err = fmt.Errorf("llama: tensor %s: %w", name, err)
 	}
 	return mat
+}
+
+// rows returns tensor name, a [rows][cols] matrix, as consecutive row
+// ranges of the given sizes (a fused projection: each range is a Matrix
+// over its own bytes).
+func (ld *loader) rows(name string, rows, cols int, parts []int) []cpu.Matrix {
+	whole := ld.matrix(name, rows, cols)
+	if ld.err != nil {
+		return nil
+	}
+	rowBytes := len(whole.Data) / rows
+	out := make([]cpu.Matrix, len(parts))
+	r := 0
+	for i, n := range parts {
+		mat, err := cpu.NewMatrix(whole.Type, n, cols, whole.Data[r*rowBytes:(r+n)*rowBytes:(r+n)*rowBytes])
+		if err != nil {
+			ld.err = fmt.Errorf("llama: tensor %s rows %d-%d: %w", name, r, r+n, err)
+			return nil
+		}
+		out[i] = mat
+		r += n
+	}
+	return out
 }
 
 // experts returns tensor name, n matrices of [rows][cols] (GGUF dims

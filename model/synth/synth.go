@@ -35,6 +35,12 @@ type Dims struct {
 	// (each of ExpertFFN width, ExpertsUsed a token; 0: 2 of 8, FFN wide)
 	// or of a llama model (Mixtral's kind: FFN wide; 0: none).
 	Experts, ExpertsUsed, ExpertFFN int
+	// RopeOrigCtx (Options.LongRope) writes LongRoPE: rope_factors_short
+	// (about 1) and rope_factors_long (about 4) tensors, this original
+	// context length, and the attention factor Phi-3's converter derives
+	// from it (√(1 + ln(CtxLen/RopeOrigCtx)/ln(RopeOrigCtx)) when CtxLen
+	// is longer). 0: none.
+	RopeOrigCtx int
 }
 
 // Presets maps a preset name to its shapes.
@@ -52,6 +58,8 @@ var Presets = map[string]Dims{
 	// qwen3-0.6b: the shapes of Qwen3 0.6B and Qwen3-Embedding-0.6B
 	// (with --arch qwen3).
 	"qwen3-0.6b": {Dim: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, FFN: 3072, Vocab: 151936, CtxLen: 32768, RopeBase: 1000000},
+	// phi3-mini: the shapes of Phi-3-mini-4k (with --arch phi3).
+	"phi3-mini": {Dim: 3072, Layers: 32, Heads: 32, KVHeads: 32, FFN: 8192, Vocab: 32064, CtxLen: 4096, RopeBase: 10000},
 	// gemma3-1b: the shapes of Gemma 3 1B (with --arch gemma3).
 	"gemma3-1b": {Dim: 1152, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256, FFN: 6912, Vocab: 262144, CtxLen: 32768, RopeBase: 1000000, SlidingWindow: 512},
 }
@@ -68,7 +76,7 @@ func PresetNames() []string {
 
 // Options selects what Build writes.
 type Options struct {
-	Arch   string    // "llama", "qwen2", "qwen3", "gemma2", "gemma3" or "qwen3moe"
+	Arch   string    // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe" or "phi3"
 	Preset string    // a key of Presets, or "" when Dims is set
 	Dims   Dims      // used when Preset is ""
 	Type   ggml.Type // weight type of the 2-D matrices (norms stay F32); the zero value is F32
@@ -78,6 +86,9 @@ type Options struct {
 	// copied); the model's vocabulary size becomes its token count.
 	Vocab *gguf.File
 	Name  string // general.name; default "synthetic-<preset>"
+	// LongRope, for phi3, is LongRoPE's original context length
+	// (Dims.RopeOrigCtx); 0: no LongRoPE.
+	LongRope int
 	// Pooling, when set ("mean", "cls" or "last"), is written as
 	// <arch>.pooling_type, as embedding models' files say it.
 	Pooling string
@@ -105,6 +116,12 @@ func (o Options) Resolve() (Dims, error) {
 	}
 	if o.CtxLen > 0 {
 		d.CtxLen = o.CtxLen
+	}
+	if o.LongRope != 0 {
+		if o.Arch != "phi3" || o.LongRope < 0 || o.LongRope > 1<<24 {
+			return Dims{}, fmt.Errorf("%w: LongRoPE (original context %d) is for phi3", ErrOptions, o.LongRope)
+		}
+		d.RopeOrigCtx = o.LongRope
 	}
 	if _, ok := poolingTypes[o.Pooling]; o.Pooling != "" && !ok {
 		return Dims{}, fmt.Errorf("%w: pooling %q (want mean, cls or last)", ErrOptions, o.Pooling)
@@ -168,9 +185,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		o.Arch = "llama"
 	}
 	switch o.Arch {
-	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe":
+	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3":
 	default:
-		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe)", ErrOptions, o.Arch)
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3)", ErrOptions, o.Arch)
 	}
 	if !cpu.CanQuantize(o.Type) {
 		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
@@ -241,6 +258,14 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		w.SetUint32(a+".attention.sliding_window", uint32(win))
 		w.SetFloat32(a+".attn_logit_softcapping", ac)
 		w.SetFloat32(a+".final_logit_softcapping", fc)
+	}
+	if d.RopeOrigCtx > 0 {
+		w.SetUint32(a+".rope.scaling.original_context_length", uint32(d.RopeOrigCtx))
+		f := 1.0
+		if d.CtxLen > d.RopeOrigCtx {
+			f = math.Sqrt(1 + math.Log(float64(d.CtxLen)/float64(d.RopeOrigCtx))/math.Log(float64(d.RopeOrigCtx)))
+		}
+		w.SetFloat32(a+".rope.scaling.attn_factor", float32(f))
 	}
 	if a == "gemma3" {
 		// Gemma 3's sliding window on five layers of six, and the local
@@ -354,6 +379,7 @@ type tensorSpec struct {
 	std   float32  // weights ~ N(0, std); ignored when ones
 	ones  bool     // norm weights: 1 + small noise
 	noise float32
+	mul   float32 // when > 0, ones values are multiplied by it (LongRoPE's long factors)
 }
 
 func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
@@ -387,6 +413,13 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 	if arch == "gemma2" {
 		specs = specs[:2] // Gemma 2 always ties the output to the embedding
 	}
+	if d.RopeOrigCtx > 0 {
+		n := headDim / 2
+		short := vec("rope_factors_short.weight", n, true, 0)
+		long := vec("rope_factors_long.weight", n, true, 0)
+		long.mul = 4
+		specs = append(specs, short, long)
+	}
 	// experts: the matrices of d.Experts experts as one 3-D tensor
 	// (cols, rows, experts), as GGUF stores ffn_*_exps.
 	experts := func(name string, cols, rows int, std float32) tensorSpec {
@@ -396,15 +429,25 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 	}
 	for l := 0; l < d.Layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
+		specs = append(specs, vec(p+"attn_norm.weight", d.Dim, true, 0))
+		if arch == "phi3" { // Q, K and V rows in one matrix
+			specs = append(specs, mat(p+"attn_qkv.weight", d.Dim, qDim+2*kvDim, inv(d.Dim)))
+		} else {
+			specs = append(specs,
+				mat(p+"attn_q.weight", d.Dim, qDim, inv(d.Dim)),
+				mat(p+"attn_k.weight", d.Dim, kvDim, inv(d.Dim)),
+				mat(p+"attn_v.weight", d.Dim, kvDim, inv(d.Dim)))
+		}
 		specs = append(specs,
-			vec(p+"attn_norm.weight", d.Dim, true, 0),
-			mat(p+"attn_q.weight", d.Dim, qDim, inv(d.Dim)),
-			mat(p+"attn_k.weight", d.Dim, kvDim, inv(d.Dim)),
-			mat(p+"attn_v.weight", d.Dim, kvDim, inv(d.Dim)),
 			mat(p+"attn_output.weight", qDim, d.Dim, 0.5*inv(qDim)),
 			vec(p+"ffn_norm.weight", d.Dim, true, 0),
 		)
-		if d.Experts > 0 {
+		switch {
+		case arch == "phi3": // the gate's rows, then up's, in one matrix
+			specs = append(specs,
+				mat(p+"ffn_up.weight", d.Dim, 2*d.FFN, inv(d.Dim)),
+				mat(p+"ffn_down.weight", d.FFN, d.Dim, 0.5*inv(d.FFN)))
+		case d.Experts > 0:
 			// The router stays F32, as llama-quantize keeps it.
 			router := mat(p+"ffn_gate_inp.weight", d.Dim, d.Experts, 8*inv(d.Dim))
 			router.typ = ggml.TypeF32
@@ -412,7 +455,7 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 				experts(p+"ffn_gate_exps.weight", d.Dim, d.ExpertFFN, inv(d.Dim)),
 				experts(p+"ffn_up_exps.weight", d.Dim, d.ExpertFFN, inv(d.Dim)),
 				experts(p+"ffn_down_exps.weight", d.ExpertFFN, d.Dim, inv(d.ExpertFFN)))
-		} else {
+		default:
 			specs = append(specs,
 				mat(p+"ffn_gate.weight", d.Dim, d.FFN, inv(d.Dim)),
 				mat(p+"ffn_up.weight", d.Dim, d.FFN, inv(d.Dim)),
@@ -453,6 +496,9 @@ func (s tensorSpec) generate(seed uint64) ([]byte, error) {
 	for i := range vals {
 		if s.ones {
 			vals[i] = 1 + s.noise*r.normal()
+			if s.mul > 0 {
+				vals[i] *= s.mul
+			}
 		} else {
 			vals[i] = s.std * r.normal()
 		}
