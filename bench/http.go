@@ -155,6 +155,25 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) Result {
 	return o.generate(ctx, req, nil)
 }
 
+// post sends a JSON body to path; a status other than 200 is an error
+// (httpStatusError), the body closed. The caller closes a 200's body.
+func (o *OpenAI) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := o.client.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, httpStatusError(resp)
+	}
+	return resp, nil
+}
+
 // embed posts req's prompt (text or token ids) to /v1/embeddings and
 // checks that one non-empty vector came back; usage sets the input count.
 func (o *OpenAI) embed(ctx context.Context, req Request) Result {
@@ -165,22 +184,12 @@ func (o *OpenAI) embed(ctx context.Context, req Request) Result {
 		b["input"] = req.TokenIDs
 	}
 	body, _ := json.Marshal(b)
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Base+"/v1/embeddings", bytes.NewReader(body))
-	if err != nil {
-		m.fail(err)
-		return m.done()
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	resp, err := o.client.Do(hr)
+	resp, err := o.post(ctx, "/v1/embeddings", body)
 	if err != nil {
 		m.fail(err)
 		return m.done()
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		m.fail(httpStatusError(resp))
-		return m.done()
-	}
 	var r struct {
 		Data []struct {
 			Embedding json.RawMessage `json:"embedding"`
@@ -227,22 +236,12 @@ func (o *OpenAI) generate(ctx context.Context, req Request, out *output) Result 
 		path = "/v1/chat/completions"
 	}
 	ctx, m := startMeter(ctx, req)
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Base+path, bytes.NewReader(o.body(req)))
-	if err != nil {
-		m.fail(err)
-		return m.done()
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	resp, err := o.client.Do(hr)
+	resp, err := o.post(ctx, path, o.body(req))
 	if err != nil {
 		m.fail(err)
 		return m.done()
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		m.fail(httpStatusError(resp))
-		return m.done()
-	}
 	var evErr error
 	err = readSSE(resp.Body, func(ev sseEvent) bool {
 		if ev.Data == "[DONE]" {

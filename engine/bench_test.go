@@ -99,22 +99,31 @@ func runGreedyRequests(b *testing.B, e *Engine, conc, it, outTokens int, edit fu
 		if edit != nil {
 			edit(&req)
 		}
-		s, err := e.Submit(context.Background(), req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				ev, err := s.Next(context.Background())
-				if err != nil || ev.Terminal() {
-					return
-				}
-			}
-		}()
+		submitDrained(b, e, req, &wg)
 	}
 	wg.Wait()
+}
+
+// submitDrained submits req and drains its stream on a goroutine counted
+// in wg; an error event fails the benchmark.
+func submitDrained(b *testing.B, e *Engine, req Request, wg *sync.WaitGroup) {
+	s, err := e.Submit(context.Background(), req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			ev, err := s.Next(context.Background())
+			if err != nil || ev.Terminal() {
+				if ev.Kind == EventError {
+					b.Error(ev.Err)
+				}
+				return
+			}
+		}
+	}()
 }
 
 // decodeSteps totals the steps without prefill tokens an engine runs (its
@@ -168,23 +177,7 @@ func BenchmarkEmbed(b *testing.B) {
 						p, _ := ParsePooling(mode)
 						req.Embed = &EmbedOptions{Pooling: p}
 					}
-					s, err := e.Submit(context.Background(), req)
-					if err != nil {
-						b.Fatal(err)
-					}
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							ev, err := s.Next(context.Background())
-							if err != nil || ev.Terminal() {
-								if ev.Kind == EventError {
-									b.Error(ev.Err)
-								}
-								return
-							}
-						}
-					}()
+					submitDrained(b, e, req, &wg)
 				}
 				wg.Wait()
 			}

@@ -69,13 +69,19 @@ func (m *fakeHidden) direct(prompt []int32, p Pooling) []float32 {
 			rows[q][j] = float32(mix(h^uint64(j+1))>>40)/float32(1<<24) - 0.5
 		}
 	}
+	return poolRows(rows, p)
+}
+
+// poolRows pools per-position rows as the engine does (mean: a float64
+// sum, divided once).
+func poolRows(rows [][]float32, p Pooling) []float32 {
 	switch p {
 	case PoolingCLS:
 		return rows[0]
 	case PoolingLast:
 		return rows[len(rows)-1]
 	}
-	out := make([]float32, m.dim)
+	out := make([]float32, len(rows[0]))
 	for j := range out {
 		s := 0.0
 		for _, r := range rows {
@@ -302,23 +308,6 @@ func TestEmbedRealModel(t *testing.T) {
 		}
 		return rows
 	}
-	pool := func(rows [][]float32, p Pooling) []float32 {
-		switch p {
-		case PoolingCLS:
-			return rows[0]
-		case PoolingLast:
-			return rows[len(rows)-1]
-		}
-		out := make([]float32, len(rows[0]))
-		for j := range out {
-			s := 0.0
-			for _, r := range rows {
-				s += float64(r[j])
-			}
-			out[j] = float32(s / float64(len(rows)))
-		}
-		return out
-	}
 	for _, cfg := range []Config{{KVPages: 256}, {KVPages: 256, MaxBatchedTokens: 24}} {
 		e := newRealEngine(t, cfg, m, tok)
 		if e.Limits().EmbeddingDim != lm.Config().Dim {
@@ -334,7 +323,7 @@ func TestEmbedRealModel(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := pool(rows, pl); !slices.Equal(vec, want) {
+				if want := poolRows(rows, pl); !slices.Equal(vec, want) {
 					t.Fatalf("%d tokens, %v pooling (batch %d): differs from the direct forward pass (first %v, want %v)",
 						len(ids), pl, cfg.MaxBatchedTokens, vec[:4], want[:4])
 				}

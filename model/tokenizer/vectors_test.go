@@ -101,20 +101,7 @@ func equalIDs(a, b []int32) bool {
 // Tekken's case-aware letter runs, digits one by one and punctuation
 // taking '/'.
 func TestTekkenVectors(t *testing.T) {
-	f, err := gguf.Open(filepath.Join(sharedDir(t), "tokenizer", "ggml-vocab-llama3.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	v, err := VocabFromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v.Pre = "tekken"
-	tok, err := New(v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := llama3As(t, "tekken")
 	cases := readVectors(t, filepath.Join("testdata", "tekken"))
 	for i, c := range cases {
 		if got := tok.Encode(c.input, EncodeOptions{}); !equalIDs(got, c.want) {
@@ -130,20 +117,7 @@ func TestTekkenVectors(t *testing.T) {
 // llama.cpp's splits of the same inputs plus contraction and digit-run
 // cases (testdata/README.md: Llama 3's vocabulary relabelled gpt-4o).
 func TestGPT4oVectors(t *testing.T) {
-	f, err := gguf.Open(filepath.Join(sharedDir(t), "tokenizer", "ggml-vocab-llama3.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	v, err := VocabFromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v.Pre = "gpt-4o"
-	tok, err := New(v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := llama3As(t, "gpt-4o")
 	cases := readVectors(t, filepath.Join("testdata", "gpt4o"))
 	if len(cases) != 105 {
 		t.Fatalf("%d cases", len(cases))
@@ -158,4 +132,25 @@ func TestGPT4oVectors(t *testing.T) {
 			t.Errorf("lookupPre(%s) = %+v, %v; want llama.cpp's: merges used, BOS by metadata", name, pc, err)
 		}
 	}
+}
+
+// llama3As is shared/testdata's Llama 3 vocabulary with its pre-tokenizer
+// relabelled pre (how testdata/README.md's vectors were written).
+func llama3As(t *testing.T, pre string) *Tokenizer {
+	t.Helper()
+	f, err := gguf.Open(filepath.Join(sharedDir(t), "tokenizer", "ggml-vocab-llama3.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := VocabFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Pre = pre
+	tok, err := New(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
