@@ -133,12 +133,12 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 	defer a.s.Track()()
 	w.Header().Set("X-Request-Id", id)
 	rm := a.s.Metrics().Request(RouteEmbeddings, ms.m.Name, start)
-	fail := func(aerr *apiError) {
+	fail := func(aerr *apiError) { // after acceptance: a failed request, not a rejected one
 		rm.Failed(aerr.reason)
-		a.reject(w, aerr)
+		writeError(w, aerr)
 	}
 	vecs := make([][]float32, len(ins))
-	var u usage
+	promptTokens := 0
 	for i := range ins {
 		vec, eu, aerr := embedding(r, live[i])
 		live[i], read = nil, i+1
@@ -146,7 +146,9 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 			fail(aerr)
 			return
 		}
-		u.add(eu)
+		if eu != nil {
+			promptTokens += eu.PromptTokens
+		}
 		if len(vec) != lim.EmbeddingDim {
 			fail(errorf(http.StatusInternalServerError, "internal_error", "", "embedding of %d values, the model's width is %d", len(vec), lim.EmbeddingDim))
 			return
@@ -163,8 +165,7 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rm.Done(time.Now())
-	u.TotalTokens = u.PromptTokens
-	writeEmbeddings(w, ms.m.Name, vecs, req.EncodingFormat == "base64", u.PromptTokens)
+	writeEmbeddings(w, ms.m.Name, vecs, req.EncodingFormat == "base64", promptTokens)
 }
 
 // embedding reads one embedding request's stream to its terminal event.

@@ -148,17 +148,12 @@ func TestEmbeddingsSDK(t *testing.T) {
 	}
 
 	// The request metrics count each input under the route.
-	resp2, err := http.Get(h.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw2, _ := io.ReadAll(resp2.Body)
-	resp2.Body.Close()
+	body := metricsText(t, h)
 	for _, want := range []string{
 		`oengine:request_success_total{finished_reason="stop",model_name="tiny",route="/v1/embeddings"} 7`,
 		`oengine:e2e_request_latency_seconds_count{model_name="tiny",route="/v1/embeddings"} 4`,
 	} {
-		if !strings.Contains(string(raw2), want) {
+		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
@@ -320,6 +315,24 @@ func TestEmbeddingsClientGone(t *testing.T) {
 	release()
 	eventually(t, "inputs cancelled", func() bool { l := h.e.Load(); return l.Running+l.Waiting == 0 })
 	h.idle(t, false)
+	// Accepted, then failed: counted as a failure, not as a rejection.
+	eventually(t, "failure counted", func() bool {
+		body := metricsText(t, h)
+		return strings.Contains(body, `oengine:request_failure_total{code="CANCELLED",model_name="tiny",route="/v1/embeddings"} 1`) &&
+			!strings.Contains(body, `oengine:request_rejected_total{reason="CANCELLED"}`)
+	})
+}
+
+// metricsText is the server's /metrics page.
+func metricsText(t *testing.T, h *harness) string {
+	t.Helper()
+	resp, err := http.Get(h.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return string(raw)
 }
 
 // embed is c.Embeddings.New on a client value.

@@ -273,12 +273,18 @@ func (e *apiError) body() errorBody {
 	return errorBody{Error: d}
 }
 
-// reject answers an error before a response started.
+// reject answers an error before a response started, counted as a
+// rejected request.
 func (a *api) reject(w http.ResponseWriter, e *apiError) {
+	a.s.Metrics().Rejected(e.reason)
+	writeError(w, e)
+}
+
+// writeError answers e (Retry-After for overload and draining).
+func writeError(w http.ResponseWriter, e *apiError) {
 	if e.retryIn || e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	a.s.Metrics().Rejected(e.reason)
 	writeJSON(w, e.status, e.body())
 }
 
