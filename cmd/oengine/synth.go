@@ -45,6 +45,8 @@ func parseSynth(args []string) (*synthConfig, error) {
 	fs.StringVar(&o.Pooling, "pooling", "", "write <arch>.pooling_type, as an embedding model's file does: mean, cls or last")
 	headDim := fs.Int("head-dim", 0, "attention head width with --dims (0: dim/heads)")
 	window := fs.Int("sliding-window", 0, "gemma3's sliding window with --dims (0: 512)")
+	ropeDims := fs.Int("rope-dims", 0, "rotated values per head with --dims (rope.dimension_count; 0: the whole head)")
+	tied := fs.Bool("tied", false, "no output.weight: the output projection is the token embedding")
 	experts := fs.String("experts", "", "qwen3moe's experts with --dims: `count,used,ffn` (default 8,2,FFN)")
 	softcap := fs.String("softcap", "", "gemma2's soft-capping with --dims: `attention,final` (default 50,30)")
 	fs.StringVar(&c.out, "o", "", "output `file` (written with mode 0644)")
@@ -70,7 +72,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 		if o.Dims, err = parseDims(*dims); err != nil {
 			return nil, err
 		}
-		o.Dims.HeadDim, o.Dims.SlidingWindow = *headDim, *window
+		o.Dims.HeadDim, o.Dims.SlidingWindow, o.Dims.RopeDims, o.Dims.Tied = *headDim, *window, *ropeDims, *tied
 		if *experts != "" {
 			var e [3]int
 			parts := strings.Split(*experts, ",")
@@ -93,8 +95,8 @@ func parseSynth(args []string) (*synthConfig, error) {
 		}
 	case o.Preset == "":
 		return nil, errors.New("synth: give --preset NAME or --dims ...")
-	case *headDim != 0 || *window != 0 || *experts != "" || *softcap != "":
-		return nil, errors.New("synth: --head-dim, --sliding-window, --experts and --softcap go with --dims")
+	case *headDim != 0 || *window != 0 || *experts != "" || *softcap != "" || *ropeDims != 0 || *tied:
+		return nil, errors.New("synth: --head-dim, --sliding-window, --experts, --softcap, --rope-dims and --tied go with --dims")
 	default:
 		if _, ok := synth.Presets[o.Preset]; !ok {
 			return nil, fmt.Errorf("synth: --preset must be %s, got %q", orList(synth.PresetNames()), o.Preset)

@@ -41,6 +41,12 @@ type Dims struct {
 	// from it (√(1 + ln(CtxLen/RopeOrigCtx)/ln(RopeOrigCtx)) when CtxLen
 	// is longer). 0: none.
 	RopeOrigCtx int
+	// RopeDims is rope.dimension_count, the rotated values of each head
+	// (Phi-4-mini rotates 96 of 128); 0: the whole head.
+	RopeDims int
+	// Tied leaves out output.weight: the output projection is the token
+	// embedding.
+	Tied bool
 }
 
 // Presets maps a preset name to its shapes.
@@ -144,6 +150,9 @@ func (o Options) Resolve() (Dims, error) {
 	if d.HeadDim < 0 || d.HeadDim%2 != 0 || d.SlidingWindow < 0 {
 		return Dims{}, fmt.Errorf("%w: head dim %d (even) or sliding window %d", ErrOptions, d.HeadDim, d.SlidingWindow)
 	}
+	if d.RopeDims < 0 || d.RopeDims%2 != 0 || d.RopeDims > d.HeadDim {
+		return Dims{}, fmt.Errorf("%w: rope dims %d (even, at most the head's %d)", ErrOptions, d.RopeDims, d.HeadDim)
+	}
 	if o.Arch == "llama" && d.Experts > 0 && d.ExpertFFN != 0 && d.ExpertFFN != d.FFN {
 		return Dims{}, fmt.Errorf("%w: a llama model's experts are FFN (%d) wide, not %d", ErrOptions, d.FFN, d.ExpertFFN)
 	}
@@ -230,7 +239,11 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		eps = 1e-6 // Gemma's
 	}
 	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", eps)
-	w.SetUint32(a+".rope.dimension_count", uint32(headDim))
+	ropeDims := headDim
+	if d.RopeDims > 0 {
+		ropeDims = d.RopeDims
+	}
+	w.SetUint32(a+".rope.dimension_count", uint32(ropeDims))
 	w.SetUint32(a+".vocab_size", uint32(d.Vocab))
 	if d.Experts > 0 {
 		w.SetUint32(a+".expert_count", uint32(d.Experts))
@@ -410,11 +423,17 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 		// about 1, as the blocks' normed outputs.
 		specs[0].std = inv(d.Dim)
 	}
-	if arch == "gemma2" {
+	if arch == "gemma2" || d.Tied {
 		specs = specs[:2] // Gemma 2 always ties the output to the embedding
+	}
+	if d.Tied && arch != "gemma2" && arch != "gemma3" {
+		specs[0].std = 4 * inv(d.Dim) // the output's spread (the first norm rescales the inputs)
 	}
 	if d.RopeOrigCtx > 0 {
 		n := headDim / 2
+		if d.RopeDims > 0 {
+			n = d.RopeDims / 2
+		}
 		short := vec("rope_factors_short.weight", n, true, 0)
 		long := vec("rope_factors_long.weight", n, true, 0)
 		long.mul = 4

@@ -19,10 +19,12 @@ import (
 //     the global layer on another rope base.
 //   - qwen3moe: F32 weights, 8 experts with 2 used per token.
 //   - phi3: F16 weights, fused QKV and gate/up matrices, LongRoPE's long
-//     factors and attention factor (long) or its short factors (short).
+//     factors and attention factor (long) or its short factors (short);
+//     partial: 12 of 16 values rotated and the output tied to the
+//     embedding, as Phi-4-mini.
 func TestArchReferences(t *testing.T) {
 	for _, name := range []string{"gemma2/tiny-gemma2-f16", "gemma3/tiny-gemma3-f16", "qwen3moe/tiny-qwen3moe-f32",
-		"phi3/tiny-phi3-long-f16", "phi3/tiny-phi3-short-f16"} {
+		"phi3/tiny-phi3-long-f16", "phi3/tiny-phi3-short-f16", "phi3/tiny-phi3-partial-f16"} {
 		for _, chunks := range [][]int{nil, {1, 5, 16, 3, 33}} {
 			path := filepath.Join("testdata", name)
 			rep, err := Run(path+".gguf", path+".ref.json", Options{Chunks: chunks})
