@@ -151,6 +151,9 @@ func limitsExtra(lim engine.Limits) *structpb.Struct {
 	if lim.Device != "" {
 		top["device"] = lim.Device
 	}
+	if lim.EmbeddingDim > 0 { // docs/api.md, "Embeddings"
+		top["embeddings"] = map[string]any{"dimensions": lim.EmbeddingDim, "pooling": lim.Pooling.String()}
+	}
 	if lim.Speculation != "" { // docs/api.md, "Speculative decoding"
 		sp := map[string]any{"mode": lim.Speculation, "draft_tokens": lim.SpecTokens, "adaptive": lim.SpecAdaptive}
 		if lim.DraftModel != "" {

@@ -103,3 +103,16 @@ func TestSpeculativeExtra(t *testing.T) {
 		t.Fatalf("speculative extra %v", sp)
 	}
 }
+
+// TestEmbeddingsExtra: ModelInfo.extra.embeddings gives the vector width
+// and default pooling of a model that serves embeddings, and is absent
+// otherwise.
+func TestEmbeddingsExtra(t *testing.T) {
+	if _, ok := limitsExtra(engine.Limits{}).GetFields()["embeddings"]; ok {
+		t.Fatal("embeddings advertised by a model without hidden states")
+	}
+	em := limitsExtra(engine.Limits{EmbeddingDim: 256, Pooling: engine.PoolingLast}).GetFields()["embeddings"].GetStructValue().GetFields()
+	if em["dimensions"].GetNumberValue() != 256 || em["pooling"].GetStringValue() != "last" {
+		t.Fatalf("embeddings extra %v", em)
+	}
+}
