@@ -290,6 +290,14 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 	}
 	iq4, f16 := build("llama", ggml.TypeIQ4_NL), build("llama", ggml.TypeF16)
 	gemma, moe, phi := build("gemma3", ggml.TypeF16), build("qwen3moe", ggml.TypeQ8_0), build("phi3", ggml.TypeQ8_0)
+	yb, err := synth.Build(synth.Options{Arch: "qwen3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, YarnFactor: 4, YarnOrigCtx: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yarn, err := gguf.Parse(yb)
+	if err != nil {
+		t.Fatal(err)
+	}
 	open, emu := emuOpener()
 	cfg := engine.Config{PageSize: 16, KVPages: 32}
 	for _, c := range []struct {
@@ -303,6 +311,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		{"arch", gemma, nil, "cpu (auto: no CUDA kernels for the gemma3 architecture)", "no CUDA kernels for the gemma3 architecture"},
 		{"experts", moe, nil, "cpu (auto: no CUDA kernels for the qwen3moe architecture)", "no CUDA kernels for the qwen3moe architecture"},
 		{"fused projections", phi, nil, "cpu (auto: no CUDA kernels for the phi3 architecture)", "no CUDA kernels for the phi3 architecture"},
+		{"yarn", yarn, nil, "cpu (auto: no CUDA kernels for YaRN rope scaling)", "no CUDA kernels for YaRN rope scaling"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := Load(c.model, Options{Threads: 1, Device: "auto", OpenCUDA: open, Draft: c.drft, Engine: cfg})

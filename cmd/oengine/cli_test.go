@@ -323,6 +323,7 @@ func TestParseSynth(t *testing.T) {
 		{name: "bad arch", args: []string{"-o", "x", "--preset", "tiny", "--arch", "gpt2"}, err: `synth: --arch must be llama, qwen2, qwen3, gemma2, gemma3, qwen3moe or phi3, got "gpt2"`},
 		{name: "negative ctx", args: []string{"-o", "x", "--preset", "tiny", "--ctx", "-1"}, err: "synth: --ctx must not be negative"},
 		{name: "leftover", args: []string{"-o", "x", "--preset", "tiny", "y.gguf"}, err: `synth: unexpected argument "y.gguf"`},
+		{name: "bad yarn", args: []string{"-o", "x", "--preset", "tiny", "--arch", "qwen3", "--yarn", "4"}, err: `synth: --yarn wants factor,original_context (positive), got "4"`},
 		{name: "head dim with preset", args: []string{"-o", "x", "--preset", "tiny", "--head-dim", "64"}, err: "synth: --head-dim, --sliding-window, --experts, --softcap, --rope-dims and --tied go with --dims"},
 	}
 	for _, tc := range cases {

@@ -35,6 +35,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	o := &c.opts
 	fs := newFlags("synth", nil)
 	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3, gemma2, gemma3, qwen3moe or phi3")
+	yarn := fs.String("yarn", "", "YaRN rope scaling: `factor,original_context`")
 	fs.IntVar(&o.LongRope, "longrope", 0, "phi3's LongRoPE with this original context `length` (short and long frequency factors, an attention factor)")
 	fs.StringVar(&o.Preset, "preset", "", "shape preset: "+strings.Join(synth.PresetNames(), ", "))
 	dims := fs.String("dims", "", "custom shapes: `dim,layers,heads,kv_heads,ffn,vocab[,ctx]`")
@@ -60,6 +61,14 @@ func parseSynth(args []string) (*synthConfig, error) {
 		return nil, err
 	}
 	o.Arch = strings.ToLower(o.Arch)
+	if *yarn != "" {
+		var f float64
+		var orig int
+		if n, err := fmt.Sscanf(*yarn, "%g,%d", &f, &orig); n != 2 || err != nil || !(f > 0) || orig <= 0 {
+			return nil, fmt.Errorf("synth: --yarn wants factor,original_context (positive), got %q", *yarn)
+		}
+		o.YarnFactor, o.YarnOrigCtx = float32(f), orig
+	}
 	t, err := ggml.ParseType(*typ)
 	if err != nil {
 		return nil, fmt.Errorf("synth: --type: %w", err)

@@ -67,3 +67,45 @@ func Rope(x []float32, heads, headDim, nRot int, cs []float32, neox bool) {
 func rot(a, b, c, s float32) (float32, float32) {
 	return fma32(a, c, -float32(b*s)), fma32(a, s, float32(b*c))
 }
+
+// YaRN describes YaRN rope scaling (ggml's rope_yarn): pairs below
+// CorrLow turn by the extrapolated angle (theta before freqScale), pairs
+// above CorrHigh by the interpolated one (after it), and pairs between by a
+// linear mix; cos and sin are multiplied by MScale.
+type YaRN struct {
+	CorrLow, CorrHigh float32
+	MScale            float32
+}
+
+// YaRNCorrDims is ggml's correction range of a YaRN rope: the first and
+// last pair index whose wavelength crosses origCtx/betaFast and
+// origCtx/betaSlow rotations, clamped to [0, nRot-1].
+func YaRNCorrDims(nRot, origCtx int, base, betaFast, betaSlow float32) (lo, hi float32) {
+	dim := func(beta float32) float32 {
+		return float32(nRot) * float32(math.Log(float64(float32(origCtx)/(beta*2*float32(math.Pi))))) / (2 * float32(math.Log(float64(base))))
+	}
+	lo = max(0, float32(math.Floor(float64(dim(betaFast)))))
+	hi = min(float32(nRot-1), float32(math.Ceil(float64(dim(betaSlow)))))
+	return lo, hi
+}
+
+// RopeCacheYaRN is RopeCache with YaRN scaling y.
+func RopeCacheYaRN(cs []float32, pos int32, nRot int, base, freqScale float32, factors []float32, y YaRN) {
+	half := nRot / 2
+	cs = cs[:2*half]
+	thetaScale := float32(math.Pow(float64(base), float64(float32(-2)/float32(nRot))))
+	theta := float32(pos)
+	for j := 0; j < half; j++ {
+		extrap := theta
+		if factors != nil {
+			extrap = float32(extrap / factors[j])
+		}
+		interp := float32(freqScale * extrap)
+		ramp := (float32(j) - y.CorrLow) / max(0.001, y.CorrHigh-y.CorrLow)
+		mix := 1 - min(1, max(0, ramp))
+		t := float32(interp*(1-mix)) + float32(extrap*mix)
+		cs[2*j] = float32(math.Cos(float64(t))) * y.MScale
+		cs[2*j+1] = float32(math.Sin(float64(t))) * y.MScale
+		theta = float32(theta * thetaScale)
+	}
+}

@@ -325,3 +325,39 @@ func TestRopeCacheMatchesGGMLRecurrence(t *testing.T) {
 		theta *= s
 	}
 }
+
+// TestRopeCacheYaRN: YaRN's angles and scale against the float64 formula,
+// the correction range against ggml's worked values, and with no pair in
+// the extrapolated range and MScale 1 it is RopeCache bit for bit.
+func TestRopeCacheYaRN(t *testing.T) {
+	const nRot, base, scale = 64, 10000, 0.25
+	lo, hi := YaRNCorrDims(nRot, 4096, base, 32, 1)
+	// 64·ln(4096/(32·2π))/(2·ln 10000) = 10.47 → 10; 64·ln(4096/2π)/(2·ln 10000) = 22.5 → 23.
+	if lo != 10 || hi != 23 {
+		t.Fatalf("corr dims %g, %g; want 10, 23", lo, hi)
+	}
+	y := YaRN{CorrLow: lo, CorrHigh: hi, MScale: 1.1386}
+	cs := make([]float32, nRot)
+	for _, pos := range []int32{0, 1, 17, 1000} {
+		RopeCacheYaRN(cs, pos, nRot, base, scale, nil, y)
+		for j := 0; j < nRot/2; j++ {
+			extrap := float64(pos) * math.Pow(base, -2*float64(j)/nRot)
+			mix := 1 - math.Min(1, math.Max(0, (float64(j)-float64(lo))/(float64(hi)-float64(lo))))
+			theta := scale*extrap*(1-mix) + extrap*mix
+			wc, ws := math.Cos(theta)*float64(y.MScale), math.Sin(theta)*float64(y.MScale)
+			if math.Abs(float64(cs[2*j])-wc) > 2e-4 || math.Abs(float64(cs[2*j+1])-ws) > 2e-4 {
+				t.Fatalf("pos %d pair %d: (%g, %g), want (%g, %g)", pos, j, cs[2*j], cs[2*j+1], wc, ws)
+			}
+		}
+	}
+	plain := make([]float32, nRot)
+	for _, pos := range []int32{3, 999} {
+		RopeCacheYaRN(cs, pos, nRot, base, scale, nil, YaRN{CorrLow: -2, CorrHigh: -1, MScale: 1})
+		RopeCache(plain, pos, nRot, base, scale, nil)
+		for i := range cs {
+			if cs[i] != plain[i] {
+				t.Fatalf("pos %d value %d: %g, RopeCache %g", pos, i, cs[i], plain[i])
+			}
+		}
+	}
+}

@@ -43,14 +43,18 @@ var ErrNoKernel = errors.New("no CUDA kernel")
 // not compute. Its message is the reason --device auto gives for using
 // the CPU; it also matches llama.ErrUnsupported.
 type NoKernelError struct {
-	Tensor string
-	Type   ggml.Type
-	Arch   string
+	Tensor  string
+	Type    ggml.Type
+	Arch    string
+	Feature string // a part of the model the kernels do not compute (e.g. "YaRN rope scaling")
 }
 
 func (e *NoKernelError) Error() string {
-	if e.Arch != "" {
+	switch {
+	case e.Arch != "":
 		return fmt.Sprintf("no CUDA kernels for the %s architecture", e.Arch)
+	case e.Feature != "":
+		return fmt.Sprintf("no CUDA kernels for %s", e.Feature)
 	}
 	return fmt.Sprintf("no CUDA kernel for %s (tensor %s)", e.Type, e.Tensor)
 }
@@ -82,10 +86,15 @@ func FromGGUF(f *gguf.File) (DecoderConfig, HostWeights, llama.Config, error) {
 	if err != nil {
 		return DecoderConfig{}, HostWeights{}, c, err
 	}
-	// Post-norms, GELU, sliding windows, experts, fused projections and
-	// LongRoPE: CPU only.
-	if c.Gemma || c.SWA > 0 || c.Experts > 0 || c.FusedUp || c.RopeFactors || c.RopeAttnFactor != 0 && c.RopeAttnFactor != 1 {
+	// Post-norms, GELU, sliding windows, experts, fused projections,
+	// LongRoPE and YaRN: CPU only.
+	switch {
+	case c.Gemma || c.SWA > 0 || c.Experts > 0 || c.FusedUp:
 		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Arch: c.Arch}
+	case c.Yarn:
+		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Feature: "YaRN rope scaling"}
+	case c.RopeFactors || c.RopeAttnFactor != 0 && c.RopeAttnFactor != 1:
+		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Feature: "LongRoPE rope scaling"}
 	}
 	cfg := DecoderConfig{Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
 		FFN: c.FFN, Vocab: c.Vocab, RopeDims: c.RopeDims, RopeBase: c.RopeBase, RopeFreqScale: c.RopeFreqScale,

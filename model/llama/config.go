@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math"
 
+	"oengine/kernels/cpu"
 	"oengine/model/gguf"
 )
 
@@ -55,6 +56,12 @@ type Config struct {
 	RopeFactors    bool
 	RopeOrigCtx    int
 	RopeAttnFactor float32
+	// Yarn: rope.scaling.type yarn (Qwen2.5 and Qwen3 past 32k, ...):
+	// RopeFreqScale is 1/factor for the low-frequency pairs, the
+	// high-frequency ones keep their angles, a ramp between
+	// (cpu.RopeCacheYaRN with llama.cpp's defaults: betas 32 and 1 over
+	// RopeOrigCtx), and cos and sin grow by 1 + 0.1·ln(factor).
+	Yarn bool
 
 	NormEps float32 // RMSNorm epsilon
 	QKVBias bool    // attn_q/k/v carry a .bias (qwen2)
@@ -381,6 +388,28 @@ func (c *Config) readLongRope(f *gguf.File) error {
 	return nil
 }
 
+// YaRN is the YaRN rope of a Yarn configuration, as llama.cpp sets it up
+// for a file that gives no YaRN betas or multipliers (its llama, qwen2,
+// qwen3 and gemma loaders read none): ext_factor 1, betas 32 and 1, the
+// attention factor divided by the mscale the rope multiplies back.
+func (c Config) YaRN() cpu.YaRN {
+	orig := c.RopeOrigCtx
+	if orig == 0 {
+		orig = c.CtxLen
+	}
+	lo, hi := cpu.YaRNCorrDims(c.RopeDims, orig, c.RopeBase, 32, 1)
+	factor := 1 / c.RopeFreqScale
+	attn := float32(1)
+	if factor > 1 {
+		attn = 0.1*float32(math.Log(float64(factor))) + 1
+	}
+	attn *= 1 / (1 + 0.1*float32(math.Log(float64(factor))))
+	if c.RopeAttnFactor != 0 {
+		attn *= c.RopeAttnFactor
+	}
+	return cpu.YaRN{CorrLow: lo, CorrHigh: hi, MScale: attn * (1 + 0.1*float32(math.Log(float64(1/c.RopeFreqScale))))}
+}
+
 // RopeFactorsTensor names the LongRoPE factors this configuration uses
 // ("" without them).
 func (c Config) RopeFactorsTensor() string {
@@ -408,6 +437,12 @@ func (c *Config) readRopeScaling(f *gguf.File) error {
 	}
 	switch typ {
 	case "", "none", "llama3", "longrope": // their factors come as tensors (readLongRope)
+		return nil
+	case "yarn":
+		if !hasFactor || !(factor > 0) || math.IsInf(factor, 0) {
+			return fmt.Errorf("llama: yarn rope scaling needs a positive factor, got %g", factor)
+		}
+		c.RopeFreqScale, c.Yarn = float32(1/factor), true
 		return nil
 	case "linear":
 		if !hasFactor || factor == 0 || factor == 1 {

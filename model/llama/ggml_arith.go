@@ -34,6 +34,10 @@ import "oengine/kernels/cpu"
 // sincosf in GGML arithmetic mode (cpu.GGMLRopeCache), else cpu.RopeCache.
 func (m *Model) ropeCache(cs []float32, pos int32) {
 	c := &m.cfg
+	if c.Yarn { // its scale included
+		cpu.RopeCacheYaRN(cs, pos, c.RopeDims, c.RopeBase, c.RopeFreqScale, m.ropeFreqs, m.yarn)
+		return
+	}
 	if m.ggml != nil {
 		cpu.GGMLRopeCache(cs, pos, c.RopeDims, c.RopeBase, c.RopeFreqScale, m.ropeFreqs)
 	} else {

@@ -413,3 +413,26 @@ func TestPhi3Config(t *testing.T) {
 		}
 	}
 }
+
+// TestYarnConfig: rope.scaling.type yarn sets the interpolation scale and
+// llama.cpp's YaRN constants (betas 32 and 1 over the original context,
+// cos and sin grown by 1 + 0.1·ln factor); a yarn type without a factor is
+// refused.
+func TestYarnConfig(t *testing.T) {
+	f := synthBuild(t, synth.Options{Arch: "qwen3", Dims: synth.Dims{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, CtxLen: 2048},
+		YarnFactor: 4, YarnOrigCtx: 256})
+	c, err := ConfigFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := c.YaRN()
+	// 16·ln(256/(32·2π))/(2·ln 10000) = 0.21 → 0; 16·ln(256/2π)/(2·ln 10000) = 3.22 → 4.
+	if !c.Yarn || c.RopeFreqScale != 0.25 || c.RopeOrigCtx != 256 || y.CorrLow != 0 || y.CorrHigh != 4 ||
+		math.Abs(float64(y.MScale)-(1+0.1*math.Log(4))) > 1e-6 {
+		t.Fatalf("yarn %v, freq scale %g, original context %d, rope %+v", c.Yarn, c.RopeFreqScale, c.RopeOrigCtx, y)
+	}
+	bad := rewrite(t, f, map[string]gguf.Value{"qwen3.rope.scaling.factor": gguf.Float32Value(0)}, nil)
+	if _, err := ConfigFromGGUF(bad); err == nil {
+		t.Fatal("yarn with factor 0 accepted")
+	}
+}

@@ -59,6 +59,7 @@ type Model struct {
 	outNorm   []float32  // [Dim]
 	out       cpu.Matrix // [Vocab][Dim] (token_embd when tied)
 	ropeFreqs []float32  // [RopeDims/2] or nil
+	yarn      cpu.YaRN   // Config.Yarn's rope
 	layers    []layer
 
 	pool    *cpu.Pool
@@ -78,6 +79,9 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{cfg: cfg}
+	if cfg.Yarn {
+		m.yarn = cfg.YaRN()
+	}
 	ld := loader{f: f}
 	c := cfg
 	m.tokEmb = ld.matrix("token_embd.weight", c.Vocab, c.Dim)

@@ -92,6 +92,11 @@ type Options struct {
 	// copied); the model's vocabulary size becomes its token count.
 	Vocab *gguf.File
 	Name  string // general.name; default "synthetic-<preset>"
+	// YarnFactor > 0 writes YaRN rope scaling (rope.scaling.type yarn,
+	// this factor, YarnOrigCtx as original_context_length), as Qwen's
+	// long-context files have it.
+	YarnFactor  float32
+	YarnOrigCtx int
 	// LongRope, for phi3, is LongRoPE's original context length
 	// (Dims.RopeOrigCtx); 0: no LongRoPE.
 	LongRope int
@@ -128,6 +133,9 @@ func (o Options) Resolve() (Dims, error) {
 			return Dims{}, fmt.Errorf("%w: LongRoPE (original context %d) is for phi3", ErrOptions, o.LongRope)
 		}
 		d.RopeOrigCtx = o.LongRope
+	}
+	if o.YarnFactor < 0 || o.YarnFactor > 0 && (o.YarnOrigCtx <= 0 || o.Arch == "phi3" || o.Arch == "gemma2" || o.Arch == "gemma3") {
+		return Dims{}, fmt.Errorf("%w: YaRN needs a positive factor and original context, on llama, qwen2, qwen3 or qwen3moe", ErrOptions)
 	}
 	if _, ok := poolingTypes[o.Pooling]; o.Pooling != "" && !ok {
 		return Dims{}, fmt.Errorf("%w: pooling %q (want mean, cls or last)", ErrOptions, o.Pooling)
@@ -271,6 +279,11 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		w.SetUint32(a+".attention.sliding_window", uint32(win))
 		w.SetFloat32(a+".attn_logit_softcapping", ac)
 		w.SetFloat32(a+".final_logit_softcapping", fc)
+	}
+	if o.YarnFactor > 0 {
+		w.SetString(a+".rope.scaling.type", "yarn")
+		w.SetFloat32(a+".rope.scaling.factor", o.YarnFactor)
+		w.SetUint32(a+".rope.scaling.original_context_length", uint32(o.YarnOrigCtx))
 	}
 	if d.RopeOrigCtx > 0 {
 		w.SetUint32(a+".rope.scaling.original_context_length", uint32(d.RopeOrigCtx))
