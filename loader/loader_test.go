@@ -298,6 +298,14 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mb, err := synth.Build(synth.Options{Arch: "mistral3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, AttnTempScale: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	temp, err := gguf.Parse(mb)
+	if err != nil {
+		t.Fatal(err)
+	}
 	open, emu := emuOpener()
 	cfg := engine.Config{PageSize: 16, KVPages: 32}
 	for _, c := range []struct {
@@ -312,6 +320,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		{"experts", moe, nil, "cpu (auto: no CUDA kernels for the qwen3moe architecture)", "no CUDA kernels for the qwen3moe architecture"},
 		{"fused projections", phi, nil, "cpu (auto: no CUDA kernels for the phi3 architecture)", "no CUDA kernels for the phi3 architecture"},
 		{"yarn", yarn, nil, "cpu (auto: no CUDA kernels for YaRN rope scaling)", "no CUDA kernels for YaRN rope scaling"},
+		{"query temperature", temp, nil, "cpu (auto: no CUDA kernels for attention temperature scaling)", "no CUDA kernels for attention temperature scaling"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := Load(c.model, Options{Threads: 1, Device: "auto", OpenCUDA: open, Draft: c.drft, Engine: cfg})

@@ -34,8 +34,16 @@ func parseSynth(args []string) (*synthConfig, error) {
 	c := &synthConfig{}
 	o := &c.opts
 	fs := newFlags("synth", nil)
-	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3, gemma2, gemma3, qwen3moe or phi3")
-	yarn := fs.String("yarn", "", "YaRN rope scaling: `factor,original_context`")
+	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3 or mistral3")
+	yarn := fs.String("yarn", "", "YaRN rope scaling: `factor,original_context[,log_multiplier,beta_fast,beta_slow]`")
+	fs.Func("attn-temp", "mistral3's query temperature (attention.temperature_scale)", func(s string) error {
+		v, err := strconv.ParseFloat(s, 32)
+		if err != nil || !(v > 0) {
+			return fmt.Errorf("want a positive number, got %q", s)
+		}
+		o.AttnTempScale = float32(v)
+		return nil
+	})
 	fs.IntVar(&o.LongRope, "longrope", 0, "phi3's LongRoPE with this original context `length` (short and long frequency factors, an attention factor)")
 	fs.StringVar(&o.Preset, "preset", "", "shape preset: "+strings.Join(synth.PresetNames(), ", "))
 	dims := fs.String("dims", "", "custom shapes: `dim,layers,heads,kv_heads,ffn,vocab[,ctx]`")
@@ -57,17 +65,28 @@ func parseSynth(args []string) (*synthConfig, error) {
 	if c.out == "" {
 		return nil, errors.New("synth: -o out.gguf is required")
 	}
-	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3"); err != nil {
+	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3"); err != nil {
 		return nil, err
 	}
 	o.Arch = strings.ToLower(o.Arch)
 	if *yarn != "" {
-		var f float64
-		var orig int
-		if n, err := fmt.Sscanf(*yarn, "%g,%d", &f, &orig); n != 2 || err != nil || !(f > 0) || orig <= 0 {
-			return nil, fmt.Errorf("synth: --yarn wants factor,original_context (positive), got %q", *yarn)
+		parts := strings.Split(*yarn, ",")
+		var vals []float64
+		for _, p := range parts {
+			v, err := strconv.ParseFloat(strings.TrimSpace(p), 32)
+			if err != nil || !(v > 0) {
+				vals = nil
+				break
+			}
+			vals = append(vals, v)
 		}
-		o.YarnFactor, o.YarnOrigCtx = float32(f), orig
+		if (len(vals) != 2 && len(vals) != 5) || vals[1] != float64(int(vals[1])) {
+			return nil, fmt.Errorf("synth: --yarn wants factor,original_context[,log_multiplier,beta_fast,beta_slow] (positive), got %q", *yarn)
+		}
+		o.YarnFactor, o.YarnOrigCtx = float32(vals[0]), int(vals[1])
+		if len(vals) == 5 {
+			o.YarnLogMul, o.YarnBetaFast, o.YarnBetaSlow = float32(vals[2]), float32(vals[3]), float32(vals[4])
+		}
 	}
 	t, err := ggml.ParseType(*typ)
 	if err != nil {

@@ -93,6 +93,8 @@ func FromGGUF(f *gguf.File) (DecoderConfig, HostWeights, llama.Config, error) {
 		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Arch: c.Arch}
 	case c.Yarn:
 		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Feature: "YaRN rope scaling"}
+	case c.AttnTempScale != 0:
+		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Feature: "attention temperature scaling"}
 	case c.RopeFactors || c.RopeAttnFactor != 0 && c.RopeAttnFactor != 1:
 		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Feature: "LongRoPE rope scaling"}
 	}

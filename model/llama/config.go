@@ -6,9 +6,11 @@
 // block, Config.Gemma, sliding-window attention on every other layer,
 // Config.SWA, and soft-capped attention and output logits), "gemma3"
 // (Gemma 3's text decoder: qwen3's head norms plus Gemma's block and
-// sliding-window attention on most layers) and "phi3" (Phi-3 and Phi-4:
+// sliding-window attention on most layers), "phi3" (Phi-3 and Phi-4:
 // llama's block with its Q, K and V in one matrix and its gate and up
-// projections in another, and LongRoPE frequency factors).
+// projections in another, and LongRoPE frequency factors) and "mistral3"
+// (Ministral 3 and Mistral's newer files: llama's block with YaRN and a
+// query temperature over long contexts).
 //
 // One forward pass serves prefill and decode: a Batch is a set of tokens,
 // each with its sequence and position, and attention reads keys and values
@@ -32,7 +34,7 @@ var ErrUnsupported = errors.New("llama: unsupported model")
 
 // Config is the shape of a model, read from GGUF metadata.
 type Config struct {
-	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"
+	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3"
 	Dim     int    // embedding width
 	Layers  int    // transformer blocks
 	Heads   int    // query heads
@@ -62,6 +64,14 @@ type Config struct {
 	// (cpu.RopeCacheYaRN with llama.cpp's defaults: betas 32 and 1 over
 	// RopeOrigCtx), and cos and sin grow by 1 + 0.1·ln(factor).
 	Yarn bool
+	// YarnBetaFast, YarnBetaSlow and YarnLogMul are YaRN's settings where
+	// the file gives them (mistral3: rope.scaling.yarn_*; 0: llama.cpp's
+	// defaults 32, 1 and none).
+	YarnBetaFast, YarnBetaSlow, YarnLogMul float32
+	// AttnTempScale (mistral3's attention.temperature_scale; 0: none)
+	// scales each query by AttnTemp(pos) after the rotation, as llama.cpp
+	// does for Llama 4 and Ministral 3 over long contexts.
+	AttnTempScale float32
 
 	NormEps float32 // RMSNorm epsilon
 	QKVBias bool    // attn_q/k/v carry a .bias (qwen2)
@@ -144,6 +154,7 @@ var archs = map[string]archTraits{
 	"gemma2":   {neox: true, gemma: true},
 	"gemma3":   {neox: true, qkNorm: true, gemma: true},
 	"phi3":     {neox: true, fusedUp: true},
+	"mistral3": {},
 }
 
 // maxDim bounds every metadata size so that products of them cannot
@@ -159,7 +170,7 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3 or phi3)", ErrUnsupported, arch)
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3 or mistral3)", ErrUnsupported, arch)
 	}
 	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma, FusedUp: tr.fusedUp}
 	get := func(key string, dst *int, required bool) error {
@@ -262,7 +273,12 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 			return Config{}, err
 		}
 	}
-	if n, _ := f.Uint(arch + ".expert_count"); tr.moe || n > 0 && arch == "llama" {
+	if arch == "mistral3" {
+		if err := c.readMistral3(f); err != nil {
+			return Config{}, err
+		}
+	}
+	if n, _ := f.Uint(arch + ".expert_count"); tr.moe || n > 0 && (arch == "llama" || arch == "mistral3") {
 		if err := c.readExperts(f); err != nil {
 			return Config{}, err
 		}
@@ -397,17 +413,65 @@ func (c Config) YaRN() cpu.YaRN {
 	if orig == 0 {
 		orig = c.CtxLen
 	}
-	lo, hi := cpu.YaRNCorrDims(c.RopeDims, orig, c.RopeBase, 32, 1)
+	fast, slow := c.YarnBetaFast, c.YarnBetaSlow
+	if fast == 0 {
+		fast = 32
+	}
+	if slow == 0 {
+		slow = 1
+	}
+	lo, hi := cpu.YaRNCorrDims(c.RopeDims, orig, c.RopeBase, fast, slow)
 	factor := 1 / c.RopeFreqScale
-	attn := float32(1)
-	if factor > 1 {
-		attn = 0.1*float32(math.Log(float64(factor))) + 1
+	mscale := func(m float32) float32 {
+		if factor <= 1 {
+			return 1
+		}
+		return 0.1*m*float32(math.Log(float64(factor))) + 1
+	}
+	attn := mscale(1)
+	if c.YarnLogMul != 0 {
+		attn = mscale(1) / mscale(c.YarnLogMul)
 	}
 	attn *= 1 / (1 + 0.1*float32(math.Log(float64(factor))))
 	if c.RopeAttnFactor != 0 {
 		attn *= c.RopeAttnFactor
 	}
 	return cpu.YaRN{CorrLow: lo, CorrHigh: hi, MScale: attn * (1 + 0.1*float32(math.Log(float64(1/c.RopeFreqScale))))}
+}
+
+// readMistral3 reads what mistral3 adds to llama's block: YaRN's betas
+// and log multiplier, the query temperature, and refuses the optional
+// biases this package does not apply.
+func (c *Config) readMistral3(f *gguf.File) error {
+	for _, k := range []struct {
+		key string
+		dst *float32
+	}{{"rope.scaling.yarn_beta_fast", &c.YarnBetaFast}, {"rope.scaling.yarn_beta_slow", &c.YarnBetaSlow},
+		{"rope.scaling.yarn_log_multiplier", &c.YarnLogMul}, {"attention.temperature_scale", &c.AttnTempScale}} {
+		if v, ok := f.Float(c.Arch + "." + k.key); ok {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e4 {
+				return fmt.Errorf("llama: %s.%s = %g out of range", c.Arch, k.key, v)
+			}
+			*k.dst = float32(v)
+		}
+	}
+	for _, b := range []string{"attn_output.bias", "ffn_up.bias", "ffn_gate.bias", "ffn_down.bias", "attn_q.bias"} {
+		if _, ok := f.Tensor("blk.0." + b); ok {
+			return fmt.Errorf("%w: %s in a mistral3 model", ErrUnsupported, b)
+		}
+	}
+	return nil
+}
+
+// AttnTemp is the query scale at pos under AttnTempScale:
+// ln(⌊pos/orig⌋ + 1)·AttnTempScale + 1, orig the original context
+// (RopeOrigCtx, else CtxLen), as llama.cpp computes it.
+func (c Config) AttnTemp(pos int32) float32 {
+	orig := c.RopeOrigCtx
+	if orig == 0 {
+		orig = c.CtxLen
+	}
+	return float32(math.Log(math.Floor(float64(float32(pos)/float32(orig)))+1)*float64(c.AttnTempScale) + 1)
 }
 
 // RopeFactorsTensor names the LongRoPE factors this configuration uses

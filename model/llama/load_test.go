@@ -436,3 +436,33 @@ func TestYarnConfig(t *testing.T) {
 		t.Fatal("yarn with factor 0 accepted")
 	}
 }
+
+// TestMistral3Config: mistral3 reads YaRN's betas and log multiplier and
+// the query temperature (1 within the original context, then growing by
+// ln(⌊pos/orig⌋+1)·scale), and refuses biases it would not apply.
+func TestMistral3Config(t *testing.T) {
+	f := synthBuild(t, synth.Options{Arch: "mistral3", Dims: synth.Dims{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, CtxLen: 2048},
+		YarnFactor: 4, YarnOrigCtx: 256, YarnLogMul: 1, YarnBetaFast: 4, YarnBetaSlow: 2, AttnTempScale: 0.1})
+	c, err := ConfigFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Yarn || c.YarnBetaFast != 4 || c.YarnBetaSlow != 2 || c.YarnLogMul != 1 || c.AttnTempScale != 0.1 {
+		t.Fatalf("config %+v", c)
+	}
+	if y := c.YaRN(); y.CorrLow != 2 || y.CorrHigh != 3 || math.Abs(float64(y.MScale)-1) > 1e-6 {
+		t.Fatalf("yarn %+v (log multiplier 1: no growth)", y)
+	}
+	for _, tc := range []struct {
+		pos  int32
+		want float64
+	}{{0, 1}, {255, 1}, {256, 1 + 0.1*math.Log(2)}, {1391, 1 + 0.1*math.Log(6)}} {
+		if got := c.AttnTemp(tc.pos); math.Abs(float64(got)-tc.want) > 1e-6 {
+			t.Fatalf("AttnTemp(%d) = %g, want %g", tc.pos, got, tc.want)
+		}
+	}
+	biased := rewriteAdd(t, f, nil, nil, []extraTensor{{name: "blk.0.attn_output.bias", typ: ggml.TypeF32, data: f32Bytes(make([]float32, 64)), dims: []uint64{64}}})
+	if _, err := ConfigFromGGUF(biased); err == nil {
+		t.Fatal("a mistral3 bias accepted")
+	}
+}

@@ -83,6 +83,9 @@ func (f *forward) rows(lo, hi int) {
 			}
 			cpu.Rope(q, c.Heads, HD, R, cs, c.RopeNeoX)
 			cpu.Rope(k, c.KVHeads, HD, R, cs, c.RopeNeoX)
+			if c.AttnTempScale != 0 {
+				cpu.Scale(q, q, c.AttnTemp(f.b.Pos[i]))
+			}
 		}
 	}
 }

@@ -82,7 +82,7 @@ func PresetNames() []string {
 
 // Options selects what Build writes.
 type Options struct {
-	Arch   string    // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe" or "phi3"
+	Arch   string    // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3" or "mistral3"
 	Preset string    // a key of Presets, or "" when Dims is set
 	Dims   Dims      // used when Preset is ""
 	Type   ggml.Type // weight type of the 2-D matrices (norms stay F32); the zero value is F32
@@ -97,6 +97,13 @@ type Options struct {
 	// long-context files have it.
 	YarnFactor  float32
 	YarnOrigCtx int
+	// YarnLogMul, YarnBetaFast, YarnBetaSlow, when > 0, are written as
+	// rope.scaling.yarn_log_multiplier / yarn_beta_fast / yarn_beta_slow
+	// (mistral3 reads them).
+	YarnLogMul, YarnBetaFast, YarnBetaSlow float32
+	// AttnTempScale, when > 0, is written as attention.temperature_scale
+	// (mistral3's query temperature).
+	AttnTempScale float32
 	// LongRope, for phi3, is LongRoPE's original context length
 	// (Dims.RopeOrigCtx); 0: no LongRoPE.
 	LongRope int
@@ -202,9 +209,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		o.Arch = "llama"
 	}
 	switch o.Arch {
-	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3":
+	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3":
 	default:
-		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3)", ErrOptions, o.Arch)
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3)", ErrOptions, o.Arch)
 	}
 	if !cpu.CanQuantize(o.Type) {
 		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
@@ -284,6 +291,17 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		w.SetString(a+".rope.scaling.type", "yarn")
 		w.SetFloat32(a+".rope.scaling.factor", o.YarnFactor)
 		w.SetUint32(a+".rope.scaling.original_context_length", uint32(o.YarnOrigCtx))
+		for _, k := range []struct {
+			key string
+			v   float32
+		}{{"yarn_log_multiplier", o.YarnLogMul}, {"yarn_beta_fast", o.YarnBetaFast}, {"yarn_beta_slow", o.YarnBetaSlow}} {
+			if k.v > 0 {
+				w.SetFloat32(a+".rope.scaling."+k.key, k.v)
+			}
+		}
+	}
+	if o.AttnTempScale > 0 {
+		w.SetFloat32(a+".attention.temperature_scale", o.AttnTempScale)
 	}
 	if d.RopeOrigCtx > 0 {
 		w.SetUint32(a+".rope.scaling.original_context_length", uint32(d.RopeOrigCtx))

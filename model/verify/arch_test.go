@@ -23,10 +23,12 @@ import (
 //     partial: 12 of 16 values rotated and the output tied to the
 //     embedding, as Phi-4-mini.
 //   - yarn: qwen3 with YaRN rope scaling (factor 4, original context 256).
+//   - mistral3: YaRN with the file's betas and log multiplier, and the
+//     query temperature over the original context.
 func TestArchReferences(t *testing.T) {
 	for _, name := range []string{"gemma2/tiny-gemma2-f16", "gemma3/tiny-gemma3-f16", "qwen3moe/tiny-qwen3moe-f32",
 		"phi3/tiny-phi3-long-f16", "phi3/tiny-phi3-short-f16", "phi3/tiny-phi3-partial-f16",
-		"yarn/tiny-qwen3-yarn-f16"} {
+		"yarn/tiny-qwen3-yarn-f16", "mistral3/tiny-mistral3-f16"} {
 		for _, chunks := range [][]int{nil, {1, 5, 16, 3, 33}} {
 			path := filepath.Join("testdata", name)
 			rep, err := Run(path+".gguf", path+".ref.json", Options{Chunks: chunks})
