@@ -277,8 +277,8 @@ func emuOpener() (open gpu.Opener, last **cudaemu.Device) {
 // qwen3moe model (no CUDA kernels for their blocks), runs on the CPU and
 // says why; the opened device is released. --device cuda refuses it.
 func TestLoadAutoFallsBackForTypes(t *testing.T) {
-	build := func(arch string, typ ggml.Type) *gguf.File {
-		b, err := synth.Build(synth.Options{Arch: arch, Preset: "tiny", Type: typ, Seed: 3})
+	buildOpts := func(o synth.Options) *gguf.File {
+		b, err := synth.Build(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,24 +288,13 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		}
 		return f
 	}
+	build := func(arch string, typ ggml.Type) *gguf.File {
+		return buildOpts(synth.Options{Arch: arch, Preset: "tiny", Type: typ, Seed: 3})
+	}
 	iq4, f16 := build("llama", ggml.TypeIQ4_NL), build("llama", ggml.TypeF16)
 	gemma, moe, phi := build("gemma3", ggml.TypeF16), build("qwen3moe", ggml.TypeQ8_0), build("phi3", ggml.TypeQ8_0)
-	yb, err := synth.Build(synth.Options{Arch: "qwen3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, YarnFactor: 4, YarnOrigCtx: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
-	yarn, err := gguf.Parse(yb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb, err := synth.Build(synth.Options{Arch: "mistral3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, AttnTempScale: 0.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	temp, err := gguf.Parse(mb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	yarn := buildOpts(synth.Options{Arch: "qwen3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, YarnFactor: 4, YarnOrigCtx: 512})
+	temp := buildOpts(synth.Options{Arch: "mistral3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, AttnTempScale: 0.1})
 	open, emu := emuOpener()
 	cfg := engine.Config{PageSize: 16, KVPages: 32}
 	for _, c := range []struct {
