@@ -65,8 +65,8 @@ func TestLoadRejects(t *testing.T) {
 			wantErr: "head_count = 0 out of range"},
 		{name: "gqa_mismatch", meta: map[string]gguf.Value{"qwen2.attention.head_count_kv": gguf.Uint32Value(3)},
 			wantErr: "not a multiple"},
-		{name: "yarn_scaling", meta: map[string]gguf.Value{"qwen2.rope.scaling.type": gguf.StringValue("yarn")},
-			wantErr: `rope scaling type "yarn"`, sentinel: ErrUnsupported},
+		{name: "dynamic_scaling", meta: map[string]gguf.Value{"qwen2.rope.scaling.type": gguf.StringValue("dynamic")},
+			wantErr: `rope scaling type "dynamic"`, sentinel: ErrUnsupported},
 		{name: "wrong_shape", edit: func(ti *gguf.TensorInfo) (ggml.Type, []uint64, []byte) {
 			if ti.Name == "blk.0.ffn_gate.weight" { // half the rows
 				return ti.Type, []uint64{ti.Dims[0], ti.Dims[1] / 2}, ti.Data[:len(ti.Data)/2]
