@@ -48,17 +48,9 @@ type embeddingRequest struct {
 // scaled to unit length.
 func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if !a.admit(w) {
-		return
-	}
 	var req embeddingRequest
-	if aerr := readJSON(w, r, a.cfg.MaxBodyBytes, &req); aerr != nil {
-		a.reject(w, aerr)
-		return
-	}
-	ms, aerr := a.model(req.Model)
-	if aerr != nil {
-		a.reject(w, aerr)
+	ms, ok := a.begin(w, r, &req)
+	if !ok {
 		return
 	}
 	ins, aerr := inputList(req.Input, "input")

@@ -14,6 +14,31 @@ import (
 	"oengine/sessions"
 )
 
+// namedRequest is a request body that names its model.
+type namedRequest interface{ modelName() string }
+
+func (c *commonRequest) modelName() string    { return c.Model }
+func (e *embeddingRequest) modelName() string { return e.Model }
+
+// begin runs what every generation and embeddings route does first: admit,
+// decode the body into req, resolve the model it names. false: an error
+// was answered.
+func (a *api) begin(w http.ResponseWriter, r *http.Request, req namedRequest) (*modelState, bool) {
+	if !a.admit(w) {
+		return nil, false
+	}
+	if aerr := readJSON(w, r, a.cfg.MaxBodyBytes, req); aerr != nil {
+		a.reject(w, aerr)
+		return nil, false
+	}
+	ms, aerr := a.model(req.modelName())
+	if aerr != nil {
+		a.reject(w, aerr)
+		return nil, false
+	}
+	return ms, true
+}
+
 // admit runs the checks every generation route makes first.
 func (a *api) admit(w http.ResponseWriter) bool {
 	if a.s.Draining() {
@@ -27,17 +52,9 @@ func (a *api) admit(w http.ResponseWriter) bool {
 // completions serves POST /v1/completions.
 func (a *api) completions(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if !a.admit(w) {
-		return
-	}
 	var req completionRequest
-	if aerr := readJSON(w, r, a.cfg.MaxBodyBytes, &req); aerr != nil {
-		a.reject(w, aerr)
-		return
-	}
-	ms, aerr := a.model(req.Model)
-	if aerr != nil {
-		a.reject(w, aerr)
+	ms, ok := a.begin(w, r, &req)
+	if !ok {
 		return
 	}
 	er, aerr := req.engineRequest(req.MaxTokens)
@@ -132,17 +149,9 @@ func candidates(n int) *sampling.Candidates {
 // chatCompletions serves POST /v1/chat/completions.
 func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if !a.admit(w) {
-		return
-	}
 	var req chatRequest
-	if aerr := readJSON(w, r, a.cfg.MaxBodyBytes, &req); aerr != nil {
-		a.reject(w, aerr)
-		return
-	}
-	ms, aerr := a.model(req.Model)
-	if aerr != nil {
-		a.reject(w, aerr)
+	ms, ok := a.begin(w, r, &req)
+	if !ok {
 		return
 	}
 	maxTokens := req.MaxCompletionTokens
