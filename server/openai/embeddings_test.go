@@ -340,22 +340,29 @@ func embed(c oa.Client, ctx context.Context, p oa.EmbeddingNewParams, opts ...op
 	return c.Embeddings.New(ctx, p, opts...)
 }
 
+// runBench runs the load generator's generate scenario against tgt
+// (24-token inputs, 8 output tokens, EOS ignored) and closes it.
+func runBench(t *testing.T, tgt bench.Target, conc, requests int) []bench.Report {
+	t.Helper()
+	defer tgt.Close()
+	in, _ := bench.ParseDist("24")
+	out, _ := bench.ParseDist("8")
+	reps, err := bench.RunServe(ctxT(t), tgt, bench.ServeConfig{Scenario: "generate",
+		Workload: bench.Workload{Input: in, Output: out, Seed: 1, IgnoreEOS: true},
+		Load:     bench.Load{Concurrency: conc, Requests: requests, Seed: 1}, RequestTimeout: time.Minute}, bench.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reps
+}
+
 // TestBenchEmbeddingsTarget: the load generator's embeddings target (bench
 // serve --target openai-embeddings) runs against this route: every request
 // succeeds with the input length asked, nothing is generated, and the
 // report carries the input throughput.
 func TestBenchEmbeddingsTarget(t *testing.T) {
 	h := startHarness(t, harnessOpts{})
-	in, _ := bench.ParseDist("24")
-	out, _ := bench.ParseDist("8")
-	tgt := bench.NewOpenAIEmbeddings(h.base, h.name)
-	defer tgt.Close()
-	reps, err := bench.RunServe(ctxT(t), tgt, bench.ServeConfig{Scenario: "generate",
-		Workload: bench.Workload{Input: in, Output: out, Seed: 1, IgnoreEOS: true},
-		Load:     bench.Load{Concurrency: 3, Requests: 9, Seed: 1}, RequestTimeout: time.Minute}, bench.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reps := runBench(t, bench.NewOpenAIEmbeddings(h.base, h.name), 3, 9)
 	r := reps[0]
 	if len(reps) != 1 || r.Target != "openai-embeddings" || r.Succeeded != 9 || r.OutTokens != 0 || r.InputMismatches != 0 || r.OutputMismatches != 0 ||
 		r.InTokens < 9*23 || r.OutputAsked != "none" || !(r.InTokPerS > 0) || r.E2Ems.P50 <= 0 || bench.CheckErrorRate(reps, 0) != nil {

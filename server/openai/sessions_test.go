@@ -345,16 +345,7 @@ func TestOpenAINodeSDK(t *testing.T) {
 // figures come from the streamed usage.
 func TestBenchOpenAITarget(t *testing.T) {
 	h := startHarness(t, harnessOpts{})
-	in, _ := bench.ParseDist("24")
-	out, _ := bench.ParseDist("8")
-	tgt := bench.NewOpenAI(h.base, h.name)
-	defer tgt.Close()
-	reps, err := bench.RunServe(ctxT(t), tgt, bench.ServeConfig{Scenario: "generate",
-		Workload: bench.Workload{Input: in, Output: out, Seed: 1, IgnoreEOS: true},
-		Load:     bench.Load{Concurrency: 2, Requests: 6, Seed: 1}, RequestTimeout: time.Minute}, bench.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reps := runBench(t, bench.NewOpenAI(h.base, h.name), 2, 6)
 	if len(reps) != 1 || reps[0].Succeeded != 6 || reps[0].OutTokens != 6*8 || bench.CheckErrorRate(reps, 0) != nil {
 		t.Fatalf("reports %+v", reps)
 	}
