@@ -17,9 +17,15 @@ import (
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
 	"oengine/bench"
 	"oengine/engine"
 	"oengine/model/tokenizer"
+	pb "oengine/proto/openengine/v1"
+	"oengine/server"
 )
 
 // engineEmbedding is the harness engine's own pooled vector of prompt.
@@ -369,4 +375,56 @@ func TestBenchEmbeddingsTarget(t *testing.T) {
 		t.Fatalf("report %+v", r)
 	}
 	h.idle(t, false)
+}
+
+// TestEmbeddingsAbortIsolation: with API keys, an embeddings request's
+// inputs have the ids X-Request-Id-i in their owner's scope: the owner can
+// abort one, another key cannot (the request completes).
+func TestEmbeddingsAbortIsolation(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	keys, err := server.NewKeys([]server.Key{{Name: "alice", Secret: "alice-secret-0123456789"}, {Name: "bob", Secret: "bob-secret-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.s.SetKeys(keys)
+	conn, err := grpc.NewClient(h.s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	abort := func(key, id string) bool {
+		ctx := metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer "+key)
+		resp, err := pb.NewControlClient(conn).Abort(ctx, &pb.AbortRequest{Target: &pb.AbortRequest_RequestId{RequestId: id}})
+		return err == nil && resp.GetStatus() == pb.AbortStatus_ABORT_STATUS_ABORTED
+	}
+	for _, tc := range []struct {
+		key     string
+		aborted bool
+	}{{"bob-secret-0123456789", false}, {"alice-secret-0123456789", true}} {
+		release := h.model.hold()
+		defer release() // a failed check must not leave the model held
+		before := h.e.Stats().Requests
+		done := make(chan error, 1)
+		go func() {
+			alice := h.client(option.WithAPIKey("alice-secret-0123456789"), option.WithHeader("X-Request-Id", "emb-shared"))
+			r, err := embed(alice, context.Background(), oa.EmbeddingNewParams{Model: "tiny",
+				Input: oa.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"first", "second"}}})
+			if err == nil && len(r.Data) != 2 {
+				err = fmt.Errorf("%d vectors", len(r.Data))
+			}
+			done <- err
+		}()
+		eventually(t, "inputs admitted", func() bool { return h.e.Stats().Requests >= before+2 })
+		if got := abort(tc.key, "emb-shared-1"); got != tc.aborted {
+			t.Fatalf("%s aborting alice's input: %v, want %v", tc.key, got, tc.aborted)
+		}
+		release()
+		// Bob's attempt leaves the request whole. Alice's abort may land
+		// after the held step already finished both inputs, so only its
+		// status is asserted: the ids are hers to name.
+		if err := <-done; !tc.aborted && err != nil {
+			t.Fatalf("after %s's abort attempt, alice's embeddings: %v", tc.key, err)
+		}
+		h.idle(t, false)
+	}
 }
