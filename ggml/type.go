@@ -92,7 +92,7 @@ var types = [...]typeInfo{
 	TypeBF16:    {"BF16", 1, 2, true},
 	TypeTQ1_0:   {"TQ1_0", 256, 54, false},
 	TypeTQ2_0:   {"TQ2_0", 256, 66, false},
-	TypeMXFP4:   {"MXFP4", 32, 17, false},
+	TypeMXFP4:   {"MXFP4", 32, 17, true}, // e8m0 scale, 16 bytes of E2M1 nibbles
 }
 
 // lookup returns the traits of t; ok is false for an unknown id.

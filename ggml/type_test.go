@@ -35,7 +35,7 @@ func TestTypeTable(t *testing.T) {
 		{TypeIQ3_S, "IQ3_S", 256, 110, false, 0},
 		{TypeI32, "I32", 1, 4, false, 0},
 		{TypeF64, "F64", 1, 8, false, 0},
-		{TypeMXFP4, "MXFP4", 32, 17, false, 0},
+		{TypeMXFP4, "MXFP4", 32, 17, true, 136},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

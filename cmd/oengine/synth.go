@@ -34,7 +34,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	c := &synthConfig{}
 	o := &c.opts
 	fs := newFlags("synth", nil)
-	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3 or mistral3")
+	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3 or gpt-oss")
 	yarn := fs.String("yarn", "", "YaRN rope scaling: `factor,original_context[,log_multiplier,beta_fast,beta_slow]`")
 	fs.Func("attn-temp", "mistral3's query temperature (attention.temperature_scale)", func(s string) error {
 		v, err := strconv.ParseFloat(s, 32)
@@ -47,16 +47,16 @@ func parseSynth(args []string) (*synthConfig, error) {
 	fs.IntVar(&o.LongRope, "longrope", 0, "phi3's LongRoPE with this original context `length` (short and long frequency factors, an attention factor)")
 	fs.StringVar(&o.Preset, "preset", "", "shape preset: "+strings.Join(synth.PresetNames(), ", "))
 	dims := fs.String("dims", "", "custom shapes: `dim,layers,heads,kv_heads,ffn,vocab[,ctx]`")
-	typ := fs.String("type", "f16", "weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k to q6_k, iq4_nl, iq4_xs")
+	typ := fs.String("type", "f16", "weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k to q6_k, iq4_nl, iq4_xs, mxfp4 (gpt-oss: experts MXFP4, the rest Q8_0)")
 	fs.StringVar(&c.vocab, "vocab", "", "copy the tokenizer of this GGUF `file`")
 	fs.IntVar(&o.CtxLen, "ctx", 0, "override the context length (0: the preset's)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "weight seed")
 	fs.StringVar(&o.Pooling, "pooling", "", "write <arch>.pooling_type, as an embedding model's file does: mean, cls or last")
 	headDim := fs.Int("head-dim", 0, "attention head width with --dims (0: dim/heads)")
-	window := fs.Int("sliding-window", 0, "gemma3's sliding window with --dims (0: 512)")
+	window := fs.Int("sliding-window", 0, "the sliding window with --dims (gemma3: 0 is 512, gpt-oss: 128)")
 	ropeDims := fs.Int("rope-dims", 0, "rotated values per head with --dims (rope.dimension_count; 0: the whole head)")
 	tied := fs.Bool("tied", false, "no output.weight: the output projection is the token embedding")
-	experts := fs.String("experts", "", "qwen3moe's experts with --dims: `count,used,ffn` (default 8,2,FFN)")
+	experts := fs.String("experts", "", "experts with --dims (qwen3moe, gpt-oss): `count,used,ffn` (default 8,2,FFN)")
 	softcap := fs.String("softcap", "", "gemma2's soft-capping with --dims: `attention,final` (default 50,30)")
 	fs.StringVar(&c.out, "o", "", "output `file` (written with mode 0644)")
 	if err := fs.Parse(args); err != nil {
@@ -65,7 +65,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	if c.out == "" {
 		return nil, errors.New("synth: -o out.gguf is required")
 	}
-	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3"); err != nil {
+	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss"); err != nil {
 		return nil, err
 	}
 	o.Arch = strings.ToLower(o.Arch)

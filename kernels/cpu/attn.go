@@ -79,6 +79,35 @@ type AttnOpts struct {
 	// Softcap > 0 caps each scaled score s as Softcap·tanh(s/Softcap)
 	// before the softmax (Gemma 2's attention logit soft-capping).
 	Softcap float32
+	// Sinks, when set, holds one logit per query head of the call ([kvh][g]
+	// for AttendHeadsWindow, [g] for AttendWindow): gpt-oss's attention
+	// sinks. Each joins its head's softmax as a position without a value,
+	// so the weights of the real positions sum to less than 1:
+	// out = Σ_p e^(s_p−m)·v_p / (Σ_p e^(s_p−m) + e^(sink−m)), m the maximum
+	// of the scores and the sink.
+	Sinks []float32
+}
+
+// raiseMax raises the maxima m of the g query heads from head first to
+// their sinks (o.Sinks), before the exponentials.
+func (o AttnOpts) raiseMax(m []float32, first, g int) {
+	if o.Sinks == nil {
+		return
+	}
+	for j, s := range o.Sinks[first : first+g] {
+		m[j] = max(m[j], s)
+	}
+}
+
+// addSinks adds each sink's weight e^(sink−m) to the softmax sums of the g
+// query heads from head first, after the exponentials.
+func (o AttnOpts) addSinks(sums []float64, m []float32, first, g int) {
+	if o.Sinks == nil {
+		return
+	}
+	for j, s := range o.Sinks[first : first+g] {
+		sums[j] += float64(expAttn(s - m[j]))
+	}
 }
 
 // AttendWindow is Attend with o's variations. With only Skip, its result
@@ -160,7 +189,9 @@ func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n in
 	for h := 0; h < kvh; h++ {
 		sh, hs := scores[h*n*g:(h+1)*n*g], h*g
 		attnScaleMax(sh, g, o.prepare(sh, g, scale), maxes[hs:hs+g]) // scores·scale in place, per-head maxima
-		attnExp(sh, g, maxes[hs:hs+g], sums[hs:hs+g])                // e = exp(s − max), sums (attn_exp.go)
+		o.raiseMax(maxes[hs:hs+g], hs, g)
+		attnExp(sh, g, maxes[hs:hs+g], sums[hs:hs+g]) // e = exp(s − max), sums (attn_exp.go)
+		o.addSinks(sums[hs:hs+g], maxes[hs:hs+g], hs, g)
 	}
 	clear(out)
 	// out accumulates position by position, as nb attnAxpy calls would.

@@ -24,11 +24,24 @@ import "math"
 // F16 arithmetic described above. K and V must be F16 stores; an F32 store
 // falls back to Attend.
 func AttendF16(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) {
-	if k.F16 == nil || v.F16 == nil {
-		Attend(out, q, g, k, v, table, n, off, scale, scratch)
+	AttendF16Window(out, q, g, k, v, table, n, off, scale, AttnOpts{}, scratch)
+}
+
+// AttendF16Window is AttendF16 with o's Skip and Sinks, as ggml's flash
+// attention applies them: masked positions are passed over, and after the
+// last position each head's sink joins its softmax (a sink above the
+// running maximum M rescales the accumulator, now float32, by e^(M−sink)
+// and the sum to S·e^(M−sink) + 1; otherwise the sum gains
+// e^(sink−M)). With a Softcap it is AttendWindow.
+func AttendF16Window(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, o AttnOpts, scratch []float32) {
+	if k.F16 == nil || v.F16 == nil || o.Softcap != 0 {
+		AttendWindow(out, q, g, k, v, table, n, off, scale, o, scratch)
 		return
 	}
-	if attendF16SIMD(out, q, g, k, v, table, n, off, scale, scratch) { // AVX2, bitwise the same (attn_f16_amd64.go)
+	if o.Skip < 0 || o.Skip >= n {
+		panic("cpu: attention window skips every position")
+	}
+	if attendF16SIMD(out, q, g, k, v, table, n, off, scale, o, scratch) { // AVX2, bitwise the same (attn_f16_amd64.go)
 		return
 	}
 	d := len(q) / g
@@ -49,7 +62,7 @@ func AttendF16(out, q []float32, g int, k, v KVRows, table []int32, n, off int, 
 		S[h] = 0
 	}
 	tab := f16Table()
-	for p := 0; p < n; p++ {
+	for p := o.Skip; p < n; p++ {
 		ki := k.index(table, p, off)
 		kr := k.F16[ki : ki+d]
 		for j, b := range kr {
@@ -77,9 +90,27 @@ func AttendF16(out, q []float32, g int, k, v KVRows, table []int32, n, off int, 
 			}
 		}
 	}
+	attnF16Finish(out, acc, M, S, o.Sinks, g, d)
+}
+
+// attnF16Finish ends AttendF16Window for the g heads: each sink (when
+// sinks is set) joins its head's softmax, then out = acc · (1/S).
+func attnF16Finish(out, acc, M, S, sinks []float32, g, d int) {
 	for h := 0; h < g; h++ {
+		a := acc[h*d : h*d+d]
+		if sinks != nil {
+			if s := sinks[h]; s > M[h] {
+				ms := float32(math.Exp(float64(M[h] - s)))
+				for j := range a {
+					a[j] *= ms
+				}
+				S[h] = fmaF32(S[h], ms, 1)
+			} else {
+				S[h] += float32(math.Exp(float64(s - M[h])))
+			}
+		}
 		inv := 1 / S[h]
-		o, a := out[h*d:h*d+d], acc[h*d:h*d+d]
+		o := out[h*d : h*d+d]
 		for j := range o {
 			o[j] = a[j] * inv
 		}
@@ -126,7 +157,7 @@ func roundF16(x float32) float32 {
 
 // attendF16Ref is the plain twin of AttendF16: the same arithmetic written
 // element by element with the exported conversions.
-func attendF16Ref(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32) {
+func attendF16Ref(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, o AttnOpts) {
 	d := len(q) / g
 	for h := 0; h < g; h++ {
 		qh := make([]float32, d)
@@ -136,7 +167,7 @@ func attendF16Ref(out, q []float32, g int, k, v KVRows, table []int32, n, off in
 		acc := make([]uint16, d)
 		M, S := float32(math.Inf(-1)), float32(0)
 		krow := make([]float32, d)
-		for p := 0; p < n; p++ {
+		for p := o.Skip; p < n; p++ {
 			for j := range krow {
 				krow[j] = k.At(table, p, off+j)
 			}
@@ -157,8 +188,21 @@ func attendF16Ref(out, q []float32, g int, k, v KVRows, table []int32, n, off in
 			}
 			S = fmaF32(S, m, w) // S*ms + vs, fused as in ggml's build
 		}
+		ms := float32(1)
+		if o.Sinks != nil {
+			if s := o.Sinks[h]; s > M {
+				ms = float32(math.Exp(float64(M - s)))
+				S = fmaF32(S, ms, 1)
+			} else {
+				S = fmaF32(S, 1, float32(math.Exp(float64(s-M))))
+			}
+		}
 		for j := 0; j < d; j++ {
-			out[h*d+j] = F16ToF32(acc[j]) * (1 / S)
+			a := F16ToF32(acc[j])
+			if ms != 1 {
+				a *= ms
+			}
+			out[h*d+j] = a * (1 / S)
 		}
 	}
 }

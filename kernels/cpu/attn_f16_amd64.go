@@ -18,7 +18,7 @@ func roundF16AVX2(dst, src *float32, n int)
 // AttendF16's and its twin attendF16Ref's (TestAttendF16SIMD). It
 // reports false, doing nothing, where it does not apply (no AVX2, a head
 // dimension that is not a multiple of 32, F32 stores, scratch too short).
-func attendF16SIMD(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) bool {
+func attendF16SIMD(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, o AttnOpts, scratch []float32) bool {
 	if !hasAVX2 || g <= 0 || n <= 0 || k.F16 == nil || v.F16 == nil {
 		return false
 	}
@@ -40,7 +40,7 @@ func attendF16SIMD(out, q []float32, g int, k, v KVRows, table []int32, n, off i
 		M[h] = float32(math.Inf(-1))
 		S[h] = 0
 	}
-	for p := 0; p < n; p++ {
+	for p := o.Skip; p < n; p++ {
 		ki := k.index(table, p, off)
 		kr := k.F16[ki : ki+d]
 		vi := v.index(table, p, off)
@@ -61,12 +61,6 @@ func attendF16SIMD(out, q []float32, g int, k, v KVRows, table []int32, n, off i
 		}
 		attnF16UpdAVX2(&acc[0], &vr[0], d, g, &mw[0])
 	}
-	for h := 0; h < g; h++ {
-		inv := 1 / S[h]
-		o, a := out[h*d:h*d+d], acc[h*d:h*d+d]
-		for j := range o {
-			o[j] = a[j] * inv
-		}
-	}
+	attnF16Finish(out, acc, M, S, o.Sinks, g, d)
 	return true
 }

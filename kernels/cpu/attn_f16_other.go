@@ -3,6 +3,6 @@
 package cpu
 
 // attendF16SIMD: no SIMD one-row attention on this architecture.
-func attendF16SIMD(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, scratch []float32) bool {
+func attendF16SIMD(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, o AttnOpts, scratch []float32) bool {
 	return false
 }

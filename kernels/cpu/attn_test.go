@@ -87,7 +87,7 @@ func TestAttendMatchesRef(t *testing.T) {
 						}
 					}
 					twin := make([]float32, c.g*c.d)
-					attendF16Ref(twin, q, c.g, k, v, table, c.n, kvh*c.d, scale)
+					attendF16Ref(twin, q, c.g, k, v, table, c.n, kvh*c.d, scale, AttnOpts{})
 					if i := firstDiff(got, twin); i >= 0 {
 						t.Fatalf("kv head %d: AttendF16 and its twin differ at %d: %g vs %g", kvh, i, got[i], twin[i])
 					}

@@ -86,8 +86,9 @@ func TestAttendWindow(t *testing.T) {
 	}
 }
 
-// softcapRef is AttendRef with AttnOpts: positions below o.Skip masked and
-// each scaled score s capped as c·tanh(s/c), in float64.
+// softcapRef is AttendRef with AttnOpts: positions below o.Skip masked,
+// each scaled score s capped as c·tanh(s/c), and head h's sink o.Sinks[h]
+// in the softmax's maximum and sum, in float64.
 func softcapRef(out, q []float32, g int, k, v KVRows, table []int32, n, off int, scale float32, o AttnOpts) {
 	d := len(q) / g
 	for h := 0; h < g; h++ {
@@ -105,6 +106,10 @@ func softcapRef(out, q []float32, g int, k, v KVRows, table []int32, n, off int,
 			m = math.Max(m, s[p])
 		}
 		var sum float64
+		if o.Sinks != nil {
+			m = math.Max(m, float64(o.Sinks[h]))
+			sum = math.Exp(float64(o.Sinks[h]) - m)
+		}
 		for p := o.Skip; p < n; p++ {
 			s[p] = math.Exp(s[p] - m)
 			sum += s[p]
@@ -160,4 +165,77 @@ func TestAttendSoftcap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAttendSinks: with AttnOpts.Sinks (and a window), AttendWindow,
+// AttendHeadsWindow and AttendF16Window match the float64 formula, with
+// sinks that change the result (some above every score), for gpt-oss's
+// group of 8 heads of 64 on F16 (the AVX-512 path, AttendF16Window's
+// AVX2 one) and other groups on F16 (AttendF16Window's Go path) and F32
+// stores; AttendF16Window equals its twin attendF16Ref bit for bit.
+func TestAttendSinks(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 46))
+	for _, c := range []struct {
+		g, kvh, d, n, skip, page int
+		f16                      bool
+	}{
+		{8, 2, 64, 150, 0, 16, true}, {8, 1, 64, 40, 9, 16, true}, {3, 2, 32, 33, 3, 8, false}, {4, 2, 64, 1, 0, 16, true},
+		{4, 2, 16, 50, 5, 8, true},
+	} {
+		t.Run(fmt.Sprintf("g%d_kvh%d_n%d_skip%d_f16%v", c.g, c.kvh, c.n, c.skip, c.f16), func(t *testing.T) {
+			stride := c.kvh * c.d
+			k, table, _ := pagedStore(r, c.n, c.page, stride, c.f16)
+			v, _ := sameTable(r, k, table, c.n, c.f16)
+			q := randVec(r, c.kvh*c.g*c.d, 1)
+			const scale = 0.125
+			sinks := randVec(r, c.kvh*c.g, 3)
+			o := AttnOpts{Skip: c.skip, Sinks: sinks}
+			got := make([]float32, len(q))
+			AttendHeadsWindow(got, q, c.kvh, c.g, k, v, table, c.n, scale, o, make([]float32, AttnHeadsScratch(c.kvh, c.g, c.n, c.d)))
+			gd := c.g * c.d
+			effect := 0.0
+			for h := 0; h < c.kvh; h++ {
+				oh := AttnOpts{Skip: c.skip, Sinks: sinks[h*c.g : (h+1)*c.g]}
+				want := make([]float32, gd)
+				softcapRef(want, q[h*gd:(h+1)*gd], c.g, k, v, table, c.n, h*c.d, scale, oh)
+				if e := maxRelErr(got[h*gd:(h+1)*gd], want, 1e-3); e > 1e-4 {
+					t.Fatalf("AttendHeadsWindow head %d: max rel err %g", h, e)
+				}
+				col := make([]float32, gd)
+				AttendWindow(col, q[h*gd:(h+1)*gd], c.g, k, v, table, c.n, h*c.d, scale, oh, make([]float32, AttnScratch(c.g, c.n, c.d)))
+				if e := maxRelErr(col, want, 1e-3); e > 1e-4 {
+					t.Fatalf("AttendWindow head %d: max rel err %g", h, e)
+				}
+				if c.f16 {
+					f16 := make([]float32, gd)
+					AttendF16Window(f16, q[h*gd:(h+1)*gd], c.g, k, v, table, c.n, h*c.d, scale, oh, make([]float32, AttnScratch(c.g, c.n, c.d)))
+					if i := farther(f16, want, 4e-3); i >= 0 { // F16 query and accumulator
+						t.Fatalf("AttendF16Window head %d: %g at %d, want %g", h, f16[i], i, want[i])
+					}
+					twin := make([]float32, gd)
+					attendF16Ref(twin, q[h*gd:(h+1)*gd], c.g, k, v, table, c.n, h*c.d, scale, oh)
+					if i := firstDiff(f16, twin); i >= 0 {
+						t.Fatalf("AttendF16Window head %d and its twin differ at %d: %g vs %g", h, i, f16[i], twin[i])
+					}
+				}
+				plain := make([]float32, gd)
+				softcapRef(plain, q[h*gd:(h+1)*gd], c.g, k, v, table, c.n, h*c.d, scale, AttnOpts{Skip: c.skip})
+				effect = max(effect, maxRelErr(plain, want, 1e-3))
+			}
+			if effect < 0.01 {
+				t.Fatalf("the sinks change nothing here (rel %g)", effect)
+			}
+		})
+	}
+}
+
+// farther returns the first index where a and b differ by more than tol,
+// or -1.
+func farther(a, b []float32, tol float64) int {
+	for i := range a {
+		if !(math.Abs(float64(a[i])-float64(b[i])) <= tol) {
+			return i
+		}
+	}
+	return -1
 }

@@ -307,6 +307,7 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n i
 		sh, hs := scores[h*np*G:h*np*G+n*G], h*G
 		m, sm := maxes[hs:hs+G], sums[hs:hs+G]
 		attnScaleMax(sh, G, o.prepare(sh, G, scale), m)
+		o.raiseMax(m, h*g, g) // the padding heads have no sinks
 		clear(sm)
 		if full := n / p; full > 0 {
 			attnExpZ(G, &sh[0], full, &m[0], &sm[0])
@@ -316,6 +317,7 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n i
 			sh[i] = e
 			sm[i%G] += float64(e)
 		}
+		o.addSinks(sm, m, h*g, g)
 	}
 	clear(outG)
 	for pos := 0; pos < n; {

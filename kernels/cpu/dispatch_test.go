@@ -40,7 +40,7 @@ func TestKernelSets(t *testing.T) {
 			if l == isaGeneric && ptr(k.dot) != ptr(ref.dot) {
 				t.Errorf("generic %s: not the portable kernel", typ)
 			}
-			blk := typ == ggml.TypeQ4_0 || typ == ggml.TypeQ8_0 || typ == ggml.TypeIQ4_NL || typ == ggml.TypeQ5_0
+			blk := typ == ggml.TypeQ4_0 || typ == ggml.TypeQ8_0 || typ == ggml.TypeIQ4_NL || typ == ggml.TypeQ5_0 || typ == ggml.TypeMXFP4
 			if (k.blk != nil) != (l >= isaAVX2 && blk) {
 				t.Errorf("%v %s: blocked kernel %v", l, typ, k.blk)
 			}

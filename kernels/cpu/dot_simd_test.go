@@ -48,6 +48,9 @@ func randomRow(rng *rand.Rand, typ ggml.Type, cols int) []byte {
 		for _, f := range f16Fields[typ] {
 			put16(row[o+f:], F32ToF16(float32(rng.NormFloat64()*0.01)))
 		}
+		if typ == ggml.TypeMXFP4 { // scales 2^-24..2^15, where the products are exact (mxfp4.go)
+			row[o] = byte(104 + rng.IntN(40))
+		}
 	}
 	return row
 }

@@ -134,6 +134,7 @@ var portable = map[ggml.Type]kernel{
 	ggml.TypeQ6_K:   {act: actQ8K, dot: dotQ6_KGo},
 	ggml.TypeIQ4_NL: {act: actQ8_0, dot: dotIQ4_NLGo},
 	ggml.TypeIQ4_XS: {act: actQ8K, dot: dotIQ4_XSGo},
+	ggml.TypeMXFP4:  {act: actQ8_0, dot: dotMXFP4Go},
 }
 
 func clonedKernels(m map[ggml.Type]kernel) map[ggml.Type]kernel {

@@ -90,6 +90,20 @@ func SwiGLU(dst, gate, up []float32) {
 	swigluGo(dst, gate, up)
 }
 
+// SwiGLUOAI computes gpt-oss's clamped SwiGLU: with x = min(gate_i,
+// limit) and y = clamp(up_i, −limit, limit), dst_i = x·σ(alpha·x)·(y + 1)
+// (gpt-oss: alpha 1.702, limit 7), with float32 exponentials as ggml's
+// swiglu_oai computes it. Twin: SwiGLUOAIRef.
+func SwiGLUOAI(dst, gate, up []float32, alpha, limit float32) {
+	n := len(dst)
+	gate, up = gate[:n], up[:n]
+	for i := range dst {
+		x := min(gate[i], limit)
+		y := max(-limit, min(up[i], limit))
+		dst[i] = x / (1 + float32(math.Exp(float64(alpha*-x)))) * (y + 1)
+	}
+}
+
 // swigluGo is SwiGLU in plain Go (expGGML lane by lane).
 func swigluGo(dst, gate, up []float32) {
 	n := len(dst)

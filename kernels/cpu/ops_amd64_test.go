@@ -91,11 +91,11 @@ func TestAttendF16SIMD(t *testing.T) {
 				q := randVec(r, c.g*c.d, c.qScale)
 				got := make([]float32, c.g*c.d)
 				scratch := make([]float32, AttnScratch(c.g, c.n, c.d))
-				if !attendF16SIMD(got, q, c.g, k, v, table, c.n, kvh*c.d, scale, scratch) {
+				if !attendF16SIMD(got, q, c.g, k, v, table, c.n, kvh*c.d, scale, AttnOpts{}, scratch) {
 					t.Fatal("attendF16SIMD declined a supported shape")
 				}
 				want := make([]float32, c.g*c.d)
-				attendF16Ref(want, q, c.g, k, v, table, c.n, kvh*c.d, scale)
+				attendF16Ref(want, q, c.g, k, v, table, c.n, kvh*c.d, scale, AttnOpts{})
 				for i := range want {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("kv head %d value %d: SIMD %g, twin %g", kvh, i, got[i], want[i])
@@ -108,10 +108,10 @@ func TestAttendF16SIMD(t *testing.T) {
 	k, table, _ := pagedStore(r, 4, 16, 48, true)
 	v, _ := sameTable(r, k, table, 4, true)
 	out, q := make([]float32, 48), randVec(r, 48, 1)
-	if attendF16SIMD(out, q, 1, k, v, table, 4, 0, 1, make([]float32, AttnScratch(1, 4, 48))) {
+	if attendF16SIMD(out, q, 1, k, v, table, 4, 0, 1, AttnOpts{}, make([]float32, AttnScratch(1, 4, 48))) {
 		t.Error("accepted head dimension 48")
 	}
-	if attendF16SIMD(out, q[:32], 1, k, v, table, 4, 0, 1, make([]float32, 10)) {
+	if attendF16SIMD(out, q[:32], 1, k, v, table, 4, 0, 1, AttnOpts{}, make([]float32, 10)) {
 		t.Error("accepted a short scratch")
 	}
 }

@@ -30,6 +30,15 @@ func SwiGLURef(dst, gate, up []float32) {
 	}
 }
 
+// SwiGLUOAIRef is SwiGLUOAI in float64: the formula itself.
+func SwiGLUOAIRef(dst, gate, up []float32, alpha, limit float32) {
+	for i := range dst {
+		x := math.Min(float64(gate[i]), float64(limit))
+		y := math.Max(-float64(limit), math.Min(float64(up[i]), float64(limit)))
+		dst[i] = float32(x / (1 + math.Exp(-float64(alpha)*x)) * (y + 1))
+	}
+}
+
 // GeGLURef is GeGLU in float64 with math.Tanh: the formula itself.
 func GeGLURef(dst, gate, up []float32) {
 	for i := range dst {

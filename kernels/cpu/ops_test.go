@@ -106,6 +106,29 @@ func TestSwiGLUMatchesRef(t *testing.T) {
 	}
 }
 
+// TestSwiGLUOAI: gpt-oss's clamped SwiGLU against the float64 formula
+// over gates and ups that the clamps cut, and known values: the gate is
+// capped at the limit only from above, the up at both ends, and the up
+// is offset by 1.
+func TestSwiGLUOAI(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, scale := range []float32{0.1, 1, 10} {
+		g, u := randVec(r, 300, scale), randVec(r, 300, scale)
+		got, want := make([]float32, 300), make([]float32, 300)
+		SwiGLUOAI(got, g, u, 1.702, 7)
+		SwiGLUOAIRef(want, g, u, 1.702, 7)
+		if e := maxRelErr(got, want, 1e-6); e > 1e-5 {
+			t.Fatalf("scale %g: max rel err %g", scale, e)
+		}
+	}
+	d := make([]float32, 4)
+	SwiGLUOAI(d, []float32{0, 20, 20, -30}, []float32{5, 20, -20, 1}, 1.702, 7)
+	sig7 := 7 / (1 + math.Exp(-1.702*7))
+	if d[0] != 0 || math.Abs(float64(d[1])-sig7*8) > 1e-4 || math.Abs(float64(d[2])-sig7*-6) > 1e-4 || math.Abs(float64(d[3])) > 1e-15 {
+		t.Fatalf("known values: %v", d)
+	}
+}
+
 // TestGeGLU: GeGLU against the float64 formula (GeGLURef) over small to
 // large gates, within a few float32 ulps (relative to |gelu·up| with a
 // small floor for the values near zero), at the cut-offs, and in place.

@@ -41,6 +41,7 @@ var codecs = map[ggml.Type]blockCodec{
 	ggml.TypeQ8_K:   {qkK, 292, dequantQ8_K, quantQ8_K},
 	ggml.TypeIQ4_NL: {qk, 18, dequantIQ4_NL, quantIQ4_NL},
 	ggml.TypeIQ4_XS: {qkK, 136, dequantIQ4_XS, quantIQ4_XS},
+	ggml.TypeMXFP4:  {qk, 17, dequantMXFP4, quantMXFP4},
 }
 
 func dequantF32(b []byte, y []float32) {

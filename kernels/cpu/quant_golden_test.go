@@ -15,7 +15,8 @@ import (
 // golden is one quants tensor: blocks cut from a llama-quantize output
 // and llama.cpp's dequantization of them. Most come from
 // ../shared/testdata/quants; the IQ4 ones, which that set lacks, from
-// testdata/quants in this package (its README says how they were made).
+// testdata/quants in this package (its README says how they were made),
+// as does MXFP4.
 type golden struct {
 	m    Matrix
 	want []float32 // [rows][cols]
@@ -66,7 +67,7 @@ var goldenNames = []struct {
 	{"q4_0", ggml.TypeQ4_0}, {"q4_1", ggml.TypeQ4_1}, {"q5_0", ggml.TypeQ5_0},
 	{"q5_1", ggml.TypeQ5_1}, {"q2_k", ggml.TypeQ2_K}, {"q3_k", ggml.TypeQ3_K},
 	{"q4_k", ggml.TypeQ4_K}, {"q5_k", ggml.TypeQ5_K}, {"q6_k", ggml.TypeQ6_K},
-	{"iq4_nl", ggml.TypeIQ4_NL}, {"iq4_xs", ggml.TypeIQ4_XS},
+	{"iq4_nl", ggml.TypeIQ4_NL}, {"iq4_xs", ggml.TypeIQ4_XS}, {"mxfp4", ggml.TypeMXFP4},
 }
 
 // oneStep reports whether got is within one float32 rounding step of want.

@@ -21,7 +21,7 @@ var allTypes = []ggml.Type{
 	ggml.TypeF32, ggml.TypeF16, ggml.TypeBF16,
 	ggml.TypeQ4_0, ggml.TypeQ4_1, ggml.TypeQ5_0, ggml.TypeQ5_1, ggml.TypeQ8_0,
 	ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K,
-	ggml.TypeIQ4_NL, ggml.TypeIQ4_XS,
+	ggml.TypeIQ4_NL, ggml.TypeIQ4_XS, ggml.TypeMXFP4,
 }
 
 func randNormal(rng *rand.Rand, n int, scale float32) []float32 {

@@ -8,9 +8,12 @@
 // (Gemma 3's text decoder: qwen3's head norms plus Gemma's block and
 // sliding-window attention on most layers), "phi3" (Phi-3 and Phi-4:
 // llama's block with its Q, K and V in one matrix and its gate and up
-// projections in another, and LongRoPE frequency factors) and "mistral3"
+// projections in another, and LongRoPE frequency factors), "mistral3"
 // (Ministral 3 and Mistral's newer files: llama's block with YaRN and a
-// query temperature over long contexts).
+// query temperature over long contexts) and "gpt-oss" (OpenAI's gpt-oss:
+// qwen2's biases, attention sinks and a window on every other layer, and
+// a mixture of experts with biases, top-k softmax gating and a clamped
+// SwiGLU).
 //
 // One forward pass serves prefill and decode: a Batch is a set of tokens,
 // each with its sequence and position, and attention reads keys and values
@@ -34,7 +37,7 @@ var ErrUnsupported = errors.New("llama: unsupported model")
 
 // Config is the shape of a model, read from GGUF metadata.
 type Config struct {
-	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3"
+	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3", "gpt-oss"
 	Dim     int    // embedding width
 	Layers  int    // transformer blocks
 	Heads   int    // query heads
@@ -108,6 +111,19 @@ type Config struct {
 	// renormalized to sum 1 (moe.go). 0: a dense FFN.
 	Experts, ExpertsUsed, ExpertFFN int
 
+	// gpt-oss. AttnSinks: each layer has a learned logit per query head
+	// (attn_sinks) that joins the head's softmax as a position without a
+	// value (cpu.AttnOpts.Sinks). OutBias: attn_output carries a .bias.
+	// The mixture of experts differs from qwen3moe's: the router and each
+	// expert projection carry biases (ExpertBias); the ExpertsUsed largest
+	// router logits choose the experts and their weights are the softmax
+	// over those alone (TopKSoftmax, llama.cpp's SOFTMAX_WEIGHT gating);
+	// the activation is SwiGLUOAI: with g = min(gate, 7) and
+	// u = clamp(up, −7, 7), g·σ(1.702·g)·(u + 1). The feed-forward norm is
+	// the file's post_attention_norm, and the local layers rotate as the
+	// global ones (YaRN included).
+	AttnSinks, OutBias, ExpertBias, TopKSoftmax, SwiGLUOAI bool
+
 	// Pooling is how the file says its hidden states become one embedding
 	// (`<arch>.pooling_type`); PoolUnset when it does not say.
 	Pooling Pooling
@@ -144,6 +160,7 @@ type archTraits struct {
 	// fusedUp: ffn_up holds the gate's rows then the up projection's
 	// ([2*FFN][Dim], no ffn_gate; phi3).
 	fusedUp bool
+	gptOSS  bool // Config.AttnSinks and the rest of gpt-oss's block
 }
 
 var archs = map[string]archTraits{
@@ -155,6 +172,7 @@ var archs = map[string]archTraits{
 	"gemma3":   {neox: true, qkNorm: true, gemma: true},
 	"phi3":     {neox: true, fusedUp: true},
 	"mistral3": {},
+	"gpt-oss":  {neox: true, qkvBias: true, moe: true, gptOSS: true},
 }
 
 // maxDim bounds every metadata size so that products of them cannot
@@ -170,7 +188,7 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3 or mistral3)", ErrUnsupported, arch)
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3 or gpt-oss)", ErrUnsupported, arch)
 	}
 	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma, FusedUp: tr.fusedUp}
 	get := func(key string, dst *int, required bool) error {
@@ -197,7 +215,7 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 		{"attention.head_count", &c.Heads, true},
 		{"attention.head_count_kv", &c.KVHeads, false},
 		{"attention.key_length", &c.HeadDim, false},
-		{"feed_forward_length", &c.FFN, true},
+		{"feed_forward_length", &c.FFN, !tr.gptOSS}, // gpt-oss: the experts' width
 		{"context_length", &c.CtxLen, false},
 		{"rope.dimension_count", &c.RopeDims, false},
 		{"vocab_size", &c.Vocab, false},
@@ -278,6 +296,11 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 			return Config{}, err
 		}
 	}
+	if tr.gptOSS {
+		if err := c.readGPTOSS(f); err != nil {
+			return Config{}, err
+		}
+	}
 	if n, _ := f.Uint(arch + ".expert_count"); tr.moe || n > 0 && (arch == "llama" || arch == "mistral3") {
 		if err := c.readExperts(f); err != nil {
 			return Config{}, err
@@ -306,8 +329,43 @@ func (c *Config) readExperts(f *gguf.File) error {
 		}
 		c.ExpertFFN = int(v)
 	}
+	if c.ExpertFFN == 0 {
+		return fmt.Errorf("llama: %s missing", key("expert_feed_forward_length"))
+	}
+	if c.FFN == 0 {
+		c.FFN = c.ExpertFFN
+	}
 	if v, ok := f.Float(key("expert_weights_scale")); ok && v != 0 && v != 1 {
 		return fmt.Errorf("%w: %s %g", ErrUnsupported, key("expert_weights_scale"), v)
+	}
+	return nil
+}
+
+// readGPTOSS reads gpt-oss's sliding window (required, as llama.cpp
+// reads it) and its pattern (default 2: layers 0, 2, 4, ... local), and
+// sets the rest of its block (Config.AttnSinks). Its local layers rotate
+// with rope.freq_base_swa (default: the global base) and the global scale.
+func (c *Config) readGPTOSS(f *gguf.File) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	c.AttnSinks, c.OutBias, c.ExpertBias, c.TopKSoftmax, c.SwiGLUOAI = true, true, true, true, true
+	w, ok := f.Uint(key("attention.sliding_window"))
+	if !ok || w == 0 || w > maxDim {
+		return fmt.Errorf("llama: %s missing or out of range", key("attention.sliding_window"))
+	}
+	c.SWA, c.SWAPattern = int(w), 2
+	c.RopeBaseSWA, c.RopeScaleSWA = c.RopeBase, c.RopeFreqScale
+	if v, ok := f.Value(key("attention.sliding_window_pattern")); ok {
+		p, ok := v.AsUint()
+		if !ok || p > maxDim {
+			return fmt.Errorf("%w: %s = %v", ErrUnsupported, key("attention.sliding_window_pattern"), v)
+		}
+		c.SWAPattern = int(p)
+	}
+	if v, ok := f.Float(key("rope.freq_base_swa")); ok {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("llama: %s = %g out of range", key("rope.freq_base_swa"), v)
+		}
+		c.RopeBaseSWA = float32(v)
 	}
 	return nil
 }
@@ -408,7 +466,13 @@ func (c *Config) readLongRope(f *gguf.File) error {
 // for a file that gives no YaRN betas or multipliers (its llama, qwen2,
 // qwen3 and gemma loaders read none): ext_factor 1, betas 32 and 1, the
 // attention factor divided by the mscale the rope multiplies back.
-func (c Config) YaRN() cpu.YaRN {
+func (c Config) YaRN() cpu.YaRN { return c.yarnFor(c.RopeBase, c.RopeFreqScale) }
+
+// yarnFor is YaRN for layers that rotate with base and scale (the local
+// layers' RopeBaseSWA and RopeScaleSWA): the correction dimensions are
+// the base's, the attention factor the model's, and the rope multiplies
+// it by 1 + 0.1·ln(1/scale) (1 for an unscaled layer), as ggml's rope does.
+func (c Config) yarnFor(base, scale float32) cpu.YaRN {
 	orig := c.RopeOrigCtx
 	if orig == 0 {
 		orig = c.CtxLen
@@ -420,7 +484,7 @@ func (c Config) YaRN() cpu.YaRN {
 	if slow == 0 {
 		slow = 1
 	}
-	lo, hi := cpu.YaRNCorrDims(c.RopeDims, orig, c.RopeBase, fast, slow)
+	lo, hi := cpu.YaRNCorrDims(c.RopeDims, orig, base, fast, slow)
 	factor := 1 / c.RopeFreqScale
 	mscale := func(m float32) float32 {
 		if factor <= 1 {
@@ -436,7 +500,7 @@ func (c Config) YaRN() cpu.YaRN {
 	if c.RopeAttnFactor != 0 {
 		attn *= c.RopeAttnFactor
 	}
-	return cpu.YaRN{CorrLow: lo, CorrHigh: hi, MScale: attn * (1 + 0.1*float32(math.Log(float64(1/c.RopeFreqScale))))}
+	return cpu.YaRN{CorrLow: lo, CorrHigh: hi, MScale: attn * (1 + 0.1*float32(math.Log(float64(1/scale))))}
 }
 
 // readMistral3 reads what mistral3 adds to llama's block: YaRN's betas

@@ -68,7 +68,7 @@ func (m *Model) ForwardHidden(kv *KV, b *Batch, logits, hidden []float32) error 
 	for i, pos := range b.Pos {
 		m.ropeCache(f.cs[i*R:(i+1)*R], pos)
 		if c.SWA > 0 {
-			cpu.RopeCache(f.csLocal[i*R:(i+1)*R], pos, R, c.RopeBaseSWA, c.RopeScaleSWA, nil)
+			m.ropeCacheLocal(f.csLocal[i*R:(i+1)*R], pos)
 		}
 	}
 	for l := range m.layers {
@@ -120,6 +120,11 @@ func (m *Model) layerForward(l int) {
 	}
 	pool.For(f.slots, f.attnFn)
 	m.matMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
+	if w.bo != nil {
+		for i := 0; i < T; i++ {
+			cpu.Add(f.xb[i*D:(i+1)*D], f.xb[i*D:(i+1)*D], w.bo)
+		}
+	}
 	if c.Gemma {
 		m.forRows(rowNorm1, w.postAttnNorm, nil) // xb = norm(xb)
 	}
@@ -257,12 +262,13 @@ func (f *forward) window(i int) (table []int32, n int, o cpu.AttnOpts, ok bool) 
 	if c.Local(f.layer) {
 		lo = max(0, pos+1-c.SWA)
 	}
-	if lo == 0 && c.AttnSoftcap == 0 {
+	sinks := f.m.layers[f.layer].sinks
+	if lo == 0 && c.AttnSoftcap == 0 && sinks == nil {
 		return nil, 0, o, false
 	}
 	ps := f.kv.pageSize
 	first := lo / ps
-	o = cpu.AttnOpts{Skip: lo - first*ps, Softcap: c.AttnSoftcap}
+	o = cpu.AttnOpts{Skip: lo - first*ps, Softcap: c.AttnSoftcap, Sinks: sinks}
 	return b.Seqs[b.Seq[i]][first:], pos + 1 - first*ps, o, true
 }
 
@@ -274,17 +280,24 @@ func (f *forward) windowed(i int) bool {
 	return ok
 }
 
+// f16Window reports whether token i, which attends with o's variations,
+// takes cpu.AttendF16Window: as a token without them takes cpu.AttendF16
+// (f16AttnPositions), when o has no soft-cap (a window and sinks only).
+func (f *forward) f16Window(i int, o cpu.AttnOpts) bool {
+	return f.m.ggml == nil && f.b.Pos[i] < f16AttnPositions && o.Softcap == 0
+}
+
 // attendToken computes the attention of token i for every KV head.
 func (f *forward) attendToken(i int, scratch []float32) {
 	m, b := f.m, f.b
 	c := &m.cfg
-	if table, n, o, ok := f.window(i); ok {
+	if table, n, o, ok := f.window(i); ok && !f.f16Window(i, o) {
 		QD, l := c.QDim(), f.layer
 		cpu.AttendHeadsWindow(f.att[i*QD:(i+1)*QD], f.q[i*QD:(i+1)*QD], c.KVHeads, c.Heads/c.KVHeads,
 			f.kv.k[l], f.kv.v[l], table, n, f.scale, o, scratch)
 		return
 	}
-	if m.ggml != nil || b.Pos[i] < f16AttnPositions { // not cpu.Attend: head by head
+	if m.ggml != nil || b.Pos[i] < f16AttnPositions { // not cpu.Attend (or cpu.AttendF16Window): head by head
 		for h := 0; h < c.KVHeads; h++ {
 			f.attendHead(i, h, scratch)
 		}
@@ -313,8 +326,14 @@ func (f *forward) attendHead(i, h int, scratch []float32) {
 	g := c.Heads / c.KVHeads
 	off := i*QD + h*g*HD
 	if table, n, o, ok := f.window(i); ok {
-		cpu.AttendWindow(f.att[off:off+g*HD], f.q[off:off+g*HD], g, kv.k[l], kv.v[l],
-			table, n, h*HD, f.scale, o, scratch)
+		if o.Sinks != nil {
+			o.Sinks = o.Sinks[h*g : (h+1)*g]
+		}
+		attend := cpu.AttendWindow
+		if f.f16Window(i, o) {
+			attend = cpu.AttendF16Window
+		}
+		attend(f.att[off:off+g*HD], f.q[off:off+g*HD], g, kv.k[l], kv.v[l], table, n, h*HD, f.scale, o, scratch)
 		return
 	}
 	attend := f.attendFunc(i) // by position; by batch size in GGML mode (ggml_arith.go)

@@ -48,6 +48,17 @@ func (m *Model) ropeCache(cs []float32, pos int32) {
 	}
 }
 
+// ropeCacheLocal writes the sliding-window layers' rotation of pos into
+// cs: RopeBaseSWA and RopeScaleSWA, with YaRN when the model has it.
+func (m *Model) ropeCacheLocal(cs []float32, pos int32) {
+	c := &m.cfg
+	if c.Yarn {
+		cpu.RopeCacheYaRN(cs, pos, c.RopeDims, c.RopeBaseSWA, c.RopeScaleSWA, nil, m.yarnSWA)
+		return
+	}
+	cpu.RopeCache(cs, pos, c.RopeDims, c.RopeBaseSWA, c.RopeScaleSWA, nil)
+}
+
 // ggmlTileRows is GGML_FA_TILE_Q: llama.cpp's CPU flash attention uses its
 // tiled path for batches of at least this many query rows.
 const ggmlTileRows = 64

@@ -46,6 +46,11 @@ type layer struct {
 	// the dense wGate, wUp, wDown are then empty).
 	router                     cpu.Matrix
 	gateExps, upExps, downExps []cpu.Matrix
+	// gpt-oss: bo [Dim] (Config.OutBias), sinks [Heads] (Config.AttnSinks),
+	// the router's bias [Experts] and the experts' biases, [Experts][ExpertFFN]
+	// for gate and up and [Experts][Dim] for down (Config.ExpertBias).
+	bo, sinks                              []float32
+	routerB, gateExpsB, upExpsB, downExpsB []float32
 }
 
 // Model is a loaded model. Its weights are views into the GGUF file's
@@ -60,6 +65,7 @@ type Model struct {
 	out       cpu.Matrix // [Vocab][Dim] (token_embd when tied)
 	ropeFreqs []float32  // [RopeDims/2] or nil
 	yarn      cpu.YaRN   // Config.Yarn's rope
+	yarnSWA   cpu.YaRN   // the local layers' (Config.Yarn and Config.SWA)
 	layers    []layer
 
 	pool    *cpu.Pool
@@ -81,6 +87,7 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	m := &Model{cfg: cfg}
 	if cfg.Yarn {
 		m.yarn = cfg.YaRN()
+		m.yarnSWA = cfg.yarnFor(cfg.RopeBaseSWA, cfg.RopeScaleSWA)
 	}
 	ld := loader{f: f}
 	c := cfg
@@ -123,12 +130,28 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 			l.qNorm = ld.vector(p+"attn_q_norm.weight", c.HeadDim)
 			l.kNorm = ld.vector(p+"attn_k_norm.weight", c.HeadDim)
 		}
-		l.ffnNorm = ld.vector(p+"ffn_norm.weight", c.Dim)
+		if c.OutBias {
+			l.bo = ld.vector(p+"attn_output.bias", c.Dim)
+		}
+		if c.AttnSinks {
+			l.sinks = ld.vector(p+"attn_sinks.weight", c.Heads)
+		}
+		if c.Arch == "gpt-oss" { // its feed-forward norm
+			l.ffnNorm = ld.vector(p+"post_attention_norm.weight", c.Dim)
+		} else {
+			l.ffnNorm = ld.vector(p+"ffn_norm.weight", c.Dim)
+		}
 		if c.Experts > 0 {
 			l.router = ld.matrix(p+"ffn_gate_inp.weight", c.Experts, c.Dim)
 			l.gateExps = ld.experts(p+"ffn_gate_exps.weight", c.Experts, c.ExpertFFN, c.Dim)
 			l.upExps = ld.experts(p+"ffn_up_exps.weight", c.Experts, c.ExpertFFN, c.Dim)
 			l.downExps = ld.experts(p+"ffn_down_exps.weight", c.Experts, c.Dim, c.ExpertFFN)
+			if c.ExpertBias {
+				l.routerB = ld.vector(p+"ffn_gate_inp.bias", c.Experts)
+				l.gateExpsB = ld.table(p+"ffn_gate_exps.bias", c.Experts, c.ExpertFFN)
+				l.upExpsB = ld.table(p+"ffn_up_exps.bias", c.Experts, c.ExpertFFN)
+				l.downExpsB = ld.table(p+"ffn_down_exps.bias", c.Experts, c.Dim)
+			}
 		} else {
 			if c.FusedUp {
 				if gu := ld.rows(p+"ffn_up.weight", 2*c.FFN, c.Dim, []int{c.FFN, c.FFN}); gu != nil {
@@ -155,7 +178,7 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		return nil, fmt.Errorf("llama: the file's tensors were rewritten in place by another model; open the file again")
 	}
 	if opts.GGMLArithmetic {
-		if c.Gemma {
+		if c.Gemma || c.AttnSinks {
 			return nil, fmt.Errorf("%w: GGML arithmetic mode for %s", ErrUnsupported, c.Arch)
 		}
 		m.ggml = newGGMLState(false)
@@ -325,6 +348,21 @@ func (ld *loader) experts(name string, n, rows, cols int) []cpu.Matrix {
 		out[e] = mat
 	}
 	return out
+}
+
+// table returns tensor name, [rows][cols] (GGUF dims [cols, rows], any
+// supported type), as float32.
+func (ld *loader) table(name string, rows, cols int) []float32 {
+	t := ld.tensor(name, cols, rows)
+	if t == nil {
+		return nil
+	}
+	v := make([]float32, rows*cols)
+	if err := cpu.Dequantize(t.Type, t.Data, v); err != nil {
+		ld.err = fmt.Errorf("llama: tensor %s: %w", name, err)
+		return nil
+	}
+	return v
 }
 
 // vector returns tensor name ([n], any supported type) as float32.

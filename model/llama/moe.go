@@ -12,6 +12,11 @@ import (
 // output is Σ_k w_k·out_k in slot order with w_k = p_k / Σ p (the sum
 // clamped to at least 2^-14).
 //
+// gpt-oss's mixture (Config.TopKSoftmax, ExpertBias, SwiGLUOAI) adds the
+// router's bias to its logits, takes the ExpertsUsed largest logits and
+// weighs them by their softmax (routeTopK), adds each expert projection's
+// bias and uses the clamped SwiGLU (cpu.SwiGLUOAI).
+//
 // Each expert runs once per call on the tokens that chose it, gathered
 // into rows (a token's row gives the same bits in any batch: the matrix
 // products are batch-invariant), and the weighted sum runs per token in
@@ -27,7 +32,15 @@ func (m *Model) moeFFN(w *layer) {
 	m.matMul(logits, w.router, xb, T)
 	sel, wts := f.moeSel[:T*K], f.moeW[:T*K]
 	for i := 0; i < T; i++ {
-		route(logits[i*E:(i+1)*E], sel[i*K:(i+1)*K], wts[i*K:(i+1)*K])
+		li := logits[i*E : (i+1)*E]
+		if w.routerB != nil {
+			cpu.Add(li, li, w.routerB)
+		}
+		if c.TopKSoftmax {
+			routeTopK(li, sel[i*K:(i+1)*K], wts[i*K:(i+1)*K])
+		} else {
+			route(li, sel[i*K:(i+1)*K], wts[i*K:(i+1)*K])
+		}
 	}
 	outs := f.moeOut[:T*K*D] // [T][K][Dim]: each slot's expert output
 	for e := 0; e < E; e++ {
@@ -46,10 +59,24 @@ func (m *Model) moeFFN(w *layer) {
 		f.gu[0], f.gu[1] = cpu.MatOp{Dst: g, W: w.gateExps[e]}, cpu.MatOp{Dst: u, W: w.upExps[e]}
 		m.matMuls(f.gu[:], f.moeX[:n*D], n)
 		for r := 0; r < n; r++ {
-			cpu.SwiGLU(g[r*F:(r+1)*F], g[r*F:(r+1)*F], u[r*F:(r+1)*F])
+			gr, ur := g[r*F:(r+1)*F], u[r*F:(r+1)*F]
+			if w.gateExpsB != nil {
+				cpu.Add(gr, gr, w.gateExpsB[e*F:(e+1)*F])
+				cpu.Add(ur, ur, w.upExpsB[e*F:(e+1)*F])
+			}
+			if c.SwiGLUOAI {
+				cpu.SwiGLUOAI(gr, gr, ur, swigluOAIAlpha, swigluOAILimit)
+			} else {
+				cpu.SwiGLU(gr, gr, ur)
+			}
 		}
 		d := f.moeD[:n*D]
 		m.matMul(d, w.downExps[e], g, n)
+		if w.downExpsB != nil {
+			for r := 0; r < n; r++ {
+				cpu.Add(d[r*D:(r+1)*D], d[r*D:(r+1)*D], w.downExpsB[e*D:(e+1)*D])
+			}
+		}
 		for r, s := range f.moeRows[:n] {
 			copy(outs[int(s)*D:(int(s)+1)*D], d[r*D:(r+1)*D])
 		}
@@ -95,6 +122,26 @@ func route(logits []float32, sel []int32, wts []float32) {
 	for k := range wts {
 		wts[k] /= sum
 	}
+}
+
+// gpt-oss's activation constants (llama.cpp's, from the model's code).
+const swigluOAIAlpha, swigluOAILimit = 1.702, 7
+
+// routeTopK writes a token's slots under top-k softmax gating: the
+// len(sel) largest logits in order (the lower index first among equal
+// ones) and the softmax over those alone. logits is left as it was.
+func routeTopK(logits []float32, sel []int32, wts []float32) {
+	for k := range sel {
+		best := -1
+		for e, l := range logits {
+			if best >= 0 && l <= logits[best] || taken(sel[:k], e) {
+				continue
+			}
+			best = e
+		}
+		sel[k], wts[k] = int32(best), logits[best]
+	}
+	cpu.Softmax(wts)
 }
 
 func taken(sel []int32, e int) bool {

@@ -25,8 +25,8 @@ type Dims struct {
 	// 0: Dim/Heads.
 	HeadDim int
 	// SlidingWindow is gemma3's attention.sliding_window (every sixth
-	// layer global; 0: 512) or gemma2's (every other layer; 0: 4096).
-	// Other architectures have none.
+	// layer global; 0: 512), gemma2's (every other layer; 0: 4096) or
+	// gpt-oss's (every other layer; 0: 128). Other architectures have none.
 	SlidingWindow int
 	// AttnSoftcap, FinalSoftcap: gemma2's soft-capping of attention and
 	// output logits; 0: Gemma 2's 50 and 30.
@@ -66,6 +66,9 @@ var Presets = map[string]Dims{
 	"qwen3-0.6b": {Dim: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, FFN: 3072, Vocab: 151936, CtxLen: 32768, RopeBase: 1000000},
 	// phi3-mini: the shapes of Phi-3-mini-4k (with --arch phi3).
 	"phi3-mini": {Dim: 3072, Layers: 32, Heads: 32, KVHeads: 32, FFN: 8192, Vocab: 32064, CtxLen: 4096, RopeBase: 10000},
+	// gpt-oss-20b: the shapes of gpt-oss 20B (with --arch gpt-oss; its
+	// YaRN is --yarn 32,4096).
+	"gpt-oss-20b": {Dim: 2880, Layers: 24, Heads: 64, KVHeads: 8, HeadDim: 64, FFN: 2880, Vocab: 201088, CtxLen: 131072, RopeBase: 150000, Experts: 32, ExpertsUsed: 4, ExpertFFN: 2880, SlidingWindow: 128},
 	// gemma3-1b: the shapes of Gemma 3 1B (with --arch gemma3).
 	"gemma3-1b": {Dim: 1152, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256, FFN: 6912, Vocab: 262144, CtxLen: 32768, RopeBase: 1000000, SlidingWindow: 512},
 }
@@ -82,10 +85,13 @@ func PresetNames() []string {
 
 // Options selects what Build writes.
 type Options struct {
-	Arch   string    // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3" or "mistral3"
+	Arch   string    // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3" or "gpt-oss"
+	// Type is the weight type of the 2-D matrices (norms stay F32; the zero
+	// value is F32). MXFP4, as llama-quantize's MXFP4_MOE writes it, is
+	// for the experts of gpt-oss, whose other matrices are then Q8_0.
 	Preset string    // a key of Presets, or "" when Dims is set
 	Dims   Dims      // used when Preset is ""
-	Type   ggml.Type // weight type of the 2-D matrices (norms stay F32); the zero value is F32
+	Type   ggml.Type
 	Seed   uint64
 	CtxLen int // overrides the preset's context length when > 0
 	// Vocab, when set, supplies the tokenizer (its tokenizer.* metadata is
@@ -171,7 +177,10 @@ func (o Options) Resolve() (Dims, error) {
 	if o.Arch == "llama" && d.Experts > 0 && d.ExpertFFN != 0 && d.ExpertFFN != d.FFN {
 		return Dims{}, fmt.Errorf("%w: a llama model's experts are FFN (%d) wide, not %d", ErrOptions, d.FFN, d.ExpertFFN)
 	}
-	if o.Arch == "qwen3moe" || o.Arch == "llama" && d.Experts > 0 {
+	if o.Type == ggml.TypeMXFP4 && o.Arch != "gpt-oss" {
+		return Dims{}, fmt.Errorf("%w: MXFP4 is for gpt-oss's experts", ErrOptions)
+	}
+	if o.Arch == "qwen3moe" || o.Arch == "gpt-oss" || o.Arch == "llama" && d.Experts > 0 {
 		if d.Experts == 0 {
 			d.Experts, d.ExpertsUsed = 8, 2
 		}
@@ -209,9 +218,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		o.Arch = "llama"
 	}
 	switch o.Arch {
-	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3":
+	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss":
 	default:
-		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3)", ErrOptions, o.Arch)
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss)", ErrOptions, o.Arch)
 	}
 	if !cpu.CanQuantize(o.Type) {
 		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
@@ -263,7 +272,7 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	if d.Experts > 0 {
 		w.SetUint32(a+".expert_count", uint32(d.Experts))
 		w.SetUint32(a+".expert_used_count", uint32(d.ExpertsUsed))
-		if a == "qwen3moe" {
+		if a == "qwen3moe" || a == "gpt-oss" {
 			w.SetUint32(a+".expert_feed_forward_length", uint32(d.ExpertFFN))
 		}
 	}
@@ -286,6 +295,13 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		w.SetUint32(a+".attention.sliding_window", uint32(win))
 		w.SetFloat32(a+".attn_logit_softcapping", ac)
 		w.SetFloat32(a+".final_logit_softcapping", fc)
+	}
+	if a == "gpt-oss" {
+		win := d.SlidingWindow
+		if win == 0 {
+			win = 128
+		}
+		w.SetUint32(a+".attention.sliding_window", uint32(win))
 	}
 	if o.YarnFactor > 0 {
 		w.SetString(a+".rope.scaling.type", "yarn")
@@ -412,6 +428,8 @@ func fileType(t ggml.Type) uint32 {
 		return 30
 	case ggml.TypeBF16:
 		return 32
+	case ggml.TypeMXFP4:
+		return 38 // MXFP4_MOE
 	}
 	return 0
 }
@@ -432,6 +450,9 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
 	mat := func(name string, cols, rows int, std float32) tensorSpec {
 		tt := t
+		if tt == ggml.TypeMXFP4 { // for the experts (below); the other matrices Q8_0
+			tt = ggml.TypeQ8_0
+		}
 		if tt == ggml.TypeIQ4_XS && cols%tt.BlockElems() != 0 {
 			tt = ggml.TypeIQ4_NL // as llama-quantize falls back for rows not of whole super-blocks
 		}
@@ -475,6 +496,9 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 	experts := func(name string, cols, rows int, std float32) tensorSpec {
 		s := mat(name, cols, rows, std)
 		s.dims = append(s.dims, uint64(d.Experts))
+		if t == ggml.TypeMXFP4 && cols%t.BlockElems() == 0 {
+			s.typ = t
+		}
 		return s
 	}
 	for l := 0; l < d.Layers; l++ {
@@ -488,15 +512,37 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 				mat(p+"attn_k.weight", d.Dim, kvDim, inv(d.Dim)),
 				mat(p+"attn_v.weight", d.Dim, kvDim, inv(d.Dim)))
 		}
+		ffnNorm := "ffn_norm.weight"
+		if arch == "gpt-oss" {
+			ffnNorm = "post_attention_norm.weight"
+		}
 		specs = append(specs,
 			mat(p+"attn_output.weight", qDim, d.Dim, 0.5*inv(qDim)),
-			vec(p+"ffn_norm.weight", d.Dim, true, 0),
+			vec(p+ffnNorm, d.Dim, true, 0),
 		)
 		switch {
 		case arch == "phi3": // the gate's rows, then up's, in one matrix
 			specs = append(specs,
 				mat(p+"ffn_up.weight", d.Dim, 2*d.FFN, inv(d.Dim)),
 				mat(p+"ffn_down.weight", d.FFN, d.Dim, 0.5*inv(d.FFN)))
+		case arch == "gpt-oss":
+			// The router stays F32, the experts' gate and up are wide
+			// enough that the activation's clamp at ±7 binds; biases
+			// everywhere, and a sink logit per head.
+			router := mat(p+"ffn_gate_inp.weight", d.Dim, d.Experts, 8*inv(d.Dim))
+			router.typ = ggml.TypeF32
+			bias := func(name string, n int) tensorSpec {
+				s := vec(name, n, false, 0.1)
+				s.dims = append(s.dims, uint64(d.Experts))
+				return s
+			}
+			specs = append(specs, router, vec(p+"ffn_gate_inp.bias", d.Experts, false, 0.5),
+				experts(p+"ffn_gate_exps.weight", d.Dim, d.ExpertFFN, 4*inv(d.Dim)),
+				experts(p+"ffn_up_exps.weight", d.Dim, d.ExpertFFN, 4*inv(d.Dim)),
+				experts(p+"ffn_down_exps.weight", d.ExpertFFN, d.Dim, 0.1*inv(d.ExpertFFN)),
+				bias(p+"ffn_gate_exps.bias", d.ExpertFFN), bias(p+"ffn_up_exps.bias", d.ExpertFFN),
+				bias(p+"ffn_down_exps.bias", d.Dim),
+				vec(p+"attn_output.bias", d.Dim, false, 0.1), vec(p+"attn_sinks.weight", d.Heads, false, 2))
 		case d.Experts > 0:
 			// The router stays F32, as llama-quantize keeps it.
 			router := mat(p+"ffn_gate_inp.weight", d.Dim, d.Experts, 8*inv(d.Dim))
@@ -512,7 +558,7 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 				mat(p+"ffn_down.weight", d.FFN, d.Dim, 0.5*inv(d.FFN)))
 		}
 		switch arch {
-		case "qwen2":
+		case "qwen2", "gpt-oss":
 			specs = append(specs,
 				vec(p+"attn_q.bias", qDim, false, 0.1),
 				vec(p+"attn_k.bias", kvDim, false, 0.1),
