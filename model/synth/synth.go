@@ -85,12 +85,12 @@ func PresetNames() []string {
 
 // Options selects what Build writes.
 type Options struct {
-	Arch   string    // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3" or "gpt-oss"
+	Arch string // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3" or "gpt-oss"
 	// Type is the weight type of the 2-D matrices (norms stay F32; the zero
 	// value is F32). MXFP4, as llama-quantize's MXFP4_MOE writes it, is
 	// for the experts of gpt-oss, whose other matrices are then Q8_0.
-	Preset string    // a key of Presets, or "" when Dims is set
-	Dims   Dims      // used when Preset is ""
+	Preset string // a key of Presets, or "" when Dims is set
+	Dims   Dims   // used when Preset is ""
 	Type   ggml.Type
 	Seed   uint64
 	CtxLen int // overrides the preset's context length when > 0
