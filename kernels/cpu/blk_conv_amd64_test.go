@@ -20,6 +20,22 @@ var convTypes = []struct {
 }{
 	{ggml.TypeIQ4_NL, iq4NLToQ8_0, iq4NLToQ8_0Rows, 18},
 	{ggml.TypeQ5_0, q5_0ToQ8_0, q5_0ToQ8_0Rows, 22},
+	{ggml.TypeMXFP4, mxfp4ToQ8_0, mxfp4ToQ8_0Rows, 17},
+}
+
+// convRow is randomRow for the conversion tests: MXFP4 rows also get
+// exponents outside F16's range (mxfp4F16Scale's clamps) and at its edges.
+func convRow(rng *rand.Rand, typ ggml.Type, cols int) []byte {
+	row := randomRow(rng, typ, cols)
+	if typ == ggml.TypeMXFP4 {
+		edges := []byte{0, 1, 2, 103, 104, 143, 144, 254, 255}
+		for o := 0; o < len(row); o += 17 {
+			if rng.IntN(3) == 0 {
+				row[o] = edges[rng.IntN(len(edges))]
+			}
+		}
+	}
+	return row
 }
 
 // TestConvToQ8_0: converted blocks decode to the original blocks' values
@@ -33,7 +49,7 @@ func TestConvToQ8_0(t *testing.T) {
 			want := make([]byte, 34*nb)
 			c.twin(want, src, nb)
 			a, b := make([]float32, nb*qk), make([]float32, nb*qk)
-			if err := Dequantize(c.typ, src, a); err != nil {
+			if err := Dequantize(c.typ, src, a); err != nil { // exact: MXFP4 scales within F16's range here
 				t.Fatal(err)
 			}
 			if err := Dequantize(ggml.TypeQ8_0, want, b); err != nil {
@@ -45,6 +61,8 @@ func TestConvToQ8_0(t *testing.T) {
 			if !hasAVX2 {
 				continue
 			}
+			src = convRow(rng, c.typ, nb*qk)
+			c.twin(want, src, nb)
 			got := make([]byte, 34*nb+1)
 			got[34*nb] = 0xA5
 			c.simd(got[:34*nb], src, nb)
@@ -55,7 +73,8 @@ func TestConvToQ8_0(t *testing.T) {
 	}
 }
 
-// TestConvGemv: the one-token kernels of the converted types (IQ4_NL's
+// TestConvGemv: the one-token kernels of the converted types (MXFP4's
+// 8-row AVX2 one, IQ4_NL's
 // 8-row AVX2 and 16-row VNNI ones, Q5_0's 8-row AVX2 one) give, row by
 // row, bitwise blkDot1 on the rows converted to Q8_0, and leave the rows
 // past their whole groups to the caller.
@@ -63,7 +82,7 @@ func TestConvGemv(t *testing.T) {
 	if !blkActive {
 		t.Skip("no blocked kernels on this CPU")
 	}
-	iq4, q5 := convTypes[0], convTypes[1]
+	iq4, q5, mx := convTypes[0], convTypes[1], convTypes[2]
 	cases := []struct {
 		typ   ggml.Type
 		gemv  func(rows []byte, rb int, qs []int8, d []float32, s8 []int32, out []float32) int
@@ -74,6 +93,7 @@ func TestConvGemv(t *testing.T) {
 		{ggml.TypeIQ4_NL, iq4NLGemv8, 8, iq4.twin, iq4.bb},
 		{ggml.TypeIQ4_NL, iq4NLGemvZ, 16, iq4.twin, iq4.bb},
 		{ggml.TypeQ5_0, q5_0Gemv8, 8, q5.twin, q5.bb},
+		{ggml.TypeMXFP4, mxfp4Gemv8, 8, mx.twin, mx.bb},
 	}
 	rng := rand.New(rand.NewPCG(43, 44))
 	for _, c := range cases {
@@ -87,7 +107,7 @@ func TestConvGemv(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/group%d/nb%d/n%d", c.typ, c.group, nb, n), func(t *testing.T) {
 					rows := make([]byte, 0, n*rb)
 					for r := 0; r < n; r++ {
-						rows = append(rows, randomRow(rng, c.typ, cols)...)
+						rows = append(rows, convRow(rng, c.typ, cols)...)
 					}
 					x := randNormal(rng, cols, 1)
 					if n == 23 { // saturated activations: every q8 is ±127

@@ -68,7 +68,7 @@ var blkKernels = map[ggml.Type]*blkKernel{
 	ggml.TypeQ8_0:   {q4: false},
 	ggml.TypeIQ4_NL: {conv: iq4NLToQ8_0Rows, gemv: iq4NLGemv8, gemvMax: 4}, // with VNNI: iq4NLGemvZ, 6 (kernelSetFor)
 	ggml.TypeQ5_0:   {conv: q5_0ToQ8_0Rows, gemv: q5_0Gemv8, gemvMax: 3},   // with VNNI, whole row groups in its decode layout
-	ggml.TypeMXFP4:  {conv: mxfp4ToQ8_0},                                   // mxfp4.go; no one-token kernel of its own yet
+	ggml.TypeMXFP4:  {conv: mxfp4ToQ8_0Rows, gemv: mxfp4Gemv8, gemvMax: 4}, // mxfp4_amd64.s
 }
 
 func blkGemm(bk *blkKernel, row []byte, a *actBuf, g, cols int, out *[8]float32) {

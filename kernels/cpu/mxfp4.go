@@ -104,10 +104,10 @@ func mxfp4Nearest(v float32) int {
 	if v < 0 {
 		a, sign = -v, 8
 	}
-	best := 0
-	for i := 1; i < 8; i++ {
-		if abs32(a-float32(mxfp4Values[i])) < abs32(a-float32(mxfp4Values[best])) {
-			best = i
+	best := 0 // the levels below a's: the midpoints a passes
+	for _, m := range mxfp4Mids {
+		if a > m {
+			best++
 		}
 	}
 	if best == 0 {
@@ -115,6 +115,9 @@ func mxfp4Nearest(v float32) int {
 	}
 	return best | sign
 }
+
+// mxfp4Mids are the midpoints between consecutive positive levels.
+var mxfp4Mids = [7]float32{0.5, 1.5, 2.5, 3.5, 5, 7, 10}
 
 // mxfp4Pairs maps a byte of nibbles to its two levels (low, high).
 var mxfp4Pairs = sync.OnceValue(func() (t [256][2]int8) {
