@@ -66,7 +66,7 @@ func TestEncoderRealTemplates(t *testing.T) {
 			if p.file == "microsoft-Phi-3.5-mini-instruct.jinja" && !c.AddGenerationPrompt && tok.TokenText(tok.EOS()) != "<|endoftext|>" {
 				continue // eos_token comes from the vocabulary
 			}
-			pr, err := enc.Render(vars.Messages, Options{AddGenerationPrompt: c.AddGenerationPrompt, Kwargs: vars.Kwargs})
+			pr, err := enc.Render(vars.Messages, Options{AddGenerationPrompt: c.AddGenerationPrompt, Kwargs: vars.Kwargs, Tools: vars.Tools})
 			if err != nil {
 				t.Fatalf("%s/%s: %v", p.file, c.Name, err)
 			}
@@ -192,8 +192,8 @@ func TestTemplateLimits(t *testing.T) {
 		{"nested ranges", `{% for i in range(1000) %}{% for j in range(1000) %}{% for k in range(1000) %}{% endfor %}{% endfor %}{% endfor %}` + user, Limits{}, ErrTemplateLimit},
 		{"output size", `{% for i in range(200000) %}0123456789{% endfor %}` + user, Limits{MaxOutput: 1 << 20}, ErrTemplateLimit},
 		{"render time", `{% for i in range(800) %}{% for j in range(800) %}{% endfor %}{% endfor %}` + user, Limits{Timeout: 5 * time.Millisecond, MaxRange: 1 << 40}, ErrTemplateLimit},
-		{"direct recursion", `{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}` + user, Limits{}, ErrTemplate},
-		{"mutual recursion", `{%- macro a(n) -%}{{ b(n) }}{%- endmacro -%}{%- macro b(n) -%}{{ a(n) }}{%- endmacro -%}{{ a(1) }}` + user, Limits{}, ErrTemplate},
+		{"direct recursion", `{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}` + user, Limits{}, ErrTemplateLimit},
+		{"mutual recursion", `{%- macro a(n) -%}{{ b(n) }}{%- endmacro -%}{%- macro b(n) -%}{{ a(n) }}{%- endmacro -%}{{ a(1) }}` + user, Limits{}, ErrTemplateLimit},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

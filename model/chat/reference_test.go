@@ -3,10 +3,15 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
+
+	"github.com/ardanlabs/jinja"
 )
 
 // The reference test data: real chat templates (testdata/templates, each
@@ -40,6 +45,7 @@ type refCase struct {
 	AddGenerationPrompt bool            `json:"add_generation_prompt"`
 	Kwargs              json.RawMessage `json:"kwargs"`
 	Messages            []oaMessage     `json:"messages"`
+	Tools               json.RawMessage `json:"tools"` // OpenAI's tool list, the `tools` variable when set
 }
 
 // oaMessage is an OpenAI chat message as the test data writes it.
@@ -112,7 +118,11 @@ func caseVars(t *testing.T, spec refSpec, c refCase, sp Specials) Vars {
 	for _, m := range c.Messages {
 		msgs = append(msgs, m.message())
 	}
-	return Vars{Messages: msgs, AddGenerationPrompt: c.AddGenerationPrompt, Specials: sp, Kwargs: kw}
+	tools, err := DecodeTools(c.Tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Vars{Messages: msgs, AddGenerationPrompt: c.AddGenerationPrompt, Specials: sp, Kwargs: kw, Tools: tools}
 }
 
 // TestTemplatesMatchReference renders every template for every conversation
@@ -138,6 +148,7 @@ func TestTemplatesMatchReference(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
+		tmpl.now = referenceDay // render.mjs fixes the reference's clock to this day
 		for _, c := range spec.Cases {
 			t.Run(file+"/"+c.Name, func(t *testing.T) {
 				w, ok := want[file][c.Name]
@@ -193,5 +204,103 @@ func TestReferenceScriptUpToDate(t *testing.T) {
 	}
 	if !bytes.Equal(out, want) {
 		t.Fatal("testdata/expected.json is stale: regenerate it with node render.mjs > expected.json")
+	}
+}
+
+// referenceDay is the clock of strftime_now in the reference renders
+// (render.mjs): 2024-07-26 12:00 UTC.
+func referenceDay() time.Time { return time.Date(2024, 7, 26, 12, 0, 0, 0, time.UTC) }
+
+// TestStrftime: the directives against Python's strftime output for
+// 2024-07-06 09:05:03 UTC (a Saturday), and an unknown directive kept.
+func TestStrftime(t *testing.T) {
+	at := time.Date(2024, 7, 6, 9, 5, 3, 0, time.UTC)
+	for format, want := range map[string]string{
+		"%Y-%m-%d":          "2024-07-06",
+		"%d %b %Y":          "06 Jul 2024",
+		"%A, %B %e, %y":     "Saturday, July  6, 24",
+		"%a %h %j %I%p %Z":  "Sat Jul 188 09AM UTC",
+		"%H:%M:%S %z %%":    "09:05:03 +0000 %",
+		"%F %T %D %R":       "2024-07-06 09:05:03 07/06/24 09:05",
+		"%Q and trailing %": "%Q and trailing %",
+	} {
+		if got := strftime(at, format); got != want {
+			t.Errorf("strftime(%q) = %q, want %q", format, got, want)
+		}
+	}
+}
+
+// TestStrftimeNow: templates get strftime_now with the template's clock
+// (gpt-oss's "Current date"), a request cannot replace it, and a bad call
+// is a template error.
+func TestStrftimeNow(t *testing.T) {
+	tmpl, err := CompileTemplate(`{{ strftime_now("%Y-%m-%d") }}`, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.now = referenceDay
+	if got, err := tmpl.Render(Vars{}); err != nil || got != "2024-07-26" {
+		t.Fatalf("render = %q, %v", got, err)
+	}
+	if _, err := tmpl.Render(Vars{Kwargs: map[string]jinja.Value{"strftime_now": jinja.NewString("x")}}); !errors.Is(err, ErrReservedKwarg) {
+		t.Fatalf("kwarg strftime_now: %v, want ErrReservedKwarg", err)
+	}
+	bad, err := CompileTemplate(`{{ strftime_now(3) }}`, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Render(Vars{}); !errors.Is(err, ErrTemplate) {
+		t.Fatalf("strftime_now(3): %v, want ErrTemplate", err)
+	}
+}
+
+// TestRecursiveMacros: a template whose macros recurse renders (the
+// recursion bounded by its data, as gpt-oss's over a tool's schema), and
+// its macro calls are counted against Limits.MaxMacroCalls; the counting
+// calls guardMacros inserts leave every template's text as it was, with
+// either whitespace control on the macro tag.
+func TestRecursiveMacros(t *testing.T) {
+	src := `{% macro f(n) %}{% if n > 0 %}{{ n }},{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(30) }}`
+	tmpl, err := CompileTemplate(src, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for n := 30; n > 0; n-- {
+		want += strconv.Itoa(n) + ","
+	}
+	if got, err := tmpl.Render(Vars{}); err != nil || got != want {
+		t.Fatalf("render = %q, %v; want %q", got, err, want)
+	}
+	small, err := CompileTemplate(src, Limits{MaxMacroCalls: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := small.Render(Vars{}); !errors.Is(err, ErrTemplateLimit) {
+		t.Fatalf("31 calls under a limit of 10: %v, want ErrTemplateLimit", err)
+	}
+	for _, s := range []string{
+		"{% macro g(x) %}\n  <{{ x }}>\n{% endmacro %}[{{ g(1) }}]",
+		"{%- macro g(x) -%}\n  <{{ x }}>\n{%- endmacro -%}\n[{{ g(1) }}]",
+		"{%- macro g(x) %}\n\t<{{ x }}>{% endmacro %} [{{ g(2) }}] {%- macro h() -%}  h {%- endmacro %}{{ h() }}",
+	} {
+		plain, err := jinja.Compile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := plain.RenderValues(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		guarded, err := jinja.Compile(guardMacros(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := guarded.RenderValues(map[string]jinja.Value{macroGuard: jinja.NewCallable(macroGuard, func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+			return jinja.NewString(""), nil
+		})})
+		if err != nil || got != want {
+			t.Fatalf("%q guarded renders %q, %v; want %q", s, got, err, want)
+		}
 	}
 }

@@ -28,6 +28,11 @@ type Limits struct {
 	// limit, so range (the one way a template builds a long loop) is
 	// replaced by a counting version.
 	MaxRange int
+	// MaxMacroCalls bounds the macro calls of one render of a template
+	// whose macros recurse (default 1<<14), which bounds the recursion's
+	// depth: the library has no depth limit, and a runaway recursion
+	// would overflow the stack, which is fatal (guardMacros).
+	MaxMacroCalls int
 }
 
 // Default limits (see Limits).
@@ -35,6 +40,7 @@ const (
 	DefaultRenderTimeout = 2 * time.Second
 	DefaultMaxOutput     = 8 << 20
 	DefaultMaxRange      = 1 << 20
+	DefaultMaxMacroCalls = 1 << 14
 )
 
 func (l Limits) withDefaults() Limits {
@@ -46,6 +52,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxRange <= 0 {
 		l.MaxRange = DefaultMaxRange
+	}
+	if l.MaxMacroCalls <= 0 {
+		l.MaxMacroCalls = DefaultMaxMacroCalls
 	}
 	return l
 }
@@ -71,18 +80,23 @@ type Template struct {
 	// running counts renders still in flight, timed-out ones included (for
 	// tests and metrics).
 	running *atomic.Int64
+	// now is the clock of strftime_now (time.Now; tests fix it).
+	now func() time.Time
+	// guarded: the macros recurse and each call is counted (guardMacros).
+	guarded bool
 }
 
 // CompileTemplate compiles a chat template source.
 func CompileTemplate(source string, limits Limits) (*Template, error) {
-	if err := checkRecursion(source); err != nil {
-		return nil, err
+	guarded := recursiveMacros(source)
+	if guarded {
+		source = guardMacros(source)
 	}
 	t, err := jinja.Compile(source)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTemplate, err)
 	}
-	return &Template{tmpl: t, limits: limits.withDefaults(), running: new(atomic.Int64)}, nil
+	return &Template{tmpl: t, limits: limits.withDefaults(), running: new(atomic.Int64), now: time.Now, guarded: guarded}, nil
 }
 
 // Specials are the texts of the special tokens a template may print.
@@ -107,7 +121,7 @@ type Vars struct {
 // reserved are the variables a request's kwargs may not replace.
 var reserved = map[string]bool{
 	"messages": true, "add_generation_prompt": true, "bos_token": true, "eos_token": true,
-	"range": true, "raise_exception": true, "tools": true,
+	"range": true, "raise_exception": true, "tools": true, "strftime_now": true, macroGuard: true,
 }
 
 // Render renders the template for vars.
@@ -145,6 +159,30 @@ func (t *Template) renderValues(data map[string]jinja.Value) (string, error) {
 	data["range"] = jinja.NewCallable("range", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		return countedRange(args, &budget)
 	})
+	if t.guarded {
+		var calls atomic.Int64
+		calls.Store(int64(lim.MaxMacroCalls))
+		data[macroGuard] = jinja.NewCallable(macroGuard, func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+			if calls.Add(-1) < 0 {
+				return jinja.Value{}, errMacroBudget
+			}
+			return jinja.NewString(""), nil
+		})
+	}
+	// strftime_now(format): the server's local time in Python's strftime
+	// format, as Hugging Face's and llama.cpp's renderers provide it
+	// (gpt-oss's template calls it for "Current date", Llama 3.2's when
+	// it is defined).
+	now := t.now()
+	data["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 1 {
+			return jinja.Value{}, fmt.Errorf("%w: strftime_now takes one format string, got %d arguments", ErrTemplate, len(args))
+		}
+		if !args[0].IsString() {
+			return jinja.Value{}, fmt.Errorf("%w: strftime_now's format is not a string", ErrTemplate)
+		}
+		return jinja.NewString(strftime(now, args[0].AsString())), nil
+	})
 	type result struct {
 		out string
 		err error
@@ -175,6 +213,9 @@ func (t *Template) renderValues(data map[string]jinja.Value) (string, error) {
 			if errors.Is(r.err, errRangeBudget) {
 				return "", fmt.Errorf("%w: range() produced more than %d elements", ErrTemplateLimit, lim.MaxRange)
 			}
+			if errors.Is(r.err, errMacroBudget) {
+				return "", fmt.Errorf("%w: more than %d macro calls (recursive macros)", ErrTemplateLimit, lim.MaxMacroCalls)
+			}
 			return "", fmt.Errorf("%w: %v", ErrTemplate, r.err)
 		}
 		if len(r.out) > lim.MaxOutput {
@@ -190,7 +231,10 @@ func (t *Template) renderValues(data map[string]jinja.Value) (string, error) {
 // ones whose caller already got a timeout.
 func (t *Template) Running() int64 { return t.running.Load() }
 
-var errRangeBudget = errors.New("chat: range budget exhausted")
+var (
+	errRangeBudget = errors.New("chat: range budget exhausted")
+	errMacroBudget = errors.New("chat: macro call budget exhausted")
+)
 
 // countedRange is Python's range (1 to 3 integer arguments) charged
 // against budget before any element is built.
@@ -239,14 +283,49 @@ func countedRange(args []jinja.Value, budget *atomic.Int64) (jinja.Value, error)
 	return jinja.NewList(items), nil
 }
 
-// checkRecursion refuses templates whose macros call themselves, directly
-// or through other macros: the template library has no depth limit and a
-// runaway recursion is a fatal stack overflow, not an error. The check is
-// on the source text (a macro's body mentioning a macro's name counts as a
-// call), so it may refuse a template that recursed only to a bounded
-// depth; no chat template shipped by the families in testdata/templates
-// uses macros recursively.
-func checkRecursion(src string) error {
+// macroGuard names the callable that guardMacros puts at the start of
+// every macro body: it counts the render's macro calls against
+// Limits.MaxMacroCalls and writes nothing.
+const macroGuard = "__oengine_macro_call"
+
+// guardMacros returns src with a call of macroGuard at the start of every
+// macro body, so that a render of a template whose macros recurse (as
+// gpt-oss's does over a tool's JSON schema) fails with ErrTemplateLimit
+// after Limits.MaxMacroCalls calls instead of recursing without bound:
+// the template library has no depth limit, and a runaway recursion is a
+// fatal stack overflow, not an error. The call copies the macro tag's
+// right whitespace control ("-%}": "{{ call -}}", "%}": "{{ call }}"),
+// so the rendered text is unchanged.
+func guardMacros(src string) string {
+	var b strings.Builder
+	rest := src
+	for {
+		i := indexTag(rest, "macro")
+		if i < 0 {
+			break
+		}
+		end := strings.Index(rest[i:], "%}")
+		if end < 0 {
+			break // the compiler reports the syntax error
+		}
+		end += i + 2
+		b.WriteString(rest[:end])
+		if rest[end-3] == '-' {
+			b.WriteString("{{ " + macroGuard + "() -}}")
+		} else {
+			b.WriteString("{{ " + macroGuard + "() }}")
+		}
+		rest = rest[end:]
+	}
+	b.WriteString(rest)
+	return b.String()
+}
+
+// recursiveMacros reports whether the template's macros call themselves,
+// directly or through other macros. The check is on the source text (a
+// macro's body mentioning a macro's name counts as a call), so it may
+// also guard a template whose macros only mention each other.
+func recursiveMacros(src string) bool {
 	type macro struct{ name, body string }
 	var macros []macro
 	rest := src
@@ -265,7 +344,7 @@ func checkRecursion(src string) error {
 		rest = rest[end:]
 	}
 	if len(macros) == 0 {
-		return nil
+		return false
 	}
 	calls := map[string][]string{}
 	for _, m := range macros {
@@ -301,10 +380,10 @@ func checkRecursion(src string) error {
 	}
 	for _, m := range macros {
 		if visit(m.name) {
-			return fmt.Errorf("%w: macro %q is recursive (recursion is not bounded by the template engine)", ErrTemplate, m.name)
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // indexTag finds the start of "{% kw" or "{%- kw" (spaces allowed).

@@ -44,6 +44,20 @@ function templateMessage(m) {
 	return out;
 }
 
+// @huggingface/jinja provides strftime_now (as Hugging Face's and
+// llama.cpp's renderers do) from the current time: renders are made
+// reproducible by fixing the clock to one day (the date_string of
+// conversations.json); the Go test fixes chat.Template's clock to the same.
+const RealDate = Date;
+globalThis.Date = class extends RealDate {
+	constructor(...args) {
+		super(...(args.length ? args : [RealDate.UTC(2024, 6, 26, 12, 0, 0)]));
+	}
+	static now() {
+		return RealDate.UTC(2024, 6, 26, 12, 0, 0);
+	}
+};
+
 const result = {};
 for (const [file, specials] of Object.entries(spec.templates)) {
 	const source = readFileSync(new URL("templates/" + file, here), "utf8");
@@ -58,6 +72,7 @@ for (const [file, specials] of Object.entries(spec.templates)) {
 			bos_token: specials.bos_token,
 			eos_token: specials.eos_token,
 		};
+		if (c.tools) vars.tools = c.tools;
 		try {
 			result[file][c.name] = { text: tmpl.render(vars) };
 		} catch (e) {
