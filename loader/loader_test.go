@@ -293,6 +293,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 	}
 	iq4, f16 := build("llama", ggml.TypeIQ4_NL), build("llama", ggml.TypeF16)
 	gemma, moe, phi := build("gemma3", ggml.TypeF16), build("qwen3moe", ggml.TypeQ8_0), build("phi3", ggml.TypeQ8_0)
+	oss := build("gpt-oss", ggml.TypeMXFP4)
 	yarn := buildOpts(synth.Options{Arch: "qwen3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, YarnFactor: 4, YarnOrigCtx: 512})
 	temp := buildOpts(synth.Options{Arch: "mistral3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, AttnTempScale: 0.1})
 	open, emu := emuOpener()
@@ -308,6 +309,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		{"arch", gemma, nil, "cpu (auto: no CUDA kernels for the gemma3 architecture)", "no CUDA kernels for the gemma3 architecture"},
 		{"experts", moe, nil, "cpu (auto: no CUDA kernels for the qwen3moe architecture)", "no CUDA kernels for the qwen3moe architecture"},
 		{"fused projections", phi, nil, "cpu (auto: no CUDA kernels for the phi3 architecture)", "no CUDA kernels for the phi3 architecture"},
+		{"sinks and MXFP4 experts", oss, nil, "cpu (auto: no CUDA kernels for the gpt-oss architecture)", "no CUDA kernels for the gpt-oss architecture"},
 		{"yarn", yarn, nil, "cpu (auto: no CUDA kernels for YaRN rope scaling)", "no CUDA kernels for YaRN rope scaling"},
 		{"query temperature", temp, nil, "cpu (auto: no CUDA kernels for attention temperature scaling)", "no CUDA kernels for attention temperature scaling"},
 	} {
