@@ -29,6 +29,10 @@ type Request struct {
 
 	Sampling sampling.Options // nil fields take the defaults of docs/design.md §2
 	Stop     StopParams
+	// SpecialText renders generated control tokens in EventTokens.Text
+	// (and to stop strings) as their text, e.g. gpt-oss's <|channel|>,
+	// which the OpenAI chat route parses; by default they have no text.
+	SpecialText bool
 	// Constraint, when set, restricts every output to the strings it
 	// accepts (structured outputs, docs/api.md "Structured outputs"): each
 	// step's logits are masked to the tokens its Guide allows, and an

@@ -134,7 +134,7 @@ func (e *Engine) start(req *request) {
 func (e *Engine) initOutput(o *output) {
 	r := o.req.r
 	o.sampler = sampling.New(o.req.params, o.index)
-	o.dec = e.tok.NewDecoder()
+	o.dec = e.tok.NewDecoder(r.SpecialText)
 	o.spec.dcomp = -1
 	o.match, _ = stopstr.New(r.Stop.Strings, r.Stop.IncludeStopInOutput) // validated in prepare
 	if r.Constraint != nil {

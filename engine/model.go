@@ -71,8 +71,9 @@ type Tokenizer interface {
 	Encode(text string, opts tokenizer.EncodeOptions) []int32
 	// IsEOG reports end-of-generation tokens (EOS, EOT, ...).
 	IsEOG(id int32) bool
-	// NewDecoder returns an incremental detokenizer.
-	NewDecoder() Decoder
+	// NewDecoder returns an incremental detokenizer; special renders
+	// control tokens as their text.
+	NewDecoder(special bool) Decoder
 }
 
 // Decoder turns tokens into text incrementally, never emitting half a UTF-8

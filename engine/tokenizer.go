@@ -14,4 +14,9 @@ func (a tokAdapter) Encode(text string, opts tokenizer.EncodeOptions) []int32 {
 
 func (a tokAdapter) IsEOG(id int32) bool { return a.t.IsEOG(id) }
 
-func (a tokAdapter) NewDecoder() Decoder { return a.t.NewDecoder() }
+func (a tokAdapter) NewDecoder(special bool) Decoder {
+	if special {
+		return a.t.NewDecoderSpecial()
+	}
+	return a.t.NewDecoder()
+}

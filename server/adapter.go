@@ -38,6 +38,6 @@ func (b engineBackend) TokenText(id int32) string {
 	if tok == nil || id < 0 || int(id) >= b.e.Limits().Vocab {
 		return ""
 	}
-	d := tok.NewDecoder()
+	d := tok.NewDecoder(false)
 	return validUTF8(d.Push(id) + d.Flush())
 }

@@ -44,16 +44,21 @@ type runOpts struct {
 	stream       bool
 	includeUsage bool
 	split        bool // move <think> blocks to reasoning_content
-	logprobs     bool // output logprobs were asked for
-	choices      int  // total choices of the request
-	route        string
-	start        time.Time
-	tools        *toolcall.Parser // non-nil: parse tool calls out of the content
+	// harmony: the output is gpt-oss's harmony format, rendered with its
+	// control tokens (engine.Request.SpecialText): channels split into
+	// content, reasoning_content and tool calls (chat.HarmonyParser).
+	harmony  bool
+	logprobs bool // output logprobs were asked for
+	choices  int  // total choices of the request
+	route    string
+	start    time.Time
+	tools    *toolcall.Parser // non-nil: parse tool calls out of the content
 }
 
 // choiceState accumulates one choice.
 type choiceState struct {
 	filter   *chat.ReasoningFilter // nil: no split
+	harmony  *chat.HarmonyParser   // runOpts.harmony
 	text     []byte
 	reason   []byte
 	logprobs []tokenLogprob
@@ -211,7 +216,10 @@ func (r *runner) runJob(ctx context.Context, j *job) bool {
 	}
 	for k := 0; k < j.n; k++ {
 		c := r.choices[j.base+k]
-		if r.o.split {
+		switch {
+		case r.o.harmony:
+			c.harmony = chat.NewHarmonyParser()
+		case r.o.split:
 			c.filter = chat.NewReasoningFilter(j.inReasoning)
 		}
 		if j.echo != "" {
@@ -243,7 +251,10 @@ func (r *runner) runJob(ctx context.Context, j *job) bool {
 			r.rm.Tokens(ev.Output, time.Now())
 			idx := j.base + ev.Output
 			content, reasoning := ev.Text, ""
-			if c := r.choices[idx]; c.filter != nil {
+			switch c := r.choices[idx]; {
+			case c.harmony != nil:
+				content, reasoning = c.harmony.Push(ev.Text)
+			case c.filter != nil:
 				content, reasoning = c.filter.PushSplit(ev.Text)
 			}
 			if r.o.tools != nil {
@@ -303,6 +314,14 @@ func (r *runner) finishChoice(idx int, reason string) error {
 	if c.done {
 		return nil
 	}
+	if c.harmony != nil {
+		if err := r.finishHarmony(idx); err != nil {
+			return err
+		}
+		if len(c.harmony.Calls()) > 0 && reason == "stop" {
+			reason = "tool_calls"
+		}
+	}
 	if c.filter != nil {
 		content, reasoning := c.filter.FlushSplit()
 		if r.o.tools != nil {
@@ -337,6 +356,26 @@ func (r *runner) finishChoice(idx int, reason string) error {
 	}
 	r.rm.Finished(metric)
 	return r.sink.finish(r, idx)
+}
+
+// finishHarmony flushes a harmony choice's parser and reports its tool
+// calls.
+func (r *runner) finishHarmony(idx int) error {
+	p := r.choices[idx].harmony
+	content, reasoning := p.Flush()
+	if content != "" || reasoning != "" {
+		if err := r.sink.delta(r, idx, content, reasoning, nil); err != nil {
+			return err
+		}
+	}
+	if len(p.Calls()) == 0 {
+		return nil
+	}
+	calls := make([]toolcall.Call, len(p.Calls()))
+	for i, c := range p.Calls() {
+		calls[i] = toolcall.Call{Name: c.Name, Arguments: c.Arguments}
+	}
+	return r.sink.toolCalls(r, idx, calls)
 }
 
 func logprobsOf(toks []engine.Token) []tokenLogprob {

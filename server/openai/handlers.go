@@ -163,7 +163,7 @@ func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		a.reject(w, aerr)
 		return
 	}
-	plan, aerr := planTools(ms.m, req.Tools, req.ToolChoice)
+	plan, aerr := planTools(ms.m, req.Tools, req.ToolChoice, ms.harmony)
 	if aerr != nil {
 		a.reject(w, aerr)
 		return
@@ -222,10 +222,14 @@ func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		a.reject(w, invalid("messages", "chat template: %v", err))
 		return
 	}
-	split := ms.reasoning && !a.cfg.NoReasoningSplit
+	split := (ms.reasoning || ms.harmony) && !a.cfg.NoReasoningSplit
 	if req.SplitReasoning != nil {
 		split = *req.SplitReasoning
 	}
+	// A harmony reply is parsed unless the split is off; then it comes as
+	// generated, its markers included.
+	harmony := ms.harmony && (split || len(plan.tools) > 0)
+	er.SpecialText = ms.harmony
 	id := requestID(r, "chatcmpl-")
 	p := server.PrincipalFrom(r.Context())
 	er.ID = p.Scope(id)
@@ -250,7 +254,7 @@ func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", id)
 	o := runOpts{kind: kindChat, id: id, model: ms.m, created: start.Unix(), stream: req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		split:        split, logprobs: er.Logprobs != nil, choices: j.n, route: RouteChat, start: start, tools: plan.parser}
+		split:        split && !harmony, harmony: harmony, logprobs: er.Logprobs != nil, choices: j.n, route: RouteChat, start: start, tools: plan.parser}
 	a.newRunner(o, a.sinkFor(w, req.Stream)).run(r.Context(), j, func(int) (*job, *apiError) { return nil, nil })
 }
 

@@ -31,6 +31,21 @@ type gatedModel struct {
 	gated atomic.Bool
 	gate  chan struct{}
 	fail  atomic.Pointer[error] // when set, Forward fails with it
+	// script, when set, makes the logits choose its tokens in order (then
+	// EOS) for one greedy request at a time: the k-th logits row after
+	// the first one since script was set picks script[k] (setScript).
+	script atomic.Pointer[scriptState]
+}
+
+type scriptState struct {
+	ids  []int32
+	eos  int32
+	base int32 // position of the first logits row; -1 before it
+}
+
+// setScript makes the next request generate ids, then eos.
+func (g *gatedModel) setScript(ids []int32, eos int32) {
+	g.script.Store(&scriptState{ids: ids, eos: eos, base: -1})
 }
 
 func (g *gatedModel) Forward(k engine.KV, b *engine.Batch, logits []float32) error {
@@ -40,7 +55,23 @@ func (g *gatedModel) Forward(k engine.KV, b *engine.Batch, logits []float32) err
 	if err := g.fail.Load(); err != nil {
 		return *err
 	}
-	return g.Model.Forward(k, b, logits)
+	if err := g.Model.Forward(k, b, logits); err != nil {
+		return err
+	}
+	if s := g.script.Load(); s != nil {
+		vocab := g.Model.Info().Vocab
+		for j, i := range b.Logits {
+			if s.base < 0 {
+				s.base = b.Pos[i]
+			}
+			tok := s.eos
+			if n := int(b.Pos[i] - s.base); n < len(s.ids) {
+				tok = s.ids[n]
+			}
+			logits[j*vocab+int(tok)] = 1e4
+		}
+	}
+	return nil
 }
 
 // ForwardHidden is Forward for embedding steps (engine.HiddenModel).

@@ -91,6 +91,9 @@ type modelState struct {
 	// reasoning: the template is Qwen3-style (it prints <think>), so
 	// generated reasoning blocks are split out by default.
 	reasoning bool
+	// harmony: the template writes gpt-oss's harmony format (channels), so
+	// replies are parsed into content, reasoning and tool calls by default.
+	harmony bool
 }
 
 // Enable registers the routes on the server's HTTP listener; call it once,
@@ -142,6 +145,7 @@ func (a *api) prepare(m *server.Model) *modelState {
 	}
 	ms.enc = enc
 	ms.reasoning = enc.Templated() && strings.Contains(m.ChatTemplate, chat.ThinkOpen)
+	ms.harmony = enc.Templated() && chat.IsHarmony(m.ChatTemplate)
 	return ms
 }
 

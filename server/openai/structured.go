@@ -84,7 +84,7 @@ type toolPlan struct {
 // none renders no tools and parses nothing; auto renders them and parses
 // the output; required and a named function also constrain the output to
 // one call (of any tool / of that one) in the model family's syntax.
-func planTools(m *server.Model, rawTools, rawChoice json.RawMessage) (toolPlan, *apiError) {
+func planTools(m *server.Model, rawTools, rawChoice json.RawMessage, harmony bool) (toolPlan, *apiError) {
 	var p toolPlan
 	var defs []toolDef
 	if t := bytes.TrimSpace(rawTools); len(t) > 0 && string(t) != "null" {
@@ -128,6 +128,16 @@ func planTools(m *server.Model, rawTools, rawChoice json.RawMessage) (toolPlan, 
 		return p, nil
 	}
 	if choice == "none" {
+		return p, nil
+	}
+	if harmony { // the calls come out of the reply's channels (chat.HarmonyParser)
+		if choice != "auto" {
+			return p, unsupported("tool_choice", "model %q writes the harmony format: tool_choice %s is not supported (auto or none)", m.Name, choice)
+		}
+		var err error
+		if p.render, err = chat.DecodeTools(rawTools); err != nil {
+			return p, invalid("tools", "%v", err)
+		}
 		return p, nil
 	}
 	p.parser = m.ToolParser()
