@@ -148,7 +148,7 @@ func (t fakeTok) Encode(text string, _ tokenizer.EncodeOptions) []int32 {
 	return out
 }
 
-func (t fakeTok) IsEOG(id int32) bool { return id == 0 }
+func (t fakeTok) IsEOG(id int32) bool     { return id == 0 }
 func (t fakeTok) NewDecoder(bool) Decoder { return &fakeDec{t: t} }
 func (t fakeTok) text(ids []int32) string {
 	var sb strings.Builder

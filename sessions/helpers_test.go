@@ -111,7 +111,7 @@ func (toyTok) Encode(text string, o tokenizer.EncodeOptions) []int32 {
 	}
 	return out
 }
-func (toyTok) IsEOG(id int32) bool        { return id == 0 }
+func (toyTok) IsEOG(id int32) bool            { return id == 0 }
 func (toyTok) NewDecoder(bool) engine.Decoder { return toyDec{} }
 
 type toyDec struct{}

@@ -10,9 +10,9 @@ import (
 // split across pieces); text that is not harmony stays content.
 func TestHarmonyParser(t *testing.T) {
 	for _, c := range []struct {
-		name, text          string
+		name, text         string
 		content, reasoning string
-		calls               []HarmonyCall
+		calls              []HarmonyCall
 	}{
 		{"analysis then final",
 			"<|channel|>analysis<|message|>User asks 2+2. Easy.<|end|><|start|>assistant<|channel|>final<|message|>2 + 2 = 4 — «four».",
