@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -62,29 +61,12 @@ func TestHarmonyReplies(t *testing.T) {
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	var content, reasoning strings.Builder
-	for _, line := range strings.Split(string(raw), "\n") {
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok || data == "[DONE]" {
-			continue
+	for _, d := range chatDeltas(t, raw) {
+		if d.content != "" && reasoning.Len() == 0 {
+			t.Fatalf("content %q before the reasoning", d.content)
 		}
-		var ch struct {
-			Choices []struct {
-				Delta struct {
-					Content          string `json:"content"`
-					ReasoningContent string `json:"reasoning_content"`
-				} `json:"delta"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(data), &ch); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range ch.Choices {
-			if c.Delta.Content != "" && reasoning.Len() == 0 {
-				t.Fatalf("content %q before the reasoning", c.Delta.Content)
-			}
-			content.WriteString(c.Delta.Content)
-			reasoning.WriteString(c.Delta.ReasoningContent)
-		}
+		content.WriteString(d.content)
+		reasoning.WriteString(d.reasoning)
 	}
 	if content.String() != "Yes." || reasoning.String() != "Short." {
 		t.Fatalf("streamed content %q, reasoning %q", content.String(), reasoning.String())

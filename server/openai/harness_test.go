@@ -2,11 +2,13 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"oengine/internal/refdata"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -266,4 +268,35 @@ func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// chatDelta is one choice delta of a streamed chat completion.
+type chatDelta struct{ content, reasoning string }
+
+// chatDeltas reads the choice deltas of a streamed chat completion's body,
+// in order.
+func chatDeltas(t testing.TB, raw []byte) []chatDelta {
+	t.Helper()
+	var out []chatDelta
+	for _, line := range strings.Split(string(raw), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var ch struct {
+			Choices []struct {
+				Delta struct {
+					Content          string `json:"content"`
+					ReasoningContent string `json:"reasoning_content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ch.Choices {
+			out = append(out, chatDelta{c.Delta.Content, c.Delta.ReasoningContent})
+		}
+	}
+	return out
 }

@@ -286,28 +286,11 @@ func TestReasoningSplit(t *testing.T) {
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	var reasoning strings.Builder
-	for _, line := range strings.Split(string(raw), "\n") {
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok || data == "[DONE]" {
-			continue
+	for _, d := range chatDeltas(t, raw) {
+		if d.content != "" {
+			t.Fatalf("content delta %q inside a reasoning block", d.content)
 		}
-		var ch struct {
-			Choices []struct {
-				Delta struct {
-					Content          string `json:"content"`
-					ReasoningContent string `json:"reasoning_content"`
-				} `json:"delta"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(data), &ch); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range ch.Choices {
-			if c.Delta.Content != "" {
-				t.Fatalf("content delta %q inside a reasoning block", c.Delta.Content)
-			}
-			reasoning.WriteString(c.Delta.ReasoningContent)
-		}
+		reasoning.WriteString(d.reasoning)
 	}
 	if reasoning.String() != text || !strings.HasSuffix(string(raw), "data: [DONE]\n\n") {
 		t.Fatalf("streamed reasoning %q, want %q; body ends %q", reasoning.String(), text, string(raw)[max(0, len(raw)-40):])
