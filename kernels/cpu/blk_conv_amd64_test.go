@@ -139,3 +139,27 @@ func TestConvGemv(t *testing.T) {
 		}
 	}
 }
+
+// TestMXFP4ConvEveryScale: the AVX2 conversion's scale table gives
+// mxfp4F16Scale for every exponent byte.
+func TestMXFP4ConvEveryScale(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2")
+	}
+	src := make([]byte, 17*256)
+	for e := range 256 {
+		src[17*e] = byte(e)
+		src[17*e+1+e%16] = byte(e) // some levels too
+	}
+	want, got := make([]byte, 34*256), make([]byte, 34*256)
+	mxfp4ToQ8_0(want, src, 256)
+	mxfp4ToQ8_0Rows(got, src, 256)
+	if !bytes.Equal(got, want) {
+		t.Fatal("AVX2 conversion differs from the twin")
+	}
+	for e := range 256 {
+		if le16(got[34*e:]) != mxfp4F16Scale(byte(e)) {
+			t.Fatalf("exponent %d: scale %#x", e, le16(got[34*e:]))
+		}
+	}
+}
