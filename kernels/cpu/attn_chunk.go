@@ -67,6 +67,13 @@ func AttnChunkScratch(g, n, d int) int {
 // is bit for bit AttendHeads' over n = p0+t+1 positions. scratch must hold
 // AttnChunkScratch(g, p0+T, d) values.
 func AttendChunk(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0 int, scale float32, scratch []float32) {
+	AttendChunkSinks(out, q, T, kvh, g, k, v, table, p0, scale, nil, scratch)
+}
+
+// AttendChunkSinks is AttendChunk with attention sinks (AttnOpts.Sinks:
+// one logit per query head, [kvh][g]): each token's result is bit for bit
+// AttendHeadsWindow's with those sinks. nil: AttendChunk.
+func AttendChunkSinks(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0 int, scale float32, sinks, scratch []float32) {
 	if T <= 0 {
 		return
 	}
@@ -77,15 +84,15 @@ func AttendChunk(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0
 		nt := min(tt, T-t0)
 		o, qt := out[t0*qd:(t0+nt)*qd], q[t0*qd:(t0+nt)*qd]
 		for h := 0; h < kvh; h++ {
-			attendTile(o, qt, nt, g, d, qd, h, k, v, table, p0+t0+1, scale, scratch)
+			attendTile(o, qt, nt, g, d, qd, h, k, v, table, p0+t0+1, scale, sinks, scratch)
 		}
 	}
 }
 
 // attendTile computes KV head h's attention for the nt tokens of one tile:
 // token t attends to n0+t positions; q, out: [nt][qd] with the head's g
-// query heads at column h·g·d.
-func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int32, n0 int, scale float32, scratch []float32) {
+// query heads at column h·g·d; sinks (nil: none) as AttendChunkSinks.
+func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int32, n0 int, scale float32, sinks, scratch []float32) {
 	L := attnTileLanes(nt * g) // lanes: lane t·g+j is query head j of token t, then padding
 	nmax := n0 + nt - 1        // rows the last token attends to
 	scores := scratch[:L*nmax] // [nmax][L]
@@ -137,12 +144,22 @@ func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int3
 			m[l] = max(m[l], s)
 		}
 	}
+	if sinks != nil { // as AttnOpts.raiseMax: after the scores' maxima
+		for l := 0; l < nt*g; l++ {
+			m[l] = max(m[l], sinks[h*g+l%g])
+		}
+	}
 	attnExp(scores[:n0*L], L, m, sums)
 	for p := n0; p < nmax; p++ {
 		l0 := (p - n0 + 1) * g
 		attnExp(scores[p*L+l0:(p+1)*L], L-l0, m[l0:], tmp[:L-l0])
 		for l := l0; l < L; l++ {
 			sums[l] += tmp[l-l0] // tmp is 0 + float64(e): the sum goes on in position order
+		}
+	}
+	if sinks != nil { // as AttnOpts.addSinks: after the last position
+		for l := 0; l < nt*g; l++ {
+			sums[l] += float64(expAttn(sinks[h*g+l%g] - m[l]))
 		}
 	}
 

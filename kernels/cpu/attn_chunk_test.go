@@ -45,7 +45,7 @@ func TestAttendChunkMatchesAttendHeads(t *testing.T) {
 							continue // the plain path once per shape is enough
 						}
 						name := fmt.Sprintf("kvh%d_g%d_d%d_f16%v_T%d_p%d", c.kvh, c.g, c.d, c.f16, T, p0)
-						checkAttendChunk(t, r, name, c.kvh, c.g, c.d, c.page, c.f16, T, p0, false)
+						checkAttendChunk(t, r, name, c.kvh, c.g, c.d, c.page, c.f16, T, p0, false, false)
 					}
 				}
 			}
@@ -62,7 +62,20 @@ func TestAttendChunkIgnoresLaterRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(133, 134))
 	for _, g := range []int{1, 4, 8} {
 		for _, f16 := range []bool{true, false} {
-			checkAttendChunk(t, r, fmt.Sprintf("g%d_f16%v", g, f16), 2, g, 64, 16, f16, 40, 70, true)
+			checkAttendChunk(t, r, fmt.Sprintf("g%d_f16%v", g, f16), 2, g, 64, 16, f16, 40, 70, true, false)
+		}
+	}
+}
+
+// TestAttendChunkSinks: with attention sinks (gpt-oss), AttendChunkSinks
+// gives each token AttendHeadsWindow's bits with the same sinks.
+func TestAttendChunkSinks(t *testing.T) {
+	r := rand.New(rand.NewPCG(135, 136))
+	for _, g := range []int{4, 8} {
+		for _, f16 := range []bool{true, false} {
+			for _, tp := range [][2]int{{7, 0}, {64, 5}, {33, 300}} {
+				checkAttendChunk(t, r, fmt.Sprintf("g%d_f16%v_T%d_p%d", g, f16, tp[0], tp[1]), 2, g, 64, 16, f16, tp[0], tp[1], false, true)
+			}
 		}
 	}
 }
@@ -70,8 +83,9 @@ func TestAttendChunkIgnoresLaterRows(t *testing.T) {
 // checkAttendChunk builds a store of p0+T positions and compares
 // AttendChunk over the T tokens at p0.. with AttendHeads per token; with
 // poison, the last position's K and V rows hold NaN and the last token
-// is not compared.
-func checkAttendChunk(t *testing.T, r *rand.Rand, name string, kvh, g, d, page int, f16 bool, T, p0 int, poison bool) {
+// is not compared; with sinks, AttendChunkSinks and AttendHeadsWindow run
+// with random sinks.
+func checkAttendChunk(t *testing.T, r *rand.Rand, name string, kvh, g, d, page int, f16 bool, T, p0 int, poison, withSinks bool) {
 	t.Helper()
 	n := p0 + T
 	stride := kvh * d
@@ -96,7 +110,11 @@ func checkAttendChunk(t *testing.T, r *rand.Rand, name string, kvh, g, d, page i
 	for i := range got {
 		got[i] = float32(math.NaN()) // every value must be written
 	}
-	AttendChunk(got, q, T, kvh, g, k, v, table, p0, scale, make([]float32, AttnChunkScratch(g, n, d)))
+	var sinks []float32
+	if withSinks {
+		sinks = randVec(r, kvh*g, 3)
+	}
+	AttendChunkSinks(got, q, T, kvh, g, k, v, table, p0, scale, sinks, make([]float32, AttnChunkScratch(g, n, d)))
 	want := make([]float32, qd)
 	scratch := make([]float32, AttnHeadsScratch(kvh, g, n, d))
 	last := T
@@ -104,7 +122,7 @@ func checkAttendChunk(t *testing.T, r *rand.Rand, name string, kvh, g, d, page i
 		last = T - 1
 	}
 	for tok := 0; tok < last; tok++ {
-		AttendHeads(want, q[tok*qd:(tok+1)*qd], kvh, g, k, v, table, p0+tok+1, scale, scratch)
+		AttendHeadsWindow(want, q[tok*qd:(tok+1)*qd], kvh, g, k, v, table, p0+tok+1, scale, AttnOpts{Sinks: sinks}, scratch)
 		if i := firstDiff(got[tok*qd:(tok+1)*qd], want); i >= 0 {
 			t.Fatalf("%s: token %d (position %d) query head %d value %d: %g, AttendHeads %g",
 				name, tok, p0+tok, i/d, i%d, got[tok*qd+i], want[i])

@@ -15,7 +15,8 @@ import (
 // logits are bitwise the same whether its sequence runs token by token
 // (cpu.Attend per KV head), in one batch or odd chunks (cpu.AttendChunk
 // tiles), or in batches shared with another sequence's chunk; for F16 and
-// F32 KV stores. It also checks that the whole-prompt batch did take the
+// F32 KV stores, and for gpt-oss (attention sinks, a window on every
+// other layer). It also checks that the whole-prompt batch did take the
 // tiles.
 func TestChunkAttentionInvariance(t *testing.T) {
 	for _, c := range []struct {
@@ -26,6 +27,9 @@ func TestChunkAttentionInvariance(t *testing.T) {
 		{"llama", ggml.TypeQ8_0, KVF16},
 		{"llama", ggml.TypeF32, KVF32},
 		{"qwen2", ggml.TypeQ4_0, KVF16},
+		// sinks in the tiles (cpu.AttendChunkSinks) on the global layers,
+		// the window's tokens past 128 one by one on the local ones
+		{"gpt-oss", ggml.TypeMXFP4, KVF16},
 	} {
 		t.Run(c.arch+"_"+c.typ.String()+"_"+c.kv.String(), func(t *testing.T) {
 			m := synthModel(t, c.arch, c.typ)

@@ -184,7 +184,7 @@ func (f *forward) attnSlots(lo, hi int) {
 			if rows {
 				a := f.attnItems[it]
 				switch {
-				case a.n > 1 && !f.windowed(int(a.i+a.n-1)):
+				case a.n > 1 && f.tileable(int(a.i+a.n-1)):
 					f.attendTile(int(a.i), int(a.n), scratch)
 				default: // a tile the sliding window cuts goes token by token
 					for i := a.i; i < a.i+a.n; i++ {
@@ -272,12 +272,13 @@ func (f *forward) window(i int) (table []int32, n int, o cpu.AttnOpts, ok bool) 
 	return b.Seqs[b.Seq[i]][first:], pos + 1 - first*ps, o, true
 }
 
-// windowed reports whether token i attends through cpu.AttendWindow in the
-// layer in progress (then so do the tokens after it in a tile: their
-// windows start later).
-func (f *forward) windowed(i int) bool {
-	_, _, _, ok := f.window(i)
-	return ok
+// tileable reports whether a tile of tokens ending with token i runs as
+// one cpu.AttendChunkSinks in the layer in progress: every token sees
+// every position from 0 (no sliding window cuts token i's, nor so any
+// earlier token's) and no soft-cap applies; sinks do not matter.
+func (f *forward) tileable(i int) bool {
+	c := &f.m.cfg
+	return c.AttnSoftcap == 0 && (!c.Local(f.layer) || int(f.b.Pos[i]) < c.SWA)
 }
 
 // f16Window reports whether token i, which attends with o's variations,
@@ -314,8 +315,8 @@ func (f *forward) attendTile(i, n int, scratch []float32) {
 	m, b := f.m, f.b
 	c := &m.cfg
 	QD, l := c.QDim(), f.layer
-	cpu.AttendChunk(f.att[i*QD:(i+n)*QD], f.q[i*QD:(i+n)*QD], n, c.KVHeads, c.Heads/c.KVHeads,
-		f.kv.k[l], f.kv.v[l], b.Seqs[b.Seq[i]], int(b.Pos[i]), f.scale, scratch)
+	cpu.AttendChunkSinks(f.att[i*QD:(i+n)*QD], f.q[i*QD:(i+n)*QD], n, c.KVHeads, c.Heads/c.KVHeads,
+		f.kv.k[l], f.kv.v[l], b.Seqs[b.Seq[i]], int(b.Pos[i]), f.scale, m.layers[l].sinks, scratch)
 }
 
 // attendHead computes the attention of token i for KV head h.
