@@ -588,25 +588,34 @@ func (s tensorSpec) generate(seed uint64) ([]byte, error) {
 		n *= int(v)
 	}
 	r := newRNG(seed ^ hashName(s.name))
-	vals := make([]float32, n)
-	for i := range vals {
-		if s.ones {
-			vals[i] = 1 + s.noise*r.normal()
-			if s.mul > 0 {
-				vals[i] *= s.mul
-			}
-		} else {
-			vals[i] = s.std * r.normal()
-		}
-	}
-	rb, err := s.typ.RowBytes(int(s.dims[0]))
+	cols := int(s.dims[0])
+	rb, err := s.typ.RowBytes(cols)
 	if err != nil {
 		return nil, fmt.Errorf("synth: tensor %s: %w", s.name, err)
 	}
-	rows := n / int(s.dims[0])
+	rows := n / cols
 	out := make([]byte, rb*rows)
-	if err := cpu.Quantize(s.typ, vals, out); err != nil {
-		return nil, fmt.Errorf("synth: tensor %s: %w", s.name, err)
+	// The values are drawn and encoded about a million at a time (whole
+	// rows), so a tensor's float32 values never all exist at once (a
+	// gpt-oss-20b expert tensor has 800 M).
+	step := max(1, (1<<20)/cols)
+	vals := make([]float32, min(step, rows)*cols)
+	for r0 := 0; r0 < rows; r0 += step {
+		nr := min(step, rows-r0)
+		v := vals[:nr*cols]
+		for i := range v {
+			if s.ones {
+				v[i] = 1 + s.noise*r.normal()
+				if s.mul > 0 {
+					v[i] *= s.mul
+				}
+			} else {
+				v[i] = s.std * r.normal()
+			}
+		}
+		if err := cpu.Quantize(s.typ, v, out[r0*rb:(r0+nr)*rb]); err != nil {
+			return nil, fmt.Errorf("synth: tensor %s: %w", s.name, err)
+		}
 	}
 	return out, nil
 }
