@@ -161,6 +161,16 @@ type archTraits struct {
 	// ([2*FFN][Dim], no ffn_gate; phi3).
 	fusedUp bool
 	gptOSS  bool // Config.AttnSinks and the rest of gpt-oss's block
+	// ffnNorm names the feed-forward norm's tensor ("": ffn_norm).
+	ffnNorm string
+}
+
+// ffnNormTensor is the suffix of a layer's feed-forward norm tensor.
+func (c Config) ffnNormTensor() string {
+	if n := archs[c.Arch].ffnNorm; n != "" {
+		return n + ".weight"
+	}
+	return "ffn_norm.weight"
 }
 
 var archs = map[string]archTraits{
@@ -172,7 +182,7 @@ var archs = map[string]archTraits{
 	"gemma3":   {neox: true, qkNorm: true, gemma: true},
 	"phi3":     {neox: true, fusedUp: true},
 	"mistral3": {},
-	"gpt-oss":  {neox: true, qkvBias: true, moe: true, gptOSS: true},
+	"gpt-oss":  {neox: true, qkvBias: true, moe: true, gptOSS: true, ffnNorm: "post_attention_norm"},
 }
 
 // maxDim bounds every metadata size so that products of them cannot
@@ -354,10 +364,21 @@ func (c *Config) readGPTOSS(f *gguf.File) error {
 	}
 	c.SWA, c.SWAPattern = int(w), 2
 	c.RopeBaseSWA, c.RopeScaleSWA = c.RopeBase, c.RopeFreqScale
+	return c.readWindowKeys(f)
+}
+
+// readWindowKeys reads what a file may say of its sliding-window layers
+// over the architecture's defaults: attention.sliding_window_pattern (a
+// single number; a per-layer list is unsupported) and rope.freq_base_swa.
+func (c *Config) readWindowKeys(f *gguf.File) error {
+	key := func(k string) string { return c.Arch + "." + k }
 	if v, ok := f.Value(key("attention.sliding_window_pattern")); ok {
 		p, ok := v.AsUint()
-		if !ok || p > maxDim {
-			return fmt.Errorf("%w: %s = %v", ErrUnsupported, key("attention.sliding_window_pattern"), v)
+		if !ok {
+			return fmt.Errorf("%w: %s = %v (a per-layer pattern)", ErrUnsupported, key("attention.sliding_window_pattern"), v)
+		}
+		if p > maxDim {
+			return fmt.Errorf("llama: %s = %d out of range", key("attention.sliding_window_pattern"), p)
 		}
 		c.SWAPattern = int(p)
 	}
@@ -419,23 +440,7 @@ func (c *Config) readGemma(f *gguf.File) error {
 	if gemma2 {
 		c.SWAPattern, c.RopeBaseSWA, c.RopeScaleSWA = 2, c.RopeBase, c.RopeFreqScale
 	}
-	if v, ok := f.Value(key("attention.sliding_window_pattern")); ok {
-		p, ok := v.AsUint()
-		if !ok {
-			return fmt.Errorf("%w: %s = %v (a per-layer pattern)", ErrUnsupported, key("attention.sliding_window_pattern"), v)
-		}
-		if p > maxDim {
-			return fmt.Errorf("llama: %s = %d out of range", key("attention.sliding_window_pattern"), p)
-		}
-		c.SWAPattern = int(p)
-	}
-	if v, ok := f.Float(key("rope.freq_base_swa")); ok {
-		if !(v > 0) || math.IsInf(v, 0) {
-			return fmt.Errorf("llama: %s = %g out of range", key("rope.freq_base_swa"), v)
-		}
-		c.RopeBaseSWA = float32(v)
-	}
-	return nil
+	return c.readWindowKeys(f)
 }
 
 // readLongRope reads LongRoPE's factors and attention factor (any

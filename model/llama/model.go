@@ -136,11 +136,7 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		if c.AttnSinks {
 			l.sinks = ld.vector(p+"attn_sinks.weight", c.Heads)
 		}
-		if c.Arch == "gpt-oss" { // its feed-forward norm
-			l.ffnNorm = ld.vector(p+"post_attention_norm.weight", c.Dim)
-		} else {
-			l.ffnNorm = ld.vector(p+"ffn_norm.weight", c.Dim)
-		}
+		l.ffnNorm = ld.vector(p+c.ffnNormTensor(), c.Dim)
 		if c.Experts > 0 {
 			l.router = ld.matrix(p+"ffn_gate_inp.weight", c.Experts, c.Dim)
 			l.gateExps = ld.experts(p+"ffn_gate_exps.weight", c.Experts, c.ExpertFFN, c.Dim)
