@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -302,5 +303,45 @@ func TestRecursiveMacros(t *testing.T) {
 		if err != nil || got != want {
 			t.Fatalf("%q guarded renders %q, %v; want %q", s, got, err, want)
 		}
+	}
+}
+
+// TestRecursiveMacrosClientSchema: a client's tool schema drives gpt-oss's
+// recursive macro; a deep one (9000 nested arrays, near encoding/json's
+// nesting limit) renders without exhausting the stack, a lower macro
+// budget turns it into ErrTemplateLimit, and a request cannot replace the
+// counting call (a reserved kwarg).
+func TestRecursiveMacrosClientSchema(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "templates", "openai-gpt-oss-120b.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := func(n int) []jinja.Value {
+		schema := strings.Repeat(`{"type":"array","items":`, n) + `{"type":"object"}` + strings.Repeat(`}`, n)
+		tools, err := DecodeTools([]byte(`[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"x":` + schema + `}}}}]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tools
+	}
+	msgs := []Message{{Role: "user", Content: "hi"}}
+	tmpl, err := CompileTemplate(string(src), Limits{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.now = referenceDay
+	out, err := tmpl.Render(Vars{Messages: msgs, AddGenerationPrompt: true, Tools: deep(9000)})
+	if err != nil || !strings.Contains(out, "type f = (_: {") {
+		t.Fatalf("deep schema: %v (%d bytes)", err, len(out))
+	}
+	small, err := CompileTemplate(string(src), Limits{MaxMacroCalls: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := small.Render(Vars{Messages: msgs, AddGenerationPrompt: true, Tools: deep(500)}); !errors.Is(err, ErrTemplateLimit) {
+		t.Fatalf("500 levels under a budget of 100 calls: %v, want ErrTemplateLimit", err)
+	}
+	if _, err := small.Render(Vars{Messages: msgs, Kwargs: map[string]jinja.Value{macroGuard: jinja.NewString("")}}); !errors.Is(err, ErrReservedKwarg) {
+		t.Fatalf("kwarg %s: %v, want ErrReservedKwarg", macroGuard, err)
 	}
 }

@@ -10,6 +10,12 @@ import (
 // the directives chat templates use: %Y %y %m %d %e %j %H %I %M %S %p
 // %a %A %b %B %h %Z %z %% (and %F, %T, %D, %R). Any other directive is
 // written as it is, as Python leaves an unknown one.
+// strftimeLayouts are the directives that are a Go time layout.
+var strftimeLayouts = map[byte]string{
+	'p': "PM", 'a': "Mon", 'A': "Monday", 'b': "Jan", 'h': "Jan", 'B': "January",
+	'Z': "MST", 'z': "-0700", 'F': "2006-01-02", 'T': "15:04:05", 'D': "01/02/06", 'R': "15:04",
+}
+
 func strftime(t time.Time, format string) string {
 	var b strings.Builder
 	for i := 0; i < len(format); i++ {
@@ -40,31 +46,13 @@ func strftime(t time.Time, format string) string {
 			fmt.Fprintf(&b, "%02d", t.Minute())
 		case 'S':
 			fmt.Fprintf(&b, "%02d", t.Second())
-		case 'p':
-			b.WriteString(t.Format("PM"))
-		case 'a':
-			b.WriteString(t.Format("Mon"))
-		case 'A':
-			b.WriteString(t.Format("Monday"))
-		case 'b', 'h':
-			b.WriteString(t.Format("Jan"))
-		case 'B':
-			b.WriteString(t.Format("January"))
-		case 'Z':
-			b.WriteString(t.Format("MST"))
-		case 'z':
-			b.WriteString(t.Format("-0700"))
-		case 'F':
-			b.WriteString(t.Format("2006-01-02"))
-		case 'T':
-			b.WriteString(t.Format("15:04:05"))
-		case 'D':
-			b.WriteString(t.Format("01/02/06"))
-		case 'R':
-			b.WriteString(t.Format("15:04"))
 		case '%':
 			b.WriteByte('%')
 		default:
+			if layout, ok := strftimeLayouts[d]; ok {
+				b.WriteString(t.Format(layout))
+				continue
+			}
 			b.WriteByte('%')
 			b.WriteByte(d)
 		}
