@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -34,6 +35,10 @@ type ModelBenchConfig struct {
 	// device instead of the CPU one (F16 K/V on the device, the serving
 	// arithmetic).
 	CUDA *cuda.Device
+	// Inputs is, for an encoder (llama.Config.Encoder), how many inputs
+	// of PP tokens one forward pass embeds (0: 1); an encoder has no
+	// decode test.
+	Inputs int
 }
 
 // ModelBenchResult is what BenchModel measured. Throughputs are the mean
@@ -58,6 +63,9 @@ type ModelBenchResult struct {
 	MemBW               *MemBWResult `json:"membw,omitempty"`
 	BandwidthFraction   float64      `json:"bandwidth_fraction,omitempty"`
 	Device              string       `json:"device"` // "cpu" or the CUDA device's description
+	// EmbedInputs: an encoder's test, EmbedInputs inputs of PP tokens per
+	// forward pass (PPTokensPerS counts all their tokens); 0 for a decoder.
+	EmbedInputs int `json:"embed_inputs,omitempty"`
 }
 
 // WeightBytesPerToken estimates the weight bytes one decode step reads:
@@ -111,6 +119,9 @@ func BenchModel(f *gguf.File, cfg ModelBenchConfig) (ModelBenchResult, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 16
 	}
+	if c, err := llama.ConfigFromGGUF(f); err == nil && c.Encoder {
+		return benchEncoder(f, cfg)
+	}
 	positions := max(cfg.PP, cfg.TG+1)
 	pages := (positions + cfg.PageSize - 1) / cfg.PageSize
 	fwd, vocab, done, err := loadForward(f, cfg, pages)
@@ -159,6 +170,68 @@ func BenchModel(f *gguf.File, cfg ModelBenchConfig) (ModelBenchResult, error) {
 			res.BandwidthFraction = float64(res.WeightBytesPerToken) * res.TGTokensPerS / (bw.GBps * 1e9)
 		}
 	}
+	return res, nil
+}
+
+// benchEncoder is BenchModel for an encoder: each repetition computes
+// cfg.Inputs inputs of cfg.PP random tokens in one forward pass with every
+// position's hidden state (what mean pooling reads), as the engine batches
+// embedding requests.
+func benchEncoder(f *gguf.File, cfg ModelBenchConfig) (ModelBenchResult, error) {
+	if cfg.CUDA != nil {
+		return ModelBenchResult{}, errors.New("bench: encoders run on the CPU only")
+	}
+	n, ps := max(cfg.Inputs, 1), cfg.PageSize
+	if cfg.PP <= 0 {
+		return ModelBenchResult{}, errors.New("bench: an encoder's test needs --pp > 0 (tokens per input)")
+	}
+	m, err := llama.Load(f, llama.Options{Threads: cfg.Threads, RowMajor: cfg.RowMajor})
+	if err != nil {
+		return ModelBenchResult{}, err
+	}
+	defer m.Close()
+	c := m.Config()
+	if cfg.PP > c.CtxLen {
+		return ModelBenchResult{}, fmt.Errorf("bench: %d tokens per input exceed the encoder's context of %d", cfg.PP, c.CtxLen)
+	}
+	perSeq := (cfg.PP + ps - 1) / ps
+	kv, err := m.NewKV(n*perSeq, ps, cfg.KVType)
+	if err != nil {
+		return ModelBenchResult{}, err
+	}
+	res := ModelBenchResult{SizeBytes: f.Size(), Type: DominantType(f), Threads: cfg.Threads, Batch: n * cfg.PP,
+		PP: cfg.PP, Reps: cfg.Reps, WeightBytesPerToken: WeightBytesPerToken(f), Device: "cpu", EmbedInputs: n}
+	res.Model, _ = f.String("general.name")
+	for _, t := range f.Tensors {
+		res.Params += int64(t.Elements())
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
+	b := &llama.Batch{}
+	for s := 0; s < n; s++ {
+		table := make([]int32, perSeq)
+		for i := range table {
+			table[i] = int32(s*perSeq + i)
+		}
+		b.Seqs = append(b.Seqs, table)
+		for p := 0; p < cfg.PP; p++ {
+			b.Hidden = append(b.Hidden, int32(len(b.Tokens)))
+			b.Tokens = append(b.Tokens, int32(rng.IntN(c.Vocab)))
+			b.Pos = append(b.Pos, int32(p))
+			b.Seq = append(b.Seq, int32(s))
+		}
+	}
+	hidden := make([]float32, len(b.Tokens)*c.Dim)
+	rates, err := repeat(cfg.Reps, func() (float64, error) {
+		start := time.Now()
+		if err := m.ForwardHidden(kv, b, nil, hidden); err != nil {
+			return 0, fmt.Errorf("bench: encode: %w", err)
+		}
+		return float64(len(b.Tokens)) / time.Since(start).Seconds(), nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.PPTokensPerS, res.PPStd = meanStd(rates)
 	return res, nil
 }
 
@@ -300,7 +373,11 @@ func WriteModelTable(w io.Writer, rs []ModelBenchResult) {
 				name, sizeString(r.SizeBytes), paramString(r.Params), r.Type, r.Threads, test, tps, sd, frac)
 		}
 		if r.PP > 0 {
-			row(fmt.Sprintf("pp%d", r.PP), r.PPTokensPerS, r.PPStd, "")
+			test := fmt.Sprintf("pp%d", r.PP)
+			if r.EmbedInputs > 0 {
+				test = fmt.Sprintf("embed %dx%d", r.EmbedInputs, r.PP)
+			}
+			row(test, r.PPTokensPerS, r.PPStd, "")
 		}
 		if r.TG > 0 {
 			frac := "-"

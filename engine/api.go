@@ -252,6 +252,11 @@ type Limits struct {
 	// Pooling is the pooling of requests that leave it to the engine.
 	EmbeddingDim int
 	Pooling      Pooling
+	// EmbeddingsOnly: the model is an encoder (ModelInfo.Encoder); it
+	// generates nothing, and an embedding input holds at most
+	// MaxOutputTokens+1 tokens (its context and one step's budget,
+	// MaxBatchedTokens).
+	EmbeddingsOnly bool
 }
 
 // LoadFigures is a live snapshot for GetLoad and metrics.

@@ -118,6 +118,7 @@ func (e *Engine) checkEmbed(r Request) error {
 // mean and cls pooling need rows from position 0 (the prefix cache cannot
 // supply them), last pooling only the last row.
 func (e *Engine) startEmbed(req *request, opts *scheduler.SeqOptions) {
+	opts.Whole = e.limits.EmbeddingsOnly // an encoder's input, computed at once
 	p := req.r.Embed.Pooling
 	if p == PoolingDefault {
 		p = e.limits.Pooling

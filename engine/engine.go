@@ -176,8 +176,16 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 	if m == nil || tok == nil {
 		return nil, errors.New("engine: nil model or tokenizer")
 	}
-	cfg.fill()
 	info := m.Info()
+	if _, ok := m.(HiddenModel); info.Encoder && (!ok || info.Dim < 1) {
+		return nil, errors.New("engine: an encoder model that returns no hidden states serves nothing")
+	}
+	if info.Encoder && cfg.MaxBatchedTokens == 0 {
+		// An encoder computes an input in one step: by default a step
+		// takes a whole context (up to 8192 tokens).
+		cfg.MaxBatchedTokens = max(scheduler.DefaultMaxBatchedTokens, min(info.ContextLen, 8192))
+	}
+	cfg.fill()
 	if info.Vocab < 1 || info.ContextLen < 1 {
 		return nil, fmt.Errorf("engine: model reports vocab %d, context %d", info.Vocab, info.ContextLen)
 	}
@@ -246,6 +254,11 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 	}
 	if _, ok := m.(HiddenModel); ok && info.Dim > 0 {
 		e.limits.EmbeddingDim, e.limits.Pooling = info.Dim, resolvePooling(cfg.Pooling, info.Pooling)
+	}
+	if info.Encoder {
+		e.limits.EmbeddingsOnly = true
+		// An input is computed in one step.
+		e.limits.MaxOutputTokens = min(e.limits.MaxOutputTokens, e.limits.MaxBatchedTokens-1)
 	}
 	if d, ok := m.(interface{ Device() string }); ok {
 		e.limits.Device = d.Device()

@@ -29,6 +29,10 @@ type ModelInfo struct {
 	// Pooling is the model file's own pooling for embeddings;
 	// PoolingDefault when it names none.
 	Pooling Pooling
+	// Encoder: the model's tokens attend both ways (BERT and its kin): it
+	// serves embeddings only, and Forward must get each sequence whole,
+	// positions 0 to n-1 in one batch (scheduler.SeqOptions.Whole).
+	Encoder bool
 }
 
 // Model is the forward pass the engine runs plans on. It is declared here,

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -151,6 +152,8 @@ func (e *Engine) prepare(r Request) (*request, error) {
 		if err := e.checkEmbed(r); err != nil {
 			return nil, err
 		}
+	} else if e.limits.EmbeddingsOnly {
+		return nil, newError(CodeUnsupportedFeature, "this model is an encoder: it computes embeddings and generates no text")
 	}
 	params, err := r.Sampling.Resolve(e.cfg.DefaultTemperature)
 	if err != nil {
@@ -210,8 +213,12 @@ func (e *Engine) prepare(r Request) (*request, error) {
 func (e *Engine) checkLength(req *request) error {
 	if req.r.Embed != nil {
 		if len(req.prompt) > req.limit {
-			return newError(CodeContextLengthExceeded, "%d input tokens exceed the limit of %d tokens (context %d, KV pool %d tokens)",
-				len(req.prompt), req.limit, e.info.ContextLen, e.limits.TotalPages*e.limits.PageSize)
+			step := ""
+			if e.limits.EmbeddingsOnly { // an encoder's input is computed in one step
+				step = fmt.Sprintf(", one step %d tokens", e.limits.MaxBatchedTokens)
+			}
+			return newError(CodeContextLengthExceeded, "%d input tokens exceed the limit of %d tokens (context %d, KV pool %d tokens%s)",
+				len(req.prompt), req.limit, e.info.ContextLen, e.limits.TotalPages*e.limits.PageSize, step)
 		}
 		return nil
 	}

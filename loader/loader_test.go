@@ -206,6 +206,26 @@ func greedyTokens(t *testing.T, m *Model, prompt string, n int) []int32 {
 	return out
 }
 
+// embedVector is the pooled embedding of prompt (an encoder's output).
+func embedVector(m *Model, prompt string) ([]float32, error) {
+	st, err := m.Engine.Submit(context.Background(), engine.Request{Prompt: prompt, Embed: &engine.EmbedOptions{}})
+	if err != nil {
+		return nil, err
+	}
+	for {
+		ev, err := st.Next(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		if ev.Err != nil {
+			return nil, ev.Err
+		}
+		if ev.Kind == engine.EventDone {
+			return ev.Embedding, nil
+		}
+	}
+}
+
 // TestLoadDraftModelOnEmulatedCUDA: with the model on a CUDA device the
 // draft model is loaded on the same device (not the CPU), its K/V pages
 // are counted in the KV budget beside the model's, speculative greedy
@@ -293,7 +313,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 	}
 	iq4, f16 := build("llama", ggml.TypeIQ4_NL), build("llama", ggml.TypeF16)
 	gemma, moe, phi := build("gemma3", ggml.TypeF16), build("qwen3moe", ggml.TypeQ8_0), build("phi3", ggml.TypeQ8_0)
-	oss := build("gpt-oss", ggml.TypeMXFP4)
+	oss, bert := build("gpt-oss", ggml.TypeMXFP4), build("bert", ggml.TypeF16)
 	yarn := buildOpts(synth.Options{Arch: "qwen3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, YarnFactor: 4, YarnOrigCtx: 512})
 	temp := buildOpts(synth.Options{Arch: "mistral3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, AttnTempScale: 0.1})
 	open, emu := emuOpener()
@@ -310,6 +330,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		{"experts", moe, nil, "cpu (auto: no CUDA kernels for the qwen3moe architecture)", "no CUDA kernels for the qwen3moe architecture"},
 		{"fused projections", phi, nil, "cpu (auto: no CUDA kernels for the phi3 architecture)", "no CUDA kernels for the phi3 architecture"},
 		{"sinks and MXFP4 experts", oss, nil, "cpu (auto: no CUDA kernels for the gpt-oss architecture)", "no CUDA kernels for the gpt-oss architecture"},
+		{"encoder", bert, nil, "cpu (auto: no CUDA kernels for the bert architecture)", "no CUDA kernels for the bert architecture"},
 		{"yarn", yarn, nil, "cpu (auto: no CUDA kernels for YaRN rope scaling)", "no CUDA kernels for YaRN rope scaling"},
 		{"query temperature", temp, nil, "cpu (auto: no CUDA kernels for attention temperature scaling)", "no CUDA kernels for attention temperature scaling"},
 	} {
@@ -324,7 +345,11 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 			if n := (*emu).Live(); n != 0 {
 				t.Fatalf("%d device allocations left by the fallback", n)
 			}
-			if got := greedyTokens(t, m, "hello world", 4); len(got) != 4 {
+			if m.Engine.Limits().EmbeddingsOnly {
+				if vec, err := embedVector(m, "hello world"); err != nil || len(vec) != m.Weights.Config().Dim {
+					t.Fatalf("embedding: %v, %d values", err, len(vec))
+				}
+			} else if got := greedyTokens(t, m, "hello world", 4); len(got) != 4 {
 				t.Fatalf("tokens %v", got)
 			}
 			m.Close()

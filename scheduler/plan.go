@@ -109,7 +109,8 @@ func (sc *Scheduler) Plan() Plan {
 }
 
 // Advance records that the plan ran: every item's tokens are computed and
-// newly full pages are offered to the prefix cache. Items of sequences that
+// newly full pages are offered to the prefix cache (not a whole
+// sequence's, SeqOptions.Whole). Items of sequences that
 // were finished or preempted since Plan are skipped.
 func (sc *Scheduler) Advance(p *Plan) {
 	ps := sc.alloc.PageSize()
@@ -122,7 +123,7 @@ func (sc *Scheduler) Advance(p *Plan) {
 		s.computed = it.End
 		// Pages holding draft positions are published only once verified
 		// (Accept).
-		if v := it.End - it.Draft; v/ps > it.Start/ps {
+		if v := it.End - it.Draft; v/ps > it.Start/ps && !s.whole {
 			sc.alloc.Commit(s.table, s.tokens[:v])
 		}
 	}
@@ -223,7 +224,15 @@ func (p *planner) admit() {
 			p.match(s)
 		}
 		n := min(s.todo(), p.budget)
-		if p.take != nil && n > 0 {
+		if s.whole {
+			// All of it or nothing: the chunk allowance does not cut it
+			// (an encoder's steps have no decoding neighbours to keep
+			// smooth), and it waits for the budget and pages.
+			if n < s.todo() || !p.tryAdd(s, n) {
+				sc.releaseTable(s)
+				return
+			}
+		} else if p.take != nil && n > 0 {
 			if n = min(p.take(s.computed, n), n); n <= 0 { // never more than asked
 				sc.releaseTable(s) // no allowance left this step
 				return
@@ -232,7 +241,7 @@ func (p *planner) admit() {
 		// n == 0: an open sequence whose known tokens are all reused but
 		// the held-back last one; it is admitted without an item and
 		// computes when more input arrives.
-		if n > 0 && !p.tryAdd(s, n) {
+		if !s.whole && n > 0 && !p.tryAdd(s, n) {
 			fit := p.fit(s)
 			if fit <= 0 || !p.tryAdd(s, min(fit, n)) {
 				sc.releaseTable(s)

@@ -145,6 +145,8 @@ func (sc *Scheduler) Add(o SeqOptions) (*Seq, error) {
 		err = fmt.Errorf("scheduler: %d outputs exceed max running %d", w, sc.cfg.MaxRunning)
 	case o.Prefix != nil && (o.PrefixLen < 0 || o.PrefixLen > len(o.Tokens)):
 		err = fmt.Errorf("scheduler: prefix of %d tokens for a sequence of %d", o.PrefixLen, len(o.Tokens))
+	case o.Whole && (o.Open || o.Prefix != nil || w > 1 || len(o.Tokens) > sc.cfg.MaxBatchedTokens):
+		err = fmt.Errorf("scheduler: a whole sequence of %d tokens must be closed, without prefix or fork, and fit one step of %d tokens", len(o.Tokens), sc.cfg.MaxBatchedTokens)
 	}
 	if err != nil {
 		if o.Prefix != nil {
@@ -163,7 +165,8 @@ func (sc *Scheduler) Add(o SeqOptions) (*Seq, error) {
 		state:      Waiting,
 		width:      w,
 		salt:       o.Salt,
-		bypass:     o.Bypass,
+		bypass:     o.Bypass || o.Whole,
+		whole:      o.Whole,
 		prefix:     o.Prefix,
 		prefixLen:  o.PrefixLen,
 		LogitsFrom: NoLogits,

@@ -568,3 +568,69 @@ func TestChunkWork(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeSequences: a whole sequence (an encoder's input) is computed in
+// one item or waits, whatever the chunk allowance; it neither reuses nor
+// publishes prefix-cache pages; Add refuses one that cannot fit a step.
+func TestWholeSequences(t *testing.T) {
+	a := newFakeAlloc(16, 4)
+	sc := mustNew(t, Config{MaxBatchedTokens: 24, MaxRunning: 4,
+		PrefillLimit: func(StepLoad) func(start, n int) int { return func(int, int) int { return 2 } }}, a)
+	prompt := seqTokens(10, 1)
+	plain := mustAdd(t, sc, SeqOptions{Tokens: prompt})
+	for plain.Computed() < len(prompt) {
+		step(t, sc, a)
+	}
+	sc.Finish(plain) // its full pages are in the prefix cache now
+
+	// A decoding neighbour makes the allowance (2 tokens) apply to chunks.
+	dec := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(3, 500)})
+	for dec.Computed() < 3 {
+		step(t, sc, a)
+	}
+	w1 := mustAdd(t, sc, SeqOptions{Tokens: prompt, Whole: true})
+	p := step(t, sc, a)
+	if got := spans(p)[w1.ID()]; got != (span{0, 10}) || w1.Cached() != 0 {
+		t.Fatalf("whole sequence: item %v, cached %d; want [0, 10) from no cached page", got, w1.Cached())
+	}
+	sc.Finish(w1)
+	// Nothing a whole sequence computes is published: a plain sequence
+	// with its prompt finds no cached page.
+	prompt2 := seqTokens(10, 100)
+	w1 = mustAdd(t, sc, SeqOptions{Tokens: prompt2, Whole: true})
+	step(t, sc, a)
+	sc.Finish(w1)
+	again := mustAdd(t, sc, SeqOptions{Tokens: append(slices.Clone(prompt2), 7, 7, 7, 7, 7, 7)})
+	step(t, sc, a)
+	if again.Cached() != 0 {
+		t.Fatalf("cached %d tokens of a whole sequence's pages", again.Cached())
+	}
+	sc.Finish(again)
+
+	// The budget left after the decode token (24-1) cannot take 24
+	// tokens: the whole sequence waits rather than starting a chunk.
+	w2 := mustAdd(t, sc, SeqOptions{Tokens: seqTokens(24, 300), Whole: true})
+	p = step(t, sc, a)
+	if _, ok := spans(p)[w2.ID()]; ok || w2.State() != Waiting {
+		t.Fatalf("a whole sequence over the step's budget got an item %v (state %v)", spans(p), w2.State())
+	}
+	sc.Finish(dec)
+	p = step(t, sc, a)
+	if got := spans(p)[w2.ID()]; got != (span{0, 24}) {
+		t.Fatalf("alone: item %v, want [0, 24)", got)
+	}
+	sc.Finish(w2)
+
+	for _, o := range []SeqOptions{
+		{Tokens: seqTokens(25, 1), Whole: true},
+		{Tokens: seqTokens(4, 1), Whole: true, Open: true},
+		{Tokens: seqTokens(4, 1), Whole: true, Width: 2},
+	} {
+		if _, err := sc.Add(o); err == nil {
+			t.Fatalf("Add(%d tokens, open %v, width %d) accepted a whole sequence", len(o.Tokens), o.Open, o.Width)
+		}
+	}
+	if err := a.check(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -55,6 +55,7 @@ type Seq struct {
 
 	salt      string
 	bypass    bool // skip prefix-cache reuse (still stores)
+	whole     bool // SeqOptions.Whole
 	cached    int  // tokens reused from the prefix cache at the last admission
 	preempted int  // times preempted
 
@@ -74,6 +75,12 @@ type SeqOptions struct {
 	Width    int     // running slots reserved (number of outputs); 0 means 1
 	Salt     string  // prefix-cache salt
 	Bypass   bool    // do not reuse cached prefix pages
+	// Whole: the sequence's tokens attend to each other both ways (an
+	// encoder model), so its known tokens are computed in one item, all
+	// at once or not yet, and its K/V, which depends on the whole input,
+	// is neither taken from nor offered to the prefix cache. Its tokens
+	// must fit one step (Config.MaxBatchedTokens); it is not open.
+	Whole bool
 	// PromptLogits asks for logits at every position from 0 (prompt
 	// logprobs); see Seq.LogitsFrom.
 	PromptLogits bool

@@ -152,7 +152,11 @@ func limitsExtra(lim engine.Limits) *structpb.Struct {
 		top["device"] = lim.Device
 	}
 	if lim.EmbeddingDim > 0 { // docs/api.md, "Embeddings"
-		top["embeddings"] = map[string]any{"dimensions": lim.EmbeddingDim, "pooling": lim.Pooling.String()}
+		em := map[string]any{"dimensions": lim.EmbeddingDim, "pooling": lim.Pooling.String()}
+		if lim.EmbeddingsOnly {
+			em["encoder"] = true // it generates nothing
+		}
+		top["embeddings"] = em
 	}
 	if lim.Speculation != "" { // docs/api.md, "Speculative decoding"
 		sp := map[string]any{"mode": lim.Speculation, "draft_tokens": lim.SpecTokens, "adaptive": lim.SpecAdaptive}

@@ -105,14 +105,18 @@ func TestSpeculativeExtra(t *testing.T) {
 }
 
 // TestEmbeddingsExtra: ModelInfo.extra.embeddings gives the vector width
-// and default pooling of a model that serves embeddings, and is absent
-// otherwise.
+// and default pooling of a model that serves embeddings (and says
+// "encoder" for one that serves nothing else), and is absent otherwise.
 func TestEmbeddingsExtra(t *testing.T) {
 	if _, ok := limitsExtra(engine.Limits{}).GetFields()["embeddings"]; ok {
 		t.Fatal("embeddings advertised by a model without hidden states")
 	}
 	em := limitsExtra(engine.Limits{EmbeddingDim: 256, Pooling: engine.PoolingLast}).GetFields()["embeddings"].GetStructValue().GetFields()
-	if em["dimensions"].GetNumberValue() != 256 || em["pooling"].GetStringValue() != "last" {
+	if _, enc := em["encoder"]; em["dimensions"].GetNumberValue() != 256 || em["pooling"].GetStringValue() != "last" || enc {
 		t.Fatalf("embeddings extra %v", em)
+	}
+	em = limitsExtra(engine.Limits{EmbeddingDim: 384, Pooling: engine.PoolingCLS, EmbeddingsOnly: true}).GetFields()["embeddings"].GetStructValue().GetFields()
+	if !em["encoder"].GetBoolValue() || em["pooling"].GetStringValue() != "cls" {
+		t.Fatalf("an encoder's embeddings extra %v", em)
 	}
 }

@@ -26,6 +26,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", 0, "CPU worker threads (0: all cores)")
 	reps := fs.Int("reps", 5, "repetitions of each test (after one warm-up)")
 	batch := fs.Int("batch", scheduler.DefaultMaxBatchedTokens, "prefill chunk in tokens (the engine's step budget)")
+	inputs := fs.Int("inputs", 1, "an encoder (BERT-style embedding model): inputs of --pp tokens embedded per forward pass; --tg does not apply")
 	kvType := fs.String("kv-type", "f16", "K/V store type: f16 or f32")
 	membw := fs.Bool("membw", false, "also measure memory read bandwidth and the decode bandwidth fraction")
 	asJSON := fs.Bool("json", false, "print JSON instead of the table")
@@ -37,6 +38,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	specPrompt := fs.String("spec-prompt", "", "prompt `text` of the speculative benchmark (default: a request to repeat a long passage)")
 	fs.limit("reps", 1, math.Inf(1))
 	fs.limit("batch", 1, math.Inf(1))
+	fs.limit("inputs", 1, 4096)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,7 +81,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	defer lf.File.Close()
 	res, err := bench.BenchModel(lf.File, bench.ModelBenchConfig{RowMajor: *rowMajor, PP: *pp, TG: *tg, Reps: *reps, Threads: *threads,
-		Batch: *batch, PageSize: 16, KVType: kvt, MemBW: *membw, CUDA: dev.CUDA})
+		Batch: *batch, PageSize: 16, KVType: kvt, MemBW: *membw, CUDA: dev.CUDA, Inputs: *inputs})
 	if err != nil {
 		return err
 	}

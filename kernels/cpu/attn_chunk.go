@@ -84,17 +84,39 @@ func AttendChunkSinks(out, q []float32, T, kvh, g int, k, v KVRows, table []int3
 		nt := min(tt, T-t0)
 		o, qt := out[t0*qd:(t0+nt)*qd], q[t0*qd:(t0+nt)*qd]
 		for h := 0; h < kvh; h++ {
-			attendTile(o, qt, nt, g, d, qd, h, k, v, table, p0+t0+1, scale, sinks, scratch)
+			n0 := p0 + t0 + 1
+			attendTile(o, qt, nt, g, d, qd, h, k, v, table, n0, n0+nt-1, scale, sinks, scratch)
+		}
+	}
+}
+
+// AttendFull is AttendChunk without the causal mask (an encoder's
+// attention): each of the T query tokens attends to positions 0..n-1, all
+// of which must be in the store. Each token's result is bit for bit
+// AttendHeads' over n positions (TestAttendFullMatchesAttendHeads).
+// scratch must hold AttnChunkScratch(g, n, d) values.
+func AttendFull(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, n int, scale float32, scratch []float32) {
+	if T <= 0 {
+		return
+	}
+	qd := len(q) / T
+	d := qd / (kvh * g)
+	tt := AttnChunkTokens(g)
+	for t0 := 0; t0 < T; t0 += tt {
+		nt := min(tt, T-t0)
+		o, qt := out[t0*qd:(t0+nt)*qd], q[t0*qd:(t0+nt)*qd]
+		for h := 0; h < kvh; h++ {
+			attendTile(o, qt, nt, g, d, qd, h, k, v, table, n, n, scale, nil, scratch)
 		}
 	}
 }
 
 // attendTile computes KV head h's attention for the nt tokens of one tile:
-// token t attends to n0+t positions; q, out: [nt][qd] with the head's g
+// token t attends to min(n0+t, nmax) positions (causal: nmax = n0+nt−1;
+// every token to n0: nmax = n0); q, out: [nt][qd] with the head's g
 // query heads at column h·g·d; sinks (nil: none) as AttendChunkSinks.
-func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int32, n0 int, scale float32, sinks, scratch []float32) {
+func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int32, n0, nmax int, scale float32, sinks, scratch []float32) {
 	L := attnTileLanes(nt * g) // lanes: lane t·g+j is query head j of token t, then padding
-	nmax := n0 + nt - 1        // rows the last token attends to
 	scores := scratch[:L*nmax] // [nmax][L]
 	o := L * nmax
 	bs := attnBlockRows(d)

@@ -129,3 +129,53 @@ func checkAttendChunk(t *testing.T, r *rand.Rand, name string, kvh, g, d, page i
 		}
 	}
 }
+
+// TestAttendFullMatchesAttendHeads: AttendFull (an encoder's attention,
+// no causal mask) gives every query token AttendHeads' bits over all n
+// positions, whatever the tile cut (T not a multiple of the tile), the
+// group size, the store type and the page size; a poisoned row past n is
+// never read.
+func TestAttendFullMatchesAttendHeads(t *testing.T) {
+	for _, simd := range []bool{true, false} {
+		if simd && !attnAVX2 {
+			continue
+		}
+		saved := attnAVX2
+		attnAVX2 = simd
+		r := rand.New(rand.NewPCG(137, 138))
+		for _, c := range []struct{ kvh, g, d, page, T int }{
+			{12, 1, 32, 16, 1}, {12, 1, 32, 16, 77}, {2, 4, 64, 16, 40}, {3, 3, 24, 4, 9}, {1, 8, 128, 32, 130},
+		} {
+			for _, f16 := range []bool{true, false} {
+				name := fmt.Sprintf("simd%v_kvh%d_g%d_d%d_T%d_f16%v", simd, c.kvh, c.g, c.d, c.T, f16)
+				n := c.T // every query attends to its whole sequence
+				stride := c.kvh * c.d
+				k, table, _ := pagedStore(r, n+1, c.page, stride, f16)
+				v, _ := sameTable(r, k, table, n+1, f16)
+				for _, kv := range []KVRows{k, v} { // row n: outside the sequence
+					i := kv.index(table, n, 0)
+					for j := 0; j < stride; j++ {
+						if f16 {
+							kv.F16[i+j] = 0x7e00
+						} else {
+							kv.F32[i+j] = float32(math.NaN())
+						}
+					}
+				}
+				qd := c.kvh * c.g * c.d
+				q := randVec(r, c.T*qd, 2)
+				got := make([]float32, c.T*qd)
+				AttendFull(got, q, c.T, c.kvh, c.g, k, v, table, n, 0.125, make([]float32, AttnChunkScratch(c.g, n, c.d)))
+				want := make([]float32, qd)
+				scratch := make([]float32, AttnHeadsScratch(c.kvh, c.g, n, c.d))
+				for tok := 0; tok < c.T; tok++ {
+					AttendHeads(want, q[tok*qd:(tok+1)*qd], c.kvh, c.g, k, v, table, n, 0.125, scratch)
+					if i := firstDiff(got[tok*qd:(tok+1)*qd], want); i >= 0 {
+						t.Fatalf("%s: token %d value %d: %g, AttendHeads %g", name, tok, i, got[tok*qd+i], want[i])
+					}
+				}
+			}
+		}
+		attnAVX2 = saved
+	}
+}

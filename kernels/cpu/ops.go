@@ -2,8 +2,8 @@ package cpu
 
 import "math"
 
-// Element-wise kernels of the transformer block: RMSNorm, residual add and the
-// SiLU-gated linear unit. Each has a plain float64 reference twin in
+// Element-wise kernels of the transformer block: RMSNorm, LayerNorm, residual
+// add, GELU and the SiLU-gated linear unit. Each has a plain float64 reference twin in
 // ops_ref.go; ops_test.go compares them.
 //
 // The arithmetic follows ggml's CPU backend where it affects the numbers:
@@ -37,6 +37,61 @@ func RMSNorm(dst, x, w []float32, eps float32) {
 	w = w[:n]
 	for i := range dst {
 		dst[i] = float32(x[i]*scale) * w[i]
+	}
+}
+
+// LayerNorm writes dst[i] = (x[i] − mean(x)) / sqrt(var(x) + eps) · w[i] +
+// b[i], the norm of BERT's blocks. x, dst: [n] (dst may alias x); w, b:
+// [n], or nil for none.
+//
+// As ggml: the sum is taken in float64 and the mean rounded to float32,
+// the centred values are rounded to float32 and their squares summed in
+// float64, then scale = 1/sqrtf(var+eps) in float32, y = (x−mean)·scale,
+// then y·w, then + b, each rounded to float32.
+func LayerNorm(dst, x, w, b []float32, eps float32) {
+	n := len(x)
+	if n == 0 {
+		return
+	}
+	dst = dst[:n]
+	var sum float64
+	for _, v := range x {
+		sum += float64(v)
+	}
+	mean := float32(sum) / float32(n)
+	var ss float64
+	for i, v := range x {
+		c := v - mean
+		dst[i] = c
+		ss += float64(c) * float64(c)
+	}
+	scale := 1 / float32(math.Sqrt(float64(float32(ss/float64(n))+eps)))
+	for i := range dst {
+		dst[i] *= scale
+	}
+	if w != nil {
+		w = w[:n]
+		for i := range dst {
+			dst[i] *= w[i]
+		}
+	}
+	if b != nil {
+		b = b[:n]
+		for i := range dst {
+			dst[i] += b[i]
+		}
+	}
+}
+
+// GELU writes dst[i] = gelu(x[i]) in GeGLU's tanh form and arithmetic
+// (dst may alias x): the activation of BERT's feed-forward.
+func GELU(dst, x []float32) {
+	x = x[:len(dst)]
+	for i, v := range x {
+		xx := float32(v * v)
+		q := float32(geluA*xx) + 1
+		u := float32(geluC2 * float32(v*q))
+		dst[i] = v / (1 + expGGML(0-u))
 	}
 }
 

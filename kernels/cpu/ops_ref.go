@@ -48,6 +48,38 @@ func GeGLURef(dst, gate, up []float32) {
 	}
 }
 
+// LayerNormRef is the reference twin of LayerNorm, in float64.
+func LayerNormRef(dst, x, w, b []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v)
+	}
+	mean := sum / float64(len(x))
+	var ss float64
+	for _, v := range x {
+		ss += (float64(v) - mean) * (float64(v) - mean)
+	}
+	scale := 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
+	for i, v := range x {
+		y := (float64(v) - mean) * scale
+		if w != nil {
+			y *= float64(w[i])
+		}
+		if b != nil {
+			y += float64(b[i])
+		}
+		dst[i] = float32(y)
+	}
+}
+
+// GELURef is the reference twin of GELU, in float64.
+func GELURef(dst, x []float32) {
+	for i := range dst {
+		v := float64(x[i])
+		dst[i] = float32(0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v))))
+	}
+}
+
 // SoftmaxRef is the reference twin of Softmax.
 func SoftmaxRef(x []float32) {
 	if len(x) == 0 {

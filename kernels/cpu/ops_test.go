@@ -384,3 +384,72 @@ func TestRopeCacheYaRN(t *testing.T) {
 		}
 	}
 }
+
+func TestLayerNorm(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 7, 384, 1027} {
+		for _, offset := range []float32{0, 3, -40} { // a large mean tests the centring
+			x := randVec(r, n, 2)
+			for i := range x {
+				x[i] += offset
+			}
+			w, b := randVec(r, n, 1), randVec(r, n, 0.5)
+			for _, wb := range [][2][]float32{{w, b}, {nil, nil}, {w, nil}} {
+				got, want := make([]float32, n), make([]float32, n)
+				LayerNorm(got, x, wb[0], wb[1], 1e-12)
+				LayerNormRef(want, x, wb[0], wb[1], 1e-12)
+				if n == 1 { // one value: centred to 0, only the bias remains
+					if got[0] != want[0] {
+						t.Fatalf("n=1: got %g, want %g", got[0], want[0])
+					}
+					continue
+				}
+				for i := range got {
+					if d := math.Abs(float64(got[i] - want[i])); d > 2e-5*(1+math.Abs(float64(want[i]))) {
+						t.Fatalf("n=%d offset %g: value %d is %g, want %g", n, offset, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+	// Known values: [1, 2, 3] has mean 2 and variance 2/3.
+	got := make([]float32, 3)
+	LayerNorm(got, []float32{1, 2, 3}, []float32{1, 2, 1}, []float32{0, 0, 1}, 0)
+	s := float32(math.Sqrt(1.5))
+	if math.Abs(float64(got[0]+s)) > 1e-6 || got[1] != 0 || math.Abs(float64(got[2]-(s+1))) > 1e-6 {
+		t.Fatalf("LayerNorm([1 2 3]) = %v, want [%g 0 %g]", got, -s, s+1)
+	}
+	in := []float32{1, 2, 3}
+	LayerNorm(in, in, nil, nil, 0) // in place
+	if math.Abs(float64(in[0]+s)) > 1e-6 {
+		t.Fatalf("in place: %v", in)
+	}
+}
+
+func TestGELU(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, scale := range []float32{0.01, 1, 4, 30} {
+		x := randVec(r, 515, scale)
+		got, want := make([]float32, 515), make([]float32, 515)
+		GELU(got, x)
+		GELURef(want, x)
+		if e := maxRelErr(got, want, 1e-6); e > 4e-6 {
+			t.Fatalf("scale %g: max rel err %g", scale, e)
+		}
+		// GELU is GeGLU with an up projection of ones, bit for bit.
+		ones := make([]float32, len(x))
+		for i := range ones {
+			ones[i] = 1
+		}
+		glu := make([]float32, len(x))
+		geluGo(glu, x, ones)
+		if i := firstDiff(got, glu); i >= 0 {
+			t.Fatalf("scale %g: value %d is %g, GeGLU's %g", scale, i, got[i], glu[i])
+		}
+	}
+	got := make([]float32, 3)
+	GELU(got, []float32{1, 50, -50})
+	if got[0] < 0.841 || got[0] > 0.842 || got[1] != 50 || got[2] != 0 {
+		t.Fatalf("gelu(1), gelu(50), gelu(-50) = %v", got)
+	}
+}

@@ -13,7 +13,10 @@
 // query temperature over long contexts) and "gpt-oss" (OpenAI's gpt-oss:
 // qwen2's biases, attention sinks and a window on every other layer, and
 // a mixture of experts with biases, top-k softmax gating and a clamped
-// SwiGLU).
+// SwiGLU); and two encoders, whose final hidden states are text
+// embeddings: "bert" (BERT and its fine-tunes: bge, all-MiniLM,
+// mxbai-embed, snowflake-arctic-embed) and "nomic-bert" (nomic-embed-text:
+// BERT's block with RoPE and a SwiGLU feed-forward), Config.Encoder.
 //
 // One forward pass serves prefill and decode: a Batch is a set of tokens,
 // each with its sequence and position, and attention reads keys and values
@@ -37,7 +40,7 @@ var ErrUnsupported = errors.New("llama: unsupported model")
 
 // Config is the shape of a model, read from GGUF metadata.
 type Config struct {
-	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3", "gpt-oss"
+	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert"
 	Dim     int    // embedding width
 	Layers  int    // transformer blocks
 	Heads   int    // query heads
@@ -124,6 +127,20 @@ type Config struct {
 	// global ones (YaRN included).
 	AttnSinks, OutBias, ExpertBias, TopKSoftmax, SwiGLUOAI bool
 
+	// Encoder: a BERT-style encoder ("bert", "nomic-bert"; encoder.go).
+	// Every token attends to every position of its sequence (no causal
+	// mask), so a sequence is computed whole in one Forward. The
+	// embedding adds the first token-type row (token_types, when present)
+	// and, for "bert" (AbsPos), a learned row per position (position_embd)
+	// instead of RoPE, then is LayerNorm-ed (token_embd_norm). Each block
+	// is post-norm with LayerNorm (weight and bias, epsilon NormEps):
+	// x = LN(x + attn(x)), then x = LN(x + ffn(x)); Q, K, V and the
+	// output projection may carry biases. The feed-forward is
+	// GELU(x·Wupᵀ + b)·Wdownᵀ + b ("bert") or SwiGLU without biases
+	// ("nomic-bert"). There is no output norm nor projection: the final
+	// states are the embeddings, and Forward computes no logits.
+	Encoder, AbsPos bool
+
 	// Pooling is how the file says its hidden states become one embedding
 	// (`<arch>.pooling_type`); PoolUnset when it does not say.
 	Pooling Pooling
@@ -163,6 +180,8 @@ type archTraits struct {
 	gptOSS  bool // Config.AttnSinks and the rest of gpt-oss's block
 	// ffnNorm names the feed-forward norm's tensor ("": ffn_norm).
 	ffnNorm string
+	// encoder: Config.Encoder; absPos: Config.AbsPos.
+	encoder, absPos bool
 }
 
 // ffnNormTensor is the suffix of a layer's feed-forward norm tensor.
@@ -183,6 +202,9 @@ var archs = map[string]archTraits{
 	"phi3":     {neox: true, fusedUp: true},
 	"mistral3": {},
 	"gpt-oss":  {neox: true, qkvBias: true, moe: true, gptOSS: true, ffnNorm: "post_attention_norm"},
+	// The encoders' biases are optional tensors (readEncoder).
+	"bert":       {encoder: true, absPos: true},
+	"nomic-bert": {neox: true, encoder: true},
 }
 
 // maxDim bounds every metadata size so that products of them cannot
@@ -198,9 +220,10 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3 or gpt-oss)", ErrUnsupported, arch)
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3, gpt-oss, bert or nomic-bert)", ErrUnsupported, arch)
 	}
-	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma, FusedUp: tr.fusedUp}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma, FusedUp: tr.fusedUp,
+		Encoder: tr.encoder, AbsPos: tr.absPos}
 	get := func(key string, dst *int, required bool) error {
 		v, ok := f.Uint(arch + "." + key)
 		if !ok {
@@ -272,9 +295,13 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	if v, ok := f.Float(arch + ".rope.freq_base"); ok {
 		c.RopeBase = float32(v)
 	}
-	eps, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon")
+	epsKey := arch + ".attention.layer_norm_rms_epsilon"
+	if c.Encoder {
+		epsKey = arch + ".attention.layer_norm_epsilon" // LayerNorm's
+	}
+	eps, ok := f.Float(epsKey)
 	if !ok {
-		return Config{}, fmt.Errorf("llama: missing metadata %s.attention.layer_norm_rms_epsilon", arch)
+		return Config{}, fmt.Errorf("llama: missing metadata %s", epsKey)
 	}
 	c.NormEps = float32(eps)
 	if !(c.RopeBase > 0) || math.IsInf(float64(c.RopeBase), 0) || !(c.NormEps >= 0) || c.NormEps > 1 {
@@ -308,6 +335,11 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	if tr.gptOSS {
 		if err := c.readGPTOSS(f); err != nil {
+			return Config{}, err
+		}
+	}
+	if c.Encoder {
+		if err := c.readEncoder(f); err != nil {
 			return Config{}, err
 		}
 	}

@@ -53,6 +53,9 @@ func (m *Model) ForwardHidden(kv *KV, b *Batch, logits, hidden []float32) error 
 		return nil
 	}
 	c := &m.cfg
+	if c.Encoder {
+		return m.encode(kv, b, hidden, maxN)
+	}
 	f.ensure(m, T, len(b.Logits), maxN)
 	f.kv, f.b, f.t = kv, b, T
 	f.planAttn()

@@ -2,6 +2,7 @@ package llama
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"oengine/kernels/cpu"
@@ -51,6 +52,12 @@ type layer struct {
 	// for gate and up and [Experts][Dim] for down (Config.ExpertBias).
 	bo, sinks                              []float32
 	routerB, gateExpsB, upExpsB, downExpsB []float32
+	// Encoder (Config.Encoder; encoder.go): the LayerNorms after the
+	// attention and after the feed-forward ([Dim] weights and biases), and
+	// the feed-forward's biases, [FFN] for up and [Dim] for down (bert;
+	// nil when the file has none). bq, bk, bv and bo are optional there.
+	attnOutNormW, attnOutNormB, outNormW, outNormB []float32
+	bUp, bDown                                     []float32
 }
 
 // Model is a loaded model. Its weights are views into the GGUF file's
@@ -67,6 +74,10 @@ type Model struct {
 	yarn      cpu.YaRN   // Config.Yarn's rope
 	yarnSWA   cpu.YaRN   // the local layers' (Config.Yarn and Config.SWA)
 	layers    []layer
+	// An encoder's embedding (Config.Encoder): the LayerNorm after it
+	// ([Dim] weight and bias), the first token-type row ([Dim]; nil
+	// without token_types) and the position rows ([CtxLen][Dim], AbsPos).
+	embNormW, embNormB, typeEmb, posEmb []float32
 
 	pool    *cpu.Pool
 	ownPool bool
@@ -92,6 +103,40 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	ld := loader{f: f}
 	c := cfg
 	m.tokEmb = ld.matrix("token_embd.weight", c.Vocab, c.Dim)
+	if c.Encoder {
+		m.layers = make([]layer, c.Layers)
+		m.loadEncoder(&ld)
+	} else {
+		m.loadDecoder(&ld)
+	}
+	if ld.err != nil {
+		return nil, ld.err
+	}
+	if f.Claimed() {
+		return nil, fmt.Errorf("llama: the file's tensors were rewritten in place by another model; open the file again")
+	}
+	if opts.GGMLArithmetic {
+		if c.Gemma || c.AttnSinks || c.Encoder {
+			return nil, fmt.Errorf("%w: GGML arithmetic mode for %s", ErrUnsupported, c.Arch)
+		}
+		m.ggml = newGGMLState(false)
+	}
+	if opts.Pool != nil {
+		m.pool = opts.Pool
+	} else {
+		m.pool = cpu.NewPool(opts.Threads)
+		m.ownPool = true
+	}
+	if !opts.RowMajor && f.ClaimWritable() {
+		m.packDecodeLayout()
+	}
+	return m, nil
+}
+
+// loadDecoder reads a decoder's output and its layers (Load has read the
+// token embedding).
+func (m *Model) loadDecoder(ld *loader) {
+	c, f := m.cfg, ld.f
 	m.outNorm = ld.vector("output_norm.weight", c.Dim)
 	if c.TiedOut {
 		m.out = m.tokEmb
@@ -167,28 +212,6 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 			break
 		}
 	}
-	if ld.err != nil {
-		return nil, ld.err
-	}
-	if f.Claimed() {
-		return nil, fmt.Errorf("llama: the file's tensors were rewritten in place by another model; open the file again")
-	}
-	if opts.GGMLArithmetic {
-		if c.Gemma || c.AttnSinks {
-			return nil, fmt.Errorf("%w: GGML arithmetic mode for %s", ErrUnsupported, c.Arch)
-		}
-		m.ggml = newGGMLState(false)
-	}
-	if opts.Pool != nil {
-		m.pool = opts.Pool
-	} else {
-		m.pool = cpu.NewPool(opts.Threads)
-		m.ownPool = true
-	}
-	if !opts.RowMajor && f.ClaimWritable() {
-		m.packDecodeLayout()
-	}
-	return m, nil
 }
 
 // packDecodeLayout rewrites the Q4_0, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K and
@@ -228,7 +251,7 @@ func (m *Model) linearMatrices() []*cpu.Matrix {
 		}
 		ws = append(ws, &l.wGate, &l.wUp, &l.wDown)
 	}
-	return ws
+	return slices.DeleteFunc(ws, func(w *cpu.Matrix) bool { return w.Rows == 0 }) // bert: no gate
 }
 
 // DecodeLayout reports how many weight matrices Load rewrote: into a

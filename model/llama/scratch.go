@@ -37,6 +37,8 @@ type forward struct {
 	rowOp                                           rowOp            // the forRows call in progress (rows.go)
 	normW                                           []float32
 	lw                                              *layer
+	encAttnFn                                       func(lo, hi int) // f.encAttnSlots, bound once (encoder.go)
+	seqLens                                         []int32          // an encoder's batch: each sequence's length
 
 	// the call in progress (set by Forward, read by the parallel loop bodies)
 	kv    *KV
@@ -68,6 +70,7 @@ func (f *forward) ensure(m *Model, T, nOut, maxN int) {
 	if f.m == nil {
 		f.m = m
 		f.attnFn = f.attnSlots
+		f.encAttnFn = f.encAttnSlots
 		f.rowsFn = f.rows
 		f.scale = c.AttnScale
 		f.slots = 4 * m.pool.Threads()

@@ -69,6 +69,12 @@ var Presets = map[string]Dims{
 	// gpt-oss-20b: the shapes of gpt-oss 20B (with --arch gpt-oss; its
 	// YaRN is --yarn 32,4096).
 	"gpt-oss-20b": {Dim: 2880, Layers: 24, Heads: 64, KVHeads: 8, HeadDim: 64, FFN: 2880, Vocab: 201088, CtxLen: 131072, RopeBase: 150000, Experts: 32, ExpertsUsed: 4, ExpertFFN: 2880, SlidingWindow: 128},
+	// bge-small-en: the shapes of BAAI's bge-small-en-v1.5 (with --arch
+	// bert; the real model's WordPiece vocabulary: --vocab).
+	"bge-small-en": {Dim: 384, Layers: 12, Heads: 12, KVHeads: 12, FFN: 1536, Vocab: 30522, CtxLen: 512, RopeBase: 10000},
+	// nomic-embed-text: the shapes of nomic-embed-text-v1.5 (with --arch
+	// nomic-bert).
+	"nomic-embed-text": {Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, FFN: 3072, Vocab: 30522, CtxLen: 2048, RopeBase: 1000},
 	// gemma3-1b: the shapes of Gemma 3 1B (with --arch gemma3).
 	"gemma3-1b": {Dim: 1152, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256, FFN: 6912, Vocab: 262144, CtxLen: 32768, RopeBase: 1000000, SlidingWindow: 512},
 }
@@ -85,7 +91,7 @@ func PresetNames() []string {
 
 // Options selects what Build writes.
 type Options struct {
-	Arch string // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3" or "gpt-oss"
+	Arch string // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert" or "nomic-bert"
 	// Type is the weight type of the 2-D matrices (norms stay F32; the zero
 	// value is F32). MXFP4, as llama-quantize's MXFP4_MOE writes it, is
 	// for the experts of gpt-oss, whose other matrices are then Q8_0.
@@ -218,9 +224,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		o.Arch = "llama"
 	}
 	switch o.Arch {
-	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss":
+	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert":
 	default:
-		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss)", ErrOptions, o.Arch)
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert)", ErrOptions, o.Arch)
 	}
 	if !cpu.CanQuantize(o.Type) {
 		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
@@ -262,7 +268,13 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	if a == "gemma2" || a == "gemma3" {
 		eps = 1e-6 // Gemma's
 	}
-	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", eps)
+	if encoder(a) {
+		// BERT's LayerNorm epsilon; a non-causal attention.
+		w.SetFloat32(a+".attention.layer_norm_epsilon", 1e-12)
+		w.SetBool(a+".attention.causal", false)
+	} else {
+		w.SetFloat32(a+".attention.layer_norm_rms_epsilon", eps)
+	}
 	ropeDims := headDim
 	if d.RopeDims > 0 {
 		ropeDims = d.RopeDims
@@ -444,7 +456,13 @@ type tensorSpec struct {
 	mul   float32 // when > 0, ones values are multiplied by it (LongRoPE's long factors)
 }
 
+// encoder reports the BERT-style architectures (encoderSpecs).
+func encoder(arch string) bool { return arch == "bert" || arch == "nomic-bert" }
+
 func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
+	if encoder(arch) {
+		return encoderSpecs(arch, d, t)
+	}
 	headDim := d.HeadDim
 	qDim, kvDim := d.Heads*headDim, d.KVHeads*headDim
 	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
@@ -578,6 +596,62 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 				vec(p+"post_attention_norm.weight", d.Dim, true, 0),
 				vec(p+"post_ffw_norm.weight", d.Dim, true, 0))
 		}
+	}
+	return specs
+}
+
+// encoderSpecs are the tensors of a BERT-style encoder as llama.cpp's
+// converter names them: "bert" with learned positions, biases everywhere
+// and a GELU feed-forward; "nomic-bert" with Q, K and V in one matrix, no
+// biases but the norms' and a SwiGLU feed-forward (RoPE, no position
+// tensor). Both have two token types and LayerNorms (weight and bias).
+func encoderSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
+	qDim, kvDim := d.Heads*d.HeadDim, d.KVHeads*d.HeadDim
+	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	mat := func(name string, cols, rows int, std float32) tensorSpec {
+		tt := t
+		if cols%tt.BlockElems() != 0 {
+			tt = ggml.TypeF16
+		}
+		return tensorSpec{name: name, typ: tt, dims: []uint64{uint64(cols), uint64(rows)}, std: std}
+	}
+	vec := func(name string, n int, ones bool, std float32) tensorSpec {
+		return tensorSpec{name: name, typ: ggml.TypeF32, dims: []uint64{uint64(n)}, ones: ones, noise: 0.1, std: std}
+	}
+	f32 := func(name string, cols, rows int, std float32) tensorSpec {
+		return tensorSpec{name: name, typ: ggml.TypeF32, dims: []uint64{uint64(cols), uint64(rows)}, std: std}
+	}
+	bert := arch == "bert"
+	specs := []tensorSpec{
+		mat("token_embd.weight", d.Dim, d.Vocab, 1),
+		f32("token_types.weight", d.Dim, 2, 0.5),
+		vec("token_embd_norm.weight", d.Dim, true, 0),
+		vec("token_embd_norm.bias", d.Dim, false, 0.1),
+	}
+	if bert {
+		specs = append(specs, f32("position_embd.weight", d.Dim, d.CtxLen, 0.5))
+	}
+	for l := 0; l < d.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		if bert {
+			specs = append(specs,
+				mat(p+"attn_q.weight", d.Dim, qDim, 2*inv(d.Dim)), vec(p+"attn_q.bias", qDim, false, 0.1),
+				mat(p+"attn_k.weight", d.Dim, kvDim, 2*inv(d.Dim)), vec(p+"attn_k.bias", kvDim, false, 0.1),
+				mat(p+"attn_v.weight", d.Dim, kvDim, inv(d.Dim)), vec(p+"attn_v.bias", kvDim, false, 0.1),
+				mat(p+"attn_output.weight", qDim, d.Dim, inv(qDim)), vec(p+"attn_output.bias", d.Dim, false, 0.1),
+				mat(p+"ffn_up.weight", d.Dim, d.FFN, inv(d.Dim)), vec(p+"ffn_up.bias", d.FFN, false, 0.1),
+				mat(p+"ffn_down.weight", d.FFN, d.Dim, inv(d.FFN)), vec(p+"ffn_down.bias", d.Dim, false, 0.1))
+		} else {
+			specs = append(specs,
+				mat(p+"attn_qkv.weight", d.Dim, qDim+2*kvDim, 2*inv(d.Dim)),
+				mat(p+"attn_output.weight", qDim, d.Dim, inv(qDim)),
+				mat(p+"ffn_gate.weight", d.Dim, d.FFN, inv(d.Dim)),
+				mat(p+"ffn_up.weight", d.Dim, d.FFN, inv(d.Dim)),
+				mat(p+"ffn_down.weight", d.FFN, d.Dim, inv(d.FFN)))
+		}
+		specs = append(specs,
+			vec(p+"attn_output_norm.weight", d.Dim, true, 0), vec(p+"attn_output_norm.bias", d.Dim, false, 0.1),
+			vec(p+"layer_output_norm.weight", d.Dim, true, 0), vec(p+"layer_output_norm.bias", d.Dim, false, 0.1))
 	}
 	return specs
 }

@@ -12,8 +12,13 @@ import (
 // with -race): every result must equal the serial one, including with the
 // word cache and the pooled scratch memory shared across calls.
 func TestConcurrentEncode(t *testing.T) {
-	for _, name := range []string{"qwen3", "llama-spm"} {
-		tok := loadTokenizer(t, filepath.Join("tokenizer", "ggml-vocab-"+name+".gguf"))
+	for _, name := range []string{"qwen3", "llama-spm", "bert-bge"} {
+		var tok *Tokenizer
+		if name == "bert-bge" {
+			tok = bgeTok(t)
+		} else {
+			tok = loadTokenizer(t, filepath.Join("tokenizer", "ggml-vocab-"+name+".gguf"))
+		}
 		r := rand.New(rand.NewPCG(3, 4))
 		texts := make([]string, 64)
 		want := make([][]int32, len(texts))

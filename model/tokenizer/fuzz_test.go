@@ -12,16 +12,18 @@ import (
 // unless s contains U+2581, which SentencePiece cannot tell from a space.
 // Byte-level BPE also round-trips invalid UTF-8. Nothing may panic, the
 // streaming decoder must agree with Decode, and StablePrefix must stay in
-// range.
+// range; so too on WordPiece (bge), which normalizes and cannot round-trip.
 func FuzzRoundTrip(f *testing.F) {
 	f.Add("Hello world")
 	f.Add(" this is 🦙.cpp")
 	f.Add("\n\n\t  x")
 	f.Add("\xff\xc3")
+	f.Add("Café [CLS] it 's 我想 ' ok .")
 	// Load before fuzzing starts: a slow first execution would look like
 	// a hung worker to the fuzzing engine.
 	bpe := loadTokenizer(f, "tokenizer/ggml-vocab-qwen3.gguf")
 	spm := loadTokenizer(f, "tokenizer/ggml-vocab-llama-spm.gguf")
+	wpm := bgeTok(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, parse := range []bool{false, true} {
 			o := EncodeOptions{ParseSpecial: parse}
@@ -36,6 +38,13 @@ func FuzzRoundTrip(f *testing.F) {
 			checkStream(t, bpe, ids)
 			if c := bpe.StablePrefixOpts(s, o); c < 0 || c > len(s) {
 				t.Fatalf("StablePrefix(%q) = %d", s, c)
+			}
+		}
+		for _, parse := range []bool{false, true} {
+			o := EncodeOptions{ParseSpecial: parse}
+			checkStream(t, wpm, wpm.Encode(s, o))
+			if c := wpm.StablePrefixOpts(s, o); c < 0 || c > len(s) {
+				t.Fatalf("bge StablePrefix(%q) = %d", s, c)
 			}
 		}
 		ids := spm.Encode(s, EncodeOptions{})

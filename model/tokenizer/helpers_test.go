@@ -43,3 +43,25 @@ func loadTokenizer(t testing.TB, rel string) *Tokenizer {
 	loadCache[path] = tok
 	return tok
 }
+
+// localTokenizer loads (once per test binary) the tokenizer of a GGUF file
+// in this package's testdata.
+func localTokenizer(t testing.TB, path string) *Tokenizer {
+	t.Helper()
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if tok, ok := loadCache[path]; ok {
+		return tok
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer f.Close()
+	tok, err := FromGGUF(f)
+	if err != nil {
+		t.Fatalf("tokenizer from %s: %v", path, err)
+	}
+	loadCache[path] = tok
+	return tok
+}

@@ -18,14 +18,20 @@ func (t *Tokenizer) StablePrefix(text string) int {
 //	Encode(text+a, o) == Encode(text[:c], o) ++ Encode(text[c:]+a, o')
 //
 // where o' is o with AddSpecial off (BOS belongs to the first part) and
-// Continuation on. Only opts.ParseSpecial matters for the cut.
+// Continuation on; with AddSpecial, a trailing EOS or SEP (WordPiece)
+// belongs after the last part instead. Only opts.ParseSpecial matters for
+// the cut.
 //
 // The cut is conservative, not minimal: it never splits a possible special
 // token, never follows whitespace (a whitespace run's split depends on what
 // follows it), and leaves the last pre-tokenizer word (BPE) or the last two
 // space-separated words (SentencePiece, whose merges are not bounded by
-// words) to the remainder.
+// words) to the remainder; WordPiece leaves what follows the last
+// whitespace or single-codepoint word.
 func (t *Tokenizer) StablePrefixOpts(text string, opts EncodeOptions) int {
+	// Byte-level BPE and WordPiece tokenize each raw fragment on its own;
+	// SentencePiece's first word depends on what precedes the fragment.
+	wordwise := t.isBPE || t.wpm != nil
 	limit := t.specialGuard(text, opts.ParseSpecial)
 	s := t.scratch.Get().(*encodeScratch)
 	defer t.scratch.Put(s)
@@ -38,20 +44,23 @@ func (t *Tokenizer) StablePrefixOpts(text string, opts EncodeOptions) int {
 		// After a special token the next raw text starts a new fragment;
 		// SentencePiece gives it a leading space and an rstrip token eats
 		// whitespace that may still come, so keep the token for later then.
-		if t.isBPE && t.attrs[last.tok]&attrRStrip == 0 {
+		if wordwise && t.attrs[last.tok]&attrRStrip == 0 {
 			return last.end
 		}
 		return last.start
 	}
 	var cut int
-	if t.isBPE {
+	switch {
+	case t.isBPE:
 		cut = t.bpeCut(text[:last.end], last.start, s)
-	} else {
+	case t.wpm != nil:
+		cut = t.wpmCut(text[:last.end], last.start)
+	default:
 		cut = spmCut(text[:last.end], last.start)
 	}
 	if cut == last.start && len(frags) >= 2 {
 		prev := frags[len(frags)-2]
-		if !t.isBPE || t.attrs[prev.tok]&attrRStrip != 0 {
+		if !wordwise || t.attrs[prev.tok]&attrRStrip != 0 {
 			cut = prev.start
 		}
 	}

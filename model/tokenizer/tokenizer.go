@@ -1,7 +1,7 @@
 // Package tokenizer turns text into token ids and back the way llama.cpp
-// does for GGUF vocabularies: SentencePiece BPE ("llama" models) and
+// does for GGUF vocabularies: SentencePiece BPE ("llama" models),
 // byte-level BPE ("gpt2" models) with the pre-tokenizer that
-// tokenizer.ggml.pre selects.
+// tokenizer.ggml.pre selects, and WordPiece ("bert" models, wpm.go).
 package tokenizer
 
 import (
@@ -28,7 +28,8 @@ const (
 // EncodeOptions controls Encode.
 type EncodeOptions struct {
 	// AddSpecial adds BOS / EOS as the vocabulary asks (add_bos_token,
-	// add_eos_token).
+	// add_eos_token); WordPiece vocabularies add [CLS] first and [SEP]
+	// last.
 	AddSpecial bool
 	// ParseSpecial recognises the texts of control tokens in the input.
 	// User-defined tokens are always recognised, as in llama.cpp.
@@ -64,6 +65,9 @@ type Tokenizer struct {
 	addSpacePrefix bool
 	byteTok        [256]int32
 
+	// WordPiece
+	wpm *wpmModel
+
 	// BPE
 	bpe          *bpeModel
 	stages       []stage
@@ -83,6 +87,7 @@ type Tokenizer struct {
 type encodeScratch struct {
 	bpe     bpeScratch
 	spm     spmScratch
+	wpm     wpmScratch
 	frags   []fragment
 	tmp     []fragment
 	present []int32
@@ -139,6 +144,14 @@ func New(v *Vocab) (*Tokenizer, error) {
 		t.stages = pc.family.stages()
 		t.ignoreMerges = pc.ignoreMerges
 		t.bpe = buildBPE(t.ids, n, v.Merges)
+	case ModelWPM:
+		if v.UNK < 0 || v.UNK >= int32(n) {
+			return nil, fmt.Errorf("%w: WordPiece vocabulary without an unknown token", ErrInvalid)
+		}
+		t.wpm = newWPM(v.Lowercase, v.StripAccents, v.UNK)
+		for s := range t.ids {
+			t.wpm.maxLen = max(t.wpm.maxLen, len(s))
+		}
 	default:
 		return nil, fmt.Errorf("%w: tokenizer model %q", ErrUnsupported, v.Model)
 	}
@@ -146,7 +159,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 		name string
 		id   int32
 		on   bool
-	}{{"BOS", v.BOS, v.AddBOS}, {"EOS", v.EOS, v.AddEOS}} {
+	}{{"BOS", v.BOS, v.AddBOS}, {"EOS", v.EOS, v.AddEOS}, {"SEP", v.SEP, v.AddSEP}} {
 		if sp.id >= int32(n) {
 			return nil, fmt.Errorf("%w: %s id %d outside the vocabulary", ErrInvalid, sp.name, sp.id)
 		}
@@ -253,15 +266,21 @@ func (t *Tokenizer) Encode(text string, opts EncodeOptions) []int32 {
 			continue
 		}
 		raw := text[f.start:f.end]
-		if t.isBPE {
+		switch {
+		case t.isBPE:
 			out = t.bpeEncode(raw, &s.bpe, out)
-		} else {
+		case t.wpm != nil:
+			out = t.wpmEncode(raw, &s.wpm, out)
+		default:
 			out = t.spmEncode(escapeSpaces(raw, t.addSpacePrefix && prevSpecial), &s.spm, out)
 		}
 		prevSpecial = false
 	}
 	if opts.AddSpecial && t.v.AddEOS {
 		out = append(out, t.v.EOS)
+	}
+	if opts.AddSpecial && t.v.AddSEP {
+		out = append(out, t.v.SEP)
 	}
 	return out
 }
@@ -287,8 +306,11 @@ func (t *Tokenizer) PieceSpecial(id int32) []byte {
 }
 
 // Decode concatenates the pieces of ids. Unlike llama.cpp's detokenizer it
-// strips no leading space and cleans no spaces, so streaming the pieces
-// (Decoder) gives exactly the same bytes.
+// strips no leading space and, but for WordPiece, cleans no spaces, so
+// streaming the pieces (Decoder) gives exactly the same bytes. WordPiece
+// vocabularies are cleaned as llama.cpp cleans them (cleanSpaces), which
+// makes Decode equal llama.cpp's llama_detokenize for them (whose leading
+// space stays: a WordPiece vocabulary has no space prefix to remove).
 func (t *Tokenizer) Decode(ids []int32) []byte {
 	return t.decode(ids, false)
 }
@@ -307,6 +329,9 @@ func (t *Tokenizer) decode(ids []int32, special bool) []byte {
 			out = append(out, t.Piece(id)...)
 		}
 	}
+	if t.wpm != nil {
+		out = cleanSpaces(out)
+	}
 	return out
 }
 
@@ -318,6 +343,10 @@ func (t *Tokenizer) BOS() int32 { return t.v.BOS }
 
 // EOS is the end-of-sequence token, -1 when absent.
 func (t *Tokenizer) EOS() int32 { return t.v.EOS }
+
+// SEP is the separator token (BERT's [SEP], which WordPiece vocabularies
+// append with AddSpecial), -1 when absent.
+func (t *Tokenizer) SEP() int32 { return t.v.SEP }
 
 // EOT is the end-of-turn token (from metadata or recognised by its text),
 // -1 when absent.

@@ -22,27 +22,14 @@ type vectorCase struct {
 // NAME.out.
 func readVectors(t *testing.T, base string) []vectorCase {
 	t.Helper()
-	inp, err := os.ReadFile(base + ".inp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	outb, err := os.ReadFile(base + ".out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const sep = "\n__ggml_vocab_test__\n"
-	raw := string(inp)
-	var inputs []string
-	for pos := 0; pos < len(raw); {
-		next := strings.Index(raw[pos:], sep)
-		if next < 0 {
-			inputs = append(inputs, raw[pos:])
-			break
-		}
-		inputs = append(inputs, raw[pos:pos+next])
-		pos += next + len(sep)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(outb), "\n"), "\n")
+	return readVectorsOut(t, base+".inp", base+".out")
+}
+
+// readVectorsOut is readVectors with the inputs and ids in files named
+// apart (several .out files for one .inp).
+func readVectorsOut(t *testing.T, inpPath, outPath string) []vectorCase {
+	t.Helper()
+	inputs, lines := readInputs(t, inpPath), readLines(t, outPath)
 	if len(lines) != len(inputs) {
 		t.Fatalf("%d inputs but %d output lines", len(inputs), len(lines))
 	}
@@ -60,24 +47,69 @@ func readVectors(t *testing.T, base string) []vectorCase {
 	return cases
 }
 
+// readInputs splits a .inp file into its inputs.
+func readInputs(t *testing.T, path string) []string {
+	t.Helper()
+	inp, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sep = "\n__ggml_vocab_test__\n"
+	raw := string(inp)
+	var inputs []string
+	for pos := 0; pos < len(raw); {
+		next := strings.Index(raw[pos:], sep)
+		if next < 0 {
+			inputs = append(inputs, raw[pos:])
+			break
+		}
+		inputs = append(inputs, raw[pos:pos+next])
+		pos += next + len(sep)
+	}
+	return inputs
+}
+
+// readLines returns the lines of a file, without the final line break.
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// TestLlamaCppVectors runs llama.cpp's tokenizer tests: the vocabularies
+// of shared/testdata/tokenizer and, from testdata (README.md), BERT's
+// (bge-small-en-v1.5, WordPiece).
 func TestLlamaCppVectors(t *testing.T) {
+	t.Run("bert-bge", func(t *testing.T) {
+		base := filepath.Join("testdata", "ggml-vocab-bert-bge.gguf")
+		checkVectors(t, localTokenizer(t, base), readVectors(t, base))
+	})
 	dir := filepath.Join(sharedDir(t), "tokenizer")
 	for _, name := range vectorVocabs {
 		t.Run(name, func(t *testing.T) {
 			tok := loadTokenizer(t, filepath.Join("tokenizer", "ggml-vocab-"+name+".gguf"))
-			cases := readVectors(t, filepath.Join(dir, "ggml-vocab-"+name+".gguf"))
-			pass := 0
-			for i, c := range cases {
-				got := tok.Encode(c.input, EncodeOptions{})
-				if equalIDs(got, c.want) {
-					pass++
-					continue
-				}
-				t.Errorf("case %d %q:\n got  %v\n want %v", i, c.input, got, c.want)
-			}
-			t.Logf("%s: %d/%d cases pass", name, pass, len(cases))
+			checkVectors(t, tok, readVectors(t, filepath.Join(dir, "ggml-vocab-"+name+".gguf")))
 		})
 	}
+}
+
+// checkVectors encodes every case without BOS / EOS and special-token
+// parsing, as llama.cpp's test-tokenizer-0 does.
+func checkVectors(t *testing.T, tok *Tokenizer, cases []vectorCase) {
+	t.Helper()
+	pass := 0
+	for i, c := range cases {
+		got := tok.Encode(c.input, EncodeOptions{})
+		if equalIDs(got, c.want) {
+			pass++
+			continue
+		}
+		t.Errorf("case %d %q:\n got  %v\n want %v", i, c.input, got, c.want)
+	}
+	t.Logf("%d/%d cases pass", pass, len(cases))
 }
 
 func equalIDs(a, b []int32) bool {

@@ -22,6 +22,7 @@ const (
 const (
 	ModelSPM = "llama" // SentencePiece
 	ModelBPE = "gpt2"  // byte-level BPE
+	ModelWPM = "bert"  // WordPiece (BERT and its embedding-model kin)
 )
 
 var (
@@ -35,7 +36,7 @@ var (
 // Vocab is everything a tokenizer needs, independent of GGUF. Special ids
 // are -1 when absent.
 type Vocab struct {
-	Model  string    // "llama" (SentencePiece) or "gpt2" (byte-level BPE)
+	Model  string    // "llama" (SentencePiece), "gpt2" (byte-level BPE) or "bert" (WordPiece)
 	Pre    string    // tokenizer.ggml.pre ("default", "llama-bpe", "qwen2", ...)
 	Name   string    // general.name; llama.cpp keys a few per-model rules on it (Phi-3)
 	Tokens []string  // token texts, by id
@@ -44,12 +45,20 @@ type Vocab struct {
 	Merges []string  // "left right", by rank (BPE)
 
 	BOS, EOS, EOT, UNK, PAD, EOM int32
+	// SEP and MASK are BERT's [SEP] and [MASK] (WordPiece: BOS is [CLS]).
+	SEP, MASK int32
 	// FIM tokens that llama.cpp counts as end of generation; -1 when absent
 	// (they are also recognised by their text, as llama.cpp does).
 	FIMPad, FIMRep, FIMSep int32
 
 	AddBOS, AddEOS bool
+	AddSEP         bool // append SEP after the text (WordPiece: always, as llama.cpp does)
 	AddSpacePrefix bool // SPM: prefix the text with a space (tokenizer.ggml.add_space_prefix, default true)
+
+	// WordPiece normalizer (tokenizer.ggml.normalizer.*): lowercase the
+	// text, and strip accents (keep the first codepoint of each canonical
+	// decomposition, drop marks).
+	Lowercase, StripAccents bool
 
 	ChatTemplate string // tokenizer.chat_template, "" if absent
 }
@@ -65,6 +74,8 @@ const (
 	keyAddBOS         = "tokenizer.ggml.add_bos_token"
 	keyAddEOS         = "tokenizer.ggml.add_eos_token"
 	keyAddSpacePrefix = "tokenizer.ggml.add_space_prefix"
+	keyLowercase      = "tokenizer.ggml.normalizer.lowercase"
+	keyStripAccents   = "tokenizer.ggml.normalizer.strip_accents"
 	keyChatTemplate   = "tokenizer.chat_template"
 	keyName           = "general.name"
 )
@@ -73,9 +84,16 @@ const (
 // llama.cpp: SentencePiece vocabularies default to BOS 1, EOS 2, UNK 0,
 // add_bos true and add_space_prefix true; Llama-3-style pre-tokenizers
 // default to add_bos true. (llama.cpp's legacy BPE default of BOS = EOS =
-// 11 is not copied: an absent id stays -1.)
+// 11 is not copied: an absent id stays -1.) WordPiece vocabularies default
+// to BERT's ids, BOS ([CLS]) 101, UNK 100, SEP 102, PAD 0, MASK 103 and no
+// EOS; they add BOS and SEP and ignore add_bos_token, add_eos_token and
+// add_sep_token, since llama.cpp's WordPiece tokenizer adds [CLS] and
+// [SEP] with add_special whatever those keys say. Their normalizer
+// lowercases unless tokenizer.ggml.normalizer.lowercase is false and
+// strips accents when tokenizer.ggml.normalizer.strip_accents says so,
+// defaulting to the lowercase setting.
 func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
-	v := &Vocab{BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1, EOM: -1, FIMPad: -1, FIMRep: -1, FIMSep: -1}
+	v := &Vocab{BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1, EOM: -1, SEP: -1, MASK: -1, FIMPad: -1, FIMRep: -1, FIMSep: -1}
 	var ok bool
 	if v.Model, ok = f.String(keyModel); !ok {
 		return nil, fmt.Errorf("%w: %s missing", ErrInvalid, keyModel)
@@ -123,6 +141,8 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 			return nil, err
 		}
 		v.AddBOS = pc.addBOS
+	case ModelWPM:
+		v.BOS, v.UNK, v.SEP, v.PAD, v.MASK = 101, 100, 102, 0, 103
 	default:
 		return nil, fmt.Errorf("%w: tokenizer model %q", ErrUnsupported, v.Model)
 	}
@@ -136,6 +156,8 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 		{"tokenizer.ggml.eom_token_id", &v.EOM},
 		{"tokenizer.ggml.unknown_token_id", &v.UNK},
 		{"tokenizer.ggml.padding_token_id", &v.PAD},
+		{"tokenizer.ggml.seperator_token_id", &v.SEP}, // sic: llama.cpp's spelling
+		{"tokenizer.ggml.mask_token_id", &v.MASK},
 		{"tokenizer.ggml.fim_pad_token_id", &v.FIMPad},
 		{"tokenizer.ggml.fim_rep_token_id", &v.FIMRep},
 		{"tokenizer.ggml.fim_sep_token_id", &v.FIMSep},
@@ -155,6 +177,17 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 	}
 	if b, ok := f.Bool(keyAddSpacePrefix); ok {
 		v.AddSpacePrefix = b
+	}
+	if v.Model == ModelWPM {
+		v.AddBOS, v.AddEOS, v.AddSEP = true, false, true
+		v.Lowercase = true
+		if b, ok := f.Bool(keyLowercase); ok {
+			v.Lowercase = b
+		}
+		v.StripAccents = v.Lowercase
+		if b, ok := f.Bool(keyStripAccents); ok {
+			v.StripAccents = b
+		}
 	}
 	return v, nil
 }
@@ -176,7 +209,7 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 func ByteLevelVocab(extraMerges []string) *Vocab {
 	v := &Vocab{
 		Model: ModelBPE, Pre: "gpt-2",
-		BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1, EOM: -1, FIMPad: -1, FIMRep: -1, FIMSep: -1,
+		BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1, EOM: -1, SEP: -1, MASK: -1, FIMPad: -1, FIMRep: -1, FIMSep: -1,
 		AddBOS: true,
 	}
 	have := make(map[string]bool, 256+len(extraMerges)+2)

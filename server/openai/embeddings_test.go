@@ -428,3 +428,39 @@ func TestEmbeddingsAbortIsolation(t *testing.T) {
 		h.idle(t, false)
 	}
 }
+
+// TestEncoderServed: a BERT-style encoder (engine/testdata/embed) serves
+// /v1/embeddings through the official SDK, its vectors the engine's,
+// normalized; a completion or chat request is a 400 unsupported_feature
+// that names the reason, and the server stays idle and whole after it.
+func TestEncoderServed(t *testing.T) {
+	h := startHarness(t, harnessOpts{modelFile: "../../engine/testdata/embed/tiny-bert-f16.gguf"})
+	c := h.client()
+	ctx := ctxT(t)
+	texts := []string{"The capital of France is", "Once upon a time, there was a little girl named Lily."}
+	resp, err := c.Embeddings.New(ctx, oa.EmbeddingNewParams{Model: "tiny",
+		Input: oa.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range resp.Data {
+		if err := sameFloats(d.Embedding, unit(h.engineEmbedding(t, texts[i], engine.PoolingDefault))); err != nil {
+			t.Fatalf("input %d: %v", i, err)
+		}
+	}
+	if resp.Usage.PromptTokens < 20 {
+		t.Fatalf("usage %+v", resp.Usage)
+	}
+	_, err = c.Chat.Completions.New(ctx, oa.ChatCompletionNewParams{Model: "tiny",
+		Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("hello")}})
+	var apiErr *oa.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "unsupported_feature" || !strings.Contains(apiErr.Message, "encoder") {
+		t.Fatalf("chat on an encoder: %v", err)
+	}
+	_, err = c.Completions.New(ctx, oa.CompletionNewParams{Model: "tiny", MaxTokens: oa.Int(4),
+		Prompt: oa.CompletionNewParamsPromptUnion{OfString: oa.String("hello")}})
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "unsupported_feature" {
+		t.Fatalf("completion on an encoder: %v", err)
+	}
+	h.idle(t, false)
+}

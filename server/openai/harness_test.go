@@ -134,7 +134,7 @@ type harnessOpts struct {
 	maxSessions            int
 	writeBuffer            int    // server socket send buffer (0: system default)
 	eventQueue             int    // engine event queue per request (0: default)
-	modelFile              string // a GGUF of ../shared/testdata/models; "": tiny-llama-f16.gguf
+	modelFile              string // a GGUF of ../shared/testdata/models, or a path with a "/"; "": tiny-llama-f16.gguf
 }
 
 // clockT is a settable clock for lease tests.
@@ -152,7 +152,11 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	if o.modelFile == "" {
 		o.modelFile = "tiny-llama-f16.gguf"
 	}
-	f, err := gguf.Open(filepath.Join(td, "models", o.modelFile))
+	path := o.modelFile
+	if !strings.Contains(path, "/") {
+		path = filepath.Join(td, "models", path)
+	}
+	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,281 @@
+package llama
+
+import (
+	"fmt"
+
+	"oengine/kernels/cpu"
+	"oengine/model/gguf"
+)
+
+// The encoders (Config.Encoder): BERT's block and nomic-bert's. A
+// sequence's tokens attend to all of its positions, later ones included,
+// so Forward takes each sequence whole, positions 0 to n-1, and computes
+// hidden states only. Their K and V go through the pages like a
+// decoder's: the engine's page budget bounds them, and attention reads
+// them in tiles of tokens over the whole sequence (cpu.AttendFull, the
+// prefill tiles without the causal mask).
+
+// readEncoder checks what an encoder's metadata may say: a causal one is
+// not an encoder this package runs.
+func (c *Config) readEncoder(f *gguf.File) error {
+	if v, ok := f.Value(c.Arch + ".attention.causal"); ok {
+		if causal, ok := v.AsBool(); !ok || causal {
+			return fmt.Errorf("%w: %s.attention.causal = %v (a causal %s)", ErrUnsupported, c.Arch, v, c.Arch)
+		}
+	}
+	if c.Experts > 0 || c.SWA > 0 {
+		return fmt.Errorf("%w: %s with experts or a sliding window", ErrUnsupported, c.Arch)
+	}
+	return nil
+}
+
+// loadEncoder reads an encoder's embedding tensors and its layers (Load
+// has read the token embedding).
+func (m *Model) loadEncoder(ld *loader) {
+	c := &m.cfg
+	f := ld.f
+	m.out = m.tokEmb // no output projection; linearMatrices lists it once
+	m.embNormW = ld.vector("token_embd_norm.weight", c.Dim)
+	m.embNormB = ld.vector("token_embd_norm.bias", c.Dim)
+	if t, ok := f.Tensor("token_types.weight"); ok && len(t.Dims) == 2 && t.Dims[1] > 0 && t.Dims[1] <= maxDim {
+		// Every token is of type 0 (one segment), as llama.cpp computes.
+		if types := ld.table("token_types.weight", int(t.Dims[1]), c.Dim); types != nil {
+			m.typeEmb = types[:c.Dim]
+		}
+	}
+	if c.AbsPos {
+		m.posEmb = ld.table("position_embd.weight", c.CtxLen, c.Dim)
+	}
+	optional := func(name string, n int) []float32 {
+		if _, ok := f.Tensor(name); !ok {
+			return nil
+		}
+		return ld.vector(name, n)
+	}
+	for i := range m.layers {
+		l := &m.layers[i]
+		p := fmt.Sprintf("blk.%d.", i)
+		if _, fused := f.Tensor(p + "attn_qkv.weight"); fused {
+			qkv := ld.rows(p+"attn_qkv.weight", c.QDim()+2*c.KVDim(), c.Dim, []int{c.QDim(), c.KVDim(), c.KVDim()})
+			if qkv != nil {
+				l.wq, l.wk, l.wv = qkv[0], qkv[1], qkv[2]
+			}
+			if b := optional(p+"attn_qkv.bias", c.QDim()+2*c.KVDim()); b != nil {
+				l.bq, l.bk, l.bv = b[:c.QDim()], b[c.QDim():c.QDim()+c.KVDim()], b[c.QDim()+c.KVDim():]
+			}
+		} else {
+			l.wq = ld.matrix(p+"attn_q.weight", c.QDim(), c.Dim)
+			l.wk = ld.matrix(p+"attn_k.weight", c.KVDim(), c.Dim)
+			l.wv = ld.matrix(p+"attn_v.weight", c.KVDim(), c.Dim)
+			l.bq = optional(p+"attn_q.bias", c.QDim())
+			l.bk = optional(p+"attn_k.bias", c.KVDim())
+			l.bv = optional(p+"attn_v.bias", c.KVDim())
+			if (l.bq == nil) != (l.bk == nil) || (l.bq == nil) != (l.bv == nil) {
+				ld.err = fmt.Errorf("llama: %s: attn_q, attn_k and attn_v have biases only in part", p)
+			}
+		}
+		l.wo = ld.matrix(p+"attn_output.weight", c.Dim, c.QDim())
+		l.bo = optional(p+"attn_output.bias", c.Dim)
+		l.attnOutNormW = ld.vector(p+"attn_output_norm.weight", c.Dim)
+		l.attnOutNormB = ld.vector(p+"attn_output_norm.bias", c.Dim)
+		if !c.AbsPos { // nomic-bert: SwiGLU
+			l.wGate = ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim)
+		}
+		l.wUp = ld.matrix(p+"ffn_up.weight", c.FFN, c.Dim)
+		l.bUp = optional(p+"ffn_up.bias", c.FFN)
+		l.wDown = ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN)
+		l.bDown = optional(p+"ffn_down.bias", c.Dim)
+		l.outNormW = ld.vector(p+"layer_output_norm.weight", c.Dim)
+		l.outNormB = ld.vector(p+"layer_output_norm.bias", c.Dim)
+		if ld.err != nil {
+			return
+		}
+	}
+}
+
+// checkWhole returns each sequence's length in b, an encoder's batch: a
+// sequence's tokens must come together, at positions 0, 1, ..., n-1.
+func checkWhole(b *Batch, lens []int32) ([]int32, error) {
+	lens = growI32(lens, len(b.Seqs))
+	clear(lens)
+	for i := range b.Tokens {
+		s, pos := b.Seq[i], b.Pos[i]
+		if pos != lens[s] || pos > 0 && (i == 0 || b.Seq[i-1] != s) {
+			return nil, fmt.Errorf("%w: an encoder computes whole sequences (positions 0 to n-1 together): sequence %d has position %d at token %d", ErrBadBatch, s, pos, i)
+		}
+		lens[s]++
+	}
+	return lens, nil
+}
+
+// encode is ForwardHidden for an encoder: the final hidden states of b's
+// tokens (checkBatch has validated b; its sequences are whole, and it
+// wants no logits).
+func (m *Model) encode(kv *KV, b *Batch, hidden []float32, maxN int) error {
+	c, f := &m.cfg, &m.fw
+	if len(b.Logits) > 0 {
+		return fmt.Errorf("%w: %s is an encoder: it computes embeddings, not logits", ErrBadBatch, c.Arch)
+	}
+	lens, err := checkWhole(b, f.seqLens)
+	if err != nil {
+		return err
+	}
+	f.seqLens = lens
+	T, D, R := len(b.Tokens), c.Dim, c.RopeDims
+	f.ensure(m, T, 0, maxN)
+	f.kv, f.b, f.t = kv, b, T
+	m.planEncoderAttn(maxN)
+	for i, tok := range b.Tokens { // serial: f.row is one scratch row
+		m.tokEmb.RowF32(int(tok), f.x[i*D:(i+1)*D], f.row)
+	}
+	m.forTokens(func(i int) {
+		x := f.x[i*D : (i+1)*D]
+		if m.typeEmb != nil {
+			cpu.Add(x, x, m.typeEmb)
+		}
+		if m.posEmb != nil {
+			pos := int(b.Pos[i])
+			cpu.Add(x, x, m.posEmb[pos*D:(pos+1)*D])
+		}
+		cpu.LayerNorm(x, x, m.embNormW, m.embNormB, c.NormEps)
+		if !c.AbsPos {
+			m.ropeCache(f.cs[i*R:(i+1)*R], b.Pos[i])
+		}
+	})
+	for l := range m.layers {
+		m.encoderLayer(l)
+	}
+	for j, idx := range b.Hidden {
+		copy(hidden[j*D:(j+1)*D], f.x[int(idx)*D:(int(idx)+1)*D])
+	}
+	f.kv, f.b = nil, nil
+	return nil
+}
+
+// encoderLayer runs encoder block l on the T token states in f.x.
+func (m *Model) encoderLayer(l int) {
+	c, f, w := &m.cfg, &m.fw, &m.layers[l]
+	T, D, QD, KD, HD, R, F := f.t, c.Dim, c.QDim(), c.KVDim(), c.HeadDim, c.RopeDims, c.FFN
+	b, kv := f.b, f.kv
+	f.layer = l
+
+	// Attention: q, k, v = x·Wᵀ + b; RoPE (nomic-bert); K/V into the
+	// pages; every token attends to its whole sequence; xb = att·Woᵀ + b;
+	// x = LN(x + xb).
+	q, k, v := f.q[:T*QD], f.k[:T*KD], f.v[:T*KD]
+	f.qkv[0], f.qkv[1], f.qkv[2] = cpu.MatOp{Dst: q, W: w.wq}, cpu.MatOp{Dst: k, W: w.wk}, cpu.MatOp{Dst: v, W: w.wv}
+	m.matMuls(f.qkv[:], f.x[:T*D], T)
+	m.forTokens(func(i int) {
+		qi, ki, vi := q[i*QD:(i+1)*QD], k[i*KD:(i+1)*KD], v[i*KD:(i+1)*KD]
+		if w.bq != nil {
+			cpu.AddBias(qi, w.bq)
+			cpu.AddBias(ki, w.bk)
+			cpu.AddBias(vi, w.bv)
+		}
+		if !c.AbsPos {
+			cs := f.cs[i*R : (i+1)*R]
+			cpu.Rope(qi, c.Heads, HD, R, cs, c.RopeNeoX)
+			cpu.Rope(ki, c.KVHeads, HD, R, cs, c.RopeNeoX)
+		}
+		pos := int(b.Pos[i])
+		kv.store(l, b.Seqs[b.Seq[i]][pos/kv.pageSize], pos%kv.pageSize, ki, vi)
+	})
+	m.pool.For(f.slots, f.encAttnFn)
+	m.matMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
+	m.forTokens(func(i int) {
+		x, xb := f.x[i*D:(i+1)*D], f.xb[i*D:(i+1)*D]
+		if w.bo != nil {
+			cpu.Add(xb, xb, w.bo)
+		}
+		cpu.Add(x, xb, x)
+		cpu.LayerNorm(x, x, w.attnOutNormW, w.attnOutNormB, c.NormEps)
+	})
+
+	// Feed-forward: xb = GELU(x·Wupᵀ + b)·Wdownᵀ + b (bert) or
+	// (silu(x·Wgᵀ) * x·Wuᵀ)·Wdᵀ (nomic-bert); x = LN(x + xb).
+	hb, hb2 := f.hb[:T*F], f.hb2[:T*F]
+	if w.wGate.Rows > 0 {
+		f.gu[0], f.gu[1] = cpu.MatOp{Dst: hb, W: w.wGate}, cpu.MatOp{Dst: hb2, W: w.wUp}
+		m.matMuls(f.gu[:], f.x[:T*D], T)
+	} else {
+		m.matMul(hb, w.wUp, f.x[:T*D], T)
+	}
+	m.forTokens(func(i int) {
+		h := hb[i*F : (i+1)*F]
+		if w.wGate.Rows > 0 {
+			cpu.SwiGLU(h, h, hb2[i*F:(i+1)*F])
+			return
+		}
+		if w.bUp != nil {
+			cpu.Add(h, h, w.bUp)
+		}
+		cpu.GELU(h, h)
+	})
+	m.matMul(f.xb[:T*D], w.wDown, hb, T)
+	m.forTokens(func(i int) {
+		x, xb := f.x[i*D:(i+1)*D], f.xb[i*D:(i+1)*D]
+		if w.bDown != nil {
+			cpu.Add(xb, xb, w.bDown)
+		}
+		cpu.Add(x, xb, x)
+		cpu.LayerNorm(x, x, w.outNormW, w.outNormB, c.NormEps)
+	})
+}
+
+// planEncoderAttn cuts each sequence of the batch in progress into tiles
+// of cpu.AttnChunkTokens tokens (f.attnItems), the work items of
+// encAttnSlots, and grows the slots' scratch for tiles over maxN
+// positions.
+func (m *Model) planEncoderAttn(maxN int) {
+	f, c := &m.fw, &m.cfg
+	g := c.Heads / c.KVHeads
+	tile := cpu.AttnChunkTokens(g)
+	f.attnItems = f.attnItems[:0]
+	for i := 0; i < f.t; {
+		n := int(f.seqLens[f.b.Seq[i]]) // the sequence's tokens start at i
+		for k := i; k < i+n; k += tile {
+			f.attnItems = append(f.attnItems, attnItem{int32(k), int32(min(tile, i+n-k))})
+		}
+		i += n
+	}
+	need := cpu.AttnChunkScratch(g, maxN, c.HeadDim)
+	for s, sc := range f.attnScratch {
+		if len(sc) < need {
+			f.attnScratch[s] = grow(sc, need)
+		}
+	}
+}
+
+// encAttnSlots is attnSlots for an encoder: slot s takes the tiles s,
+// s+slots, ... of f.attnItems, each token attending to every position of
+// its sequence (cpu.AttendFull: the K/V rows are read once per tile).
+func (f *forward) encAttnSlots(lo, hi int) {
+	c, b, kv, l := &f.m.cfg, f.b, f.kv, f.layer
+	QD, g := c.QDim(), c.Heads/c.KVHeads
+	for s := lo; s < hi; s++ {
+		for it := s; it < len(f.attnItems); it += f.slots {
+			a := f.attnItems[it]
+			i, n, seq := int(a.i), int(a.n), b.Seq[a.i]
+			cpu.AttendFull(f.att[i*QD:(i+n)*QD], f.q[i*QD:(i+n)*QD], n, c.KVHeads, g,
+				kv.k[l], kv.v[l], b.Seqs[seq], int(f.seqLens[seq]), f.scale, f.attnScratch[s])
+		}
+	}
+}
+
+// forTokens runs fn for each of the f.t tokens of the call in progress, on
+// the pool for larger batches (each token's arithmetic is the same either
+// way).
+func (m *Model) forTokens(fn func(i int)) {
+	f := &m.fw
+	if f.t < parRows {
+		for i := 0; i < f.t; i++ {
+			fn(i)
+		}
+		return
+	}
+	m.pool.For(f.t, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			fn(i)
+		}
+	})
+}
