@@ -344,6 +344,35 @@ func TestBenchModelTiny(t *testing.T) {
 	}
 }
 
+// TestBenchModelEncoder: an encoder's test embeds --inputs inputs of --pp
+// tokens per forward pass (no decode test), and refuses inputs past its
+// context.
+func TestBenchModelEncoder(t *testing.T) {
+	data, err := synth.Build(synth.Options{Arch: "bert", Dims: synth.Dims{Dim: 64, Layers: 2, Heads: 4, KVHeads: 4, FFN: 128, Vocab: 300, CtxLen: 64}, Type: ggml.TypeF16, Seed: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := BenchModel(f, ModelBenchConfig{PP: 40, TG: 6, Reps: 2, Threads: 2, PageSize: 16, Inputs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PPTokensPerS <= 0 || res.TGTokensPerS != 0 || res.EmbedInputs != 3 || res.Batch != 120 {
+		t.Fatalf("result %+v", res)
+	}
+	var b strings.Builder
+	WriteModelTable(&b, []ModelBenchResult{res})
+	if !strings.Contains(b.String(), "embed 3x40") || strings.Contains(b.String(), "tg") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	if _, err := BenchModel(f, ModelBenchConfig{PP: 65, Reps: 1}); err == nil || !strings.Contains(err.Error(), "context") {
+		t.Fatalf("65 tokens per input of a 64-token encoder: %v", err)
+	}
+}
+
 func TestServerDigest(t *testing.T) {
 	figs := map[string]float64{
 		`oengine:kv_cache_usage_perc{model_name="a"}:peak`:      0.5,

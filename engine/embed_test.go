@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"oengine/model/llama"
 	"oengine/model/tokenizer"
@@ -160,15 +161,17 @@ func TestEmbedPooling(t *testing.T) {
 		{"tiny pool preempts", Config{KVPages: 40, MaxBatchedTokens: 24, MaxStepLatency: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			var hooks sync.WaitGroup // one Done per embedding request's hook
 			var mu sync.Mutex
 			preempted := 0
 			cfg := tc.cfg
 			cfg.Hooks.OnRequestDone = func(rs RequestStats) {
-				mu.Lock()
 				if strings.HasPrefix(rs.ID, "emb-") {
+					mu.Lock()
 					preempted += rs.Preemptions
+					mu.Unlock()
+					hooks.Done()
 				}
-				mu.Unlock()
 			}
 			e := newEngineOn(t, cfg, m, tok)
 			var wg sync.WaitGroup
@@ -183,6 +186,7 @@ func TestEmbedPooling(t *testing.T) {
 						return
 					}
 					r.ID = fmt.Sprintf("emb-%d", i)
+					hooks.Add(1)
 					vec, u, err, evs := embedResult(t, e, r)
 					if err != nil {
 						t.Errorf("request %d: %v", i, err)
@@ -201,7 +205,15 @@ func TestEmbedPooling(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			mu.Lock() // the hook runs after the terminal event: the last one may still be counting
+			// A hook runs after its terminal event: the last ones may still be counting.
+			hooksDone := make(chan struct{})
+			go func() { hooks.Wait(); close(hooksDone) }()
+			select {
+			case <-hooksDone:
+			case <-time.After(30 * time.Second):
+				t.Fatal("OnRequestDone not called for every embedding request")
+			}
+			mu.Lock()
 			defer mu.Unlock()
 			if tc.name == "tiny pool preempts" && preempted == 0 {
 				t.Fatal("no embedding request was preempted")

@@ -317,7 +317,7 @@ func TestParseSynth(t *testing.T) {
 		{name: "no output", args: []string{"--preset", "tiny"}, err: "synth: -o out.gguf is required"},
 		{name: "no shape", args: []string{"-o", "x"}, err: "synth: give --preset NAME or --dims"},
 		{name: "both shapes", args: []string{"-o", "x", "--preset", "tiny", "--dims", "1,1,1,1,1,1"}, err: "give --preset or --dims, not both"},
-		{name: "bad preset", args: []string{"-o", "x", "--preset", "huge"}, err: `synth: --preset must be gemma2-2b, gemma3-1b, gpt-oss-20b, llama3-8b, phi3-mini, qwen3-0.6b, qwen3-30b-a3b, tiny or tinyllama-1.1b, got "huge"`},
+		{name: "bad preset", args: []string{"-o", "x", "--preset", "huge"}, err: `synth: --preset must be bge-small-en, gemma2-2b, gemma3-1b, gpt-oss-20b, llama3-8b, nomic-embed-text, phi3-mini, qwen3-0.6b, qwen3-30b-a3b, tiny or tinyllama-1.1b, got "huge"`},
 		{name: "bad dims", args: []string{"-o", "x", "--dims", "1,2"}, err: "synth: --dims wants"},
 		{name: "bad type", args: []string{"-o", "x", "--preset", "tiny", "--type", "q9"}, err: "synth: --type:"},
 		{name: "bad arch", args: []string{"-o", "x", "--preset", "tiny", "--arch", "gpt2"}, err: `synth: --arch must be llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert or nomic-bert, got "gpt2"`},
