@@ -8,30 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"oengine/model/gguf"
-	"oengine/model/llama"
-	"oengine/model/tokenizer"
 )
 
 // loadEncoder loads an encoder model of testdata/embed (README.md there).
 func loadEncoder(t testing.TB, name string) (Model, Tokenizer) {
 	t.Helper()
-	f, err := gguf.Open(filepath.Join("testdata", "embed", name+".gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := llama.Load(f, llama.Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	return FromLlama(m, llama.KVF16), WrapTokenizer(tok)
+	return loadModelFile(t, filepath.Join("testdata", "embed", name+".gguf"))
 }
 
 // TestEncoderLlamaCppReference: BERT-style encoders (every token attends

@@ -21,7 +21,13 @@ func sharedTestdata(t testing.TB) string {
 // tokenizer.
 func loadRef(t testing.TB, name string) (Model, Tokenizer) {
 	t.Helper()
-	f, err := gguf.Open(filepath.Join(sharedTestdata(t), "models", name))
+	return loadModelFile(t, filepath.Join(sharedTestdata(t), "models", name))
+}
+
+// loadModelFile loads the GGUF model at path with its tokenizer.
+func loadModelFile(t testing.TB, path string) (Model, Tokenizer) {
+	t.Helper()
+	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

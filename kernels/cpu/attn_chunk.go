@@ -74,6 +74,22 @@ func AttendChunk(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0
 // one logit per query head, [kvh][g]): each token's result is bit for bit
 // AttendHeadsWindow's with those sinks. nil: AttendChunk.
 func AttendChunkSinks(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0 int, scale float32, sinks, scratch []float32) {
+	attendTiles(out, q, T, kvh, g, k, v, table, p0, -1, scale, sinks, scratch)
+}
+
+// AttendFull is AttendChunk without the causal mask (an encoder's
+// attention): each of the T query tokens attends to positions 0..n-1, all
+// of which must be in the store. Each token's result is bit for bit
+// AttendHeads' over n positions (TestAttendFullMatchesAttendHeads).
+// scratch must hold AttnChunkScratch(g, n, d) values.
+func AttendFull(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, n int, scale float32, scratch []float32) {
+	attendTiles(out, q, T, kvh, g, k, v, table, 0, n, scale, nil, scratch)
+}
+
+// attendTiles cuts T query tokens into tiles of AttnChunkTokens(g) and
+// runs each KV head's attendTile on them: causally from position p0
+// (full < 0), or every token over positions 0..full-1.
+func attendTiles(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0, full int, scale float32, sinks, scratch []float32) {
 	if T <= 0 {
 		return
 	}
@@ -83,30 +99,12 @@ func AttendChunkSinks(out, q []float32, T, kvh, g int, k, v KVRows, table []int3
 	for t0 := 0; t0 < T; t0 += tt {
 		nt := min(tt, T-t0)
 		o, qt := out[t0*qd:(t0+nt)*qd], q[t0*qd:(t0+nt)*qd]
-		for h := 0; h < kvh; h++ {
-			n0 := p0 + t0 + 1
-			attendTile(o, qt, nt, g, d, qd, h, k, v, table, n0, n0+nt-1, scale, sinks, scratch)
+		n0, nmax := p0+t0+1, p0+t0+nt
+		if full >= 0 {
+			n0, nmax = full, full
 		}
-	}
-}
-
-// AttendFull is AttendChunk without the causal mask (an encoder's
-// attention): each of the T query tokens attends to positions 0..n-1, all
-// of which must be in the store. Each token's result is bit for bit
-// AttendHeads' over n positions (TestAttendFullMatchesAttendHeads).
-// scratch must hold AttnChunkScratch(g, n, d) values.
-func AttendFull(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, n int, scale float32, scratch []float32) {
-	if T <= 0 {
-		return
-	}
-	qd := len(q) / T
-	d := qd / (kvh * g)
-	tt := AttnChunkTokens(g)
-	for t0 := 0; t0 < T; t0 += tt {
-		nt := min(tt, T-t0)
-		o, qt := out[t0*qd:(t0+nt)*qd], q[t0*qd:(t0+nt)*qd]
 		for h := 0; h < kvh; h++ {
-			attendTile(o, qt, nt, g, d, qd, h, k, v, table, n, n, scale, nil, scratch)
+			attendTile(o, qt, nt, g, d, qd, h, k, v, table, n0, nmax, scale, sinks, scratch)
 		}
 	}
 }

@@ -182,14 +182,7 @@ func (m *Model) encoderLayer(l int) {
 	})
 	m.pool.For(f.slots, f.encAttnFn)
 	m.matMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
-	m.forTokens(func(i int) {
-		x, xb := f.x[i*D:(i+1)*D], f.xb[i*D:(i+1)*D]
-		if w.bo != nil {
-			cpu.Add(xb, xb, w.bo)
-		}
-		cpu.Add(x, xb, x)
-		cpu.LayerNorm(x, x, w.attnOutNormW, w.attnOutNormB, c.NormEps)
-	})
+	m.addNorm(w.bo, w.attnOutNormW, w.attnOutNormB)
 
 	// Feed-forward: xb = GELU(x·Wupᵀ + b)·Wdownᵀ + b (bert) or
 	// (silu(x·Wgᵀ) * x·Wuᵀ)·Wdᵀ (nomic-bert); x = LN(x + xb).
@@ -212,13 +205,21 @@ func (m *Model) encoderLayer(l int) {
 		cpu.GELU(h, h)
 	})
 	m.matMul(f.xb[:T*D], w.wDown, hb, T)
+	m.addNorm(w.bDown, w.outNormW, w.outNormB)
+}
+
+// addNorm ends an encoder sub-block: x = LN(x + xb + bias) per token
+// (bias nil: none), with the norm's weight and bias.
+func (m *Model) addNorm(bias, normW, normB []float32) {
+	f, c := &m.fw, &m.cfg
+	D := c.Dim
 	m.forTokens(func(i int) {
 		x, xb := f.x[i*D:(i+1)*D], f.xb[i*D:(i+1)*D]
-		if w.bDown != nil {
-			cpu.Add(xb, xb, w.bDown)
+		if bias != nil {
+			cpu.Add(xb, xb, bias)
 		}
 		cpu.Add(x, xb, x)
-		cpu.LayerNorm(x, x, w.outNormW, w.outNormB, c.NormEps)
+		cpu.LayerNorm(x, x, normW, normB, c.NormEps)
 	})
 }
 

@@ -25,27 +25,11 @@ var (
 // under the shared test data directory.
 func loadTokenizer(t testing.TB, rel string) *Tokenizer {
 	t.Helper()
-	path := filepath.Join(sharedDir(t), rel)
-	loadMu.Lock()
-	defer loadMu.Unlock()
-	if tok, ok := loadCache[path]; ok {
-		return tok
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatalf("open %s: %v", rel, err)
-	}
-	defer f.Close()
-	tok, err := FromGGUF(f)
-	if err != nil {
-		t.Fatalf("tokenizer from %s: %v", rel, err)
-	}
-	loadCache[path] = tok
-	return tok
+	return localTokenizer(t, filepath.Join(sharedDir(t), rel))
 }
 
-// localTokenizer loads (once per test binary) the tokenizer of a GGUF file
-// in this package's testdata.
+// localTokenizer loads (once per test binary) the tokenizer of the GGUF
+// file at path.
 func localTokenizer(t testing.TB, path string) *Tokenizer {
 	t.Helper()
 	loadMu.Lock()
