@@ -257,6 +257,9 @@ type Limits struct {
 	// MaxOutputTokens+1 tokens (its context and one step's budget,
 	// MaxBatchedTokens).
 	EmbeddingsOnly bool
+	// RankOutputs is the width of the model's classification head (a
+	// reranker: PoolingRank); 0: none.
+	RankOutputs int
 }
 
 // LoadFigures is a live snapshot for GetLoad and metrics.

@@ -23,9 +23,13 @@ const (
 	// PoolingLast takes the last position's hidden state (what causal
 	// embedding models such as Qwen3-Embedding are trained for).
 	PoolingLast
+	// PoolingRank takes the first position's hidden state through the
+	// model's classification head (RankModel): Limits.RankOutputs scores,
+	// a reranker's relevance logit first.
+	PoolingRank
 )
 
-var poolingNames = [...]string{"default", "mean", "cls", "last"}
+var poolingNames = [...]string{"default", "mean", "cls", "last", "rank"}
 
 func (p Pooling) String() string {
 	if p >= 0 && int(p) < len(poolingNames) {
@@ -34,8 +38,8 @@ func (p Pooling) String() string {
 	return "unknown"
 }
 
-// ParsePooling reads "mean", "cls" or "last" ("" and "default" are
-// PoolingDefault).
+// ParsePooling reads "mean", "cls", "last" or "rank" ("" and "default"
+// are PoolingDefault).
 func ParsePooling(s string) (Pooling, error) {
 	if s == "" {
 		return PoolingDefault, nil
@@ -45,15 +49,21 @@ func ParsePooling(s string) (Pooling, error) {
 			return Pooling(i), nil
 		}
 	}
-	return 0, fmt.Errorf("pooling %q: want mean, cls or last", s)
+	return 0, fmt.Errorf("pooling %q: want mean, cls, last or rank", s)
 }
 
 // EmbedOptions make a Request an embedding request: its prompt is computed
 // and pooled into one vector, and nothing is generated. The stream then
 // holds exactly one event: EventDone with Embedding (Limits.EmbeddingDim
-// values, not normalized) and Usage, or EventError.
+// values, not normalized; Limits.RankOutputs scores for PoolingRank) and
+// Usage, or EventError.
 type EmbedOptions struct {
 	Pooling Pooling
+	// Pair, when set, is a second text: the input is Request.Prompt and
+	// Pair as one pair (a reranker's query and document), tokenized with
+	// the vocabulary's pair template ([CLS] a [SEP] b [SEP]), Pair's
+	// tokens of token type 1 where the model has two.
+	Pair string
 }
 
 // HiddenModel is a Model that can also return final hidden states: each
@@ -67,6 +77,14 @@ type HiddenModel interface {
 	ForwardHidden(kv KV, b *Batch, logits, hidden []float32) error
 }
 
+// RankModel is a HiddenModel with a classification head (a reranker, an
+// encoder with one): Rank turns a first-position final hidden state into
+// ModelInfo.RankOutputs scores.
+type RankModel interface {
+	HiddenModel
+	Rank(dst, cls []float32) error
+}
+
 // embedState is an embedding request's pooling in progress.
 type embedState struct {
 	pooling Pooling
@@ -74,14 +92,21 @@ type embedState struct {
 	vec     []float32 // PoolingCLS, PoolingLast: the chosen row
 }
 
-// resolvePooling is the engine's default pooling: cfg's, else the model's,
-// else PoolingLast.
-func resolvePooling(cfg, model Pooling) Pooling {
+// resolvePooling is the engine's default pooling of embeddings: cfg's,
+// else the model's, else PoolingLast (an encoder's: PoolingMean,
+// sentence-transformers' default). A reranker's file says rank: its
+// embeddings default to PoolingCLS, the state its head reads (ranking is
+// asked for by name).
+func resolvePooling(cfg, model Pooling, encoder bool) Pooling {
 	switch {
 	case cfg != PoolingDefault:
 		return cfg
+	case model == PoolingRank:
+		return PoolingCLS
 	case model != PoolingDefault:
 		return model
+	case encoder:
+		return PoolingMean
 	}
 	return PoolingLast
 }
@@ -94,8 +119,12 @@ func (e *Engine) checkEmbed(r Request) error {
 	switch {
 	case e.limits.EmbeddingDim == 0:
 		return newError(CodeUnsupportedFeature, "this model does not return hidden states, so it serves no embeddings (device %s)", e.limits.Device)
-	case r.Embed.Pooling < PoolingDefault || r.Embed.Pooling > PoolingLast:
+	case r.Embed.Pooling < PoolingDefault || r.Embed.Pooling > PoolingRank:
 		return newError(CodeInvalidArgument, "unknown pooling %d", r.Embed.Pooling)
+	case r.Embed.Pooling == PoolingRank && e.limits.RankOutputs == 0:
+		return newError(CodeUnsupportedFeature, "this model has no classification head: it ranks nothing")
+	case r.Embed.Pair != "" && (r.TokenIDs != nil || r.Prompt == ""):
+		return invalid("a pair without a text prompt (token ids)")
 	case r.OpenInput:
 		return invalid("streamed input")
 	case r.N > 1:
@@ -128,7 +157,7 @@ func (e *Engine) startEmbed(req *request, opts *scheduler.SeqOptions) {
 	case PoolingMean:
 		req.embed.sum = make([]float64, e.limits.EmbeddingDim)
 		opts.PromptLogits = true
-	case PoolingCLS:
+	case PoolingCLS, PoolingRank:
 		opts.PromptLogits = true
 	}
 }
@@ -160,7 +189,7 @@ func (e *Engine) embedRows(req *request, it *scheduler.Item, rows []float32) {
 			for j, v := range r {
 				es.sum[j] += float64(v)
 			}
-		case es.pooling == PoolingCLS && p == 0,
+		case (es.pooling == PoolingCLS || es.pooling == PoolingRank) && p == 0,
 			es.pooling == PoolingLast && p == len(req.prompt)-1:
 			es.vec = append(es.vec[:0], r...)
 		}
@@ -187,6 +216,14 @@ func (e *Engine) finishEmbed(o *output) {
 	if len(es.vec) != e.limits.EmbeddingDim {
 		e.endRequest(req, newError(CodeInternal, "embedding: no hidden state for the pooled position"))
 		return
+	}
+	if es.pooling == PoolingRank {
+		scores := make([]float32, e.limits.RankOutputs)
+		if err := e.model.(RankModel).Rank(scores, es.vec); err != nil {
+			e.endRequest(req, wrapError(CodeInternal, err, ""))
+			return
+		}
+		es.vec = scores
 	}
 	for _, v := range es.vec {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {

@@ -2,12 +2,21 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"oengine/ggml"
+	"oengine/model/gguf"
+	"oengine/model/llama"
+	"oengine/model/synth"
+	"oengine/model/tokenizer"
 )
 
 // loadEncoder loads an encoder model of testdata/embed (README.md there).
@@ -115,5 +124,126 @@ func TestEncoderRefusals(t *testing.T) {
 	vec, usage, eerr, _ := embedResult(t, e, Request{TokenIDs: ids[:64], Embed: &EmbedOptions{Pooling: PoolingMean}})
 	if eerr != nil || len(vec) != 32 || usage.PromptTokens != 64 {
 		t.Fatalf("64 tokens: %v, %d values, usage %+v", eerr, len(vec), usage)
+	}
+}
+
+// TestRerankLlamaCppReference: a reranker (bert with a classification
+// head, one token type as XLM-R-based rerankers have) gives llama.cpp's
+// relevance logits for query-document pairs, the pair tokenized as
+// [CLS] query [SEP] document [SEP] (llama.cpp was given those tokens: the
+// text "query [SEP] document" with special tokens parsed and added).
+func TestRerankLlamaCppReference(t *testing.T) {
+	const name = "tiny-bert-rerank-f16"
+	m, tok := loadEncoder(t, name)
+	e := newRealEngine(t, Config{KVPages: 256}, m, tok)
+	if l := e.Limits(); l.RankOutputs != 1 || l.Pooling != PoolingCLS {
+		t.Fatalf("limits: rank outputs %d, default pooling %v; want 1 and cls", l.RankOutputs, l.Pooling)
+	}
+	raw, err := os.ReadFile(filepath.Join("testdata", "embed", name+".rank.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref embedRef
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if ref.Dim != 1 || ref.Pooling != "rank" || len(ref.Prompts) != 7 {
+		t.Fatalf("reference of %d values, %q pooling, %d pairs", ref.Dim, ref.Pooling, len(ref.Prompts))
+	}
+	worst := 0.0
+	for i, p := range ref.Prompts {
+		q, d, ok := strings.Cut(p.Prompt, " [SEP] ")
+		if !ok {
+			t.Fatalf("pair %d has no [SEP]", i)
+		}
+		ids, _, err := tok.(PairEncoder).EncodePair(q, d, true)
+		if err != nil || !slices.Equal(ids, p.Tokens) {
+			t.Fatalf("pair %d: tokens %v (%v), llama.cpp %v", i, ids, err, p.Tokens)
+		}
+		scores, usage, eerr, _ := embedResult(t, e, Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: d}})
+		if eerr != nil || len(scores) != 1 || usage.PromptTokens != len(ids) {
+			t.Fatalf("pair %d: %v, %d scores, usage %+v", i, eerr, len(scores), usage)
+		}
+		diff := math.Abs(float64(scores[0]) - p.Embedding[0])
+		worst = max(worst, diff)
+		if diff > 0.01 {
+			t.Errorf("pair %d (%d tokens): score %.5f, llama.cpp %.5f", i, len(ids), scores[0], p.Embedding[0])
+		}
+	}
+	t.Logf("worst score difference %.2e", worst)
+	// A model without a head ranks nothing.
+	plain, ptok := loadEncoder(t, "tiny-bert-f16")
+	pe := newRealEngine(t, Config{KVPages: 64}, plain, ptok)
+	_, _, eerr, _ := embedResult(t, pe, Request{Prompt: "q", Embed: &EmbedOptions{Pooling: PoolingRank, Pair: "d"}})
+	if eerr == nil || eerr.Code != CodeUnsupportedFeature {
+		t.Fatalf("rank on a model without a head: %v", eerr)
+	}
+}
+
+// TestRerankTokenTypes: with two token types a pair's document is of type
+// 1 (its score differs from the same tokens all of type 0, as token ids
+// give them), and pairs batched with each other and with plain embedding
+// inputs in any mix score bit for bit as alone.
+func TestRerankTokenTypes(t *testing.T) {
+	vocab, err := gguf.Open(filepath.Join("..", "model", "tokenizer", "testdata", "ggml-vocab-bert-bge.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vocab.Close()
+	data, err := synth.Build(synth.Options{Arch: "bert", Dims: synth.Dims{Dim: 32, Layers: 2, Heads: 2, KVHeads: 2, FFN: 64, CtxLen: 512},
+		Type: ggml.TypeF16, Seed: 11, Vocab: vocab, Rerank: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, err := llama.Load(f, llama.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Close()
+	tok := WrapTokenizer(tk)
+	e := newRealEngine(t, Config{KVPages: 256}, FromLlama(lm, llama.KVF16), tok)
+	q := "how do plants make food"
+	docs := []string{"Photosynthesis converts light energy into chemical energy.", "The stock market closed higher on Friday.", "a"}
+	rank := func(r Request) float32 {
+		t.Helper()
+		s, _, err, _ := embedResult(t, e, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s[0]
+	}
+	alone := make([]float32, len(docs))
+	for i, d := range docs {
+		alone[i] = rank(Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: d}})
+	}
+	ids, _, _ := tok.(PairEncoder).EncodePair(q, docs[0], true)
+	if typed0 := rank(Request{TokenIDs: ids, Embed: &EmbedOptions{Pooling: PoolingRank}}); typed0 == alone[0] {
+		t.Fatal("the document's tokens are not of type 1: the same tokens all of type 0 score the same")
+	}
+	for round := 0; round < 3; round++ {
+		got := make([]float32, len(docs))
+		var wg sync.WaitGroup
+		for i, d := range docs {
+			wg.Add(2)
+			go func() { defer wg.Done(); got[i] = rank(Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: d}}) }()
+			go func() { // a plain input (types all 0) in the same steps
+				defer wg.Done()
+				if _, _, err, _ := embedResult(t, e, Request{Prompt: d, Embed: &EmbedOptions{Pooling: PoolingMean}}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if !slices.Equal(got, alone) {
+			t.Fatalf("round %d: batched scores %v, alone %v", round, got, alone)
+		}
 	}
 }

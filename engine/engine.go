@@ -177,6 +177,9 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		return nil, errors.New("engine: nil model or tokenizer")
 	}
 	info := m.Info()
+	if cfg.Pooling < PoolingDefault || cfg.Pooling > PoolingLast {
+		return nil, fmt.Errorf("engine: default pooling %v: want mean, cls or last (ranking is asked for by request)", cfg.Pooling)
+	}
 	if _, ok := m.(HiddenModel); info.Encoder && (!ok || info.Dim < 1) {
 		return nil, errors.New("engine: an encoder model that returns no hidden states serves nothing")
 	}
@@ -253,7 +256,10 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		MaxPromptLogprobEntries: cfg.MaxPromptLogprobEntries, MaxTokenCandidates: cfg.MaxTokenCandidates,
 	}
 	if _, ok := m.(HiddenModel); ok && info.Dim > 0 {
-		e.limits.EmbeddingDim, e.limits.Pooling = info.Dim, resolvePooling(cfg.Pooling, info.Pooling)
+		e.limits.EmbeddingDim, e.limits.Pooling = info.Dim, resolvePooling(cfg.Pooling, info.Pooling, info.Encoder)
+	}
+	if _, ok := m.(RankModel); ok && e.limits.EmbeddingDim > 0 {
+		e.limits.RankOutputs = info.RankOutputs
 	}
 	if info.Encoder {
 		e.limits.EmbeddingsOnly = true

@@ -21,7 +21,8 @@ func FromLlama(m *llama.Model, kvType llama.KVType) Model {
 
 func (l *llamaModel) Info() ModelInfo {
 	c := l.m.Config()
-	return ModelInfo{Vocab: c.Vocab, ContextLen: c.CtxLen, Dim: c.Dim, Pooling: poolings[c.Pooling], Encoder: c.Encoder}
+	return ModelInfo{Vocab: c.Vocab, ContextLen: c.CtxLen, Dim: c.Dim, Pooling: poolings[c.Pooling], Encoder: c.Encoder,
+		TokenTypes: c.TokenTypes, RankOutputs: c.RankOutputs}
 }
 
 func (l *llamaModel) KVBytesPerPage(pageSize int) int64 { return l.m.KVBytesPerPage(pageSize, l.typ) }
@@ -44,10 +45,13 @@ func (l *llamaModel) ForwardHidden(kv KV, b *Batch, logits, hidden []float32) er
 	if !ok {
 		return fmt.Errorf("engine: KV of type %T is not a llama KV", kv)
 	}
-	l.batch = llama.Batch{Tokens: b.Tokens, Pos: b.Pos, Seq: b.Seq, Seqs: b.Seqs, Logits: b.Logits, Hidden: b.Hidden}
+	l.batch = llama.Batch{Tokens: b.Tokens, Pos: b.Pos, Seq: b.Seq, Seqs: b.Seqs, Logits: b.Logits, Hidden: b.Hidden, Types: b.Types}
 	return l.m.ForwardHidden(lkv, &l.batch, logits, hidden)
 }
 
+func (l *llamaModel) Rank(dst, cls []float32) error { return l.m.Rank(dst, cls) }
+
 // poolings maps a GGUF pooling type to the engine's (none and rank name
 // no single vector: the engine's default applies).
-var poolings = map[llama.Pooling]Pooling{llama.PoolMean: PoolingMean, llama.PoolCLS: PoolingCLS, llama.PoolLast: PoolingLast}
+var poolings = map[llama.Pooling]Pooling{llama.PoolMean: PoolingMean, llama.PoolCLS: PoolingCLS, llama.PoolLast: PoolingLast,
+	llama.PoolRank: PoolingRank}

@@ -15,6 +15,7 @@ type loopState struct {
 	batch  Batch
 	logits []float32 // [rows][vocab]
 	hidden []float32 // [hidden rows][EmbeddingDim]
+	types  []uint8   // the batch's token types when a step has some (Batch.Types)
 	masked []float32 // [vocab] scratch for min_tokens masking
 	chosen []int32   // [rows] tokens chosen by a GreedyModel
 	timer  *time.Timer

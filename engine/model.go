@@ -18,6 +18,7 @@ type Batch struct {
 	Seqs   [][]int32 // per sequence: page ids covering positions 0..max pos
 	Logits []int32   // indices into Tokens whose logits are wanted, in order
 	Hidden []int32   // indices into Tokens whose final hidden states are wanted (HiddenModel), in order
+	Types  []uint8   // an encoder's token types ([T], below ModelInfo.TokenTypes); nil: all 0
 }
 
 // ModelInfo are the model's fixed figures.
@@ -33,6 +34,10 @@ type ModelInfo struct {
 	// serves embeddings only, and Forward must get each sequence whole,
 	// positions 0 to n-1 in one batch (scheduler.SeqOptions.Whole).
 	Encoder bool
+	// TokenTypes is the number of an encoder's token types (BERT's
+	// segments; Batch.Types); RankOutputs the width of its classification
+	// head (RankModel; 0: none).
+	TokenTypes, RankOutputs int
 }
 
 // Model is the forward pass the engine runs plans on. It is declared here,
@@ -78,6 +83,13 @@ type Tokenizer interface {
 	// NewDecoder returns an incremental detokenizer; special renders
 	// control tokens as their text.
 	NewDecoder(special bool) Decoder
+}
+
+// PairEncoder is a Tokenizer with a template for two texts (a
+// reranker's query and document): ids and the index of the second text's
+// first token (tokenizer.Tokenizer.EncodePair).
+type PairEncoder interface {
+	EncodePair(a, b string, parseSpecial bool) (ids []int32, second int, err error)
 }
 
 // Decoder turns tokens into text incrementally, never emitting half a UTF-8

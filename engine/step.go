@@ -35,11 +35,28 @@ func (e *Engine) runStep(plan *scheduler.Plan) {
 	}
 	b := &e.lp.batch
 	b.Tokens, b.Pos, b.Seq, b.Seqs, b.Logits, b.Hidden = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Seqs[:0], b.Logits[:0], b.Hidden[:0]
+	b.Types, e.lp.types = nil, e.lp.types[:0] // set when a token of the step has a type
 	for i := range plan.Items {
 		it := &plan.Items[i]
 		b.Seqs = append(b.Seqs, it.Pages)
 		toks := it.Seq.Tokens()
-		embed := it.Seq.Data.(*output).req.embed != nil // its rows are hidden states, not logits
+		req := it.Seq.Data.(*output).req
+		embed := req.embed != nil // its rows are hidden states, not logits
+		if req.typeFrom > 0 || b.Types != nil {
+			// A pair's second text is token type 1; every other token 0.
+			ty := e.lp.types
+			for len(ty) < len(b.Tokens) {
+				ty = append(ty, 0)
+			}
+			for p := it.Start; p < it.End; p++ {
+				var t uint8
+				if req.typeFrom > 0 && p >= req.typeFrom {
+					t = 1
+				}
+				ty = append(ty, t)
+			}
+			e.lp.types, b.Types = ty, ty
+		}
 		for p := it.Start; p < it.End; p++ {
 			switch {
 			case p < it.LogitsStart:

@@ -38,6 +38,7 @@ type request struct {
 	cached     int
 	promptLP   []sampling.Logprobs
 	embed      *embedState // an embedding request's pooling (embed.go)
+	typeFrom   int         // a pair's tokens from here on are of token type 1 (0: none)
 	paused     bool
 	pausedAt   time.Time
 	arrived    time.Time
@@ -176,7 +177,20 @@ func (e *Engine) prepare(r Request) (*request, error) {
 		return nil, wrapError(CodeInvalidArgument, err, "")
 	}
 
-	if r.TokenIDs != nil {
+	if r.Embed != nil && r.Embed.Pair != "" {
+		pe, ok := e.tok.(PairEncoder)
+		if !ok {
+			return nil, newError(CodeUnsupportedFeature, "this tokenizer has no template for a pair of texts")
+		}
+		ids, second, err := pe.EncodePair(r.Prompt, r.Embed.Pair, true)
+		if err != nil {
+			return nil, wrapError(CodeUnsupportedFeature, err, "")
+		}
+		req.prompt = ids
+		if e.info.TokenTypes > 1 { // the pair's second text is segment B
+			req.typeFrom = second
+		}
+	} else if r.TokenIDs != nil {
 		req.prompt = slices.Clone(r.TokenIDs)
 	} else if r.Prompt != "" {
 		req.prompt = e.tok.Encode(r.Prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})

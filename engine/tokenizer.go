@@ -14,6 +14,10 @@ func (a tokAdapter) Encode(text string, opts tokenizer.EncodeOptions) []int32 {
 
 func (a tokAdapter) IsEOG(id int32) bool { return a.t.IsEOG(id) }
 
+func (a tokAdapter) EncodePair(x, y string, parseSpecial bool) ([]int32, int, error) {
+	return a.t.EncodePair(x, y, parseSpecial)
+}
+
 func (a tokAdapter) NewDecoder(special bool) Decoder {
 	if special {
 		return a.t.NewDecoderSpecial()

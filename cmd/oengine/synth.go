@@ -52,6 +52,8 @@ func parseSynth(args []string) (*synthConfig, error) {
 	fs.IntVar(&o.CtxLen, "ctx", 0, "override the context length (0: the preset's)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "weight seed")
 	fs.StringVar(&o.Pooling, "pooling", "", "write <arch>.pooling_type, as an embedding model's file does: mean, cls or last")
+	fs.BoolVar(&o.Rerank, "rerank", false, "bert, nomic-bert: add a reranker's classification head (one relevance logit) and write pooling_type rank")
+	fs.IntVar(&o.TokenTypes, "token-types", 0, "bert, nomic-bert: rows of token_types (0: 2)")
 	headDim := fs.Int("head-dim", 0, "attention head width with --dims (0: dim/heads)")
 	window := fs.Int("sliding-window", 0, "the sliding window with --dims (gemma3: 0 is 512, gpt-oss: 128)")
 	ropeDims := fs.Int("rope-dims", 0, "rotated values per head with --dims (rope.dimension_count; 0: the whole head)")

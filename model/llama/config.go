@@ -140,6 +140,11 @@ type Config struct {
 	// ("nomic-bert"). There is no output norm nor projection: the final
 	// states are the embeddings, and Forward computes no logits.
 	Encoder, AbsPos bool
+	// TokenTypes is the rows of an encoder's token_types table (BERT's
+	// segments; 0 without one): Batch.Types picks a row per token.
+	// RankOutputs is the width of its classification head (a reranker's
+	// cls.output, else cls; 0: none, Rank refuses).
+	TokenTypes, RankOutputs int
 
 	// Pooling is how the file says its hidden states become one embedding
 	// (`<arch>.pooling_type`); PoolUnset when it does not say.

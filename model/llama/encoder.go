@@ -2,6 +2,7 @@ package llama
 
 import (
 	"fmt"
+	"math"
 
 	"oengine/kernels/cpu"
 	"oengine/model/gguf"
@@ -26,6 +27,16 @@ func (c *Config) readEncoder(f *gguf.File) error {
 	if c.Experts > 0 || c.SWA > 0 {
 		return fmt.Errorf("%w: %s with experts or a sliding window", ErrUnsupported, c.Arch)
 	}
+	rows := func(name string) int {
+		if t, ok := f.Tensor(name); ok && len(t.Dims) == 2 && t.Dims[1] <= maxDim {
+			return int(t.Dims[1])
+		}
+		return 0
+	}
+	c.TokenTypes = rows("token_types.weight")
+	if c.RankOutputs = rows("cls.output.weight"); c.RankOutputs == 0 {
+		c.RankOutputs = rows("cls.weight")
+	}
 	return nil
 }
 
@@ -35,22 +46,27 @@ func (m *Model) loadEncoder(ld *loader) {
 	c := &m.cfg
 	f := ld.f
 	m.out = m.tokEmb // no output projection; linearMatrices lists it once
-	m.embNormW = ld.vector("token_embd_norm.weight", c.Dim)
-	m.embNormB = ld.vector("token_embd_norm.bias", c.Dim)
-	if t, ok := f.Tensor("token_types.weight"); ok && len(t.Dims) == 2 && t.Dims[1] > 0 && t.Dims[1] <= maxDim {
-		// Every token is of type 0 (one segment), as llama.cpp computes.
-		if types := ld.table("token_types.weight", int(t.Dims[1]), c.Dim); types != nil {
-			m.typeEmb = types[:c.Dim]
-		}
-	}
-	if c.AbsPos {
-		m.posEmb = ld.table("position_embd.weight", c.CtxLen, c.Dim)
-	}
 	optional := func(name string, n int) []float32 {
 		if _, ok := f.Tensor(name); !ok {
 			return nil
 		}
 		return ld.vector(name, n)
+	}
+	m.embNormW = ld.vector("token_embd_norm.weight", c.Dim)
+	m.embNormB = ld.vector("token_embd_norm.bias", c.Dim)
+	if c.TokenTypes > 0 {
+		m.typeEmb = ld.table("token_types.weight", c.TokenTypes, c.Dim)
+	}
+	if _, ok := f.Tensor("cls.weight"); ok { // a classification head
+		m.clsW = ld.matrix("cls.weight", c.Dim, c.Dim)
+		m.clsB = optional("cls.bias", c.Dim)
+	}
+	if _, ok := f.Tensor("cls.output.weight"); ok {
+		m.clsOutW = ld.matrix("cls.output.weight", c.RankOutputs, c.Dim)
+		m.clsOutB = optional("cls.output.bias", c.RankOutputs)
+	}
+	if c.AbsPos {
+		m.posEmb = ld.table("position_embd.weight", c.CtxLen, c.Dim)
 	}
 	for i := range m.layers {
 		l := &m.layers[i]
@@ -93,6 +109,43 @@ func (m *Model) loadEncoder(ld *loader) {
 	}
 }
 
+// Rank applies an encoder's classification head (a reranker's) to a
+// first-position final hidden state, cls [Dim], and writes
+// Config.RankOutputs scores to dst, as llama.cpp's rank pooling: with a
+// dense layer h = tanh(clsW·cls + clsB), else h = cls; then, with an
+// output layer, clsOutW·h + clsOutB, else h. The score of a one-output
+// reranker is the relevance logit.
+func (m *Model) Rank(dst, cls []float32) error {
+	c := &m.cfg
+	switch {
+	case c.RankOutputs == 0:
+		return fmt.Errorf("%w: this %s model has no classification head", ErrUnsupported, c.Arch)
+	case len(cls) != c.Dim || len(dst) < c.RankOutputs:
+		return fmt.Errorf("%w: Rank of %d values into %d, want %d into %d", ErrBadBatch, len(cls), len(dst), c.Dim, c.RankOutputs)
+	}
+	h := cls
+	if m.clsW.Rows > 0 {
+		h = make([]float32, c.Dim)
+		m.pool.MatMul(h, m.clsW, cls, 1)
+		if m.clsB != nil {
+			cpu.Add(h, h, m.clsB)
+		}
+		for i, v := range h {
+			h[i] = float32(math.Tanh(float64(v)))
+		}
+	}
+	if m.clsOutW.Rows == 0 {
+		copy(dst, h)
+		return nil
+	}
+	out := dst[:c.RankOutputs]
+	m.pool.MatMul(out, m.clsOutW, h, 1)
+	if m.clsOutB != nil {
+		cpu.Add(out, out, m.clsOutB)
+	}
+	return nil
+}
+
 // checkWhole returns each sequence's length in b, an encoder's batch: a
 // sequence's tokens must come together, at positions 0, 1, ..., n-1.
 func checkWhole(b *Batch, lens []int32) ([]int32, error) {
@@ -121,6 +174,16 @@ func (m *Model) encode(kv *KV, b *Batch, hidden []float32, maxN int) error {
 		return err
 	}
 	f.seqLens = lens
+	if b.Types != nil {
+		if len(b.Types) != len(b.Tokens) {
+			return fmt.Errorf("%w: %d token types for %d tokens", ErrBadBatch, len(b.Types), len(b.Tokens))
+		}
+		for i, ty := range b.Types {
+			if ty != 0 && int(ty) >= c.TokenTypes {
+				return fmt.Errorf("%w: token %d has type %d, the model has %d", ErrBadBatch, i, ty, c.TokenTypes)
+			}
+		}
+	}
 	T, D, R := len(b.Tokens), c.Dim, c.RopeDims
 	f.ensure(m, T, 0, maxN)
 	f.kv, f.b, f.t = kv, b, T
@@ -131,7 +194,11 @@ func (m *Model) encode(kv *KV, b *Batch, hidden []float32, maxN int) error {
 	m.forTokens(func(i int) {
 		x := f.x[i*D : (i+1)*D]
 		if m.typeEmb != nil {
-			cpu.Add(x, x, m.typeEmb)
+			ty := 0
+			if b.Types != nil {
+				ty = int(b.Types[i])
+			}
+			cpu.Add(x, x, m.typeEmb[ty*D:(ty+1)*D])
 		}
 		if m.posEmb != nil {
 			pos := int(b.Pos[i])

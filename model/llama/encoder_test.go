@@ -2,11 +2,13 @@ package llama
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
 
 	"oengine/ggml"
+	"oengine/kernels/cpu"
 	"oengine/model/gguf"
 	"oengine/model/synth"
 )
@@ -129,5 +131,120 @@ func TestEncoderConfig(t *testing.T) {
 	}
 	if _, err := Load(f, Options{Threads: 1, GGMLArithmetic: true}); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("GGML arithmetic mode for an encoder: %v", err)
+	}
+}
+
+// encodeTyped is encodeSeqs for one sequence with token types.
+func encodeTyped(t *testing.T, m *Model, toks []int32, types []uint8) ([]float32, error) {
+	t.Helper()
+	kv, err := m.NewKV(8, 16, KVF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(toks)
+	b := &Batch{Tokens: toks, Pos: make([]int32, n), Seq: make([]int32, n), Seqs: [][]int32{{0, 1, 2, 3}}, Types: types}
+	for i := range b.Pos {
+		b.Pos[i] = int32(i)
+		b.Hidden = append(b.Hidden, int32(i))
+	}
+	hidden := make([]float32, n*m.Config().Dim)
+	return hidden, m.ForwardHidden(kv, b, nil, hidden)
+}
+
+// TestEncoderTokenTypes: a token of type 1 adds token_types' second row:
+// all tokens of type 1 give the states that type 0 gives once the file's
+// first row is replaced by its second; mixed types give others; a type
+// the model lacks is refused.
+func TestEncoderTokenTypes(t *testing.T) {
+	f := synthBuild(t, synth.Options{Arch: "bert", Preset: "tiny", Type: ggml.TypeF16, Seed: 7})
+	m, err := Load(f, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Config().TokenTypes != 2 {
+		t.Fatalf("%d token types, want 2", m.Config().TokenTypes)
+	}
+	swapped := rewrite(t, f, nil, func(ti *gguf.TensorInfo) (ggml.Type, []uint64, []byte) {
+		if ti.Name != "token_types.weight" {
+			return ti.Type, ti.Dims, ti.Data
+		}
+		row := len(ti.Data) / 2
+		data := slices.Concat(ti.Data[row:], ti.Data[row:]) // row 0 := row 1
+		return ti.Type, ti.Dims, data
+	})
+	ms, err := Load(swapped, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	toks := []int32{5, 17, 99, 3, 42}
+	ones, err := encodeTyped(t, m, toks, []uint8{1, 1, 1, 1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := encodeTyped(t, ms, toks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ones, want) {
+		t.Fatal("type 1 is not token_types' second row")
+	}
+	zeros, _ := encodeTyped(t, m, toks, nil)
+	mixed, _ := encodeTyped(t, m, toks, []uint8{0, 0, 0, 1, 1})
+	if slices.Equal(mixed, zeros) || slices.Equal(mixed, ones) {
+		t.Fatal("mixed token types give the states of one type")
+	}
+	if _, err := encodeTyped(t, m, toks, []uint8{0, 2, 0, 0, 0}); !errors.Is(err, ErrBadBatch) {
+		t.Fatalf("type 2 of 2: %v", err)
+	}
+	if _, err := encodeTyped(t, m, toks, []uint8{0, 0}); !errors.Is(err, ErrBadBatch) {
+		t.Fatalf("2 types for 5 tokens: %v", err)
+	}
+}
+
+// TestEncoderRank: a classification head is tanh(W·x + b) then W'·h + b'
+// (float64 formula over the F32 weights), and a model without one refuses.
+func TestEncoderRank(t *testing.T) {
+	f := synthBuild(t, synth.Options{Arch: "bert", Preset: "tiny", Type: ggml.TypeF32, Seed: 9, Rerank: true})
+	m, err := Load(f, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	c := m.Config()
+	if c.RankOutputs != 1 || c.Pooling != PoolRank {
+		t.Fatalf("rank outputs %d, pooling %v", c.RankOutputs, c.Pooling)
+	}
+	tensor := func(name string) []float32 {
+		ti, _ := f.Tensor(name)
+		v := make([]float32, ti.Elements())
+		if err := cpu.Dequantize(ti.Type, ti.Data, v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	W, b, Wo, bo := tensor("cls.weight"), tensor("cls.bias"), tensor("cls.output.weight"), tensor("cls.output.bias")
+	x := make([]float32, c.Dim)
+	for i := range x {
+		x[i] = float32(math.Sin(float64(i)))
+	}
+	want := float64(bo[0])
+	for r := 0; r < c.Dim; r++ {
+		s := float64(b[r])
+		for j := 0; j < c.Dim; j++ {
+			s += float64(W[r*c.Dim+j]) * float64(x[j])
+		}
+		want += float64(Wo[r]) * math.Tanh(s)
+	}
+	got := make([]float32, 1)
+	if err := m.Rank(got, x); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(float64(got[0])-want) > 1e-4*(1+math.Abs(want)) {
+		t.Fatalf("score %g, want %g", got[0], want)
+	}
+	if err := synthModel(t, "bert", ggml.TypeF16).Rank(got, x); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("a model without a head: %v", err)
 	}
 }

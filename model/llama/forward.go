@@ -21,6 +21,9 @@ type Batch struct {
 	Seqs   [][]int32 // per sequence: its page table (page ids covering positions 0..max pos in this batch)
 	Logits []int32   // indices into Tokens whose logits are wanted, in output order
 	Hidden []int32   // indices into Tokens whose final hidden state is wanted (ForwardHidden), in output order
+	// Types are an encoder's token types ([T], each below
+	// Config.TokenTypes: BERT's segment of a pair); nil: all 0.
+	Types []uint8
 }
 
 // Forward runs the batch through the model. Token i's K/V are written at

@@ -75,9 +75,14 @@ type Model struct {
 	yarnSWA   cpu.YaRN   // the local layers' (Config.Yarn and Config.SWA)
 	layers    []layer
 	// An encoder's embedding (Config.Encoder): the LayerNorm after it
-	// ([Dim] weight and bias), the first token-type row ([Dim]; nil
-	// without token_types) and the position rows ([CtxLen][Dim], AbsPos).
+	// ([Dim] weight and bias), the token-type rows ([TokenTypes][Dim]; nil
+	// without token_types) and the position rows ([CtxLen][Dim], AbsPos);
+	// its classification head (Rank; empty without one): clsW [Dim][Dim]
+	// and clsB [Dim] (dense, then tanh), clsOutW [RankOutputs][Dim] and
+	// clsOutB [RankOutputs].
 	embNormW, embNormB, typeEmb, posEmb []float32
+	clsW, clsOutW                       cpu.Matrix
+	clsB, clsOutB                       []float32
 
 	pool    *cpu.Pool
 	ownPool bool
@@ -251,6 +256,7 @@ func (m *Model) linearMatrices() []*cpu.Matrix {
 		}
 		ws = append(ws, &l.wGate, &l.wUp, &l.wDown)
 	}
+	ws = append(ws, &m.clsW, &m.clsOutW) // an encoder's classification head
 	return slices.DeleteFunc(ws, func(w *cpu.Matrix) bool { return w.Rows == 0 }) // bert: no gate
 }
 

@@ -122,6 +122,13 @@ type Options struct {
 	// Pooling, when set ("mean", "cls" or "last"), is written as
 	// <arch>.pooling_type, as embedding models' files say it.
 	Pooling string
+	// Rerank (bert, nomic-bert) adds a reranker's classification head
+	// (cls.weight and .bias: dense then tanh; cls.output.weight and .bias:
+	// one relevance logit) and writes pooling_type rank.
+	Rerank bool
+	// TokenTypes (bert, nomic-bert) is the rows of token_types (0: 2,
+	// BERT's two segments).
+	TokenTypes int
 	// Progress, when set, is called (from one goroutine at a time) after
 	// each tensor is generated, with the bytes of tensor data generated so
 	// far and in all.
@@ -155,6 +162,9 @@ func (o Options) Resolve() (Dims, error) {
 	}
 	if o.YarnFactor < 0 || o.YarnFactor > 0 && (o.YarnOrigCtx <= 0 || o.Arch == "phi3" || o.Arch == "gemma2" || o.Arch == "gemma3") {
 		return Dims{}, fmt.Errorf("%w: YaRN needs a positive factor and original context, on llama, qwen2, qwen3 or qwen3moe", ErrOptions)
+	}
+	if (o.Rerank || o.TokenTypes != 0) && !encoder(o.Arch) || o.TokenTypes < 0 || o.TokenTypes > 16 || o.Rerank && o.Pooling != "" {
+		return Dims{}, fmt.Errorf("%w: a reranker head and token types (0-16) are for bert and nomic-bert, without another pooling", ErrOptions)
 	}
 	if _, ok := poolingTypes[o.Pooling]; o.Pooling != "" && !ok {
 		return Dims{}, fmt.Errorf("%w: pooling %q (want mean, cls or last)", ErrOptions, o.Pooling)
@@ -291,6 +301,16 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	if o.Pooling != "" {
 		w.SetUint32(a+".pooling_type", poolingTypes[o.Pooling]) // checked by Resolve
 	}
+	if o.Rerank {
+		w.SetUint32(a+".pooling_type", 4) // llama.cpp's rank
+	}
+	if encoder(a) {
+		types := o.TokenTypes
+		if types == 0 {
+			types = 2
+		}
+		w.SetUint32("tokenizer.ggml.token_type_count", uint32(types)) // llama.cpp sizes token_types by it
+	}
 	if a == "gemma2" {
 		// Gemma 2's window on every other layer and its soft-capping
 		// (the pattern is llama.cpp's default, not a key).
@@ -352,6 +372,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	}
 
 	specs := tensorSpecs(o.Arch, d, o.Type)
+	if encoder(a) {
+		specs = encoderExtras(specs, d, o)
+	}
 	datas := make([][]byte, len(specs))
 	errs := make([]error, len(specs))
 	// Tensors are generated in parallel; each from its own seed, so the
@@ -654,6 +677,28 @@ func encoderSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 			vec(p+"layer_output_norm.weight", d.Dim, true, 0), vec(p+"layer_output_norm.bias", d.Dim, false, 0.1))
 	}
 	return specs
+}
+
+// encoderExtras sizes an encoder's token_types (Options.TokenTypes) and
+// adds a reranker's head (Options.Rerank).
+func encoderExtras(specs []tensorSpec, d Dims, o Options) []tensorSpec {
+	if o.TokenTypes > 0 {
+		for i := range specs {
+			if specs[i].name == "token_types.weight" {
+				specs[i].dims[1] = uint64(o.TokenTypes)
+			}
+		}
+	}
+	if !o.Rerank {
+		return specs
+	}
+	inv := float32(1 / math.Sqrt(float64(d.Dim)))
+	f32 := func(name string, dims []uint64, std float32) tensorSpec {
+		return tensorSpec{name: name, typ: ggml.TypeF32, dims: dims, std: std}
+	}
+	return append(specs,
+		f32("cls.weight", []uint64{uint64(d.Dim), uint64(d.Dim)}, 2*inv), f32("cls.bias", []uint64{uint64(d.Dim)}, 0.1),
+		f32("cls.output.weight", []uint64{uint64(d.Dim), 1}, 2*inv), f32("cls.output.bias", []uint64{1}, 0.1))
 }
 
 func (s tensorSpec) generate(seed uint64) ([]byte, error) {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"errors"
 	"unicode"
 	"unicode/utf8"
 
@@ -231,4 +232,27 @@ func (t *Tokenizer) wpmCut(text string, start int) int {
 		}
 	}
 	return cut
+}
+
+// ErrNoPairTemplate is EncodePair's error for a vocabulary without a
+// template for two texts.
+var ErrNoPairTemplate = errors.New("tokenizer: this vocabulary has no template for a pair of texts (WordPiece's [CLS] a [SEP] b [SEP])")
+
+// EncodePair tokenizes two texts as one input of a cross-encoder (a
+// reranker's query and document) the way BERT was trained on pairs and
+// Hugging Face's tokenizers write them: [CLS] a [SEP] b [SEP]. second is
+// the index of b's first token, where BERT's token type 1 begins. Only
+// WordPiece vocabularies have this template here (ErrNoPairTemplate).
+// llama.cpp's reranking leaves out the last [SEP].
+func (t *Tokenizer) EncodePair(a, b string, parseSpecial bool) (ids []int32, second int, err error) {
+	if t.wpm == nil || t.v.SEP < 0 || t.v.BOS < 0 {
+		return nil, 0, ErrNoPairTemplate
+	}
+	opts := EncodeOptions{ParseSpecial: parseSpecial}
+	ids = append(ids, t.v.BOS)
+	ids = append(ids, t.Encode(a, opts)...)
+	ids = append(ids, t.v.SEP)
+	second = len(ids)
+	ids = append(ids, t.Encode(b, opts)...)
+	return append(ids, t.v.SEP), second, nil
 }

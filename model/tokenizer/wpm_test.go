@@ -332,3 +332,27 @@ func BenchmarkEncodeBERT(b *testing.B) {
 		tok.Encode(text, EncodeOptions{})
 	}
 }
+
+// TestEncodePair: a pair is [CLS] a [SEP] b [SEP] (the same ids as the
+// text "a [SEP] b" with special tokens parsed and added, which llama.cpp's
+// tokenizer gives for bert-bge: 101 ... 102 ... 102), second points at b's
+// first token, and a vocabulary without the template refuses.
+func TestEncodePair(t *testing.T) {
+	tok := bgeTok(t)
+	ids, second, err := tok.EncodePair("What is the capital of France?", "Paris is the capital.", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tok.Encode("What is the capital of France? [SEP] Paris is the capital.", EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	if !slices.Equal(ids, want) || ids[0] != 101 || ids[second-1] != 102 || ids[len(ids)-1] != 102 || ids[second] == 102 {
+		t.Fatalf("pair %v (second %d), want %v", ids, second, want)
+	}
+	// Special-token text in a document is text unless asked otherwise.
+	ids, second, _ = tok.EncodePair("q", "[SEP]", false)
+	if len(ids) <= 4 || ids[second] == 102 {
+		t.Fatalf("a document reading [SEP]: %v", ids)
+	}
+	if _, _, err := loadTokenizer(t, "tokenizer/ggml-vocab-llama-spm.gguf").EncodePair("a", "b", false); !errors.Is(err, ErrNoPairTemplate) {
+		t.Fatalf("SentencePiece vocabulary: %v", err)
+	}
+}

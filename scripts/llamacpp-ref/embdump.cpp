@@ -20,15 +20,16 @@ static std::string jstr(const std::string &s) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 5) { fprintf(stderr, "usage: embdump MODEL.gguf PROMPTS.txt mean|cls|last NAME\n"); return 2; }
+    if (argc < 5) { fprintf(stderr, "usage: embdump MODEL.gguf PROMPTS.txt mean|cls|last|rank NAME\n"); return 2; }
     std::string pool = argv[3];
-    enum llama_pooling_type pt = pool == "mean" ? LLAMA_POOLING_TYPE_MEAN : pool == "cls" ? LLAMA_POOLING_TYPE_CLS : pool == "last" ? LLAMA_POOLING_TYPE_LAST : LLAMA_POOLING_TYPE_UNSPECIFIED;
-    if (pt == LLAMA_POOLING_TYPE_UNSPECIFIED) { fprintf(stderr, "pooling must be mean, cls or last\n"); return 2; }
+    enum llama_pooling_type pt = pool == "mean" ? LLAMA_POOLING_TYPE_MEAN : pool == "cls" ? LLAMA_POOLING_TYPE_CLS : pool == "last" ? LLAMA_POOLING_TYPE_LAST : pool == "rank" ? LLAMA_POOLING_TYPE_RANK : LLAMA_POOLING_TYPE_UNSPECIFIED;
+    if (pt == LLAMA_POOLING_TYPE_UNSPECIFIED) { fprintf(stderr, "pooling must be mean, cls, last or rank\n"); return 2; }
     llama_backend_init();
     llama_model *model = llama_model_load_from_file(argv[1], llama_model_default_params());
     if (!model) return 1;
     const llama_vocab *vocab = llama_model_get_vocab(model);
-    int dim = llama_model_n_embd(model);
+    // rank: the classification head's outputs (a reranker's score).
+    int dim = pt == LLAMA_POOLING_TYPE_RANK ? (int) llama_model_n_cls_out(model) : llama_model_n_embd(model);
     std::ifstream in(argv[2]);
     std::stringstream ss; ss << in.rdbuf();
     std::string all = ss.str();

@@ -70,6 +70,8 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 		aerr = invalid("encoding_format", "encoding_format must be \"float\" or \"base64\", got %q", req.EncodingFormat)
 	case err != nil:
 		aerr = invalid("pooling", "%v", err)
+	case pooling == engine.PoolingRank:
+		aerr = invalid("pooling", "rank pooling gives scores, not an embedding: use /v1/rerank")
 	case req.Dimensions != nil && (*req.Dimensions < 1 || *req.Dimensions > lim.EmbeddingDim):
 		aerr = invalid("dimensions", "dimensions must be between 1 and %d (the model's embedding width), got %d", lim.EmbeddingDim, *req.Dimensions)
 	}
@@ -88,18 +90,50 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	id := requestID(r, "embd-")
 	p := server.PrincipalFrom(r.Context())
-	submit := func(i int) (server.Stream, *apiError) {
-		er := engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: ins[i].text, TokenIDs: ins[i].ids,
+	vecs := make([][]float32, len(ins))
+	build := func(i int) engine.Request {
+		return engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: ins[i].text, TokenIDs: ins[i].ids,
 			Embed: &engine.EmbedOptions{Pooling: pooling}}
-		st, err := ms.m.Backend.Submit(r.Context(), er)
-		if err != nil {
-			return nil, classified(err)
-		}
-		return st, nil
 	}
-	// Up to embedWindow inputs are in the engine at once; they are read
-	// back in order. live holds the streams submitted and not yet read.
-	live := make([]server.Stream, len(ins))
+	take := func(i int, vec []float32) *apiError {
+		if len(vec) != lim.EmbeddingDim {
+			return errorf(http.StatusInternalServerError, "internal_error", "", "embedding of %d values, the model's width is %d", len(vec), lim.EmbeddingDim)
+		}
+		vec = vec[:dims]
+		if req.Normalize == nil || *req.Normalize {
+			unitLength(vec)
+		}
+		vecs[i] = vec
+		return nil
+	}
+	run, ok := a.runEmbeds(w, r, ms, RouteEmbeddings, id, start, len(ins), build, take)
+	if !ok {
+		return
+	}
+	defer run.done()
+	run.rm.Done(time.Now())
+	writeEmbeddings(w, ms.m.Name, vecs, req.EncodingFormat == "base64", run.promptTokens)
+}
+
+// embedsRun is what runEmbeds leaves to its caller: the prompt tokens
+// computed, the request's metrics, and done, which ends its count as in
+// flight (server.Server.Track) once the response is written.
+type embedsRun struct {
+	promptTokens int
+	rm           *server.RequestMetrics
+	done         func()
+}
+
+// runEmbeds runs the n engine requests build(i) of one embeddings or
+// rerank request, at most embedWindow in the engine at once, and hands
+// each result, in order, to take. A failure before any input was
+// accepted is answered as a rejection, one after as a failed request (the
+// metrics say which). ok false: the error response is written; otherwise
+// the caller writes the response, ends run.rm and calls run.done.
+func (a *api) runEmbeds(w http.ResponseWriter, r *http.Request, ms *modelState, route, id string, start time.Time, n int,
+	build func(i int) engine.Request, take func(i int, vec []float32) *apiError) (run embedsRun, ok bool) {
+	// live holds the streams submitted and not yet read.
+	live := make([]server.Stream, n)
 	defer func() {
 		for _, st := range live {
 			if st != nil {
@@ -109,10 +143,10 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 	}()
 	read, next := 0, 0 // inputs read back, submitted
 	fill := func() *apiError {
-		for ; next < len(ins) && next < read+embedWindow; next++ {
-			st, aerr := submit(next)
-			if aerr != nil {
-				return aerr
+		for ; next < n && next < read+embedWindow; next++ {
+			st, err := ms.m.Backend.Submit(r.Context(), build(next))
+			if err != nil {
+				return classified(err)
 			}
 			live[next] = st
 		}
@@ -120,44 +154,36 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	if aerr := fill(); aerr != nil {
 		a.reject(w, aerr)
-		return
+		return run, false
 	}
-	defer a.s.Track()()
+	run.done = a.s.Track()
 	w.Header().Set("X-Request-Id", id)
-	rm := a.s.Metrics().Request(RouteEmbeddings, ms.m.Name, start)
+	run.rm = a.s.Metrics().Request(route, ms.m.Name, start)
 	fail := func(aerr *apiError) { // after acceptance: a failed request, not a rejected one
-		rm.Failed(aerr.reason)
+		run.rm.Failed(aerr.reason)
 		writeError(w, aerr)
+		run.done()
 	}
-	vecs := make([][]float32, len(ins))
-	promptTokens := 0
-	for i := range ins {
+	for i := range n {
 		vec, eu, aerr := embedding(r, live[i])
 		live[i], read = nil, i+1
+		if aerr == nil {
+			aerr = take(i, vec)
+		}
 		if aerr != nil {
 			fail(aerr)
-			return
+			return run, false
 		}
 		if eu != nil {
-			promptTokens += eu.PromptTokens
+			run.promptTokens += eu.PromptTokens
 		}
-		if len(vec) != lim.EmbeddingDim {
-			fail(errorf(http.StatusInternalServerError, "internal_error", "", "embedding of %d values, the model's width is %d", len(vec), lim.EmbeddingDim))
-			return
-		}
-		vec = vec[:dims]
-		if req.Normalize == nil || *req.Normalize {
-			unitLength(vec)
-		}
-		vecs[i] = vec
-		rm.Finished("stop")
+		run.rm.Finished("stop")
 		if aerr := fill(); aerr != nil {
 			fail(aerr)
-			return
+			return run, false
 		}
 	}
-	rm.Done(time.Now())
-	writeEmbeddings(w, ms.m.Name, vecs, req.EncodingFormat == "base64", promptTokens)
+	return run, true
 }
 
 // embedding reads one embedding request's stream to its terminal event.

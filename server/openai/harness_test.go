@@ -87,6 +87,9 @@ func (g *gatedModel) ForwardHidden(k engine.KV, b *engine.Batch, logits, hidden 
 	return g.Model.(engine.HiddenModel).ForwardHidden(k, b, logits, hidden)
 }
 
+// Rank is the wrapped model's classification head (engine.RankModel).
+func (g *gatedModel) Rank(dst, cls []float32) error { return g.Model.(engine.RankModel).Rank(dst, cls) }
+
 // hold gates Forward; the returned function releases it.
 func (g *gatedModel) hold() (release func()) {
 	g.gated.Store(true)

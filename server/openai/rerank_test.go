@@ -1,0 +1,180 @@
+package openai
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+
+	"oengine/engine"
+)
+
+const rerankModel = "../../engine/testdata/embed/tiny-bert-rerank-f16.gguf"
+
+type rerankReply struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Model   string `json:"model"`
+	Results []struct {
+		Index          int     `json:"index"`
+		RelevanceScore float64 `json:"relevance_score"`
+		Document       *struct {
+			Text string `json:"text"`
+		} `json:"document"`
+	} `json:"results"`
+	Usage struct {
+		PromptTokens int `json:"prompt_tokens"`
+		TotalTokens  int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+// post sends body to path and returns the status and the raw reply.
+func (h *harness) post(t *testing.T, path, body string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(h.base+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// engineScore is the harness engine's own relevance logit of a pair.
+func (h *harness) engineScore(t *testing.T, query, doc string) (float64, int) {
+	t.Helper()
+	st, err := h.e.Submit(ctxT(t), engine.Request{Prompt: query, Embed: &engine.EmbedOptions{Pooling: engine.PoolingRank, Pair: doc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := st.Next(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case engine.EventDone:
+			return float64(ev.Embedding[0]), ev.Usage.PromptTokens
+		case engine.EventError:
+			t.Fatal(ev.Err)
+		}
+	}
+}
+
+// TestRerank: POST /v1/rerank (and /rerank, /v2/rerank) scores every
+// document against the query with the reranker's head, the engine's
+// logits through a sigmoid (raw with raw_scores), sorted most relevant
+// first, cut to top_n, with the documents when asked; usage counts every
+// pair's tokens.
+func TestRerank(t *testing.T) {
+	h := startHarness(t, harnessOpts{modelFile: rerankModel})
+	q := "What is the capital of France?"
+	docs := []string{"Paris is the capital and largest city of France.", "The Eiffel Tower was completed in 1889.",
+		"Photosynthesis converts light energy into chemical energy."}
+	logits, tokens := make([]float64, len(docs)), 0
+	for i, d := range docs {
+		var n int
+		logits[i], n = h.engineScore(t, q, d)
+		tokens += n
+	}
+	body := `{"model":"tiny","query":` + jsonString(q) + `,"documents":[` + jsonString(docs[0]) + `,{"text":` + jsonString(docs[1]) + `},` +
+		jsonString(docs[2]) + `],"top_n":2,"return_documents":true}`
+	for _, path := range []string{"/v1/rerank", "/rerank", "/v2/rerank"} {
+		status, raw := h.post(t, path, body)
+		var rep rerankReply
+		if err := json.Unmarshal(raw, &rep); err != nil || status != 200 {
+			t.Fatalf("%s: status %d, %s (%v)", path, status, raw, err)
+		}
+		if rep.Model != "tiny" || rep.Object != "list" || !strings.HasPrefix(rep.ID, "rerank-") || len(rep.Results) != 2 ||
+			rep.Usage.PromptTokens != tokens || rep.Usage.TotalTokens != tokens {
+			t.Fatalf("%s: reply %s (want %d tokens)", path, raw, tokens)
+		}
+		best, second := order(logits)
+		for k, want := range []int{best, second} {
+			r := rep.Results[k]
+			if r.Index != want || math.Abs(r.RelevanceScore-1/(1+math.Exp(-logits[want]))) > 1e-6 ||
+				r.Document == nil || r.Document.Text != docs[want] {
+				t.Fatalf("%s: result %d is %+v, want document %d (logit %g)", path, k, r, want, logits[want])
+			}
+		}
+	}
+	status, raw := h.post(t, "/v1/rerank", `{"model":"tiny","query":`+jsonString(q)+`,"documents":[`+jsonString(docs[2])+`],"raw_scores":true}`)
+	var rep rerankReply
+	if err := json.Unmarshal(raw, &rep); err != nil || status != 200 || len(rep.Results) != 1 ||
+		math.Abs(rep.Results[0].RelevanceScore-logits[2]) > 1e-6 || rep.Results[0].Document != nil {
+		t.Fatalf("raw scores: status %d, %s", status, raw)
+	}
+	h.idle(t, false)
+}
+
+// order returns the indices of the largest and second largest values.
+func order(v []float64) (int, int) {
+	best, second := 0, -1
+	for i := 1; i < len(v); i++ {
+		switch {
+		case v[i] > v[best]:
+			best, second = i, best
+		case second < 0 || v[i] > v[second]:
+			second = i
+		}
+	}
+	return best, second
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TestRerankRefused: bad requests are 400s naming the field, before
+// anything runs; a model without a classification head answers 400
+// unsupported_feature; rank pooling is not an embedding.
+func TestRerankRefused(t *testing.T) {
+	h := startHarness(t, harnessOpts{modelFile: rerankModel})
+	long := strings.Repeat("word ", 600)
+	for _, tc := range []struct {
+		body   string
+		status int
+		param  string
+	}{
+		{`{"model":"tiny","documents":["a"]}`, 400, "query"},
+		{`{"model":"tiny","query":"","documents":["a"]}`, 400, "query"},
+		{`{"model":"tiny","query":"q"}`, 400, "documents"},
+		{`{"model":"tiny","query":"q","documents":[]}`, 400, "documents"},
+		{`{"model":"tiny","query":"q","documents":["a",""]}`, 400, "documents"},
+		{`{"model":"tiny","query":"q","documents":[7]}`, 400, "documents"},
+		{`{"model":"tiny","query":"q","documents":["a"],"top_n":0}`, 400, "top_n"},
+		{`{"model":"nope","query":"q","documents":["a"]}`, 404, "model"},
+		{`{"model":"tiny","query":"q","documents":["` + long + `"]}`, 400, ""},
+	} {
+		status, raw := h.post(t, "/v1/rerank", tc.body)
+		var eb errorBody
+		if err := json.Unmarshal(raw, &eb); err != nil || status != tc.status || eb.Error.Message == "" {
+			t.Errorf("%.60s: status %d, %s", tc.body, status, raw)
+			continue
+		}
+		if tc.param != "" && (eb.Error.Param == nil || *eb.Error.Param != tc.param) {
+			t.Errorf("%.60s: param %v (%s)", tc.body, eb.Error.Param, eb.Error.Message)
+		}
+		if tc.param == "" && eb.Error.Code != "context_length_exceeded" {
+			t.Errorf("a pair over the context: %s", raw)
+		}
+	}
+	status, raw := h.post(t, "/v1/embeddings", `{"model":"tiny","input":"a","pooling":"rank"}`)
+	if status != 400 || !strings.Contains(string(raw), "/v1/rerank") {
+		t.Errorf("embeddings with rank pooling: %d %s", status, raw)
+	}
+	h.idle(t, false)
+
+	plain := startHarness(t, harnessOpts{modelFile: "../../engine/testdata/embed/tiny-bert-f16.gguf"})
+	status, raw = plain.post(t, "/v1/rerank", `{"model":"tiny","query":"q","documents":["a"]}`)
+	var eb errorBody
+	if err := json.Unmarshal(raw, &eb); err != nil || status != 400 || eb.Error.Code != "unsupported_feature" {
+		t.Fatalf("a model without a head: %d %s", status, raw)
+	}
+}
