@@ -233,7 +233,10 @@ func TestRerankTokenTypes(t *testing.T) {
 		var wg sync.WaitGroup
 		for i, d := range docs {
 			wg.Add(2)
-			go func() { defer wg.Done(); got[i] = rank(Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: d}}) }()
+			go func() {
+				defer wg.Done()
+				got[i] = rank(Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: d}})
+			}()
 			go func() { // a plain input (types all 0) in the same steps
 				defer wg.Done()
 				if _, _, err, _ := embedResult(t, e, Request{Prompt: d, Embed: &EmbedOptions{Pooling: PoolingMean}}); err != nil {

@@ -256,7 +256,7 @@ func (m *Model) linearMatrices() []*cpu.Matrix {
 		}
 		ws = append(ws, &l.wGate, &l.wUp, &l.wDown)
 	}
-	ws = append(ws, &m.clsW, &m.clsOutW) // an encoder's classification head
+	ws = append(ws, &m.clsW, &m.clsOutW)                                          // an encoder's classification head
 	return slices.DeleteFunc(ws, func(w *cpu.Matrix) bool { return w.Rows == 0 }) // bert: no gate
 }
 
