@@ -235,7 +235,12 @@ func TestRerankTokenTypes(t *testing.T) {
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
-				got[i] = rank(Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: d}})
+				s, _, err, _ := embedResult(t, e, Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: d}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[i] = s[0]
 			}()
 			go func() { // a plain input (types all 0) in the same steps
 				defer wg.Done()

@@ -256,8 +256,10 @@ func (m *Model) linearMatrices() []*cpu.Matrix {
 		}
 		ws = append(ws, &l.wGate, &l.wUp, &l.wDown)
 	}
-	ws = append(ws, &m.clsW, &m.clsOutW)                                          // an encoder's classification head
-	return slices.DeleteFunc(ws, func(w *cpu.Matrix) bool { return w.Rows == 0 }) // bert: no gate
+	// An encoder's classification head; empty matrices (bert's gate, a
+	// model without a head) are left out.
+	ws = append(ws, &m.clsW, &m.clsOutW)
+	return slices.DeleteFunc(ws, func(w *cpu.Matrix) bool { return w.Rows == 0 })
 }
 
 // DecodeLayout reports how many weight matrices Load rewrote: into a
