@@ -216,6 +216,15 @@ func (v Value) AsStrings() ([]string, bool) {
 	return v.strs, true
 }
 
+// AsBytes returns an ARRAY of UINT8 or INT8 as a new byte slice (a blob
+// such as a SentencePiece vocabulary's precompiled_charsmap).
+func (v Value) AsBytes() ([]byte, bool) {
+	if v.typ != ValueArray || (v.elem != ValueUint8 && v.elem != ValueInt8) {
+		return nil, false
+	}
+	return append([]byte(nil), v.raw[:v.n]...), true
+}
+
 // AsFloat32s returns an ARRAY of FLOAT32 (or FLOAT64, converted) as a new slice.
 func (v Value) AsFloat32s() ([]float32, bool) {
 	if v.typ != ValueArray || (v.elem != ValueFloat32 && v.elem != ValueFloat64) {
@@ -328,6 +337,11 @@ func BoolValue(b bool) Value {
 // StringsValue makes an ARRAY of STRING (the slice is copied).
 func StringsValue(s []string) Value {
 	return Value{typ: ValueArray, elem: ValueString, arrayData: &arrayData{n: len(s), strs: append([]string(nil), s...)}}
+}
+
+// BytesValue makes an ARRAY of UINT8 (the slice is copied).
+func BytesValue(b []byte) Value {
+	return Value{typ: ValueArray, elem: ValueUint8, arrayData: &arrayData{n: len(b), raw: append([]byte(nil), b...)}}
 }
 
 // Float32sValue makes an ARRAY of FLOAT32.

@@ -277,3 +277,23 @@ func TestRewriteShared(t *testing.T) {
 		})
 	}
 }
+
+// TestBytesValue: an ARRAY of UINT8 written by BytesValue reads back as
+// the same bytes (AsBytes), and AsBytes refuses arrays of other types.
+func TestBytesValue(t *testing.T) {
+	w := NewWriter()
+	blob := []byte{0, 255, 7, 128}
+	must(t, w.Set("blob", BytesValue(blob)))
+	w.SetInt32s("types", []int32{1, 2})
+	b, err := w.Bytes()
+	must(t, err)
+	f, err := Parse(b)
+	must(t, err)
+	v, _ := f.Value("blob")
+	if got, ok := v.AsBytes(); !ok || !bytes.Equal(got, blob) || v.ElemType() != ValueUint8 {
+		t.Fatalf("blob %v (%v)", got, ok)
+	}
+	if v, _ := f.Value("types"); func() bool { _, ok := v.AsBytes(); return ok }() {
+		t.Fatal("AsBytes of an INT32 array")
+	}
+}
