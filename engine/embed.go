@@ -124,7 +124,7 @@ func (e *Engine) checkEmbed(r Request) error {
 	case r.Embed.Pooling == PoolingRank && e.limits.RankOutputs == 0:
 		return newError(CodeUnsupportedFeature, "this model has no classification head: it ranks nothing")
 	case r.Embed.Pair != "" && (r.TokenIDs != nil || r.Prompt == ""):
-		return invalid("a pair without a text prompt (token ids)")
+		return newError(CodeInvalidArgument, "a pair needs its first text as the prompt, not token ids")
 	case r.OpenInput:
 		return invalid("streamed input")
 	case r.N > 1:
