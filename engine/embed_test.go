@@ -232,6 +232,7 @@ func TestEmbedDefaultPooling(t *testing.T) {
 		{PoolingDefault, PoolingDefault, PoolingLast},
 		{PoolingDefault, PoolingMean, PoolingMean},
 		{PoolingCLS, PoolingMean, PoolingCLS},
+		{PoolingDefault, PoolingRank, PoolingCLS}, // a reranker's file: its head's input
 	} {
 		m := &fakeHidden{fakeModel: &fakeModel{vocab: 64, ctx: 512}, dim: 3, pooling: tc.model}
 		e := newEngineOn(t, Config{Pooling: tc.cfg}, m, tok)
@@ -245,6 +246,13 @@ func TestEmbedDefaultPooling(t *testing.T) {
 		if want := m.direct(tok.Encode("hello world", fakeOpts), tc.want); !slices.Equal(vec, want) {
 			t.Fatalf("default pooling %v: %v, want %v", tc.want, vec, want)
 		}
+	}
+	if got := resolvePooling(PoolingDefault, PoolingDefault, true); got != PoolingMean {
+		t.Fatalf("an encoder without a file pooling: %v, want mean", got)
+	}
+	m := &fakeHidden{fakeModel: &fakeModel{vocab: 64, ctx: 512}, dim: 3}
+	if _, err := New(Config{Pooling: PoolingRank}, m, tok); err == nil {
+		t.Fatal("rank accepted as the default pooling")
 	}
 }
 
