@@ -600,3 +600,31 @@ func TestFlagSetRules(t *testing.T) {
 		t.Fatalf("help: %v\n%v", err, h)
 	}
 }
+
+// TestSynthReranker: synth --arch bert --rerank writes an encoder with a
+// classification head, and info says what it serves; a decoder says
+// nothing of the kind, and --rerank on one is refused.
+func TestSynthReranker(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	rr := filepath.Join(dir, "rr.gguf")
+	if err := dispatch([]string{"synth", "--arch", "bert", "--preset", "tiny", "--type", "f16", "--rerank", "--token-types", "1", "-o", rr}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	var info bytes.Buffer
+	if err := dispatch([]string{"info", rr}, &info, &errb); err != nil ||
+		!strings.Contains(info.String(), "serves:        embeddings only (an encoder: no generation); reranking (a classification head, outputs: 1)") {
+		t.Fatalf("info: %v\n%s", err, info.String())
+	}
+	dec := filepath.Join(dir, "dec.gguf")
+	if err := dispatch([]string{"synth", "--preset", "tiny", "--type", "q8_0", "-o", dec}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	info.Reset()
+	if err := dispatch([]string{"info", dec}, &info, &errb); err != nil || strings.Contains(info.String(), "serves:") {
+		t.Fatalf("a decoder's info: %v\n%s", err, info.String())
+	}
+	if err := dispatch([]string{"synth", "--preset", "tiny", "--rerank", "-o", dec}, &out, &errb); err == nil {
+		t.Fatal("--rerank accepted for llama")
+	}
+}

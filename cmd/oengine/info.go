@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"oengine/ggml"
+	"oengine/model/llama"
 )
 
 func init() {
@@ -71,6 +72,13 @@ func describe(w io.Writer, lf *loadedFile) {
 	fmt.Fprintf(w, "vocabulary:    %d tokens (%s, pre %q)\n", len(toks), tm, pre)
 	if _, ok := f.String("tokenizer.chat_template"); ok {
 		fmt.Fprintf(w, "chat template: yes\n")
+	}
+	if c, err := llama.ConfigFromGGUF(f); err == nil && c.Encoder {
+		serves := "embeddings only (an encoder: no generation)"
+		if c.RankOutputs > 0 {
+			serves += fmt.Sprintf("; reranking (a classification head, outputs: %d)", c.RankOutputs)
+		}
+		fmt.Fprintf(w, "serves:        %s\n", serves)
 	}
 	counts := map[ggml.Type]int{}
 	bytes := map[ggml.Type]int64{}
