@@ -12,9 +12,11 @@ import (
 // sequence's tokens attend to all of its positions, later ones included,
 // so Forward takes each sequence whole, positions 0 to n-1, and computes
 // hidden states only. Their K and V go through the pages like a
-// decoder's: the engine's page budget bounds them, and attention reads
-// them in tiles of tokens over the whole sequence (cpu.AttendFull, the
-// prefill tiles without the causal mask).
+// decoder's, so the engine's page budget bounds them, but a page holds one
+// layer's (kvLayers): layer l+1 writes over layer l's once every token of
+// the batch has attended to them. Attention reads them in tiles of tokens
+// over the whole sequence (cpu.AttendFull, the prefill tiles without the
+// causal mask).
 
 // readEncoder checks what an encoder's metadata may say: a causal one is
 // not an encoder this package runs.
@@ -245,7 +247,7 @@ func (m *Model) encoderLayer(l int) {
 			cpu.Rope(ki, c.KVHeads, HD, R, cs, c.RopeNeoX)
 		}
 		pos := int(b.Pos[i])
-		kv.store(l, b.Seqs[b.Seq[i]][pos/kv.pageSize], pos%kv.pageSize, ki, vi)
+		kv.store(0, b.Seqs[b.Seq[i]][pos/kv.pageSize], pos%kv.pageSize, ki, vi) // one layer's K/V (kvLayers)
 	})
 	m.pool.For(f.slots, f.encAttnFn)
 	m.matMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
@@ -318,14 +320,14 @@ func (m *Model) planEncoderAttn(maxN int) {
 // s+slots, ... of f.attnItems, each token attending to every position of
 // its sequence (cpu.AttendFull: the K/V rows are read once per tile).
 func (f *forward) encAttnSlots(lo, hi int) {
-	c, b, kv, l := &f.m.cfg, f.b, f.kv, f.layer
+	c, b, kv := &f.m.cfg, f.b, f.kv
 	QD, g := c.QDim(), c.Heads/c.KVHeads
 	for s := lo; s < hi; s++ {
 		for it := s; it < len(f.attnItems); it += f.slots {
 			a := f.attnItems[it]
 			i, n, seq := int(a.i), int(a.n), b.Seq[a.i]
 			cpu.AttendFull(f.att[i*QD:(i+n)*QD], f.q[i*QD:(i+n)*QD], n, c.KVHeads, g,
-				kv.k[l], kv.v[l], b.Seqs[seq], int(f.seqLens[seq]), f.scale, f.attnScratch[s])
+				kv.k[0], kv.v[0], b.Seqs[seq], int(f.seqLens[seq]), f.scale, f.attnScratch[s])
 		}
 	}
 }

@@ -112,6 +112,10 @@ func TestEncoderConfig(t *testing.T) {
 	if !c.Encoder || !c.AbsPos || c.NormEps != 1e-12 {
 		t.Fatalf("bert config %+v", c)
 	}
+	// A page holds one layer's K/V (the next layer writes over them).
+	if got, want := m.KVBytesPerPage(16, KVF16), int64(16*c.KVDim()*2*2); got != want || c.Layers < 2 {
+		t.Fatalf("an encoder's page: %d bytes, want %d (one layer of %d)", got, want, c.Layers)
+	}
 	if c := synthModel(t, "nomic-bert", ggml.TypeF16).Config(); !c.Encoder || c.AbsPos || !c.RopeNeoX {
 		t.Fatalf("nomic-bert config %+v", c)
 	}

@@ -52,9 +52,20 @@ type KV struct {
 }
 
 // KVBytesPerPage returns the memory one page of pageSize tokens takes over
-// all layers, K and V.
+// all layers (kvLayers), K and V.
 func (m *Model) KVBytesPerPage(pageSize int, t KVType) int64 {
-	return int64(pageSize) * int64(m.cfg.KVDim()) * int64(m.cfg.Layers) * 2 * t.bytes()
+	return int64(pageSize) * int64(m.cfg.KVDim()) * int64(m.kvLayers()) * 2 * t.bytes()
+}
+
+// kvLayers is the layers a page holds K/V for: every layer of a decoder;
+// one for an encoder, whose forward pass is done with a layer's K/V (its
+// whole input attended to) before the next layer writes its own over
+// them (encoder.go).
+func (m *Model) kvLayers() int {
+	if m.cfg.Encoder {
+		return 1
+	}
+	return m.cfg.Layers
 }
 
 // NewKV allocates a store of pages pages of pageSize tokens each.
@@ -66,13 +77,13 @@ func (m *Model) NewKV(pages, pageSize int, t KVType) (*KV, error) {
 		return nil, fmt.Errorf("llama: KV needs pages > 0 and page size > 0 (got %d, %d)", pages, pageSize)
 	}
 	stride := m.cfg.KVDim()
-	rowBytes := int64(stride) * int64(m.cfg.Layers) * 2 * t.bytes()
+	rowBytes := int64(stride) * int64(m.kvLayers()) * 2 * t.bytes()
 	if int64(pages) > math.MaxInt64/int64(pageSize)/rowBytes {
 		return nil, errors.New("llama: KV store too large")
 	}
 	perLayer := pages * pageSize * stride
 	kv := &KV{owner: m, typ: t, pages: pages, pageSize: pageSize, stride: stride,
-		k: make([]cpu.KVRows, m.cfg.Layers), v: make([]cpu.KVRows, m.cfg.Layers)}
+		k: make([]cpu.KVRows, m.kvLayers()), v: make([]cpu.KVRows, m.kvLayers())}
 	for l := range kv.k {
 		for _, rows := range []*cpu.KVRows{&kv.k[l], &kv.v[l]} {
 			rows.PageSize, rows.Stride = pageSize, stride
