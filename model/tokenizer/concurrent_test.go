@@ -12,11 +12,16 @@ import (
 // with -race): every result must equal the serial one, including with the
 // word cache and the pooled scratch memory shared across calls.
 func TestConcurrentEncode(t *testing.T) {
-	for _, name := range []string{"qwen3", "llama-spm", "bert-bge"} {
+	for _, name := range []string{"qwen3", "llama-spm", "bert-bge", "ugm", "ugm-ja"} {
 		var tok *Tokenizer
-		if name == "bert-bge" {
+		switch name {
+		case "bert-bge":
 			tok = bgeTok(t)
-		} else {
+		case "ugm":
+			tok = ugmTok(t)
+		case "ugm-ja":
+			tok = ugmJaTok(t)
+		default:
 			tok = loadTokenizer(t, filepath.Join("tokenizer", "ggml-vocab-"+name+".gguf"))
 		}
 		r := rand.New(rand.NewPCG(3, 4))

@@ -40,12 +40,15 @@ func TestCompletePrefix(t *testing.T) {
 // output must equal Decode, and when the whole text is valid UTF-8 every
 // single Push result must be valid UTF-8 too.
 func TestDecoderStream(t *testing.T) {
-	for _, name := range []string{"llama-spm", "qwen3", "gpt-2", "bert-bge"} {
+	for _, name := range []string{"llama-spm", "qwen3", "gpt-2", "bert-bge", "ugm-ja"} {
 		t.Run(name, func(t *testing.T) {
 			var tok *Tokenizer
-			if name == "bert-bge" {
+			switch name {
+			case "bert-bge":
 				tok = bgeTok(t) // WordPiece: the decoder also cleans spaces
-			} else {
+			case "ugm-ja":
+				tok = ugmJaTok(t) // unigram
+			default:
 				tok = loadTokenizer(t, filepath.Join("tokenizer", "ggml-vocab-"+name+".gguf"))
 			}
 			// Ids from encoding multi-byte text (split across byte tokens in

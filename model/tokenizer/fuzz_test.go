@@ -12,18 +12,22 @@ import (
 // unless s contains U+2581, which SentencePiece cannot tell from a space.
 // Byte-level BPE also round-trips invalid UTF-8. Nothing may panic, the
 // streaming decoder must agree with Decode, and StablePrefix must stay in
-// range; so too on WordPiece (bge), which normalizes and cannot round-trip.
+// range; so too on WordPiece (bge) and unigram (SentencePiece's Japanese
+// test model, ugm_test.go), which normalize and cannot round-trip. On the
+// unigram vocabulary the cut of StablePrefix must also split the encoding.
 func FuzzRoundTrip(f *testing.F) {
 	f.Add("Hello world")
 	f.Add(" this is 🦙.cpp")
 	f.Add("\n\n\t  x")
 	f.Add("\xff\xc3")
 	f.Add("Café [CLS] it 's 我想 ' ok .")
+	f.Add("ｶﾀｶﾅ e\u0301 ﬁ ＡＢＣ①</s> \u3000x\u2581 y\x00")
 	// Load before fuzzing starts: a slow first execution would look like
 	// a hung worker to the fuzzing engine.
 	bpe := loadTokenizer(f, "tokenizer/ggml-vocab-qwen3.gguf")
 	spm := loadTokenizer(f, "tokenizer/ggml-vocab-llama-spm.gguf")
 	wpm := bgeTok(f)
+	ugm := ugmJaTok(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, parse := range []bool{false, true} {
 			o := EncodeOptions{ParseSpecial: parse}
@@ -45,6 +49,19 @@ func FuzzRoundTrip(f *testing.F) {
 			checkStream(t, wpm, wpm.Encode(s, o))
 			if c := wpm.StablePrefixOpts(s, o); c < 0 || c > len(s) {
 				t.Fatalf("bge StablePrefix(%q) = %d", s, c)
+			}
+		}
+		for _, parse := range []bool{false, true} {
+			o := EncodeOptions{ParseSpecial: parse}
+			ids := ugm.Encode(s, o)
+			checkStream(t, ugm, ids)
+			c := ugm.StablePrefixOpts(s, o)
+			if c < 0 || c > len(s) {
+				t.Fatalf("ugm StablePrefix(%q) = %d", s, c)
+			}
+			tail := ugm.Encode(s[c:], EncodeOptions{ParseSpecial: parse, Continuation: c > 0})
+			if parts := append(ugm.Encode(s[:c], o), tail...); !equalIDs(ids, parts) {
+				t.Fatalf("ugm parse=%v: %q cut at %d: whole %v, parts %v", parse, s, c, ids, parts)
 			}
 		}
 		ids := spm.Encode(s, EncodeOptions{})

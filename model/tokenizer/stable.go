@@ -27,10 +27,12 @@ func (t *Tokenizer) StablePrefix(text string) int {
 // follows it), and leaves the last pre-tokenizer word (BPE) or the last two
 // space-separated words (SentencePiece, whose merges are not bounded by
 // words) to the remainder; WordPiece leaves what follows the last
-// whitespace or single-codepoint word.
+// whitespace or single-codepoint word, and unigram the last space run
+// after a word with what follows (ugmCut).
 func (t *Tokenizer) StablePrefixOpts(text string, opts EncodeOptions) int {
 	// Byte-level BPE and WordPiece tokenize each raw fragment on its own;
-	// SentencePiece's first word depends on what precedes the fragment.
+	// SentencePiece's (BPE and unigram) first word depends on what
+	// precedes the fragment.
 	wordwise := t.isBPE || t.wpm != nil
 	limit := t.specialGuard(text, opts.ParseSpecial)
 	s := t.scratch.Get().(*encodeScratch)
@@ -55,6 +57,8 @@ func (t *Tokenizer) StablePrefixOpts(text string, opts EncodeOptions) int {
 		cut = t.bpeCut(text[:last.end], last.start, s)
 	case t.wpm != nil:
 		cut = t.wpmCut(text[:last.end], last.start)
+	case t.ugm != nil:
+		cut = t.ugmCut(text[:last.end], last.start, &s.ugm)
 	default:
 		cut = spmCut(text[:last.end], last.start)
 	}

@@ -1,7 +1,8 @@
 // Package tokenizer turns text into token ids and back the way llama.cpp
 // does for GGUF vocabularies: SentencePiece BPE ("llama" models),
 // byte-level BPE ("gpt2" models) with the pre-tokenizer that
-// tokenizer.ggml.pre selects, and WordPiece ("bert" models, wpm.go).
+// tokenizer.ggml.pre selects, WordPiece ("bert" models, wpm.go) and
+// SentencePiece unigram ("t5" models: T5, XLM-RoBERTa; ugm.go).
 package tokenizer
 
 import (
@@ -35,7 +36,8 @@ type EncodeOptions struct {
 	// User-defined tokens are always recognised, as in llama.cpp.
 	ParseSpecial bool
 	// Continuation marks text that continues earlier text: SentencePiece
-	// vocabularies then add no leading space to its first fragment.
+	// vocabularies (BPE and unigram) then add no leading space to its
+	// first fragment.
 	Continuation bool
 }
 
@@ -65,6 +67,9 @@ type Tokenizer struct {
 	addSpacePrefix bool
 	byteTok        [256]int32
 
+	// unigram
+	ugm *ugmModel
+
 	// WordPiece
 	wpm *wpmModel
 
@@ -88,6 +93,7 @@ type encodeScratch struct {
 	bpe     bpeScratch
 	spm     spmScratch
 	wpm     wpmScratch
+	ugm     ugmScratch
 	frags   []fragment
 	tmp     []fragment
 	present []int32
@@ -106,10 +112,8 @@ func New(v *Vocab) (*Tokenizer, error) {
 	}
 	t := &Tokenizer{v: v, ids: make(map[string]int32, n), attrs: make([]attr, n), eot: v.EOT, eom: v.EOM}
 	t.scratch.New = func() any { return new(encodeScratch) }
-	for i, s := range v.Tokens {
-		if s == "" {
-			s = fmt.Sprintf("[EMPTY_%d]", i) // as llama.cpp renames empty tokens
-		}
+	for i := range v.Tokens {
+		s := tokenName(v, i)
 		if j, dup := t.ids[s]; dup {
 			return nil, fmt.Errorf("%w: duplicate token %q has ids %d and %d", ErrInvalid, s, j, i)
 		}
@@ -152,6 +156,12 @@ func New(v *Vocab) (*Tokenizer, error) {
 		for s := range t.ids {
 			t.wpm.maxLen = max(t.wpm.maxLen, len(s))
 		}
+	case ModelUGM:
+		m, err := newUGM(v, t.attrs)
+		if err != nil {
+			return nil, err
+		}
+		t.ugm = m
 	default:
 		return nil, fmt.Errorf("%w: tokenizer model %q", ErrUnsupported, v.Model)
 	}
@@ -168,8 +178,20 @@ func New(v *Vocab) (*Tokenizer, error) {
 		}
 	}
 	t.deriveSpecials()
+	if t.ugm != nil {
+		t.ugm.scoreUserDefined(t.attrs)
+	}
 	t.buildPieces()
 	return t, nil
+}
+
+// tokenName is the text of token id as llama.cpp keeps it: an empty
+// token is renamed [EMPTY_id].
+func tokenName(v *Vocab, id int) string {
+	if v.Tokens[id] == "" {
+		return fmt.Sprintf("[EMPTY_%d]", id)
+	}
+	return v.Tokens[id]
 }
 
 func attrFromType(ty int32) attr {
@@ -195,7 +217,8 @@ func (t *Tokenizer) buildPieces() {
 	n := len(t.v.Tokens)
 	t.pieceOff = make([]int32, n+1)
 	buf := make([]byte, 0, n*6)
-	for id, s := range t.v.Tokens {
+	for id := range t.v.Tokens {
+		s := tokenName(t.v, id)
 		a := t.attrs[id]
 		switch {
 		case a&(attrUnknown|attrControl|attrUserDefined) != 0:
@@ -271,6 +294,8 @@ func (t *Tokenizer) Encode(text string, opts EncodeOptions) []int32 {
 			out = t.bpeEncode(raw, &s.bpe, out)
 		case t.wpm != nil:
 			out = t.wpmEncode(raw, &s.wpm, out)
+		case t.ugm != nil:
+			out = t.ugmEncode(raw, prevSpecial, &s.ugm, out)
 		default:
 			out = t.spmEncode(escapeSpaces(raw, t.addSpacePrefix && prevSpecial), &s.spm, out)
 		}

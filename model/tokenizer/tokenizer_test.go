@@ -215,7 +215,7 @@ func TestNewErrors(t *testing.T) {
 		mutate func(v *Vocab)
 		want   error
 	}{
-		{"unknown model", func(v *Vocab) { v.Model = "t5" }, ErrUnsupported},
+		{"unknown model", func(v *Vocab) { v.Model = "rwkv" }, ErrUnsupported},
 		{"unknown pre", func(v *Vocab) { v.Pre = "no-such-pre" }, ErrUnsupported},
 		{"no tokens", func(v *Vocab) { v.Tokens = nil; v.Types = nil }, ErrInvalid},
 		{"duplicate token", func(v *Vocab) { v.Tokens = append([]string(nil), v.Tokens...); v.Tokens[1] = v.Tokens[0] }, ErrInvalid},

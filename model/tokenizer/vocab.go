@@ -23,6 +23,7 @@ const (
 	ModelSPM = "llama" // SentencePiece
 	ModelBPE = "gpt2"  // byte-level BPE
 	ModelWPM = "bert"  // WordPiece (BERT and its embedding-model kin)
+	ModelUGM = "t5"    // SentencePiece unigram (T5, XLM-RoBERTa and its embedding models and rerankers)
 )
 
 var (
@@ -36,11 +37,11 @@ var (
 // Vocab is everything a tokenizer needs, independent of GGUF. Special ids
 // are -1 when absent.
 type Vocab struct {
-	Model  string    // "llama" (SentencePiece), "gpt2" (byte-level BPE) or "bert" (WordPiece)
+	Model  string    // "llama" (SentencePiece), "gpt2" (byte-level BPE), "bert" (WordPiece) or "t5" (unigram)
 	Pre    string    // tokenizer.ggml.pre ("default", "llama-bpe", "qwen2", ...)
 	Name   string    // general.name; llama.cpp keys a few per-model rules on it (Phi-3)
 	Tokens []string  // token texts, by id
-	Scores []float32 // SPM merge priorities, by id; may be nil
+	Scores []float32 // SPM merge priorities, unigram log probabilities, by id; may be nil
 	Types  []int32   // Type* by id; nil means all normal
 	Merges []string  // "left right", by rank (BPE)
 
@@ -53,7 +54,14 @@ type Vocab struct {
 
 	AddBOS, AddEOS bool
 	AddSEP         bool // append SEP after the text (WordPiece: always, as llama.cpp does)
-	AddSpacePrefix bool // SPM: prefix the text with a space (tokenizer.ggml.add_space_prefix, default true)
+	AddSpacePrefix bool // SPM: prefix the text with a space (tokenizer.ggml.add_space_prefix, default true; unigram: default false)
+
+	// Unigram normalizer: the SentencePiece precompiled_charsmap
+	// (tokenizer.ggml.precompiled_charsmap, nil if absent; charsmap.go)
+	// and whether runs of spaces collapse to one before each word
+	// (tokenizer.ggml.remove_extra_whitespaces, default false).
+	Charsmap               []byte
+	RemoveExtraWhitespaces bool
 
 	// WordPiece normalizer (tokenizer.ggml.normalizer.*): lowercase the
 	// text, and strip accents (keep the first codepoint of each canonical
@@ -74,6 +82,8 @@ const (
 	keyAddBOS         = "tokenizer.ggml.add_bos_token"
 	keyAddEOS         = "tokenizer.ggml.add_eos_token"
 	keyAddSpacePrefix = "tokenizer.ggml.add_space_prefix"
+	keyRemoveExtraWS  = "tokenizer.ggml.remove_extra_whitespaces"
+	keyCharsmap       = "tokenizer.ggml.precompiled_charsmap"
 	keyLowercase      = "tokenizer.ggml.normalizer.lowercase"
 	keyStripAccents   = "tokenizer.ggml.normalizer.strip_accents"
 	keyChatTemplate   = "tokenizer.chat_template"
@@ -91,7 +101,10 @@ const (
 // [SEP] with add_special whatever those keys say. Their normalizer
 // lowercases unless tokenizer.ggml.normalizer.lowercase is false and
 // strips accents when tokenizer.ggml.normalizer.strip_accents says so,
-// defaulting to the lowercase setting.
+// defaulting to the lowercase setting. Unigram vocabularies default to
+// llama.cpp's T5 ids, EOS 1, UNK 2, PAD 0 and no BOS, add EOS and not BOS,
+// and read add_space_prefix and remove_extra_whitespaces (both default
+// false) and the precompiled_charsmap (a UINT8 or INT8 array).
 func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 	v := &Vocab{BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1, EOM: -1, SEP: -1, MASK: -1, FIMPad: -1, FIMRep: -1, FIMSep: -1}
 	var ok bool
@@ -143,6 +156,20 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 		v.AddBOS = pc.addBOS
 	case ModelWPM:
 		v.BOS, v.UNK, v.SEP, v.PAD, v.MASK = 101, 100, 102, 0, 103
+	case ModelUGM:
+		v.EOS, v.UNK, v.PAD = 1, 2, 0
+		v.AddEOS = true
+		if val, present := f.Value(keyCharsmap); present {
+			if v.Charsmap, ok = val.AsBytes(); !ok {
+				return nil, fmt.Errorf("%w: %s is not a UINT8 or INT8 array", ErrInvalid, keyCharsmap)
+			}
+			if v.Charsmap == nil {
+				v.Charsmap = []byte{} // present but empty: New refuses it, as llama.cpp does
+			}
+		}
+		if b, ok := f.Bool(keyRemoveExtraWS); ok {
+			v.RemoveExtraWhitespaces = b
+		}
 	default:
 		return nil, fmt.Errorf("%w: tokenizer model %q", ErrUnsupported, v.Model)
 	}
