@@ -35,11 +35,14 @@ func loadEncoder(t testing.TB, name string) (Model, Tokenizer) {
 // oengine's keeps float32, and three post-norm blocks amplify it); with
 // Q8_0 weights, whose activation rounding differs in near-ties, the
 // cosine falls to 0.997 on the same rows, so the references are F16.
+// "tiny-xlmr-f16" is bert with a SentencePiece unigram vocabulary that
+// adds <s> and </s>, as XLM-RoBERTa's (bge-m3, multilingual-e5): the
+// tokens are llama.cpp's too.
 func TestEncoderLlamaCppReference(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		cos, diff float64
-	}{{"tiny-bert-f16", 0.99999, 0.005}, {"tiny-nomic-bert-f16", 0.9999, 0.02}} {
+	}{{"tiny-bert-f16", 0.99999, 0.005}, {"tiny-nomic-bert-f16", 0.9999, 0.02}, {"tiny-xlmr-f16", 0.99999, 0.005}} {
 		m, tok := loadEncoder(t, tc.name)
 		e := newRealEngine(t, Config{KVPages: 256}, m, tok)
 		if l := e.Limits(); !l.EmbeddingsOnly || l.MaxBatchedTokens != 512 || l.MaxOutputTokens != 511 {
@@ -127,17 +130,34 @@ func TestEncoderRefusals(t *testing.T) {
 	}
 }
 
-// TestRerankLlamaCppReference: a reranker (bert with a classification
-// head, one token type as XLM-R-based rerankers have) gives llama.cpp's
+// TestRerankLlamaCppReference: rerankers (bert with a classification
+// head, one token type as XLM-R-based rerankers have) give llama.cpp's
 // relevance logits for query-document pairs, the pair tokenized as
-// [CLS] query [SEP] document [SEP] (llama.cpp was given those tokens: the
-// text "query [SEP] document" with special tokens parsed and added).
+// [CLS] query [SEP] document [SEP] (WordPiece) or <s> query </s></s>
+// document </s> (XLM-R's unigram vocabulary); llama.cpp was given those
+// tokens: the text "query [SEP] document" (or "query </s></s> document")
+// with special tokens parsed and added.
 func TestRerankLlamaCppReference(t *testing.T) {
-	const name = "tiny-bert-rerank-f16"
+	for _, tc := range []struct{ name, sep string }{{"tiny-bert-rerank-f16", " [SEP] "}, {"tiny-xlmr-rerank-f16", " </s></s> "}} {
+		checkRerankRefs(t, tc.name, tc.sep)
+	}
+	// A model without a head ranks nothing.
+	plain, ptok := loadEncoder(t, "tiny-bert-f16")
+	pe := newRealEngine(t, Config{KVPages: 64}, plain, ptok)
+	_, _, eerr, _ := embedResult(t, pe, Request{Prompt: "q", Embed: &EmbedOptions{Pooling: PoolingRank, Pair: "d"}})
+	if eerr == nil || eerr.Code != CodeUnsupportedFeature {
+		t.Fatalf("rank on a model without a head: %v", eerr)
+	}
+}
+
+// checkRerankRefs compares a reranker's scores of testdata/embed's pairs
+// with llama.cpp's (each reference prompt is query, sep, document).
+func checkRerankRefs(t *testing.T, name, sep string) {
+	t.Helper()
 	m, tok := loadEncoder(t, name)
 	e := newRealEngine(t, Config{KVPages: 256}, m, tok)
 	if l := e.Limits(); l.RankOutputs != 1 || l.Pooling != PoolingCLS {
-		t.Fatalf("limits: rank outputs %d, default pooling %v; want 1 and cls", l.RankOutputs, l.Pooling)
+		t.Fatalf("%s limits: rank outputs %d, default pooling %v; want 1 and cls", name, l.RankOutputs, l.Pooling)
 	}
 	raw, err := os.ReadFile(filepath.Join("testdata", "embed", name+".rank.json"))
 	if err != nil {
@@ -148,36 +168,29 @@ func TestRerankLlamaCppReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ref.Dim != 1 || ref.Pooling != "rank" || len(ref.Prompts) != 7 {
-		t.Fatalf("reference of %d values, %q pooling, %d pairs", ref.Dim, ref.Pooling, len(ref.Prompts))
+		t.Fatalf("%s: reference of %d values, %q pooling, %d pairs", name, ref.Dim, ref.Pooling, len(ref.Prompts))
 	}
 	worst := 0.0
 	for i, p := range ref.Prompts {
-		q, d, ok := strings.Cut(p.Prompt, " [SEP] ")
+		q, d, ok := strings.Cut(p.Prompt, sep)
 		if !ok {
-			t.Fatalf("pair %d has no [SEP]", i)
+			t.Fatalf("%s pair %d has no %q", name, i, sep)
 		}
 		ids, _, err := tok.(PairEncoder).EncodePair(q, d, true)
 		if err != nil || !slices.Equal(ids, p.Tokens) {
-			t.Fatalf("pair %d: tokens %v (%v), llama.cpp %v", i, ids, err, p.Tokens)
+			t.Fatalf("%s pair %d: tokens %v (%v), llama.cpp %v", name, i, ids, err, p.Tokens)
 		}
 		scores, usage, eerr, _ := embedResult(t, e, Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: d}})
 		if eerr != nil || len(scores) != 1 || usage.PromptTokens != len(ids) {
-			t.Fatalf("pair %d: %v, %d scores, usage %+v", i, eerr, len(scores), usage)
+			t.Fatalf("%s pair %d: %v, %d scores, usage %+v", name, i, eerr, len(scores), usage)
 		}
 		diff := math.Abs(float64(scores[0]) - p.Embedding[0])
 		worst = max(worst, diff)
 		if diff > 0.01 {
-			t.Errorf("pair %d (%d tokens): score %.5f, llama.cpp %.5f", i, len(ids), scores[0], p.Embedding[0])
+			t.Errorf("%s pair %d (%d tokens): score %.5f, llama.cpp %.5f", name, i, len(ids), scores[0], p.Embedding[0])
 		}
 	}
-	t.Logf("worst score difference %.2e", worst)
-	// A model without a head ranks nothing.
-	plain, ptok := loadEncoder(t, "tiny-bert-f16")
-	pe := newRealEngine(t, Config{KVPages: 64}, plain, ptok)
-	_, _, eerr, _ := embedResult(t, pe, Request{Prompt: "q", Embed: &EmbedOptions{Pooling: PoolingRank, Pair: "d"}})
-	if eerr == nil || eerr.Code != CodeUnsupportedFeature {
-		t.Fatalf("rank on a model without a head: %v", eerr)
-	}
+	t.Logf("%s: worst score difference %.2e", name, worst)
 }
 
 // TestRerankTokenTypes: with two token types a pair's document is of type

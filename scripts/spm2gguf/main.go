@@ -6,7 +6,10 @@
 // self-test samples (SentencePiece's own encodings), one per line as
 // "input<TAB>pieces", when the model has them.
 //
-// Usage: go run ./scripts/spm2gguf IN.model OUT.gguf
+// Usage: go run ./scripts/spm2gguf IN.model OUT.gguf [xlmr]
+//
+// With xlmr the vocabulary adds BOS as well as EOS to an input, as
+// XLM-RoBERTa's GGUFs (bge-m3 and the like) say; without, EOS only, as T5.
 package main
 
 import (
@@ -38,17 +41,17 @@ type model struct {
 }
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: spm2gguf IN.model OUT.gguf")
+	if len(os.Args) < 3 || len(os.Args) > 4 || len(os.Args) == 4 && os.Args[3] != "xlmr" {
+		fmt.Fprintln(os.Stderr, "usage: spm2gguf IN.model OUT.gguf [xlmr]")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Args[2]); err != nil {
+	if err := run(os.Args[1], os.Args[2], len(os.Args) == 4); err != nil {
 		fmt.Fprintln(os.Stderr, "spm2gguf:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, out string) error {
+func run(in, out string, xlmr bool) error {
 	b, err := os.ReadFile(in)
 	if err != nil {
 		return err
@@ -85,7 +88,7 @@ func run(in, out string) error {
 			w.SetUint32("tokenizer.ggml."+id.key, uint32(id.v))
 		}
 	}
-	w.SetBool("tokenizer.ggml.add_bos_token", false)
+	w.SetBool("tokenizer.ggml.add_bos_token", xlmr)
 	w.SetBool("tokenizer.ggml.add_eos_token", true)
 	data, err := w.Bytes()
 	if err != nil {
