@@ -291,7 +291,8 @@ func axpy(y, x []float32, a float32) {
 // StoreRowF16 writes src as F16 (round to nearest even) into dst.
 func StoreRowF16(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
-	for i, x := range src {
-		dst[i] = F32ToF16(x)
+	n := storeF16SIMD(dst, src) // the whole groups of 8, where there is SIMD
+	for i, x := range src[n:] {
+		dst[n+i] = F32ToF16(x)
 	}
 }

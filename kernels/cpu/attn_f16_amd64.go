@@ -11,6 +11,22 @@ func attnF16UpdAVX2(acc *float32, v *uint16, d, ng int, mw *float32)
 //go:noescape
 func roundF16AVX2(dst, src *float32, n int)
 
+//go:noescape
+func storeF16AVX2(dst *uint16, src *float32, n int)
+
+// storeF16SIMD rounds the whole groups of 8 of src to F16 into dst with
+// VCVTPS2PH (round to nearest even, as F32ToF16: TestStoreRowF16SIMD) and
+// returns how many it did.
+func storeF16SIMD(dst []uint16, src []float32) int {
+	n := len(src) &^ 7
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	_ = dst[n-1]
+	storeF16AVX2(&dst[0], &src[0], n)
+	return n
+}
+
 // attendF16SIMD is AttendF16 with its vector work in AVX2
 // (attn_f16_amd64.s): the query rounding, the g dot products of each key
 // and the F16 accumulator updates. The online softmax stays the same Go

@@ -140,3 +140,21 @@ rstep:
 	JNZ       rstep
 	VZEROUPPER
 	RET
+
+// storeF16AVX2(dst *uint16, src *float32, n int): dst[i] = F16 bits of
+// src[i] rounded to nearest even (n % 8 == 0, n > 0).
+TEXT ·storeF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+sstep:
+	VMOVUPS   (SI), Y0
+	VCVTPS2PH $0, Y0, X0
+	VMOVDQU   X0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $16, DI
+	SUBQ      $8, CX
+	JNZ       sstep
+	VZEROUPPER
+	RET

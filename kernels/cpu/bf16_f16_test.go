@@ -112,3 +112,27 @@ func firstDiffF32(a, b []float32) int {
 	}
 	return -1
 }
+
+// TestStoreRowF16SIMD: StoreRowF16 (VCVTPS2PH over whole groups of 8
+// where there is AVX2, F32ToF16 for the rest) gives F32ToF16's bits for
+// every kind of value: ties, subnormals, underflow, overflow to infinity,
+// infinities, NaNs and signed zeros, at every offset of the tail.
+func TestStoreRowF16SIMD(t *testing.T) {
+	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 65504, 65519.996, 65520, -65520, 1e9,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.Float32frombits(0x7f800001), math.Float32frombits(0xffc00123),
+		5.96e-8, 2.98e-8, 2.97e-8, 6.1e-5, -6.09e-5, 1.0009765625, 1.00048828125, 1.00146484375, 3.0517578e-5}
+	r := rand.New(rand.NewPCG(21, 22))
+	src := append([]float32(nil), special...)
+	for range 4000 {
+		src = append(src, math.Float32frombits(r.Uint32()))
+	}
+	for n := 0; n <= len(src); n += 1 + n/3 {
+		got := make([]uint16, n)
+		StoreRowF16(got, src[:n])
+		for i, x := range src[:n] {
+			if want := F32ToF16(x); got[i] != want {
+				t.Fatalf("n=%d value %d (%g, %#x): %#04x, F32ToF16 %#04x", n, i, x, math.Float32bits(x), got[i], want)
+			}
+		}
+	}
+}

@@ -84,22 +84,32 @@ func LayerNorm(dst, x, w, b []float32, eps float32) {
 }
 
 // GELU writes dst[i] = gelu(x[i]) in GeGLU's tanh form and arithmetic
-// (dst may alias x): the activation of BERT's feed-forward.
+// (dst may alias x): the activation of BERT's feed-forward. It is GeGLU
+// with an up projection of ones, its SIMD kernel included (x·1 is x), so
+// each value is bit for bit geluGo's (TestGELU).
 func GELU(dst, x []float32) {
 	x = x[:len(dst)]
-	for i, v := range x {
-		xx := float32(v * v)
-		q := float32(geluA*xx) + 1
-		u := float32(geluC2 * float32(v*q))
-		dst[i] = v / (1 + expGGML(0-u))
+	for lo := 0; lo < len(dst); lo += len(geluOnes) {
+		hi := min(lo+len(geluOnes), len(dst))
+		GeGLU(dst[lo:hi], x[lo:hi], geluOnes[:hi-lo])
 	}
 }
+
+// geluOnes is GELU's up projection, read in chunks (a multiple of 8, so
+// the SIMD groups fall where they would over the whole row).
+var geluOnes = func() []float32 {
+	v := make([]float32, 4096)
+	for i := range v {
+		v[i] = 1
+	}
+	return v
+}()
 
 // Add writes dst[i] = a[i] + b[i] (dst may alias a or b).
 func Add(dst, a, b []float32) {
 	n := len(dst)
 	a, b = a[:n], b[:n]
-	for i := range dst {
+	for i := addSIMD(dst, a, b); i < n; i++ {
 		dst[i] = a[i] + b[i]
 	}
 }
@@ -119,10 +129,7 @@ func AddBias(x, bias []float32) {
 		return
 	}
 	for r := 0; r+m <= len(x); r += m {
-		row := x[r : r+m]
-		for i := range row {
-			row[i] += bias[i]
-		}
+		Add(x[r:r+m], x[r:r+m], bias)
 	}
 }
 

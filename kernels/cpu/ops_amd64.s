@@ -134,3 +134,23 @@ TEXT ·swigluAVX2(SB), NOSPLIT, $0-32
 // n is a multiple of 8 (> 0).
 TEXT ·gegluAVX2(SB), NOSPLIT, $0-32
 	GLU(GELUARG)
+
+// func addAVX2(dst, a, b *float32, n int): dst[i] = a[i] + b[i], n a
+// multiple of 8 (> 0); one float32 rounding each, as Go's +.
+TEXT ·addAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+
+astep:
+	VMOVUPS (SI), Y0
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     astep
+	VZEROUPPER
+	RET
