@@ -1,12 +1,17 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"oengine/engine"
 )
@@ -177,4 +182,52 @@ func TestRerankRefused(t *testing.T) {
 	if err := json.Unmarshal(raw, &eb); err != nil || status != 400 || eb.Error.Code != "unsupported_feature" {
 		t.Fatalf("a model without a head: %d %s", status, raw)
 	}
+}
+
+// TestRerankCohereSDK runs testdata/rerank.mjs, a rerank with Cohere's
+// official npm SDK (cohere-ai, its v2 client), against a live server
+// with a reranker: the SDK's request is served and its parser takes the
+// reply, and the order is the engine's. It needs node and
+// testdata/node_modules (npm ci there); without them it skips, unless
+// OENGINE_REQUIRE_NODE=1 (CI) makes it fail.
+func TestRerankCohereSDK(t *testing.T) {
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join("testdata", "node_modules", "cohere-ai"))
+	if err != nil || modErr != nil {
+		msg := "node or server/openai/testdata/node_modules missing (run npm ci there)"
+		if os.Getenv("OENGINE_REQUIRE_NODE") == "1" {
+			t.Fatal(msg + " and OENGINE_REQUIRE_NODE=1")
+		}
+		t.Skip(msg)
+	}
+	h := startHarness(t, harnessOpts{modelFile: rerankModel})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "rerank.mjs", h.base, h.name)
+	cmd.Dir = "testdata"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("rerank.mjs: %v\n%s", err, out)
+	}
+	var results []struct {
+		Index          int     `json:"index"`
+		RelevanceScore float64 `json:"relevanceScore"`
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &results); err != nil || len(results) != 2 {
+		t.Fatalf("rerank.mjs printed %s (%v)", out, err)
+	}
+	q := "What is the capital of France?"
+	docs := []string{"Paris is the capital and largest city of France.", "The Eiffel Tower was completed in 1889.",
+		"Photosynthesis converts light energy into chemical energy."}
+	logits := make([]float64, len(docs))
+	for i, d := range docs {
+		logits[i], _ = h.engineScore(t, q, d)
+	}
+	best, second := order(logits)
+	if results[0].Index != best || results[1].Index != second ||
+		math.Abs(results[0].RelevanceScore-1/(1+math.Exp(-logits[best]))) > 1e-6 {
+		t.Fatalf("SDK results %+v, engine logits %v", results, logits)
+	}
+	h.idle(t, false)
 }
