@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"oengine/internal/refdata"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -48,4 +49,19 @@ func localTokenizer(t testing.TB, path string) *Tokenizer {
 	}
 	loadCache[path] = tok
 	return tok
+}
+
+// decodeBoth decodes ids whole (Decode, or DecodeSpecial with special)
+// and token by token through the streaming decoder.
+func decodeBoth(tok *Tokenizer, ids []int32, special bool) (whole, streamed string) {
+	dec, d := tok.Decode, tok.NewDecoder()
+	if special {
+		dec, d = tok.DecodeSpecial, tok.NewDecoderSpecial()
+	}
+	var sb strings.Builder
+	for _, id := range ids {
+		sb.WriteString(d.Push(id))
+	}
+	sb.WriteString(d.Flush())
+	return string(dec(ids)), sb.String()
 }

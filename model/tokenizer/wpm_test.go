@@ -125,21 +125,12 @@ func TestBERTDecode(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s line %d: %v", c.out, i+1, err)
 			}
-			ids := tok.Encode(in, c.opts)
-			dec, d := tok.Decode, tok.NewDecoder()
-			if c.special {
-				dec, d = tok.DecodeSpecial, tok.NewDecoderSpecial()
+			whole, streamed := decodeBoth(tok, tok.Encode(in, c.opts), c.special)
+			if whole != want {
+				t.Errorf("%s case %d %q: decoded %q, want %q", c.out, i, in, whole, want)
 			}
-			if got := string(dec(ids)); got != want {
-				t.Errorf("%s case %d %q: decoded %q, want %q", c.out, i, in, got, want)
-			}
-			var sb strings.Builder
-			for _, id := range ids {
-				sb.WriteString(d.Push(id))
-			}
-			sb.WriteString(d.Flush())
-			if sb.String() != want {
-				t.Errorf("%s case %d %q: streamed %q, want %q", c.out, i, in, sb.String(), want)
+			if streamed != want {
+				t.Errorf("%s case %d %q: streamed %q, want %q", c.out, i, in, streamed, want)
 			}
 		}
 	}

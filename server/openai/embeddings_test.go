@@ -31,7 +31,14 @@ import (
 // engineEmbedding is the harness engine's own pooled vector of prompt.
 func (h *harness) engineEmbedding(t *testing.T, prompt string, p engine.Pooling) []float32 {
 	t.Helper()
-	st, err := h.e.Submit(ctxT(t), engine.Request{Prompt: prompt, Embed: &engine.EmbedOptions{Pooling: p}})
+	return h.engineDone(t, engine.Request{Prompt: prompt, Embed: &engine.EmbedOptions{Pooling: p}}).Embedding
+}
+
+// engineDone runs an embedding request on the harness engine itself and
+// returns its terminal event (an error event ends t).
+func (h *harness) engineDone(t *testing.T, r engine.Request) engine.Event {
+	t.Helper()
+	st, err := h.e.Submit(ctxT(t), r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,10 +47,10 @@ func (h *harness) engineEmbedding(t *testing.T, prompt string, p engine.Pooling)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Kind == engine.EventDone {
-			return ev.Embedding
-		}
-		if ev.Kind == engine.EventError {
+		switch ev.Kind {
+		case engine.EventDone:
+			return ev
+		case engine.EventError:
 			t.Fatal(ev.Err)
 		}
 	}

@@ -1,17 +1,12 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"math"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"oengine/engine"
 )
@@ -50,25 +45,12 @@ func (h *harness) post(t *testing.T, path, body string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-// engineScore is the harness engine's own relevance logit of a pair.
+// engineScore is the harness engine's own relevance logit of a pair and
+// the pair's tokens.
 func (h *harness) engineScore(t *testing.T, query, doc string) (float64, int) {
 	t.Helper()
-	st, err := h.e.Submit(ctxT(t), engine.Request{Prompt: query, Embed: &engine.EmbedOptions{Pooling: engine.PoolingRank, Pair: doc}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		ev, err := st.Next(ctxT(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch ev.Kind {
-		case engine.EventDone:
-			return float64(ev.Embedding[0]), ev.Usage.PromptTokens
-		case engine.EventError:
-			t.Fatal(ev.Err)
-		}
-	}
+	ev := h.engineDone(t, engine.Request{Prompt: query, Embed: &engine.EmbedOptions{Pooling: engine.PoolingRank, Pair: doc}})
+	return float64(ev.Embedding[0]), ev.Usage.PromptTokens
 }
 
 // TestRerank: POST /v1/rerank (and /rerank, /v2/rerank) scores every
@@ -191,29 +173,14 @@ func TestRerankRefused(t *testing.T) {
 // testdata/node_modules (npm ci there); without them it skips, unless
 // OENGINE_REQUIRE_NODE=1 (CI) makes it fail.
 func TestRerankCohereSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	_, modErr := os.Stat(filepath.Join("testdata", "node_modules", "cohere-ai"))
-	if err != nil || modErr != nil {
-		msg := "node or server/openai/testdata/node_modules missing (run npm ci there)"
-		if os.Getenv("OENGINE_REQUIRE_NODE") == "1" {
-			t.Fatal(msg + " and OENGINE_REQUIRE_NODE=1")
-		}
-		t.Skip(msg)
-	}
+	requireNode(t, "cohere-ai")
 	h := startHarness(t, harnessOpts{modelFile: rerankModel})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "rerank.mjs", h.base, h.name)
-	cmd.Dir = "testdata"
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("rerank.mjs: %v\n%s", err, out)
-	}
+	out := runNode(t, "rerank.mjs", h.base, h.name)
 	var results []struct {
 		Index          int     `json:"index"`
 		RelevanceScore float64 `json:"relevanceScore"`
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &results); err != nil || len(results) != 2 {
 		t.Fatalf("rerank.mjs printed %s (%v)", out, err)
 	}

@@ -302,8 +302,21 @@ func TestReasoningSplit(t *testing.T) {
 // testdata/node_modules (npm ci in server/openai/testdata); without them
 // it skips, unless OENGINE_REQUIRE_NODE=1 (CI) makes it fail.
 func TestOpenAINodeSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	_, modErr := os.Stat(filepath.Join("testdata", "node_modules", "openai"))
+	requireNode(t, "openai")
+	h := startHarness(t, harnessOpts{template: llama2Template})
+	if out := runNode(t, "smoke.mjs", h.base+"/v1", h.name); !strings.Contains(out, "ok") {
+		t.Fatalf("smoke.mjs:\n%s", out)
+	}
+	h.idle(t, false)
+}
+
+// requireNode skips t without node or the npm package pkg in
+// testdata/node_modules (npm ci in server/openai/testdata), unless
+// OENGINE_REQUIRE_NODE=1 (CI) makes it fail.
+func requireNode(t *testing.T, pkg string) {
+	t.Helper()
+	_, err := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join("testdata", "node_modules", pkg))
 	if err != nil || modErr != nil {
 		msg := "node or server/openai/testdata/node_modules missing (run npm ci there)"
 		if os.Getenv("OENGINE_REQUIRE_NODE") == "1" {
@@ -311,16 +324,21 @@ func TestOpenAINodeSDK(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	h := startHarness(t, harnessOpts{template: llama2Template})
+}
+
+// runNode runs `node script args...` in testdata (2 minutes at most) and
+// returns its output; a failure ends t with it.
+func runNode(t *testing.T, script string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "smoke.mjs", h.base+"/v1", h.name)
+	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
 	cmd.Dir = "testdata"
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "ok") {
-		t.Fatalf("smoke.mjs: %v\n%s", err, out)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
 	}
-	h.idle(t, false)
+	return string(out)
 }
 
 // TestBenchOpenAITarget: oengine's own load generator (bench serve
