@@ -42,11 +42,11 @@ func TestEncoderLlamaCppReference(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		cos, diff float64
-	}{{"tiny-bert-f16", 0.99999, 0.005}, {"tiny-nomic-bert-f16", 0.9999, 0.02}, {"tiny-xlmr-f16", 0.99999, 0.005}} {
+	}{{"tiny-bert-f16", 0.99999, 0.005}, {"tiny-nomic-bert-f16", 0.9999, 0.02}, {"tiny-xlmr-f16", 0.99999, 0.005}, {"tiny-modernbert-f16", 0.9999, 0.02}} {
 		m, tok := loadEncoder(t, tc.name)
 		e := newRealEngine(t, Config{KVPages: 256}, m, tok)
-		if l := e.Limits(); !l.EmbeddingsOnly || l.MaxBatchedTokens != 512 || l.MaxOutputTokens != 511 {
-			t.Fatalf("%s: limits %+v; want embeddings only, a step of the whole context (512)", tc.name, l)
+		if l := e.Limits(); !l.EmbeddingsOnly || l.MaxBatchedTokens != l.ContextLen || l.MaxOutputTokens != l.ContextLen-1 {
+			t.Fatalf("%s: limits %+v; want embeddings only, a step of the whole context", tc.name, l)
 		}
 		checkEmbedRefs(t, e, tok, tc.name, tc.cos, tc.diff)
 	}

@@ -15,8 +15,10 @@
 // a mixture of experts with biases, top-k softmax gating and a clamped
 // SwiGLU); and two encoders, whose final hidden states are text
 // embeddings: "bert" (BERT and its fine-tunes: bge, all-MiniLM,
-// mxbai-embed, snowflake-arctic-embed) and "nomic-bert" (nomic-embed-text:
-// BERT's block with RoPE and a SwiGLU feed-forward), Config.Encoder.
+// mxbai-embed, snowflake-arctic-embed; XLM-RoBERTa's: bge-m3,
+// multilingual-e5), "nomic-bert" (nomic-embed-text: BERT's block with RoPE
+// and a SwiGLU feed-forward) and "modern-bert" (ModernBERT:
+// gte-modernbert, granite-embedding r2), Config.Encoder.
 //
 // One forward pass serves prefill and decode: a Batch is a set of tokens,
 // each with its sequence and position, and attention reads keys and values
@@ -40,7 +42,7 @@ var ErrUnsupported = errors.New("llama: unsupported model")
 
 // Config is the shape of a model, read from GGUF metadata.
 type Config struct {
-	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert"
+	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "modern-bert"
 	Dim     int    // embedding width
 	Layers  int    // transformer blocks
 	Heads   int    // query heads
@@ -140,6 +142,15 @@ type Config struct {
 	// ("nomic-bert"). There is no output norm nor projection: the final
 	// states are the embeddings, and Forward computes no logits.
 	Encoder, AbsPos bool
+	// PreNorm: ModernBERT's encoder block ("modern-bert"): x = x +
+	// attn(LN(x)) (no norm before layer 0's attention), x = x +
+	// ffn(LN(x)), a final LN; LayerNorms without biases, no biases at all,
+	// Q, K and V in one matrix and RoPE, the feed-forward's gate and up in
+	// one (GeGLU, or SwiGLU where the file's hidden_activation says silu:
+	// EncoderSiLU). Its local layers (SWA, dense first: layer l is global
+	// when l%SWAPattern == 0, SWADenseFirst) see the positions within
+	// SWA/2 either side of their own, and rotate with RopeBaseSWA.
+	PreNorm, EncoderSiLU, SWADenseFirst bool
 	// TokenTypes is the rows of an encoder's token_types table (BERT's
 	// segments; 0 without one): Batch.Types picks a row per token.
 	// RankOutputs is the width of its classification head (a reranker's
@@ -167,6 +178,9 @@ const (
 
 // Local reports whether layer l attends through the sliding window.
 func (c Config) Local(l int) bool {
+	if c.SWADenseFirst {
+		return c.SWA > 0 && (c.SWAPattern == 0 || l%c.SWAPattern != 0)
+	}
 	return c.SWA > 0 && (c.SWAPattern == 0 || l%c.SWAPattern < c.SWAPattern-1)
 }
 
@@ -185,8 +199,9 @@ type archTraits struct {
 	gptOSS  bool // Config.AttnSinks and the rest of gpt-oss's block
 	// ffnNorm names the feed-forward norm's tensor ("": ffn_norm).
 	ffnNorm string
-	// encoder: Config.Encoder; absPos: Config.AbsPos.
-	encoder, absPos bool
+	// encoder: Config.Encoder; absPos: Config.AbsPos; preNorm:
+	// Config.PreNorm.
+	encoder, absPos, preNorm bool
 }
 
 // ffnNormTensor is the suffix of a layer's feed-forward norm tensor.
@@ -210,6 +225,7 @@ var archs = map[string]archTraits{
 	// The encoders' biases are optional tensors (readEncoder).
 	"bert":       {encoder: true, absPos: true},
 	"nomic-bert": {neox: true, encoder: true},
+	"modern-bert": {neox: true, encoder: true, preNorm: true, fusedUp: true},
 }
 
 // maxDim bounds every metadata size so that products of them cannot
@@ -225,10 +241,10 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3, gpt-oss, bert or nomic-bert)", ErrUnsupported, arch)
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3, gpt-oss, bert, nomic-bert or modern-bert)", ErrUnsupported, arch)
 	}
 	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma, FusedUp: tr.fusedUp,
-		Encoder: tr.encoder, AbsPos: tr.absPos}
+		Encoder: tr.encoder, AbsPos: tr.absPos, PreNorm: tr.preNorm}
 	get := func(key string, dst *int, required bool) error {
 		v, ok := f.Uint(arch + "." + key)
 		if !ok {

@@ -39,7 +39,39 @@ func (c *Config) readEncoder(f *gguf.File) error {
 	if c.RankOutputs = rows("cls.output.weight"); c.RankOutputs == 0 {
 		c.RankOutputs = rows("cls.weight")
 	}
+	if c.PreNorm {
+		if c.RankOutputs > 0 {
+			return fmt.Errorf("%w: a %s classification head (GELU and a norm, mean pooled)", ErrUnsupported, c.Arch)
+		}
+		return c.readModernBERT(f)
+	}
 	return nil
+}
+
+// readModernBERT reads ModernBERT's window (optional: without one every
+// layer is global), its pattern (default 3, dense first) and the local
+// layers' rope base (default 10000, as llama.cpp), and its activation.
+func (c *Config) readModernBERT(f *gguf.File) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	if act, ok := f.String(key("hidden_activation")); ok {
+		switch act {
+		case "gelu", "gelu_pytorch_tanh", "geglu":
+		case "silu", "swiglu":
+			c.EncoderSiLU = true
+		default:
+			return fmt.Errorf("%w: %s %q", ErrUnsupported, key("hidden_activation"), act)
+		}
+	}
+	w, ok := f.Uint(key("attention.sliding_window"))
+	if !ok || w == 0 {
+		return nil
+	}
+	if w > maxDim {
+		return fmt.Errorf("llama: %s = %d out of range", key("attention.sliding_window"), w)
+	}
+	c.SWA, c.SWAPattern, c.SWADenseFirst = int(w), 3, true
+	c.RopeBaseSWA, c.RopeScaleSWA = 10000, 1
+	return c.readWindowKeys(f)
 }
 
 // loadEncoder reads an encoder's embedding tensors and its layers (Load
@@ -53,6 +85,10 @@ func (m *Model) loadEncoder(ld *loader) {
 			return nil
 		}
 		return ld.vector(name, n)
+	}
+	if c.PreNorm {
+		m.loadModernBERT(ld)
+		return
 	}
 	m.embNormW = ld.vector("token_embd_norm.weight", c.Dim)
 	m.embNormB = ld.vector("token_embd_norm.bias", c.Dim)
@@ -148,6 +184,36 @@ func (m *Model) Rank(dst, cls []float32) error {
 	return nil
 }
 
+// loadModernBERT reads ModernBERT's tensors (Config.PreNorm): the
+// embedding norm, the final norm (outNorm) and per layer the attention
+// norm (none for layer 0), the fused QKV, the output projection, the
+// feed-forward norm (ffnNorm), the fused gate and up, and down. Its norms
+// have no biases.
+func (m *Model) loadModernBERT(ld *loader) {
+	c, f := &m.cfg, ld.f
+	m.embNormW = ld.vector("token_embd_norm.weight", c.Dim)
+	m.outNorm = ld.vector("output_norm.weight", c.Dim)
+	for i := range m.layers {
+		l := &m.layers[i]
+		p := fmt.Sprintf("blk.%d.", i)
+		if _, ok := f.Tensor(p + "attn_norm.weight"); ok || i > 0 {
+			l.attnNorm = ld.vector(p+"attn_norm.weight", c.Dim)
+		}
+		if qkv := ld.rows(p+"attn_qkv.weight", c.QDim()+2*c.KVDim(), c.Dim, []int{c.QDim(), c.KVDim(), c.KVDim()}); qkv != nil {
+			l.wq, l.wk, l.wv = qkv[0], qkv[1], qkv[2]
+		}
+		l.wo = ld.matrix(p+"attn_output.weight", c.Dim, c.QDim())
+		l.ffnNorm = ld.vector(p+"ffn_norm.weight", c.Dim)
+		if gu := ld.rows(p+"ffn_up.weight", 2*c.FFN, c.Dim, []int{c.FFN, c.FFN}); gu != nil {
+			l.wGate, l.wUp = gu[0], gu[1]
+		}
+		l.wDown = ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN)
+		if ld.err != nil {
+			return
+		}
+	}
+}
+
 // checkWhole returns each sequence's length in b, an encoder's batch: a
 // sequence's tokens must come together, at positions 0, 1, ..., n-1.
 func checkWhole(b *Batch, lens []int32) ([]int32, error) {
@@ -210,12 +276,24 @@ func (m *Model) encode(kv *KV, b *Batch, hidden []float32, maxN int) error {
 		if !c.AbsPos {
 			m.ropeCache(f.cs[i*R:(i+1)*R], b.Pos[i])
 		}
+		if c.SWA > 0 {
+			m.ropeCacheLocal(f.csLocal[i*R:(i+1)*R], b.Pos[i])
+		}
 	})
 	for l := range m.layers {
-		m.encoderLayer(l)
+		if c.PreNorm {
+			m.modernLayer(l)
+		} else {
+			m.encoderLayer(l)
+		}
 	}
 	for j, idx := range b.Hidden {
-		copy(hidden[j*D:(j+1)*D], f.x[int(idx)*D:(int(idx)+1)*D])
+		h, x := hidden[j*D:(j+1)*D], f.x[int(idx)*D:(int(idx)+1)*D]
+		if m.outNorm != nil { // ModernBERT's final norm
+			cpu.LayerNorm(h, x, m.outNorm, nil, c.NormEps)
+		} else {
+			copy(h, x)
+		}
 	}
 	f.kv, f.b = nil, nil
 	return nil
@@ -277,6 +355,55 @@ func (m *Model) encoderLayer(l int) {
 	m.addNorm(w.bDown, w.outNormW, w.outNormB)
 }
 
+// modernLayer runs ModernBERT block l (Config.PreNorm) on the T token
+// states in f.x: x += attn(LN(x)) (layer 0: attn(x)), x += ffn(LN(x)).
+func (m *Model) modernLayer(l int) {
+	c, f, w := &m.cfg, &m.fw, &m.layers[l]
+	T, D, QD, KD, HD, R, F := f.t, c.Dim, c.QDim(), c.KVDim(), c.HeadDim, c.RopeDims, c.FFN
+	b, kv := f.b, f.kv
+	f.layer = l
+	in := f.x[:T*D]
+	if w.attnNorm != nil {
+		m.forTokens(func(i int) { cpu.LayerNorm(f.xb[i*D:(i+1)*D], f.x[i*D:(i+1)*D], w.attnNorm, nil, c.NormEps) })
+		in = f.xb[:T*D]
+	}
+	q, k, v := f.q[:T*QD], f.k[:T*KD], f.v[:T*KD]
+	f.qkv[0], f.qkv[1], f.qkv[2] = cpu.MatOp{Dst: q, W: w.wq}, cpu.MatOp{Dst: k, W: w.wk}, cpu.MatOp{Dst: v, W: w.wv}
+	m.matMuls(f.qkv[:], in, T)
+	local := c.Local(l)
+	m.forTokens(func(i int) {
+		qi, ki := q[i*QD:(i+1)*QD], k[i*KD:(i+1)*KD]
+		cs := f.cs[i*R : (i+1)*R]
+		if local {
+			cs = f.csLocal[i*R : (i+1)*R]
+		}
+		cpu.Rope(qi, c.Heads, HD, R, cs, c.RopeNeoX)
+		cpu.Rope(ki, c.KVHeads, HD, R, cs, c.RopeNeoX)
+		pos := int(b.Pos[i])
+		kv.store(0, b.Seqs[b.Seq[i]][pos/kv.pageSize], pos%kv.pageSize, ki, v[i*KD:(i+1)*KD])
+	})
+	m.pool.For(f.slots, f.encAttnFn)
+	m.matMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
+	m.forTokens(func(i int) {
+		x, xb := f.x[i*D:(i+1)*D], f.xb[i*D:(i+1)*D]
+		cpu.Add(x, xb, x)
+		cpu.LayerNorm(xb, x, w.ffnNorm, nil, c.NormEps)
+	})
+	hb, hb2 := f.hb[:T*F], f.hb2[:T*F]
+	f.gu[0], f.gu[1] = cpu.MatOp{Dst: hb, W: w.wGate}, cpu.MatOp{Dst: hb2, W: w.wUp}
+	m.matMuls(f.gu[:], f.xb[:T*D], T)
+	m.forTokens(func(i int) {
+		h := hb[i*F : (i+1)*F]
+		if c.EncoderSiLU {
+			cpu.SwiGLU(h, h, hb2[i*F:(i+1)*F])
+		} else {
+			cpu.GeGLU(h, h, hb2[i*F:(i+1)*F])
+		}
+	})
+	m.matMul(f.xb[:T*D], w.wDown, hb, T)
+	m.forTokens(func(i int) { cpu.Add(f.x[i*D:(i+1)*D], f.xb[i*D:(i+1)*D], f.x[i*D:(i+1)*D]) })
+}
+
 // addNorm ends an encoder sub-block: x = LN(x + xb + bias) per token
 // (bias nil: none), with the norm's weight and bias.
 func (m *Model) addNorm(bias, normW, normB []float32) {
@@ -322,12 +449,26 @@ func (m *Model) planEncoderAttn(maxN int) {
 func (f *forward) encAttnSlots(lo, hi int) {
 	c, b, kv := &f.m.cfg, f.b, f.kv
 	QD, g := c.QDim(), c.Heads/c.KVHeads
+	local, half, ps := c.Local(f.layer), c.SWA/2, kv.pageSize
 	for s := lo; s < hi; s++ {
 		for it := s; it < len(f.attnItems); it += f.slots {
 			a := f.attnItems[it]
 			i, n, seq := int(a.i), int(a.n), b.Seq[a.i]
-			cpu.AttendFull(f.att[i*QD:(i+n)*QD], f.q[i*QD:(i+n)*QD], n, c.KVHeads, g,
-				kv.k[0], kv.v[0], b.Seqs[seq], int(f.seqLens[seq]), f.scale, f.attnScratch[s])
+			table, seqLen := b.Seqs[seq], int(f.seqLens[seq])
+			if !local {
+				cpu.AttendFull(f.att[i*QD:(i+n)*QD], f.q[i*QD:(i+n)*QD], n, c.KVHeads, g,
+					kv.k[0], kv.v[0], table, seqLen, f.scale, f.attnScratch[s])
+				continue
+			}
+			// ModernBERT's local layers: positions within half the window
+			// either side, token by token.
+			for t := i; t < i+n; t++ {
+				pos := int(b.Pos[t])
+				lo, hi := max(0, pos-half), min(seqLen, pos+half+1)
+				first := lo / ps
+				cpu.AttendHeadsWindow(f.att[t*QD:(t+1)*QD], f.q[t*QD:(t+1)*QD], c.KVHeads, g, kv.k[0], kv.v[0],
+					table[first:], hi-first*ps, f.scale, cpu.AttnOpts{Skip: lo - first*ps}, f.attnScratch[s])
+			}
 		}
 	}
 }

@@ -50,7 +50,7 @@ func encodeSeqs(t *testing.T, m *Model, kv *KV, seqs ...[]int32) [][]float32 {
 // and the output is LayerNorm-ed (each row's mean about the bias's).
 // The llama.cpp references are engine's TestEncoderLlamaCppReference.
 func TestEncoderAttendsBothWays(t *testing.T) {
-	for _, arch := range []string{"bert", "nomic-bert"} {
+	for _, arch := range []string{"bert", "nomic-bert", "modern-bert"} {
 		m := synthModel(t, arch, ggml.TypeF16)
 		kv, err := m.NewKV(64, 16, KVF16)
 		if err != nil {
@@ -118,6 +118,13 @@ func TestEncoderConfig(t *testing.T) {
 	}
 	if c := synthModel(t, "nomic-bert", ggml.TypeF16).Config(); !c.Encoder || c.AbsPos || !c.RopeNeoX {
 		t.Fatalf("nomic-bert config %+v", c)
+	}
+	// ModernBERT: pre-norm, a window on two layers of three, layer 0
+	// global (dense first), the local layers' own rope base.
+	mc := synthModel(t, "modern-bert", ggml.TypeF16).Config()
+	if !mc.Encoder || !mc.PreNorm || mc.SWA != 128 || mc.Local(0) || !mc.Local(1) || !mc.Local(2) || mc.Local(3) ||
+		mc.RopeBaseSWA != 10000 || mc.EncoderSiLU {
+		t.Fatalf("modern-bert config %+v", mc)
 	}
 	f := synthBuild(t, synth.Options{Arch: "bert", Preset: "tiny", Type: ggml.TypeF16, Seed: 7})
 	causal := rewrite(t, f, map[string]gguf.Value{"bert.attention.causal": gguf.BoolValue(true)}, nil)

@@ -163,7 +163,7 @@ func (o Options) Resolve() (Dims, error) {
 	if o.YarnFactor < 0 || o.YarnFactor > 0 && (o.YarnOrigCtx <= 0 || o.Arch == "phi3" || o.Arch == "gemma2" || o.Arch == "gemma3") {
 		return Dims{}, fmt.Errorf("%w: YaRN needs a positive factor and original context, on llama, qwen2, qwen3 or qwen3moe", ErrOptions)
 	}
-	if (o.Rerank || o.TokenTypes != 0) && !encoder(o.Arch) || o.TokenTypes < 0 || o.TokenTypes > 16 || o.Rerank && o.Pooling != "" {
+	if (o.Rerank || o.TokenTypes != 0) && (!encoder(o.Arch) || o.Arch == "modern-bert") || o.TokenTypes < 0 || o.TokenTypes > 16 || o.Rerank && o.Pooling != "" {
 		return Dims{}, fmt.Errorf("%w: a reranker head and token types (0-16) are for bert and nomic-bert, without another pooling", ErrOptions)
 	}
 	if _, ok := poolingTypes[o.Pooling]; o.Pooling != "" && !ok {
@@ -234,9 +234,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		o.Arch = "llama"
 	}
 	switch o.Arch {
-	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert":
+	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "modern-bert":
 	default:
-		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert)", ErrOptions, o.Arch)
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert, modern-bert)", ErrOptions, o.Arch)
 	}
 	if !cpu.CanQuantize(o.Type) {
 		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
@@ -334,6 +334,17 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 			win = 128
 		}
 		w.SetUint32(a+".attention.sliding_window", uint32(win))
+	}
+	if a == "modern-bert" {
+		// ModernBERT's symmetric window on two layers of three (layer 0
+		// global), the local layers' rope base written out.
+		win := d.SlidingWindow
+		if win == 0 {
+			win = 128
+		}
+		w.SetUint32(a+".attention.sliding_window", uint32(win))
+		w.SetUint32(a+".attention.sliding_window_pattern", 3)
+		w.SetFloat32(a+".rope.freq_base_swa", 10000)
 	}
 	if o.YarnFactor > 0 {
 		w.SetString(a+".rope.scaling.type", "yarn")
@@ -480,7 +491,7 @@ type tensorSpec struct {
 }
 
 // encoder reports the BERT-style architectures (encoderSpecs).
-func encoder(arch string) bool { return arch == "bert" || arch == "nomic-bert" }
+func encoder(arch string) bool { return arch == "bert" || arch == "nomic-bert" || arch == "modern-bert" }
 
 func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 	if encoder(arch) {
@@ -644,6 +655,9 @@ func encoderSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 	f32 := func(name string, cols, rows int, std float32) tensorSpec {
 		return tensorSpec{name: name, typ: ggml.TypeF32, dims: []uint64{uint64(cols), uint64(rows)}, std: std}
 	}
+	if arch == "modern-bert" {
+		return modernBERTSpecs(d, mat, vec)
+	}
 	bert := arch == "bert"
 	specs := []tensorSpec{
 		mat("token_embd.weight", d.Dim, d.Vocab, 1),
@@ -675,6 +689,32 @@ func encoderSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 		specs = append(specs,
 			vec(p+"attn_output_norm.weight", d.Dim, true, 0), vec(p+"attn_output_norm.bias", d.Dim, false, 0.1),
 			vec(p+"layer_output_norm.weight", d.Dim, true, 0), vec(p+"layer_output_norm.bias", d.Dim, false, 0.1))
+	}
+	return specs
+}
+
+// modernBERTSpecs are ModernBERT's tensors: norms without biases (none
+// before layer 0's attention), fused QKV, fused gate and up, a final norm;
+// no biases, token types nor positions.
+func modernBERTSpecs(d Dims, mat func(string, int, int, float32) tensorSpec, vec func(string, int, bool, float32) tensorSpec) []tensorSpec {
+	qDim, kvDim := d.Heads*d.HeadDim, d.KVHeads*d.HeadDim
+	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	specs := []tensorSpec{
+		mat("token_embd.weight", d.Dim, d.Vocab, 1),
+		vec("token_embd_norm.weight", d.Dim, true, 0),
+		vec("output_norm.weight", d.Dim, true, 0),
+	}
+	for l := 0; l < d.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		if l > 0 {
+			specs = append(specs, vec(p+"attn_norm.weight", d.Dim, true, 0))
+		}
+		specs = append(specs,
+			mat(p+"attn_qkv.weight", d.Dim, qDim+2*kvDim, 2*inv(d.Dim)),
+			mat(p+"attn_output.weight", qDim, d.Dim, inv(qDim)),
+			vec(p+"ffn_norm.weight", d.Dim, true, 0),
+			mat(p+"ffn_up.weight", d.Dim, 2*d.FFN, inv(d.Dim)),
+			mat(p+"ffn_down.weight", d.FFN, d.Dim, inv(d.FFN)))
 	}
 	return specs
 }
