@@ -223,8 +223,8 @@ var archs = map[string]archTraits{
 	"mistral3": {},
 	"gpt-oss":  {neox: true, qkvBias: true, moe: true, gptOSS: true, ffnNorm: "post_attention_norm"},
 	// The encoders' biases are optional tensors (readEncoder).
-	"bert":       {encoder: true, absPos: true},
-	"nomic-bert": {neox: true, encoder: true},
+	"bert":        {encoder: true, absPos: true},
+	"nomic-bert":  {neox: true, encoder: true},
 	"modern-bert": {neox: true, encoder: true, preNorm: true, fusedUp: true},
 }
 

@@ -491,7 +491,9 @@ type tensorSpec struct {
 }
 
 // encoder reports the BERT-style architectures (encoderSpecs).
-func encoder(arch string) bool { return arch == "bert" || arch == "nomic-bert" || arch == "modern-bert" }
+func encoder(arch string) bool {
+	return arch == "bert" || arch == "nomic-bert" || arch == "modern-bert"
+}
 
 func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 	if encoder(arch) {
