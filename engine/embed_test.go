@@ -173,7 +173,16 @@ func TestEmbedPooling(t *testing.T) {
 					hooks.Done()
 				}
 			}
-			e := newEngineOn(t, cfg, m, tok)
+			mm := m
+			if tc.name == "tiny pool preempts" {
+				// Slow steps (5 ms each): every request is in while the
+				// first steps run, so the pool is short for all of them at
+				// once however slowly the goroutines start on a loaded
+				// machine.
+				mm = &fakeHidden{fakeModel: &fakeModel{vocab: 64, ctx: 512,
+					cost: func(int) time.Duration { return 5 * time.Millisecond }}, dim: 4}
+			}
+			e := newEngineOn(t, cfg, mm, tok)
 			var wg sync.WaitGroup
 			for i, r := range reqs {
 				wg.Add(1)
