@@ -225,7 +225,7 @@ var archs = map[string]archTraits{
 	// The encoders' biases are optional tensors (readEncoder).
 	"bert":        {encoder: true, absPos: true},
 	"nomic-bert":  {neox: true, encoder: true},
-	"modern-bert": {neox: true, encoder: true, preNorm: true, fusedUp: true},
+	"modern-bert": {neox: true, encoder: true, preNorm: true},
 }
 
 // maxDim bounds every metadata size so that products of them cannot

@@ -328,23 +328,28 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		w.SetFloat32(a+".attn_logit_softcapping", ac)
 		w.SetFloat32(a+".final_logit_softcapping", fc)
 	}
-	if a == "gpt-oss" {
-		win := d.SlidingWindow
+	// window writes a sliding window (d.SlidingWindow, else def) and,
+	// when non-zero, its pattern and the local layers' rope base.
+	window := func(def, pattern uint32, baseSWA float32) {
+		win := uint32(d.SlidingWindow)
 		if win == 0 {
-			win = 128
+			win = def
 		}
-		w.SetUint32(a+".attention.sliding_window", uint32(win))
+		w.SetUint32(a+".attention.sliding_window", win)
+		if pattern > 0 {
+			w.SetUint32(a+".attention.sliding_window_pattern", pattern)
+		}
+		if baseSWA > 0 {
+			w.SetFloat32(a+".rope.freq_base_swa", baseSWA)
+		}
 	}
-	if a == "modern-bert" {
+	switch a {
+	case "gpt-oss":
+		window(128, 0, 0)
+	case "modern-bert":
 		// ModernBERT's symmetric window on two layers of three (layer 0
 		// global), the local layers' rope base written out.
-		win := d.SlidingWindow
-		if win == 0 {
-			win = 128
-		}
-		w.SetUint32(a+".attention.sliding_window", uint32(win))
-		w.SetUint32(a+".attention.sliding_window_pattern", 3)
-		w.SetFloat32(a+".rope.freq_base_swa", 10000)
+		window(128, 3, 10000)
 	}
 	if o.YarnFactor > 0 {
 		w.SetString(a+".rope.scaling.type", "yarn")
@@ -373,13 +378,7 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	if a == "gemma3" {
 		// Gemma 3's sliding window on five layers of six, and the local
 		// layers' rope base (llama.cpp's defaults, written out).
-		win := d.SlidingWindow
-		if win == 0 {
-			win = 512
-		}
-		w.SetUint32(a+".attention.sliding_window", uint32(win))
-		w.SetUint32(a+".attention.sliding_window_pattern", 6)
-		w.SetFloat32(a+".rope.freq_base_swa", 10000)
+		window(512, 6, 10000)
 	}
 
 	specs := tensorSpecs(o.Arch, d, o.Type)
