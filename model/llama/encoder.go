@@ -304,32 +304,12 @@ func (m *Model) encode(kv *KV, b *Batch, hidden []float32, maxN int) error {
 // encoderLayer runs encoder block l on the T token states in f.x.
 func (m *Model) encoderLayer(l int) {
 	c, f, w := &m.cfg, &m.fw, &m.layers[l]
-	T, D, QD, KD, HD, R, F := f.t, c.Dim, c.QDim(), c.KVDim(), c.HeadDim, c.RopeDims, c.FFN
-	b, kv := f.b, f.kv
+	T, D, QD, F := f.t, c.Dim, c.QDim(), c.FFN
 	f.layer = l
 
-	// Attention: q, k, v = x·Wᵀ + b; RoPE (nomic-bert); K/V into the
-	// pages; every token attends to its whole sequence; xb = att·Woᵀ + b;
-	// x = LN(x + xb).
-	q, k, v := f.q[:T*QD], f.k[:T*KD], f.v[:T*KD]
-	f.qkv[0], f.qkv[1], f.qkv[2] = cpu.MatOp{Dst: q, W: w.wq}, cpu.MatOp{Dst: k, W: w.wk}, cpu.MatOp{Dst: v, W: w.wv}
-	m.matMuls(f.qkv[:], f.x[:T*D], T)
-	m.forTokens(func(i int) {
-		qi, ki, vi := q[i*QD:(i+1)*QD], k[i*KD:(i+1)*KD], v[i*KD:(i+1)*KD]
-		if w.bq != nil {
-			cpu.AddBias(qi, w.bq)
-			cpu.AddBias(ki, w.bk)
-			cpu.AddBias(vi, w.bv)
-		}
-		if !c.AbsPos {
-			cs := f.cs[i*R : (i+1)*R]
-			cpu.Rope(qi, c.Heads, HD, R, cs, c.RopeNeoX)
-			cpu.Rope(ki, c.KVHeads, HD, R, cs, c.RopeNeoX)
-		}
-		pos := int(b.Pos[i])
-		kv.store(0, b.Seqs[b.Seq[i]][pos/kv.pageSize], pos%kv.pageSize, ki, vi) // one layer's K/V (kvLayers)
-	})
-	m.pool.For(f.slots, f.encAttnFn)
+	// Attention: q, k, v = x·Wᵀ + b; RoPE (nomic-bert); every token
+	// attends to its whole sequence; xb = att·Woᵀ + b; x = LN(x + xb).
+	m.encoderAttention(w, f.x[:T*D])
 	m.matMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
 	m.addNorm(w.bo, w.attnOutNormW, w.attnOutNormB)
 
@@ -357,34 +337,52 @@ func (m *Model) encoderLayer(l int) {
 	m.addNorm(w.bDown, w.outNormW, w.outNormB)
 }
 
+// encoderAttention computes the attention of encoder layer f.layer into
+// f.att from its input in ([T][Dim]): q, k, v = in·Wᵀ (+ biases), RoPE
+// where the model has no learned positions (the local layers' rotation in
+// a windowed layer), K/V into the pages (one layer's, kvLayers), then
+// every token's attention over its sequence (encAttnSlots).
+func (m *Model) encoderAttention(w *layer, in []float32) {
+	c, f := &m.cfg, &m.fw
+	T, QD, KD, HD, R := f.t, c.QDim(), c.KVDim(), c.HeadDim, c.RopeDims
+	b, kv := f.b, f.kv
+	q, k, v := f.q[:T*QD], f.k[:T*KD], f.v[:T*KD]
+	f.qkv[0], f.qkv[1], f.qkv[2] = cpu.MatOp{Dst: q, W: w.wq}, cpu.MatOp{Dst: k, W: w.wk}, cpu.MatOp{Dst: v, W: w.wv}
+	m.matMuls(f.qkv[:], in, T)
+	local := c.Local(f.layer)
+	m.forTokens(func(i int) {
+		qi, ki, vi := q[i*QD:(i+1)*QD], k[i*KD:(i+1)*KD], v[i*KD:(i+1)*KD]
+		if w.bq != nil {
+			cpu.AddBias(qi, w.bq)
+			cpu.AddBias(ki, w.bk)
+			cpu.AddBias(vi, w.bv)
+		}
+		if !c.AbsPos {
+			cs := f.cs[i*R : (i+1)*R]
+			if local {
+				cs = f.csLocal[i*R : (i+1)*R]
+			}
+			cpu.Rope(qi, c.Heads, HD, R, cs, c.RopeNeoX)
+			cpu.Rope(ki, c.KVHeads, HD, R, cs, c.RopeNeoX)
+		}
+		pos := int(b.Pos[i])
+		kv.store(0, b.Seqs[b.Seq[i]][pos/kv.pageSize], pos%kv.pageSize, ki, vi)
+	})
+	m.pool.For(f.slots, f.encAttnFn)
+}
+
 // modernLayer runs ModernBERT block l (Config.PreNorm) on the T token
 // states in f.x: x += attn(LN(x)) (layer 0: attn(x)), x += ffn(LN(x)).
 func (m *Model) modernLayer(l int) {
 	c, f, w := &m.cfg, &m.fw, &m.layers[l]
-	T, D, QD, KD, HD, R, F := f.t, c.Dim, c.QDim(), c.KVDim(), c.HeadDim, c.RopeDims, c.FFN
-	b, kv := f.b, f.kv
+	T, D, QD, F := f.t, c.Dim, c.QDim(), c.FFN
 	f.layer = l
 	in := f.x[:T*D]
 	if w.attnNorm != nil {
 		m.forTokens(func(i int) { cpu.LayerNorm(f.xb[i*D:(i+1)*D], f.x[i*D:(i+1)*D], w.attnNorm, nil, c.NormEps) })
 		in = f.xb[:T*D]
 	}
-	q, k, v := f.q[:T*QD], f.k[:T*KD], f.v[:T*KD]
-	f.qkv[0], f.qkv[1], f.qkv[2] = cpu.MatOp{Dst: q, W: w.wq}, cpu.MatOp{Dst: k, W: w.wk}, cpu.MatOp{Dst: v, W: w.wv}
-	m.matMuls(f.qkv[:], in, T)
-	local := c.Local(l)
-	m.forTokens(func(i int) {
-		qi, ki := q[i*QD:(i+1)*QD], k[i*KD:(i+1)*KD]
-		cs := f.cs[i*R : (i+1)*R]
-		if local {
-			cs = f.csLocal[i*R : (i+1)*R]
-		}
-		cpu.Rope(qi, c.Heads, HD, R, cs, c.RopeNeoX)
-		cpu.Rope(ki, c.KVHeads, HD, R, cs, c.RopeNeoX)
-		pos := int(b.Pos[i])
-		kv.store(0, b.Seqs[b.Seq[i]][pos/kv.pageSize], pos%kv.pageSize, ki, v[i*KD:(i+1)*KD])
-	})
-	m.pool.For(f.slots, f.encAttnFn)
+	m.encoderAttention(w, in)
 	m.matMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
 	m.forTokens(func(i int) {
 		x, xb := f.x[i*D:(i+1)*D], f.xb[i*D:(i+1)*D]
