@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"math"
@@ -8,7 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
 	"oengine/engine"
+	pb "oengine/proto/openengine/v1"
+	"oengine/server"
 )
 
 const rerankModel = "../../engine/testdata/embed/tiny-bert-rerank-f16.gguf"
@@ -136,6 +143,7 @@ func TestRerankRefused(t *testing.T) {
 		{`{"model":"tiny","query":"q","documents":["a",""]}`, 400, "documents"},
 		{`{"model":"tiny","query":"q","documents":[7]}`, 400, "documents"},
 		{`{"model":"tiny","query":"q","documents":["a"],"top_n":0}`, 400, "top_n"},
+		{`{"model":"tiny","query":"q","documents":[` + strings.TrimSuffix(strings.Repeat(`"a",`, MaxEmbeddingInputs+1), ",") + `]}`, 400, "documents"},
 		{`{"model":"nope","query":"q","documents":["a"]}`, 404, "model"},
 		{`{"model":"tiny","query":"q","documents":["` + long + `"]}`, 400, ""},
 	} {
@@ -197,4 +205,114 @@ func TestRerankCohereSDK(t *testing.T) {
 		t.Fatalf("SDK results %+v, engine logits %v", results, logits)
 	}
 	h.idle(t, false)
+}
+
+// rerankAs posts a rerank as the client holding key, with a request id.
+func (h *harness) rerankAs(ctx context.Context, key, id, body string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+"/v1/rerank", strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if id != "" {
+		req.Header.Set("X-Request-Id", id)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// TestRerankClientGone: a client that leaves while its pairs run cancels
+// them all (the rest never start): the engine ends idle with every page
+// back, and the request counts as failed on the rerank route, not as a
+// rejection.
+func TestRerankClientGone(t *testing.T) {
+	h := startHarness(t, harnessOpts{modelFile: rerankModel, maxWaiting: 64})
+	release := h.model.hold()
+	docs := make([]string, 40)
+	for i := range docs {
+		docs[i] = jsonString(strings.Repeat("gone ", 20+i))
+	}
+	body := `{"model":"tiny","query":"q","documents":[` + strings.Join(docs, ",") + `]}`
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := h.rerankAs(ctx, "", "", body)
+		done <- err
+	}()
+	eventually(t, "pairs admitted", func() bool { return h.e.Stats().Requests >= embedWindow })
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled rerank succeeded")
+	}
+	release()
+	eventually(t, "pairs cancelled", func() bool { l := h.e.Load(); return l.Running+l.Waiting == 0 })
+	if n := h.e.Stats().Requests; n > embedWindow+1 {
+		t.Fatalf("%d pairs reached the engine, at most the window of %d (and one refill) should", n, embedWindow)
+	}
+	h.idle(t, false)
+	eventually(t, "failure counted", func() bool {
+		body := metricsText(t, h)
+		return strings.Contains(body, `oengine:request_failure_total{code="CANCELLED",model_name="tiny",route="/v1/rerank"} 1`) &&
+			!strings.Contains(body, `oengine:request_rejected_total{reason="CANCELLED"}`)
+	})
+}
+
+// TestRerankAbortIsolation: a rerank's pairs are its client's: another
+// API key cannot abort one by its id (the request then completes), its
+// owner can.
+func TestRerankAbortIsolation(t *testing.T) {
+	h := startHarness(t, harnessOpts{modelFile: rerankModel})
+	keys, err := server.NewKeys([]server.Key{{Name: "alice", Secret: "alice-secret-0123456789"}, {Name: "bob", Secret: "bob-secret-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.s.SetKeys(keys)
+	conn, err := grpc.NewClient(h.s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	abort := func(key, id string) bool {
+		ctx := metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer "+key)
+		resp, err := pb.NewControlClient(conn).Abort(ctx, &pb.AbortRequest{Target: &pb.AbortRequest_RequestId{RequestId: id}})
+		return err == nil && resp.GetStatus() == pb.AbortStatus_ABORT_STATUS_ABORTED
+	}
+	for _, tc := range []struct {
+		key     string
+		aborted bool
+	}{{"bob-secret-0123456789", false}, {"alice-secret-0123456789", true}} {
+		release := h.model.hold()
+		defer release() // a failed check must not leave the model held
+		before := h.e.Stats().Requests
+		type reply struct {
+			status int
+			body   []byte
+			err    error
+		}
+		done := make(chan reply, 1)
+		go func() {
+			s, b, err := h.rerankAs(context.Background(), "alice-secret-0123456789", "rr-shared",
+				`{"model":"tiny","query":"q","documents":["first","second"]}`)
+			done <- reply{s, b, err}
+		}()
+		eventually(t, "pairs admitted", func() bool { return h.e.Stats().Requests >= before+2 })
+		if got := abort(tc.key, "rr-shared-1"); got != tc.aborted {
+			t.Fatalf("%s aborting alice's pair: %v, want %v", tc.key, got, tc.aborted)
+		}
+		release()
+		// Bob's attempt leaves the rerank whole; alice's may land after
+		// the held step finished, so only its status is asserted.
+		if r := <-done; !tc.aborted && (r.err != nil || r.status != 200) {
+			t.Fatalf("after %s's abort attempt, alice's rerank: %d %s %v", tc.key, r.status, r.body, r.err)
+		}
+		h.idle(t, false)
+	}
 }
