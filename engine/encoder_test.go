@@ -66,9 +66,9 @@ func TestEncoderBatching(t *testing.T) {
 	total := 0 // prompt tokens submitted
 	for _, p := range prompts {
 		for _, pl := range []Pooling{PoolingMean, PoolingCLS} {
-			vec, usage, err, _ := embedResult(t, e, Request{Prompt: p, Embed: &EmbedOptions{Pooling: pl}})
-			if err != nil {
-				t.Fatal(err)
+			vec, usage, err, evs := embedResult(t, e, Request{Prompt: p, Embed: &EmbedOptions{Pooling: pl}})
+			if err != nil || len(evs) != 1 || evs[0].Kind != EventDone {
+				t.Fatalf("%v, events %v (want one EventDone)", err, evs)
 			}
 			alone = append(alone, vec)
 			total += usage.PromptTokens
@@ -180,9 +180,9 @@ func checkRerankRefs(t *testing.T, name, sep string) {
 		if err != nil || !slices.Equal(ids, p.Tokens) {
 			t.Fatalf("%s pair %d: tokens %v (%v), llama.cpp %v", name, i, ids, err, p.Tokens)
 		}
-		scores, usage, eerr, _ := embedResult(t, e, Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: d}})
-		if eerr != nil || len(scores) != 1 || usage.PromptTokens != len(ids) {
-			t.Fatalf("%s pair %d: %v, %d scores, usage %+v", name, i, eerr, len(scores), usage)
+		scores, usage, eerr, evs := embedResult(t, e, Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: d}})
+		if eerr != nil || len(scores) != 1 || usage.PromptTokens != len(ids) || len(evs) != 1 || evs[0].Kind != EventDone {
+			t.Fatalf("%s pair %d: %v, %d scores, usage %+v, events %v (want one EventDone)", name, i, eerr, len(scores), usage, evs)
 		}
 		diff := math.Abs(float64(scores[0]) - p.Embedding[0])
 		worst = max(worst, diff)
