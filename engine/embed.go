@@ -23,9 +23,10 @@ const (
 	// PoolingLast takes the last position's hidden state (what causal
 	// embedding models such as Qwen3-Embedding are trained for).
 	PoolingLast
-	// PoolingRank takes the first position's hidden state through the
-	// model's classification head (RankModel): Limits.RankOutputs scores,
-	// a reranker's relevance logit first.
+	// PoolingRank takes the pooled state the model's classification head
+	// reads (ModelInfo.RankPooling: the first position's, the last's or
+	// the mean) through the head (RankModel): Limits.RankOutputs scores, a
+	// reranker's relevance logit first.
 	PoolingRank
 )
 
@@ -77,17 +78,18 @@ type HiddenModel interface {
 	ForwardHidden(kv KV, b *Batch, logits, hidden []float32) error
 }
 
-// RankModel is a HiddenModel with a classification head (a reranker, an
-// encoder with one): Rank turns a first-position final hidden state into
+// RankModel is a HiddenModel with a classification head (a reranker):
+// Rank turns a pooled final hidden state (ModelInfo.RankPooling) into
 // ModelInfo.RankOutputs scores.
 type RankModel interface {
 	HiddenModel
-	Rank(dst, cls []float32) error
+	Rank(dst, pooled []float32) error
 }
 
 // embedState is an embedding request's pooling in progress.
 type embedState struct {
-	pooling Pooling
+	pooling Pooling   // the rows taken: PoolingMean, PoolingCLS or PoolingLast
+	rank    bool      // PoolingRank: the pooled row goes through the head
 	sum     []float64 // PoolingMean: the sum of the rows seen
 	vec     []float32 // PoolingCLS, PoolingLast: the chosen row
 }
@@ -95,17 +97,19 @@ type embedState struct {
 // resolvePooling is the engine's default pooling of embeddings: cfg's,
 // else the model's, else PoolingLast (an encoder's: PoolingMean,
 // sentence-transformers' default). A reranker's file says rank: its
-// embeddings default to PoolingCLS, the state its head reads (ranking is
-// asked for by name).
-func resolvePooling(cfg, model Pooling, encoder bool) Pooling {
+// embeddings default to the state its head reads (ranking is asked for by
+// name).
+func resolvePooling(cfg Pooling, info ModelInfo) Pooling {
 	switch {
 	case cfg != PoolingDefault:
 		return cfg
-	case model == PoolingRank:
+	case info.Pooling == PoolingRank && info.RankPooling != PoolingDefault:
+		return info.RankPooling
+	case info.Pooling == PoolingRank:
 		return PoolingCLS
-	case model != PoolingDefault:
-		return model
-	case encoder:
+	case info.Pooling != PoolingDefault:
+		return info.Pooling
+	case info.Encoder:
 		return PoolingMean
 	}
 	return PoolingLast
@@ -153,11 +157,14 @@ func (e *Engine) startEmbed(req *request, opts *scheduler.SeqOptions) {
 		p = e.limits.Pooling
 	}
 	req.embed = &embedState{pooling: p}
-	switch p {
+	if p == PoolingRank {
+		req.embed.pooling, req.embed.rank = e.rankPooling, true
+	}
+	switch req.embed.pooling {
 	case PoolingMean:
 		req.embed.sum = make([]float64, e.limits.EmbeddingDim)
 		opts.PromptLogits = true
-	case PoolingCLS, PoolingRank:
+	case PoolingCLS:
 		opts.PromptLogits = true
 	}
 }
@@ -189,7 +196,7 @@ func (e *Engine) embedRows(req *request, it *scheduler.Item, rows []float32) {
 			for j, v := range r {
 				es.sum[j] += float64(v)
 			}
-		case (es.pooling == PoolingCLS || es.pooling == PoolingRank) && p == 0,
+		case es.pooling == PoolingCLS && p == 0,
 			es.pooling == PoolingLast && p == len(req.prompt)-1:
 			es.vec = append(es.vec[:0], r...)
 		}
@@ -217,7 +224,7 @@ func (e *Engine) finishEmbed(o *output) {
 		e.endRequest(req, newError(CodeInternal, "embedding: no hidden state for the pooled position"))
 		return
 	}
-	if es.pooling == PoolingRank {
+	if es.rank {
 		scores := make([]float32, e.limits.RankOutputs)
 		if err := e.model.(RankModel).Rank(scores, es.vec); err != nil {
 			e.endRequest(req, wrapError(CodeInternal, err, ""))

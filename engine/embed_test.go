@@ -256,8 +256,21 @@ func TestEmbedDefaultPooling(t *testing.T) {
 			t.Fatalf("default pooling %v: %v, want %v", tc.want, vec, want)
 		}
 	}
-	if got := resolvePooling(PoolingDefault, PoolingDefault, true); got != PoolingMean {
+	if got := resolvePooling(PoolingDefault, ModelInfo{Encoder: true}); got != PoolingMean {
 		t.Fatalf("an encoder without a file pooling: %v, want mean", got)
+	}
+	// A reranker's embeddings default to the state its head reads.
+	for _, tc := range []struct {
+		info ModelInfo
+		want Pooling
+	}{
+		{ModelInfo{Pooling: PoolingRank, Encoder: true}, PoolingCLS},
+		{ModelInfo{Pooling: PoolingRank, Encoder: true, RankPooling: PoolingMean}, PoolingMean},
+		{ModelInfo{Pooling: PoolingRank, RankPooling: PoolingLast}, PoolingLast},
+	} {
+		if got := resolvePooling(PoolingDefault, tc.info); got != tc.want {
+			t.Fatalf("%+v: %v, want %v", tc.info, got, tc.want)
+		}
 	}
 	m := &fakeHidden{fakeModel: &fakeModel{vocab: 64, ctx: 512}, dim: 3}
 	if _, err := New(Config{Pooling: PoolingRank}, m, tok); err == nil {

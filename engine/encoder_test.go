@@ -138,8 +138,13 @@ func TestEncoderRefusals(t *testing.T) {
 // tokens: the text "query [SEP] document" (or "query </s></s> document")
 // with special tokens parsed and added.
 func TestRerankLlamaCppReference(t *testing.T) {
-	for _, tc := range []struct{ name, sep string }{{"tiny-bert-rerank-f16", " [SEP] "}, {"tiny-xlmr-rerank-f16", " </s></s> "}} {
-		checkRerankRefs(t, tc.name, tc.sep)
+	for _, tc := range []rerankRef{
+		{"tiny-bert-rerank-f16", " [SEP] ", PoolingCLS, false},
+		{"tiny-xlmr-rerank-f16", " </s></s> ", PoolingCLS, false},
+		{"tiny-modernbert-rerank-f16", "\t", PoolingMean, false},
+		{"tiny-qwen3-rerank-f16", "\t", PoolingLast, true},
+	} {
+		checkRerankRefs(t, tc)
 	}
 	// A model without a head ranks nothing.
 	plain, ptok := loadEncoder(t, "tiny-bert-f16")
@@ -150,14 +155,27 @@ func TestRerankLlamaCppReference(t *testing.T) {
 	}
 }
 
+// rerankRef is a reranker with llama.cpp's scores in testdata/embed: each
+// reference prompt is query, sep, document; pooling is the state its head
+// reads (the engine's default pooling of its embeddings); prob: llama.cpp
+// gives the softmax of "yes" and "no" (Qwen3-Reranker), the engine their
+// log-odds, whose sigmoid is P(yes).
+type rerankRef struct {
+	name, sep string
+	pooling   Pooling
+	prob      bool
+}
+
 // checkRerankRefs compares a reranker's scores of testdata/embed's pairs
-// with llama.cpp's (each reference prompt is query, sep, document).
-func checkRerankRefs(t *testing.T, name, sep string) {
+// with llama.cpp's: the same tokens (llama.cpp's server forms them: the
+// file's rerank template, else its pair form) and the same score.
+func checkRerankRefs(t *testing.T, tc rerankRef) {
 	t.Helper()
+	name := tc.name
 	m, tok := loadEncoder(t, name)
 	e := newRealEngine(t, Config{KVPages: 256}, m, tok)
-	if l := e.Limits(); l.RankOutputs != 1 || l.Pooling != PoolingCLS {
-		t.Fatalf("%s limits: rank outputs %d, default pooling %v; want 1 and cls", name, l.RankOutputs, l.Pooling)
+	if l := e.Limits(); l.RankOutputs != 1 || l.Pooling != tc.pooling {
+		t.Fatalf("%s limits: rank outputs %d, default pooling %v; want 1 and %v", name, l.RankOutputs, l.Pooling, tc.pooling)
 	}
 	raw, err := os.ReadFile(filepath.Join("testdata", "embed", name+".rank.json"))
 	if err != nil {
@@ -167,14 +185,14 @@ func checkRerankRefs(t *testing.T, name, sep string) {
 	if err := json.Unmarshal(raw, &ref); err != nil {
 		t.Fatal(err)
 	}
-	if ref.Dim != 1 || ref.Pooling != "rank" || len(ref.Prompts) != 7 {
+	if want := map[bool]int{false: 1, true: 2}[tc.prob]; ref.Dim != want || ref.Pooling != "rank" || len(ref.Prompts) != 7 {
 		t.Fatalf("%s: reference of %d values, %q pooling, %d pairs", name, ref.Dim, ref.Pooling, len(ref.Prompts))
 	}
 	worst := 0.0
 	for i, p := range ref.Prompts {
-		q, d, ok := strings.Cut(p.Prompt, sep)
+		q, d, ok := strings.Cut(p.Prompt, tc.sep)
 		if !ok {
-			t.Fatalf("%s pair %d has no %q", name, i, sep)
+			t.Fatalf("%s pair %d has no %q", name, i, tc.sep)
 		}
 		ids, _, err := tok.(PairEncoder).EncodePair(q, d, true)
 		if err != nil || !slices.Equal(ids, p.Tokens) {
@@ -184,10 +202,17 @@ func checkRerankRefs(t *testing.T, name, sep string) {
 		if eerr != nil || len(scores) != 1 || usage.PromptTokens != len(ids) || len(evs) != 1 || evs[0].Kind != EventDone {
 			t.Fatalf("%s pair %d: %v, %d scores, usage %+v, events %v (want one EventDone)", name, i, eerr, len(scores), usage, evs)
 		}
-		diff := math.Abs(float64(scores[0]) - p.Embedding[0])
+		got, want := float64(scores[0]), p.Embedding[0]
+		if tc.prob {
+			got = 1 / (1 + math.Exp(-got))
+			if math.Abs(want+p.Embedding[1]-1) > 1e-5 {
+				t.Fatalf("%s pair %d: llama.cpp's probabilities %v do not add up to 1", name, i, p.Embedding)
+			}
+		}
+		diff := math.Abs(got - want)
 		worst = max(worst, diff)
 		if diff > 0.01 {
-			t.Errorf("%s pair %d (%d tokens): score %.5f, llama.cpp %.5f", name, i, len(ids), scores[0], p.Embedding[0])
+			t.Errorf("%s pair %d (%d tokens): score %.5f, llama.cpp %.5f", name, i, len(ids), got, want)
 		}
 	}
 	t.Logf("%s: worst score difference %.2e", name, worst)

@@ -136,8 +136,11 @@ type Engine struct {
 	sched  *scheduler.Scheduler // owned by the loop goroutine
 	info   ModelInfo
 	limits Limits
-	eog    []int32 // end-of-generation token ids
-	log    *slog.Logger
+	// rankPooling is the pooled state the model's classification head
+	// reads (ModelInfo.RankPooling; PoolingCLS when it names none).
+	rankPooling Pooling
+	eog         []int32 // end-of-generation token ids
+	log         *slog.Logger
 
 	mu       sync.Mutex // protects the fields below
 	live     map[string]*request
@@ -256,10 +259,14 @@ func New(cfg Config, m Model, tok Tokenizer) (*Engine, error) {
 		MaxPromptLogprobEntries: cfg.MaxPromptLogprobEntries, MaxTokenCandidates: cfg.MaxTokenCandidates,
 	}
 	if _, ok := m.(HiddenModel); ok && info.Dim > 0 {
-		e.limits.EmbeddingDim, e.limits.Pooling = info.Dim, resolvePooling(cfg.Pooling, info.Pooling, info.Encoder)
+		e.limits.EmbeddingDim, e.limits.Pooling = info.Dim, resolvePooling(cfg.Pooling, info)
 	}
 	if _, ok := m.(RankModel); ok && e.limits.EmbeddingDim > 0 {
 		e.limits.RankOutputs = info.RankOutputs
+		e.rankPooling = info.RankPooling
+		if e.rankPooling == PoolingDefault {
+			e.rankPooling = PoolingCLS
+		}
 	}
 	if info.Encoder {
 		e.limits.EmbeddingsOnly = true

@@ -22,7 +22,7 @@ func FromLlama(m *llama.Model, kvType llama.KVType) Model {
 func (l *llamaModel) Info() ModelInfo {
 	c := l.m.Config()
 	return ModelInfo{Vocab: c.Vocab, ContextLen: c.CtxLen, Dim: c.Dim, Pooling: poolings[c.Pooling], Encoder: c.Encoder,
-		TokenTypes: c.TokenTypes, RankOutputs: c.RankOutputs}
+		TokenTypes: c.TokenTypes, RankOutputs: c.RankOutputs, RankPooling: poolings[c.RankPooling]}
 }
 
 func (l *llamaModel) KVBytesPerPage(pageSize int) int64 { return l.m.KVBytesPerPage(pageSize, l.typ) }

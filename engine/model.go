@@ -38,6 +38,9 @@ type ModelInfo struct {
 	// segments; Batch.Types); RankOutputs the width of its classification
 	// head (RankModel; 0: none).
 	TokenTypes, RankOutputs int
+	// RankPooling is the pooled state the head reads (PoolingCLS,
+	// PoolingMean or PoolingLast; PoolingDefault: PoolingCLS).
+	RankPooling Pooling
 }
 
 // Model is the forward pass the engine runs plans on. It is declared here,

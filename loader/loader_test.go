@@ -294,7 +294,8 @@ func emuOpener() (open gpu.Opener, last **cudaemu.Device) {
 
 // TestLoadAutoFallsBackForTypes: with --device auto, a model or draft
 // whose weight types have no CUDA kernel (IQ4_NL here), or a gemma3 or
-// qwen3moe model (no CUDA kernels for their blocks), runs on the CPU and
+// qwen3moe model (no CUDA kernels for their blocks), or a reranker (its
+// head has none; on the GPU it would lose /v1/rerank), runs on the CPU and
 // says why; the opened device is released. --device cuda refuses it.
 func TestLoadAutoFallsBackForTypes(t *testing.T) {
 	buildOpts := func(o synth.Options) *gguf.File {
@@ -316,6 +317,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 	oss, bert := build("gpt-oss", ggml.TypeMXFP4), build("bert", ggml.TypeF16)
 	yarn := buildOpts(synth.Options{Arch: "qwen3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, YarnFactor: 4, YarnOrigCtx: 512})
 	temp := buildOpts(synth.Options{Arch: "mistral3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, AttnTempScale: 0.1})
+	rerank := buildOpts(synth.Options{Arch: "qwen3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, Rerank: true})
 	open, emu := emuOpener()
 	cfg := engine.Config{PageSize: 16, KVPages: 32}
 	for _, c := range []struct {
@@ -333,6 +335,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		{"encoder", bert, nil, "cpu (auto: no CUDA kernels for the bert architecture)", "no CUDA kernels for the bert architecture"},
 		{"yarn", yarn, nil, "cpu (auto: no CUDA kernels for YaRN rope scaling)", "no CUDA kernels for YaRN rope scaling"},
 		{"query temperature", temp, nil, "cpu (auto: no CUDA kernels for attention temperature scaling)", "no CUDA kernels for attention temperature scaling"},
+		{"reranker head", rerank, nil, "cpu (auto: no CUDA kernels for a reranker's classification head)", "no CUDA kernels for a reranker's classification head"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := Load(c.model, Options{Threads: 1, Device: "auto", OpenCUDA: open, Draft: c.drft, Engine: cfg})

@@ -602,8 +602,9 @@ func TestFlagSetRules(t *testing.T) {
 }
 
 // TestSynthReranker: synth --arch bert --rerank writes an encoder with a
-// classification head, and info says what it serves; a decoder says
-// nothing of the kind, and --rerank on one is refused.
+// classification head, --arch qwen3 --rerank a causal reranker with its
+// prompt, and info says what each serves; a plain decoder says nothing of
+// the kind, and --rerank on llama is refused.
 func TestSynthReranker(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
@@ -613,8 +614,18 @@ func TestSynthReranker(t *testing.T) {
 	}
 	var info bytes.Buffer
 	if err := dispatch([]string{"info", rr}, &info, &errb); err != nil ||
-		!strings.Contains(info.String(), "serves:        embeddings only (an encoder: no generation); reranking (a classification head, outputs: 1)") {
+		!strings.Contains(info.String(), "serves:        embeddings only (an encoder: no generation); reranking (a classification head on the cls state, outputs: 1; CPU only)") {
 		t.Fatalf("info: %v\n%s", err, info.String())
+	}
+	q3 := filepath.Join(dir, "q3.gguf")
+	if err := dispatch([]string{"synth", "--arch", "qwen3", "--preset", "tiny", "--type", "f16", "--rerank", "-o", q3}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	info.Reset()
+	if err := dispatch([]string{"info", q3}, &info, &errb); err != nil ||
+		!strings.Contains(info.String(), "rerank prompt: yes") ||
+		!strings.Contains(info.String(), "serves:        generation and embeddings; reranking (a classification head on the last state, outputs: 1; CPU only)") {
+		t.Fatalf("qwen3 reranker info: %v\n%s", err, info.String())
 	}
 	dec := filepath.Join(dir, "dec.gguf")
 	if err := dispatch([]string{"synth", "--preset", "tiny", "--type", "q8_0", "-o", dec}, &out, &errb); err != nil {

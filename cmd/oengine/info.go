@@ -73,10 +73,16 @@ func describe(w io.Writer, lf *loadedFile) {
 	if _, ok := f.String("tokenizer.chat_template"); ok {
 		fmt.Fprintf(w, "chat template: yes\n")
 	}
-	if c, err := llama.ConfigFromGGUF(f); err == nil && c.Encoder {
-		serves := "embeddings only (an encoder: no generation)"
+	if _, ok := f.String("tokenizer.chat_template.rerank"); ok {
+		fmt.Fprintf(w, "rerank prompt: yes\n")
+	}
+	if c, err := llama.ConfigFromGGUF(f); err == nil && (c.Encoder || c.RankOutputs > 0) {
+		serves := "generation and embeddings"
+		if c.Encoder {
+			serves = "embeddings only (an encoder: no generation)"
+		}
 		if c.RankOutputs > 0 {
-			serves += fmt.Sprintf("; reranking (a classification head, outputs: %d)", c.RankOutputs)
+			serves += fmt.Sprintf("; reranking (a classification head on the %s state, outputs: %d; CPU only)", c.RankPooling, c.RankOutputs)
 		}
 		fmt.Fprintf(w, "serves:        %s\n", serves)
 	}

@@ -52,7 +52,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	fs.IntVar(&o.CtxLen, "ctx", 0, "override the context length (0: the preset's)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "weight seed")
 	fs.StringVar(&o.Pooling, "pooling", "", "write <arch>.pooling_type, as an embedding model's file does: mean, cls or last")
-	fs.BoolVar(&o.Rerank, "rerank", false, "bert, nomic-bert: add a reranker's classification head (one relevance logit) and write pooling_type rank")
+	fs.BoolVar(&o.Rerank, "rerank", false, "bert, nomic-bert, modern-bert, qwen3: add a reranker's classification head and write pooling_type rank (qwen3: Qwen3-Reranker's yes/no head and prompt)")
 	fs.IntVar(&o.TokenTypes, "token-types", 0, "bert, nomic-bert: rows of token_types (0: 2)")
 	headDim := fs.Int("head-dim", 0, "attention head width with --dims (0: dim/heads)")
 	window := fs.Int("sliding-window", 0, "the sliding window with --dims (gemma3: 0 is 512, gpt-oss: 128)")

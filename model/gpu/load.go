@@ -87,10 +87,12 @@ func FromGGUF(f *gguf.File) (DecoderConfig, HostWeights, llama.Config, error) {
 		return DecoderConfig{}, HostWeights{}, c, err
 	}
 	// Post-norms, GELU, sliding windows, experts, fused projections, sinks,
-	// encoders, LongRoPE and YaRN: CPU only.
+	// encoders, classification heads, LongRoPE and YaRN: CPU only.
 	switch {
 	case c.Gemma || c.SWA > 0 || c.Experts > 0 || c.FusedUp || c.AttnSinks || c.OutBias || c.Encoder:
 		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Arch: c.Arch}
+	case c.RankOutputs > 0:
+		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Feature: "a reranker's classification head"}
 	case c.Yarn:
 		return DecoderConfig{}, HostWeights{}, c, &NoKernelError{Feature: "YaRN rope scaling"}
 	case c.AttnTempScale != 0:

@@ -153,9 +153,15 @@ type Config struct {
 	PreNorm, EncoderSiLU, SWADenseFirst bool
 	// TokenTypes is the rows of an encoder's token_types table (BERT's
 	// segments; 0 without one): Batch.Types picks a row per token.
-	// RankOutputs is the width of its classification head (a reranker's
-	// cls.output, else cls; 0: none, Rank refuses).
-	TokenTypes, RankOutputs int
+	TokenTypes int
+	// RankOutputs is the width of a classification head (a reranker's
+	// cls.output, else cls; 0: none, Rank refuses; rank.go); RankPooling
+	// the pooled state it reads (PoolCLS, PoolMean or PoolLast);
+	// RankLogOdds: the head's two outputs are a softmax's (Qwen3-Reranker's
+	// "yes" and "no"), and Rank returns one score, their difference.
+	RankOutputs int
+	RankPooling Pooling
+	RankLogOdds bool
 
 	// Pooling is how the file says its hidden states become one embedding
 	// (`<arch>.pooling_type`); PoolUnset when it does not say.
@@ -175,6 +181,15 @@ const (
 	PoolLast
 	PoolRank
 )
+
+var poolNames = [...]string{"unset", "none", "mean", "cls", "last", "rank"}
+
+func (p Pooling) String() string {
+	if p >= 0 && int(p) < len(poolNames) {
+		return poolNames[p]
+	}
+	return fmt.Sprintf("Pooling(%d)", int(p))
+}
 
 // Local reports whether layer l attends through the sliding window.
 func (c Config) Local(l int) bool {
@@ -363,6 +378,9 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 		if err := c.readEncoder(f); err != nil {
 			return Config{}, err
 		}
+	}
+	if err := c.readRankHead(f); err != nil {
+		return Config{}, err
 	}
 	if n, _ := f.Uint(arch + ".expert_count"); tr.moe || n > 0 && (arch == "llama" || arch == "mistral3") {
 		if err := c.readExperts(f); err != nil {

@@ -2,7 +2,6 @@ package llama
 
 import (
 	"fmt"
-	"math"
 
 	"oengine/kernels/cpu"
 	"oengine/model/gguf"
@@ -31,20 +30,10 @@ func (c *Config) readEncoder(f *gguf.File) error {
 	if c.Experts > 0 || c.SWA > 0 {
 		return fmt.Errorf("%w: %s with experts or a sliding window", ErrUnsupported, c.Arch)
 	}
-	rows := func(name string) int {
-		if t, ok := f.Tensor(name); ok && len(t.Dims) == 2 && t.Dims[1] <= maxDim {
-			return int(t.Dims[1])
-		}
-		return 0
-	}
-	c.TokenTypes = rows("token_types.weight")
-	if c.RankOutputs = rows("cls.output.weight"); c.RankOutputs == 0 {
-		c.RankOutputs = rows("cls.weight")
+	if t, ok := f.Tensor("token_types.weight"); ok && len(t.Dims) == 2 && t.Dims[1] <= maxDim {
+		c.TokenTypes = int(t.Dims[1])
 	}
 	if c.PreNorm {
-		if c.RankOutputs > 0 {
-			return fmt.Errorf("%w: a %s classification head (GELU and a norm, mean pooled)", ErrUnsupported, c.Arch)
-		}
 		return c.readModernBERT(f)
 	}
 	return nil
@@ -97,14 +86,6 @@ func (m *Model) loadEncoder(ld *loader) {
 	if c.TokenTypes > 0 {
 		m.typeEmb = ld.table("token_types.weight", c.TokenTypes, c.Dim)
 	}
-	if _, ok := f.Tensor("cls.weight"); ok { // a classification head
-		m.clsW = ld.matrix("cls.weight", c.Dim, c.Dim)
-		m.clsB = optional("cls.bias", c.Dim)
-	}
-	if _, ok := f.Tensor("cls.output.weight"); ok {
-		m.clsOutW = ld.matrix("cls.output.weight", c.RankOutputs, c.Dim)
-		m.clsOutB = optional("cls.output.bias", c.RankOutputs)
-	}
 	if c.AbsPos {
 		m.posEmb = ld.table("position_embd.weight", c.CtxLen, c.Dim)
 	}
@@ -147,43 +128,6 @@ func (m *Model) loadEncoder(ld *loader) {
 			return
 		}
 	}
-}
-
-// Rank applies an encoder's classification head (a reranker's) to a
-// first-position final hidden state, cls [Dim], and writes
-// Config.RankOutputs scores to dst, as llama.cpp's rank pooling: with a
-// dense layer h = tanh(clsW·cls + clsB), else h = cls; then, with an
-// output layer, clsOutW·h + clsOutB, else h. The score of a one-output
-// reranker is the relevance logit.
-func (m *Model) Rank(dst, cls []float32) error {
-	c := &m.cfg
-	switch {
-	case c.RankOutputs == 0:
-		return fmt.Errorf("%w: this %s model has no classification head", ErrUnsupported, c.Arch)
-	case len(cls) != c.Dim || len(dst) < c.RankOutputs:
-		return fmt.Errorf("%w: Rank of %d values into %d, want %d into %d", ErrBadBatch, len(cls), len(dst), c.Dim, c.RankOutputs)
-	}
-	h := cls
-	if m.clsW.Rows > 0 {
-		h = make([]float32, c.Dim)
-		m.pool.MatMul(h, m.clsW, cls, 1)
-		if m.clsB != nil {
-			cpu.Add(h, h, m.clsB)
-		}
-		for i, v := range h {
-			h[i] = float32(math.Tanh(float64(v)))
-		}
-	}
-	if m.clsOutW.Rows == 0 {
-		copy(dst, h)
-		return nil
-	}
-	out := dst[:c.RankOutputs]
-	m.pool.MatMul(out, m.clsOutW, h, 1)
-	if m.clsOutB != nil {
-		cpu.Add(out, out, m.clsOutB)
-	}
-	return nil
 }
 
 // loadModernBERT reads ModernBERT's tensors (Config.PreNorm): the

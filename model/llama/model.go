@@ -77,12 +77,13 @@ type Model struct {
 	// An encoder's embedding (Config.Encoder): the LayerNorm after it
 	// ([Dim] weight and bias), the token-type rows ([TokenTypes][Dim]; nil
 	// without token_types) and the position rows ([CtxLen][Dim], AbsPos);
-	// its classification head (Rank; empty without one): clsW [Dim][Dim]
-	// and clsB [Dim] (dense, then tanh), clsOutW [RankOutputs][Dim] and
-	// clsOutB [RankOutputs].
 	embNormW, embNormB, typeEmb, posEmb []float32
-	clsW, clsOutW                       cpu.Matrix
-	clsB, clsOutB                       []float32
+	// A classification head (rank.go; empty without one): clsW [Dim][Dim]
+	// and clsB [Dim] (dense, then tanh, or GELU and a LayerNorm of
+	// clsNormW and clsNormB), clsOutW [outputs][Dim] and clsOutB
+	// [outputs].
+	clsW, clsOutW                     cpu.Matrix
+	clsB, clsOutB, clsNormW, clsNormB []float32
 
 	pool    *cpu.Pool
 	ownPool bool
@@ -114,6 +115,7 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	} else {
 		m.loadDecoder(&ld)
 	}
+	m.loadRankHead(&ld)
 	if ld.err != nil {
 		return nil, ld.err
 	}
@@ -256,8 +258,8 @@ func (m *Model) linearMatrices() []*cpu.Matrix {
 		}
 		ws = append(ws, &l.wGate, &l.wUp, &l.wDown)
 	}
-	// An encoder's classification head; empty matrices (bert's gate, a
-	// model without a head) are left out.
+	// The classification head; empty matrices (bert's gate, a model
+	// without a head) are left out.
 	ws = append(ws, &m.clsW, &m.clsOutW)
 	return slices.DeleteFunc(ws, func(w *cpu.Matrix) bool { return w.Rows == 0 })
 }

@@ -122,9 +122,14 @@ type Options struct {
 	// Pooling, when set ("mean", "cls" or "last"), is written as
 	// <arch>.pooling_type, as embedding models' files say it.
 	Pooling string
-	// Rerank (bert, nomic-bert) adds a reranker's classification head
-	// (cls.weight and .bias: dense then tanh; cls.output.weight and .bias:
-	// one relevance logit) and writes pooling_type rank.
+	// Rerank adds a reranker's classification head (rankHead) and writes
+	// pooling_type rank: bert and nomic-bert get cls.weight and .bias
+	// (dense then tanh) and cls.output.weight and .bias (one relevance
+	// logit), modern-bert cls.weight, cls.norm.weight and cls.output.weight
+	// and .bias, qwen3 Qwen3-Reranker's: cls.output.weight with two rows,
+	// classifier.output_labels "yes" and "no", and its prompt as
+	// tokenizer.chat_template.rerank (with the synthetic vocabulary, the
+	// chat tokens it needs are added: RerankChatTokens).
 	Rerank bool
 	// TokenTypes (bert, nomic-bert) is the rows of token_types (0: 2,
 	// BERT's two segments).
@@ -163,8 +168,11 @@ func (o Options) Resolve() (Dims, error) {
 	if o.YarnFactor < 0 || o.YarnFactor > 0 && (o.YarnOrigCtx <= 0 || o.Arch == "phi3" || o.Arch == "gemma2" || o.Arch == "gemma3") {
 		return Dims{}, fmt.Errorf("%w: YaRN needs a positive factor and original context, on llama, qwen2, qwen3 or qwen3moe", ErrOptions)
 	}
-	if (o.Rerank || o.TokenTypes != 0) && (!encoder(o.Arch) || o.Arch == "modern-bert") || o.TokenTypes < 0 || o.TokenTypes > 16 || o.Rerank && o.Pooling != "" {
-		return Dims{}, fmt.Errorf("%w: a reranker head and token types (0-16) are for bert and nomic-bert, without another pooling", ErrOptions)
+	if o.TokenTypes != 0 && (!encoder(o.Arch) || o.Arch == "modern-bert") || o.TokenTypes < 0 || o.TokenTypes > 16 {
+		return Dims{}, fmt.Errorf("%w: token types (0-16) are for bert and nomic-bert", ErrOptions)
+	}
+	if o.Rerank && (!encoder(o.Arch) && o.Arch != "qwen3" || o.Pooling != "") {
+		return Dims{}, fmt.Errorf("%w: a reranker head is for bert, nomic-bert, modern-bert and qwen3, without another pooling", ErrOptions)
 	}
 	if _, ok := poolingTypes[o.Pooling]; o.Pooling != "" && !ok {
 		return Dims{}, fmt.Errorf("%w: pooling %q (want mean, cls or last)", ErrOptions, o.Pooling)
@@ -303,6 +311,10 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	}
 	if o.Rerank {
 		w.SetUint32(a+".pooling_type", 4) // llama.cpp's rank
+		if a == "qwen3" {
+			w.SetStrings(a+".classifier.output_labels", []string{"yes", "no"})
+			w.SetString("tokenizer.chat_template.rerank", Qwen3RerankTemplate)
+		}
 	}
 	if encoder(a) {
 		types := o.TokenTypes
@@ -383,7 +395,10 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 
 	specs := tensorSpecs(o.Arch, d, o.Type)
 	if encoder(a) {
-		specs = encoderExtras(specs, d, o)
+		specs = encoderExtras(specs, o)
+	}
+	if o.Rerank {
+		specs = rankHead(specs, a, d)
 	}
 	datas := make([][]byte, len(specs))
 	errs := make([]error, len(specs))
@@ -720,9 +735,8 @@ func modernBERTSpecs(d Dims, mat func(string, int, int, float32) tensorSpec, vec
 	return specs
 }
 
-// encoderExtras sizes an encoder's token_types (Options.TokenTypes) and
-// adds a reranker's head (Options.Rerank).
-func encoderExtras(specs []tensorSpec, d Dims, o Options) []tensorSpec {
+// encoderExtras sizes an encoder's token_types (Options.TokenTypes).
+func encoderExtras(specs []tensorSpec, o Options) []tensorSpec {
 	if o.TokenTypes > 0 {
 		for i := range specs {
 			if specs[i].name == "token_types.weight" {
@@ -730,17 +744,42 @@ func encoderExtras(specs []tensorSpec, d Dims, o Options) []tensorSpec {
 			}
 		}
 	}
-	if !o.Rerank {
-		return specs
-	}
+	return specs
+}
+
+// rankHead adds a reranker's classification head (Options.Rerank), in
+// F32 as llama.cpp's converter leaves small tensors.
+func rankHead(specs []tensorSpec, arch string, d Dims) []tensorSpec {
 	inv := float32(1 / math.Sqrt(float64(d.Dim)))
 	f32 := func(name string, dims []uint64, std float32) tensorSpec {
 		return tensorSpec{name: name, typ: ggml.TypeF32, dims: dims, std: std}
 	}
+	dim := uint64(d.Dim)
+	switch arch {
+	case "qwen3": // the output projection's rows of "yes" and "no"
+		return append(specs, f32("cls.output.weight", []uint64{dim, 2}, 4*inv))
+	case "modern-bert":
+		return append(specs, f32("cls.weight", []uint64{dim, dim}, 2*inv),
+			tensorSpec{name: "cls.norm.weight", typ: ggml.TypeF32, dims: []uint64{dim}, ones: true, noise: 0.1},
+			f32("cls.output.weight", []uint64{dim, 1}, 2*inv), f32("cls.output.bias", []uint64{1}, 0.1))
+	}
 	return append(specs,
-		f32("cls.weight", []uint64{uint64(d.Dim), uint64(d.Dim)}, 2*inv), f32("cls.bias", []uint64{uint64(d.Dim)}, 0.1),
-		f32("cls.output.weight", []uint64{uint64(d.Dim), 1}, 2*inv), f32("cls.output.bias", []uint64{1}, 0.1))
+		f32("cls.weight", []uint64{dim, dim}, 2*inv), f32("cls.bias", []uint64{dim}, 0.1),
+		f32("cls.output.weight", []uint64{dim, 1}, 2*inv), f32("cls.output.bias", []uint64{1}, 0.1))
 }
+
+// Qwen3RerankTemplate is Qwen3-Reranker's prompt as its model card writes
+// it (system line, instruction, query, document, an empty thinking block),
+// with the card's default instruction, in the form llama.cpp's converter
+// stores as tokenizer.chat_template.rerank.
+const Qwen3RerankTemplate = "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. " +
+	"Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n" +
+	"<Instruct>: Given a web search query, retrieve relevant passages that answer the query\n<Query>: {query}\n<Document>: {document}" +
+	"<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+
+// RerankChatTokens are the special tokens Qwen3RerankTemplate names; a
+// synthetic vocabulary for a qwen3 reranker gets them as control tokens.
+var RerankChatTokens = []string{"<|im_start|>", "<|im_end|>", "<think>", "</think>"}
 
 func (s tensorSpec) generate(seed uint64) ([]byte, error) {
 	n := 1
@@ -801,6 +840,12 @@ func writeVocab(w *gguf.Writer, o Options, d Dims) (int, error) {
 		return n, nil
 	}
 	v := SyntheticVocab(d.Vocab, o.Seed)
+	if o.Rerank && o.Arch == "qwen3" {
+		for _, t := range RerankChatTokens {
+			v.Tokens = append(v.Tokens, t)
+			v.Types = append(v.Types, 3) // control
+		}
+	}
 	w.SetString("tokenizer.ggml.model", v.Model)
 	w.SetString("tokenizer.ggml.pre", v.Pre)
 	w.SetStrings("tokenizer.ggml.tokens", v.Tokens)
@@ -809,7 +854,9 @@ func writeVocab(w *gguf.Writer, o Options, d Dims) (int, error) {
 	w.SetUint32("tokenizer.ggml.bos_token_id", uint32(v.BOS))
 	w.SetUint32("tokenizer.ggml.eos_token_id", uint32(v.EOS))
 	w.SetBool("tokenizer.ggml.add_bos_token", v.AddBOS)
-	w.SetBool("tokenizer.ggml.add_eos_token", false)
+	// ModernBERT's tokenizer closes a text with [SEP] (here EOS), as
+	// Hugging Face's template [CLS] a [SEP]; the decoders' add nothing.
+	w.SetBool("tokenizer.ggml.add_eos_token", o.Arch == "modern-bert")
 	return len(v.Tokens), nil
 }
 

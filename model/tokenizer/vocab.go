@@ -69,6 +69,9 @@ type Vocab struct {
 	Lowercase, StripAccents bool
 
 	ChatTemplate string // tokenizer.chat_template, "" if absent
+	// RerankTemplate is tokenizer.chat_template.rerank ("" if absent): a
+	// reranker's prompt with {query} and {document} in it (EncodePair).
+	RerankTemplate string
 }
 
 // GGUF metadata keys.
@@ -87,6 +90,7 @@ const (
 	keyLowercase      = "tokenizer.ggml.normalizer.lowercase"
 	keyStripAccents   = "tokenizer.ggml.normalizer.strip_accents"
 	keyChatTemplate   = "tokenizer.chat_template"
+	keyRerankTemplate = "tokenizer.chat_template.rerank"
 	keyName           = "general.name"
 )
 
@@ -114,6 +118,7 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 	v.Pre, _ = f.String(keyPre)
 	v.Name, _ = f.String(keyName)
 	v.ChatTemplate, _ = f.String(keyChatTemplate)
+	v.RerankTemplate, _ = f.String(keyRerankTemplate)
 	if v.Tokens, ok = f.Strings(keyTokens); !ok {
 		return nil, fmt.Errorf("%w: %s missing or not a string array", ErrInvalid, keyTokens)
 	}

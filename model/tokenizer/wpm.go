@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"errors"
 	"unicode"
 	"unicode/utf8"
 
@@ -232,47 +231,4 @@ func (t *Tokenizer) wpmCut(text string, start int) int {
 		}
 	}
 	return cut
-}
-
-// ErrNoPairTemplate is EncodePair's error for a vocabulary without a
-// template for two texts.
-var ErrNoPairTemplate = errors.New("tokenizer: this vocabulary has no template for a pair of texts (WordPiece's [CLS] a [SEP] b [SEP], unigram's <s> a </s></s> b </s> or a </s> b </s>)")
-
-// EncodePair tokenizes two texts as one input of a cross-encoder (a
-// reranker's query and document) the way the model was trained on pairs
-// and Hugging Face's tokenizers write them. second is the index of b's
-// first token (where BERT's token type 1 begins).
-//
-//   - WordPiece: [CLS] a [SEP] b [SEP]. llama.cpp's reranking leaves out
-//     the last [SEP].
-//   - Unigram that adds BOS (XLM-RoBERTa: bge-reranker-v2-m3 and kin):
-//     <s> a </s> </s> b </s>, BOS and EOS being <s> and </s>.
-//   - Unigram that adds no BOS (T5): a </s> b </s>.
-//
-// Other vocabularies, and those missing a token the template needs, give
-// ErrNoPairTemplate.
-func (t *Tokenizer) EncodePair(a, b string, parseSpecial bool) (ids []int32, second int, err error) {
-	opts := EncodeOptions{ParseSpecial: parseSpecial}
-	switch {
-	case t.wpm != nil && t.v.SEP >= 0 && t.v.BOS >= 0:
-		ids = append(ids, t.v.BOS)
-		ids = append(ids, t.Encode(a, opts)...)
-		ids = append(ids, t.v.SEP)
-		second = len(ids)
-		ids = append(ids, t.Encode(b, opts)...)
-		return append(ids, t.v.SEP), second, nil
-	case t.ugm != nil && t.v.EOS >= 0 && (!t.v.AddBOS || t.v.BOS >= 0):
-		if t.v.AddBOS {
-			ids = append(ids, t.v.BOS)
-		}
-		ids = append(ids, t.Encode(a, opts)...)
-		ids = append(ids, t.v.EOS)
-		if t.v.AddBOS {
-			ids = append(ids, t.v.EOS)
-		}
-		second = len(ids)
-		ids = append(ids, t.Encode(b, opts)...)
-		return append(ids, t.v.EOS), second, nil
-	}
-	return nil, 0, ErrNoPairTemplate
 }

@@ -44,9 +44,10 @@ type rerankDocOut struct {
 }
 
 // rerank serves POST /v1/rerank: each document is paired with the query
-// ([CLS] query [SEP] document [SEP]) and scored by the model's
-// classification head (engine.PoolingRank); the results come sorted by
-// relevance, the most relevant first.
+// (the file's rerank template, as Qwen3-Reranker's, else the vocabulary's
+// pair form: [CLS] query [SEP] document [SEP] ...) and scored by the
+// model's classification head (engine.PoolingRank); the results come
+// sorted by relevance, the most relevant first.
 func (a *api) rerank(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req rerankRequest
@@ -59,7 +60,7 @@ func (a *api) rerank(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case aerr != nil:
 	case lim.RankOutputs == 0:
-		aerr = unsupported("model", "model %q has no classification head: it ranks nothing (a reranker is an encoder with one, e.g. a cross-encoder's GGUF)", ms.m.Name)
+		aerr = unsupported("model", "model %q has no classification head: it ranks nothing (a reranker's GGUF has one: a cross-encoder's, or Qwen3-Reranker's)", ms.m.Name)
 	case req.Query == nil || *req.Query == "":
 		aerr = invalid("query", "query must be a non-empty string")
 	case req.TopN != nil && *req.TopN < 1:

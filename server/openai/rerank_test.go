@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -315,4 +316,54 @@ func TestRerankAbortIsolation(t *testing.T) {
 		}
 		h.idle(t, false)
 	}
+}
+
+// TestRerankQwen3: a causal reranker (Qwen3-Reranker's form: its prompt
+// template, the last token's state through the "yes" and "no" rows)
+// served through /v1/rerank gives llama.cpp's probability of "yes" as the
+// relevance score, sorts by it, and still generates (it is a decoder).
+func TestRerankQwen3(t *testing.T) {
+	h := startHarness(t, harnessOpts{modelFile: "../../engine/testdata/embed/tiny-qwen3-rerank-f16.gguf"})
+	raw, err := os.ReadFile("../../engine/testdata/embed/tiny-qwen3-rerank-f16.rank.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Prompts []struct {
+			Prompt    string    `json:"prompt"`
+			Embedding []float64 `json:"embedding"`
+		} `json:"prompts"`
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil || len(ref.Prompts) != 7 {
+		t.Fatalf("reference: %v, %d pairs", err, len(ref.Prompts))
+	}
+	// Pairs 0 and 1 share their query: one request ranks both.
+	q, d0, _ := strings.Cut(ref.Prompts[0].Prompt, "\t")
+	_, d1, _ := strings.Cut(ref.Prompts[1].Prompt, "\t")
+	status, body := h.post(t, "/v1/rerank", `{"model":"tiny","query":`+jsonString(q)+`,"documents":[`+jsonString(d0)+`,`+jsonString(d1)+`]}`)
+	var rep rerankReply
+	if err := json.Unmarshal(body, &rep); err != nil || status != 200 || len(rep.Results) != 2 {
+		t.Fatalf("status %d, %s", status, body)
+	}
+	want := []float64{ref.Prompts[0].Embedding[0], ref.Prompts[1].Embedding[0]}
+	best, _ := order(want)
+	for k, r := range rep.Results {
+		if k == 0 && r.Index != best || math.Abs(r.RelevanceScore-want[r.Index]) > 0.01 {
+			t.Fatalf("result %d: %+v, llama.cpp's P(yes) %v", k, r, want)
+		}
+	}
+	for i, p := range ref.Prompts[2:] {
+		q, d, _ := strings.Cut(p.Prompt, "\t")
+		status, body := h.post(t, "/v1/rerank", `{"model":"tiny","query":`+jsonString(q)+`,"documents":[`+jsonString(d)+`]}`)
+		var rep rerankReply
+		if err := json.Unmarshal(body, &rep); err != nil || status != 200 || len(rep.Results) != 1 ||
+			math.Abs(rep.Results[0].RelevanceScore-p.Embedding[0]) > 0.01 {
+			t.Fatalf("pair %d: status %d, %s; llama.cpp's P(yes) %g", i+2, status, body, p.Embedding[0])
+		}
+	}
+	status, body = h.post(t, "/v1/completions", `{"model":"tiny","prompt":"hello","max_tokens":4,"temperature":0}`)
+	if status != 200 || !strings.Contains(string(body), `"completion_tokens":4`) {
+		t.Fatalf("completion on the reranker: status %d, %s", status, body)
+	}
+	h.idle(t, false)
 }
