@@ -106,7 +106,7 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 		vecs[i] = vec
 		return nil
 	}
-	run, ok := a.runEmbeds(w, r, ms, RouteEmbeddings, id, start, len(ins), build, take)
+	run, ok := a.runEmbeds(w, r, ms, RouteEmbeddings, id, start, len(ins), false, build, take)
 	if !ok {
 		return
 	}
@@ -116,21 +116,25 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 }
 
 // embedsRun is what runEmbeds leaves to its caller: the prompt tokens
-// computed, the request's metrics, and done, which ends its count as in
+// attended to (and of those, the prefix cache's), the request's metrics, and done, which ends its count as in
 // flight (server.Server.Track) once the response is written.
 type embedsRun struct {
-	promptTokens int
+	promptTokens, cachedTokens int // cached: of promptTokens, from the prefix cache
 	rm           *server.RequestMetrics
 	done         func()
 }
 
 // runEmbeds runs the n engine requests build(i) of one embeddings or
 // rerank request, at most embedWindow in the engine at once, and hands
-// each result, in order, to take. A failure before any input was
+// each result, in order, to take. lead: the inputs share a prefix the
+// prefix cache can give (a causal reranker's prompt up to the document),
+// so the first runs alone and the others start once its pages are
+// published, reusing that prefix instead of each computing it in the same
+// step. A failure before any input was
 // accepted is answered as a rejection, one after as a failed request (the
 // metrics say which). ok false: the error response is written; otherwise
 // the caller writes the response, ends run.rm and calls run.done.
-func (a *api) runEmbeds(w http.ResponseWriter, r *http.Request, ms *modelState, route, id string, start time.Time, n int,
+func (a *api) runEmbeds(w http.ResponseWriter, r *http.Request, ms *modelState, route, id string, start time.Time, n int, lead bool,
 	build func(i int) engine.Request, take func(i int, vec []float32) *apiError) (run embedsRun, ok bool) {
 	// live holds the streams submitted and not yet read.
 	live := make([]server.Stream, n)
@@ -143,7 +147,11 @@ func (a *api) runEmbeds(w http.ResponseWriter, r *http.Request, ms *modelState, 
 	}()
 	read, next := 0, 0 // inputs read back, submitted
 	fill := func() *apiError {
-		for ; next < n && next < read+embedWindow; next++ {
+		window := embedWindow
+		if lead && read == 0 {
+			window = 1
+		}
+		for ; next < n && next < read+window; next++ {
 			st, err := ms.m.Backend.Submit(r.Context(), build(next))
 			if err != nil {
 				return classified(err)
@@ -176,6 +184,7 @@ func (a *api) runEmbeds(w http.ResponseWriter, r *http.Request, ms *modelState, 
 		}
 		if eu != nil {
 			run.promptTokens += eu.PromptTokens
+			run.cachedTokens += eu.CachedPromptTokens
 		}
 		run.rm.Finished("stop")
 		if aerr := fill(); aerr != nil {

@@ -91,7 +91,10 @@ func (a *api) rerank(w http.ResponseWriter, r *http.Request) {
 		}
 		return nil
 	}
-	run, ok := a.runEmbeds(w, r, ms, RouteRerank, id, start, len(docs), build, take)
+	// A causal reranker's pairs share the prompt up to the document: the
+	// first computes it and the others take it from the prefix cache (an
+	// encoder's tokens see the document, so nothing is shared).
+	run, ok := a.runEmbeds(w, r, ms, RouteRerank, id, start, len(docs), !lim.EmbeddingsOnly, build, take)
 	if !ok {
 		return
 	}
@@ -103,7 +106,8 @@ func (a *api) rerank(w http.ResponseWriter, r *http.Request) {
 	run.rm.Done(time.Now())
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": id, "object": "list", "model": ms.m.Name, "results": results,
-		"usage": map[string]int{"prompt_tokens": run.promptTokens, "total_tokens": run.promptTokens},
+		"usage": map[string]any{"prompt_tokens": run.promptTokens, "total_tokens": run.promptTokens,
+			"prompt_tokens_details": map[string]int{"cached_tokens": run.cachedTokens}},
 	})
 }
 

@@ -33,8 +33,11 @@ type rerankReply struct {
 		} `json:"document"`
 	} `json:"results"`
 	Usage struct {
-		PromptTokens int `json:"prompt_tokens"`
-		TotalTokens  int `json:"total_tokens"`
+		PromptTokens        int `json:"prompt_tokens"`
+		TotalTokens         int `json:"total_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 }
 
@@ -321,7 +324,9 @@ func TestRerankAbortIsolation(t *testing.T) {
 // TestRerankQwen3: a causal reranker (Qwen3-Reranker's form: its prompt
 // template, the last token's state through the "yes" and "no" rows)
 // served through /v1/rerank gives llama.cpp's probability of "yes" as the
-// relevance score, sorts by it, and still generates (it is a decoder).
+// relevance score, sorts by it, computes the prompt the pairs of a request
+// share once (usage's cached tokens), and still generates (it is a
+// decoder).
 func TestRerankQwen3(t *testing.T) {
 	h := startHarness(t, harnessOpts{modelFile: "../../engine/testdata/embed/tiny-qwen3-rerank-f16.gguf"})
 	raw, err := os.ReadFile("../../engine/testdata/embed/tiny-qwen3-rerank-f16.rank.json")
@@ -344,6 +349,11 @@ func TestRerankQwen3(t *testing.T) {
 	var rep rerankReply
 	if err := json.Unmarshal(body, &rep); err != nil || status != 200 || len(rep.Results) != 2 {
 		t.Fatalf("status %d, %s", status, body)
+	}
+	// The first pair computes the shared prompt up to the document; the
+	// second takes it from the prefix cache.
+	if c := rep.Usage.PromptTokensDetails.CachedTokens; c < 200 || c >= rep.Usage.PromptTokens/2 {
+		t.Fatalf("%d of %d prompt tokens cached: the second pair did not reuse the first's prefix", c, rep.Usage.PromptTokens)
 	}
 	want := []float64{ref.Prompts[0].Embedding[0], ref.Prompts[1].Embedding[0]}
 	best, _ := order(want)
