@@ -156,6 +156,9 @@ func limitsExtra(lim engine.Limits) *structpb.Struct {
 		if lim.EmbeddingsOnly {
 			em["encoder"] = true // it generates nothing
 		}
+		if lim.RankOutputs > 0 {
+			em["rerank"] = true // a classification head: /v1/rerank
+		}
 		top["embeddings"] = em
 	}
 	if lim.Speculation != "" { // docs/api.md, "Speculative decoding"

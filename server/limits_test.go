@@ -106,17 +106,23 @@ func TestSpeculativeExtra(t *testing.T) {
 
 // TestEmbeddingsExtra: ModelInfo.extra.embeddings gives the vector width
 // and default pooling of a model that serves embeddings (and says
-// "encoder" for one that serves nothing else), and is absent otherwise.
+// "encoder" for one that serves nothing else, "rerank" for one with a
+// classification head), and is absent otherwise.
 func TestEmbeddingsExtra(t *testing.T) {
 	if _, ok := limitsExtra(engine.Limits{}).GetFields()["embeddings"]; ok {
 		t.Fatal("embeddings advertised by a model without hidden states")
 	}
 	em := limitsExtra(engine.Limits{EmbeddingDim: 256, Pooling: engine.PoolingLast}).GetFields()["embeddings"].GetStructValue().GetFields()
-	if _, enc := em["encoder"]; em["dimensions"].GetNumberValue() != 256 || em["pooling"].GetStringValue() != "last" || enc {
+	_, enc := em["encoder"]
+	if _, rr := em["rerank"]; em["dimensions"].GetNumberValue() != 256 || em["pooling"].GetStringValue() != "last" || enc || rr {
 		t.Fatalf("embeddings extra %v", em)
 	}
 	em = limitsExtra(engine.Limits{EmbeddingDim: 384, Pooling: engine.PoolingCLS, EmbeddingsOnly: true}).GetFields()["embeddings"].GetStructValue().GetFields()
 	if !em["encoder"].GetBoolValue() || em["pooling"].GetStringValue() != "cls" {
 		t.Fatalf("an encoder's embeddings extra %v", em)
+	}
+	em = limitsExtra(engine.Limits{EmbeddingDim: 1024, Pooling: engine.PoolingLast, RankOutputs: 1}).GetFields()["embeddings"].GetStructValue().GetFields()
+	if _, enc := em["encoder"]; !em["rerank"].GetBoolValue() || enc {
+		t.Fatalf("a causal reranker's embeddings extra %v", em)
 	}
 }
