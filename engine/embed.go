@@ -86,6 +86,14 @@ type RankModel interface {
 	Rank(dst, pooled []float32) error
 }
 
+// ProjectModel is a HiddenModel whose pooled embeddings pass through
+// dense layers (sentence-transformers' Dense modules, EmbeddingGemma's):
+// ProjectPooled maps a pooled vector to the model's embedding, in place.
+type ProjectModel interface {
+	HiddenModel
+	ProjectPooled(v []float32) error
+}
+
 // embedState is an embedding request's pooling in progress.
 type embedState struct {
 	pooling Pooling   // the rows taken: PoolingMean, PoolingCLS or PoolingLast
@@ -223,6 +231,12 @@ func (e *Engine) finishEmbed(o *output) {
 	if len(es.vec) != e.limits.EmbeddingDim {
 		e.endRequest(req, newError(CodeInternal, "embedding: no hidden state for the pooled position"))
 		return
+	}
+	if pm, ok := e.model.(ProjectModel); ok && !es.rank {
+		if err := pm.ProjectPooled(es.vec); err != nil {
+			e.endRequest(req, wrapError(CodeInternal, err, ""))
+			return
+		}
 	}
 	if es.rank {
 		scores := make([]float32, e.limits.RankOutputs)

@@ -51,6 +51,8 @@ func (l *llamaModel) ForwardHidden(kv KV, b *Batch, logits, hidden []float32) er
 
 func (l *llamaModel) Rank(dst, cls []float32) error { return l.m.Rank(dst, cls) }
 
+func (l *llamaModel) ProjectPooled(v []float32) error { return l.m.ProjectPooled(v) }
+
 // poolings maps a GGUF pooling type to the engine's (none and rank name
 // no single vector: the engine's default applies).
 var poolings = map[llama.Pooling]Pooling{llama.PoolMean: PoolingMean, llama.PoolCLS: PoolingCLS, llama.PoolLast: PoolingLast,

@@ -315,6 +315,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 	iq4, f16 := build("llama", ggml.TypeIQ4_NL), build("llama", ggml.TypeF16)
 	gemma, moe, phi := build("gemma3", ggml.TypeF16), build("qwen3moe", ggml.TypeQ8_0), build("phi3", ggml.TypeQ8_0)
 	oss, bert := build("gpt-oss", ggml.TypeMXFP4), build("bert", ggml.TypeF16)
+	egemma := build("gemma-embedding", ggml.TypeF16)
 	yarn := buildOpts(synth.Options{Arch: "qwen3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, YarnFactor: 4, YarnOrigCtx: 512})
 	temp := buildOpts(synth.Options{Arch: "mistral3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, AttnTempScale: 0.1})
 	rerank := buildOpts(synth.Options{Arch: "qwen3", Preset: "tiny", Type: ggml.TypeQ8_0, Seed: 3, Rerank: true})
@@ -333,6 +334,7 @@ func TestLoadAutoFallsBackForTypes(t *testing.T) {
 		{"fused projections", phi, nil, "cpu (auto: no CUDA kernels for the phi3 architecture)", "no CUDA kernels for the phi3 architecture"},
 		{"sinks and MXFP4 experts", oss, nil, "cpu (auto: no CUDA kernels for the gpt-oss architecture)", "no CUDA kernels for the gpt-oss architecture"},
 		{"encoder", bert, nil, "cpu (auto: no CUDA kernels for the bert architecture)", "no CUDA kernels for the bert architecture"},
+		{"EmbeddingGemma", egemma, nil, "cpu (auto: no CUDA kernels for the gemma-embedding architecture)", "no CUDA kernels for the gemma-embedding architecture"},
 		{"yarn", yarn, nil, "cpu (auto: no CUDA kernels for YaRN rope scaling)", "no CUDA kernels for YaRN rope scaling"},
 		{"query temperature", temp, nil, "cpu (auto: no CUDA kernels for attention temperature scaling)", "no CUDA kernels for attention temperature scaling"},
 		{"reranker head", rerank, nil, "cpu (auto: no CUDA kernels for a reranker's classification head)", "no CUDA kernels for a reranker's classification head"},

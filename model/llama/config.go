@@ -42,7 +42,7 @@ var ErrUnsupported = errors.New("llama: unsupported model")
 
 // Config is the shape of a model, read from GGUF metadata.
 type Config struct {
-	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "modern-bert"
+	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "modern-bert", "gemma-embedding"
 	Dim     int    // embedding width
 	Layers  int    // transformer blocks
 	Heads   int    // query heads
@@ -241,6 +241,8 @@ var archs = map[string]archTraits{
 	"bert":        {encoder: true, absPos: true},
 	"nomic-bert":  {neox: true, encoder: true},
 	"modern-bert": {neox: true, encoder: true, preNorm: true},
+	// EmbeddingGemma: Gemma 3's block without the causal mask (encoder.go).
+	"gemma-embedding": {neox: true, qkNorm: true, gemma: true, encoder: true},
 }
 
 // maxDim bounds every metadata size so that products of them cannot
@@ -256,7 +258,7 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3, gpt-oss, bert, nomic-bert or modern-bert)", ErrUnsupported, arch)
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3, gpt-oss, bert, nomic-bert, modern-bert or gemma-embedding)", ErrUnsupported, arch)
 	}
 	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma, FusedUp: tr.fusedUp,
 		Encoder: tr.encoder, AbsPos: tr.absPos, PreNorm: tr.preNorm}
@@ -332,7 +334,7 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 		c.RopeBase = float32(v)
 	}
 	epsKey := arch + ".attention.layer_norm_rms_epsilon"
-	if c.Encoder {
+	if c.Encoder && !c.Gemma {
 		epsKey = arch + ".attention.layer_norm_epsilon" // LayerNorm's
 	}
 	eps, ok := f.Float(epsKey)

@@ -2,6 +2,7 @@ package llama
 
 import (
 	"fmt"
+	"math"
 
 	"oengine/kernels/cpu"
 	"oengine/model/gguf"
@@ -27,8 +28,16 @@ func (c *Config) readEncoder(f *gguf.File) error {
 			return fmt.Errorf("%w: %s.attention.causal = %v (a causal %s)", ErrUnsupported, c.Arch, v, c.Arch)
 		}
 	}
-	if c.Experts > 0 || c.SWA > 0 {
+	if c.Experts > 0 || c.SWA > 0 && !c.Gemma {
 		return fmt.Errorf("%w: %s with experts or a sliding window", ErrUnsupported, c.Arch)
+	}
+	if c.Gemma {
+		// EmbeddingGemma: Gemma 3's five local layers of six see half the
+		// window either side (llama.cpp's symmetric window).
+		if c.SWA == 0 {
+			return fmt.Errorf("llama: missing metadata %s.attention.sliding_window", c.Arch)
+		}
+		return nil
 	}
 	if t, ok := f.Tensor("token_types.weight"); ok && len(t.Dims) == 2 && t.Dims[1] <= maxDim {
 		c.TokenTypes = int(t.Dims[1])
@@ -218,7 +227,11 @@ func (m *Model) encode(kv *KV, b *Batch, hidden []float32, maxN int) error {
 			pos := int(b.Pos[i])
 			cpu.Add(x, x, m.posEmb[pos*D:(pos+1)*D])
 		}
-		cpu.LayerNorm(x, x, m.embNormW, m.embNormB, c.NormEps)
+		if c.Gemma {
+			cpu.Scale(x, x, float32(math.Sqrt(float64(D))))
+		} else {
+			cpu.LayerNorm(x, x, m.embNormW, m.embNormB, c.NormEps)
+		}
 		if !c.AbsPos {
 			m.ropeCache(f.cs[i*R:(i+1)*R], b.Pos[i])
 		}
@@ -227,17 +240,23 @@ func (m *Model) encode(kv *KV, b *Batch, hidden []float32, maxN int) error {
 		}
 	})
 	for l := range m.layers {
-		if c.PreNorm {
+		switch {
+		case c.Gemma:
+			m.gemmaEncoderLayer(l)
+		case c.PreNorm:
 			m.modernLayer(l)
-		} else {
+		default:
 			m.encoderLayer(l)
 		}
 	}
 	for j, idx := range b.Hidden {
 		h, x := hidden[j*D:(j+1)*D], f.x[int(idx)*D:(int(idx)+1)*D]
-		if m.outNorm != nil { // ModernBERT's final norm
+		switch {
+		case c.Gemma:
+			cpu.RMSNorm(h, x, m.outNorm, c.NormEps)
+		case m.outNorm != nil: // ModernBERT's final norm
 			cpu.LayerNorm(h, x, m.outNorm, nil, c.NormEps)
-		} else {
+		default:
 			copy(h, x)
 		}
 	}
@@ -301,6 +320,14 @@ func (m *Model) encoderAttention(w *layer, in []float32) {
 			cpu.AddBias(ki, w.bk)
 			cpu.AddBias(vi, w.bv)
 		}
+		if w.qNorm != nil { // EmbeddingGemma's per-head norms
+			for h := 0; h < c.Heads; h++ {
+				cpu.RMSNorm(qi[h*HD:(h+1)*HD], qi[h*HD:(h+1)*HD], w.qNorm, c.NormEps)
+			}
+			for h := 0; h < c.KVHeads; h++ {
+				cpu.RMSNorm(ki[h*HD:(h+1)*HD], ki[h*HD:(h+1)*HD], w.kNorm, c.NormEps)
+			}
+		}
 		if !c.AbsPos {
 			cs := f.cs[i*R : (i+1)*R]
 			if local {
@@ -346,6 +373,27 @@ func (m *Model) modernLayer(l int) {
 	})
 	m.matMul(f.xb[:T*D], w.wDown, hb, T)
 	m.forTokens(func(i int) { cpu.Add(f.x[i*D:(i+1)*D], f.xb[i*D:(i+1)*D], f.x[i*D:(i+1)*D]) })
+}
+
+// gemmaEncoderLayer runs EmbeddingGemma's block l (Gemma 3's, every token
+// attending both ways) on the T token states in f.x: x += norm(attn(
+// norm(x))), x += norm(ffn(norm(x))) with RMSNorms, per-head q/k norms and
+// a GeGLU feed-forward; the local layers see half the window either side.
+func (m *Model) gemmaEncoderLayer(l int) {
+	c, f, w := &m.cfg, &m.fw, &m.layers[l]
+	T, D, QD, F := f.t, c.Dim, c.QDim(), c.FFN
+	f.layer = l
+	m.forRows(rowNorm, w.attnNorm, nil) // xb = norm(x)
+	m.encoderAttention(w, f.xb[:T*D])
+	m.matMul(f.xb[:T*D], w.wo, f.att[:T*QD], T)
+	m.forRows(rowNorm1, w.postAttnNorm, nil)
+	m.forRows(rowAddNorm, w.ffnNorm, nil) // x += xb; xb = norm(x)
+	f.gu[0], f.gu[1] = cpu.MatOp{Dst: f.hb[:T*F], W: w.wGate}, cpu.MatOp{Dst: f.hb2[:T*F], W: w.wUp}
+	m.matMuls(f.gu[:], f.xb[:T*D], T)
+	m.forRows(rowGLU, nil, nil)
+	m.matMul(f.xb[:T*D], w.wDown, f.hb[:T*F], T)
+	m.forRows(rowNorm1, w.postFFNNorm, nil)
+	m.forRows(rowAdd, nil, nil)
 }
 
 // addNorm ends an encoder sub-block: x = LN(x + xb + bias) per token

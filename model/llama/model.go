@@ -84,6 +84,10 @@ type Model struct {
 	// [outputs].
 	clsW, clsOutW                     cpu.Matrix
 	clsB, clsOutB, clsNormW, clsNormB []float32
+	// Dense layers after pooling (dense.go; empty without them): dense2
+	// [inner][Dim] with bias dense2B, dense3 [Dim][inner].
+	dense2, dense3 cpu.Matrix
+	dense2B        []float32
 
 	pool    *cpu.Pool
 	ownPool bool
@@ -109,13 +113,14 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	ld := loader{f: f}
 	c := cfg
 	m.tokEmb = ld.matrix("token_embd.weight", c.Vocab, c.Dim)
-	if c.Encoder {
+	if c.Encoder && !c.Gemma {
 		m.layers = make([]layer, c.Layers)
 		m.loadEncoder(&ld)
-	} else {
+	} else { // a decoder's tensors; EmbeddingGemma has Gemma 3's
 		m.loadDecoder(&ld)
 	}
 	m.loadRankHead(&ld)
+	m.loadDense(&ld)
 	if ld.err != nil {
 		return nil, ld.err
 	}
@@ -260,7 +265,7 @@ func (m *Model) linearMatrices() []*cpu.Matrix {
 	}
 	// The classification head; empty matrices (bert's gate, a model
 	// without a head) are left out.
-	ws = append(ws, &m.clsW, &m.clsOutW)
+	ws = append(ws, &m.clsW, &m.clsOutW, &m.dense2, &m.dense3)
 	return slices.DeleteFunc(ws, func(w *cpu.Matrix) bool { return w.Rows == 0 })
 }
 

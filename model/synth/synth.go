@@ -91,7 +91,7 @@ func PresetNames() []string {
 
 // Options selects what Build writes.
 type Options struct {
-	Arch string // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert" or "nomic-bert"
+	Arch string // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "modern-bert" or "gemma-embedding"
 	// Type is the weight type of the 2-D matrices (norms stay F32; the zero
 	// value is F32). MXFP4, as llama-quantize's MXFP4_MOE writes it, is
 	// for the experts of gpt-oss, whose other matrices are then Q8_0.
@@ -179,7 +179,7 @@ func (o Options) Resolve() (Dims, error) {
 	}
 	if d.RopeBase == 0 {
 		d.RopeBase = 10000
-		if o.Arch == "gemma3" {
+		if o.Arch == "gemma3" || o.Arch == "gemma-embedding" {
 			d.RopeBase = 1000000 // Gemma 3's global layers (the local ones: 10000)
 		}
 	}
@@ -242,9 +242,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		o.Arch = "llama"
 	}
 	switch o.Arch {
-	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "modern-bert":
+	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "modern-bert", "gemma-embedding":
 	default:
-		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert, modern-bert)", ErrOptions, o.Arch)
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert, modern-bert, gemma-embedding)", ErrOptions, o.Arch)
 	}
 	if !cpu.CanQuantize(o.Type) {
 		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
@@ -283,7 +283,7 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	w.SetUint32(a+".attention.value_length", uint32(headDim))
 	w.SetFloat32(a+".rope.freq_base", d.RopeBase)
 	eps := float32(1e-5)
-	if a == "gemma2" || a == "gemma3" {
+	if a == "gemma2" || a == "gemma3" || a == "gemma-embedding" {
 		eps = 1e-6 // Gemma's
 	}
 	if encoder(a) {
@@ -391,6 +391,20 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		// Gemma 3's sliding window on five layers of six, and the local
 		// layers' rope base (llama.cpp's defaults, written out).
 		window(512, 6, 10000)
+	}
+	if a == "gemma-embedding" {
+		// EmbeddingGemma: Gemma 3's windows (symmetric: half either side),
+		// no causal mask, mean pooling, and the Dense layers' widths.
+		window(512, 6, 10000)
+		w.SetBool(a+".attention.causal", false)
+		if o.Pooling == "" {
+			w.SetUint32(a+".pooling_type", poolingTypes["mean"])
+		}
+		inner := uint32(4 * d.Dim)
+		w.SetUint32(a+".dense_2_feat_in", uint32(d.Dim))
+		w.SetUint32(a+".dense_2_feat_out", inner)
+		w.SetUint32(a+".dense_3_feat_in", inner)
+		w.SetUint32(a+".dense_3_feat_out", uint32(d.Dim))
 	}
 
 	specs := tensorSpecs(o.Arch, d, o.Type)
@@ -538,13 +552,16 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 		// Logit spread about 4 nats: usable, non-uniform next-token distributions.
 		mat("output.weight", d.Dim, d.Vocab, 4*inv(d.Dim)),
 	}
-	if arch == "gemma2" || arch == "gemma3" {
+	if arch == "gemma2" || arch == "gemma3" || arch == "gemma-embedding" {
 		// Gemma scales the embedding by √Dim on the way in: values of
 		// about 1, as the blocks' normed outputs.
 		specs[0].std = inv(d.Dim)
 	}
-	if arch == "gemma2" || d.Tied {
-		specs = specs[:2] // Gemma 2 always ties the output to the embedding
+	if arch == "gemma2" || arch == "gemma-embedding" || d.Tied {
+		specs = specs[:2] // Gemma 2 always ties the output to the embedding; EmbeddingGemma has none
+	}
+	if arch == "gemma-embedding" { // the Dense layers after pooling
+		specs = append(specs, mat("dense_2.weight", d.Dim, 4*d.Dim, inv(d.Dim)), mat("dense_3.weight", 4*d.Dim, d.Dim, inv(4*d.Dim)))
 	}
 	if d.Tied && arch != "gemma2" && arch != "gemma3" {
 		specs[0].std = 4 * inv(d.Dim) // the output's spread (the first norm rescales the inputs)
@@ -635,7 +652,7 @@ func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 			specs = append(specs,
 				vec(p+"attn_q_norm.weight", headDim, true, 0),
 				vec(p+"attn_k_norm.weight", headDim, true, 0))
-		case "gemma3":
+		case "gemma3", "gemma-embedding":
 			specs = append(specs,
 				vec(p+"attn_q_norm.weight", headDim, true, 0),
 				vec(p+"attn_k_norm.weight", headDim, true, 0),
