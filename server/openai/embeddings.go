@@ -120,8 +120,8 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 // flight (server.Server.Track) once the response is written.
 type embedsRun struct {
 	promptTokens, cachedTokens int // cached: of promptTokens, from the prefix cache
-	rm           *server.RequestMetrics
-	done         func()
+	rm                         *server.RequestMetrics
+	done                       func()
 }
 
 // runEmbeds runs the n engine requests build(i) of one embeddings or
