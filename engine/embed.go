@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"oengine/scheduler"
 )
@@ -65,6 +66,57 @@ type EmbedOptions struct {
 	// the vocabulary's pair template ([CLS] a [SEP] b [SEP]), Pair's
 	// tokens of token type 1 where the model has two.
 	Pair string
+	// Truncate: an input longer than the engine takes (Limits.
+	// MaxOutputTokens+1) is cut to fit instead of refused: a text keeps
+	// its longest prefix whose tokens fit (special tokens added as
+	// without the cut), a pair its query and the longest prefix of its
+	// document, token ids their first tokens. Usage counts what was
+	// computed. A pair whose query alone does not fit is still refused.
+	Truncate bool
+}
+
+// maxTokenBytes bounds the text one token takes, for fitPrefix's first
+// cut (a longer token is possible; the prefix found then is shorter than
+// could fit, and still fits).
+const maxTokenBytes = 256
+
+// fitPrefix returns the byte length of text's longest prefix, cut at a
+// rune boundary, whose encoding has at most limit tokens (a binary search
+// over the prefix length: encodings grow with the text, give or take a
+// merge, and each candidate is checked). ok false: not even the empty
+// prefix fits.
+func fitPrefix(text string, limit int, encode func(string) (int, error)) (cut int, ok bool, err error) {
+	// A prefix of limit tokens is rarely longer than limit*maxTokenBytes
+	// bytes: the search starts there, so a huge text costs a few
+	// encodings of that prefix, not of the whole text.
+	if end := limit * maxTokenBytes; len(text) > end {
+		for end > 0 && !utf8.RuneStart(text[end]) {
+			end--
+		}
+		text = text[:end]
+	}
+	cuts := make([]int, 0, len(text)+1) // byte offsets of rune starts, and the end
+	for i := range text {
+		cuts = append(cuts, i)
+	}
+	cuts = append(cuts, len(text))
+	lo, hi := -1, len(cuts)-1 // cuts[lo] fits (-1: none known), cuts[hi+1:] do not
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		n, err := encode(text[:cuts[mid]])
+		if err != nil {
+			return 0, false, err
+		}
+		if n <= limit {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if lo < 0 {
+		return 0, false, nil
+	}
+	return cuts[lo], true, nil
 }
 
 // HiddenModel is a Model that can also return final hidden states: each

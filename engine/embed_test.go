@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"oengine/model/llama"
 	"oengine/model/tokenizer"
@@ -475,5 +476,71 @@ func checkEmbedRefs(t *testing.T, e *Engine, tok Tokenizer, name string, minCos,
 			}
 		}
 		t.Logf("%s %v: worst cosine %.7f, worst difference %.2e of the peak", name, pl, worstCos, worstDiff)
+	}
+}
+
+// TestEmbedTruncate: an input over the engine's limit is refused unless
+// Truncate, which keeps its longest prefix that fits (a text's first
+// runes, token ids' first ids): the vector is that prefix's, usage counts
+// it, and an input that fits is untouched.
+func TestEmbedTruncate(t *testing.T) {
+	tok := fakeTok{vocab: 64}
+	m := &fakeHidden{fakeModel: &fakeModel{vocab: 64, ctx: 512}, dim: 3}
+	e := newEngineOn(t, Config{}, m, tok)
+	limit := e.Limits().MaxOutputTokens + 1
+	long := strings.Repeat("the quick brown fox ", 40) // 800 one-token runes
+	if _, _, err, _ := embedResult(t, e, Request{Prompt: long, Embed: &EmbedOptions{Pooling: PoolingMean}}); err == nil || err.Code != CodeContextLengthExceeded {
+		t.Fatalf("%d tokens over a limit of %d without truncate: %v", len(long), limit, err)
+	}
+	vec, usage, err, _ := embedResult(t, e, Request{Prompt: long, Embed: &EmbedOptions{Pooling: PoolingMean, Truncate: true}})
+	if want := m.direct(tok.Encode(long[:limit], fakeOpts), PoolingMean); err != nil || usage.PromptTokens != limit || !slices.Equal(vec, want) {
+		t.Fatalf("truncated text: %v, %d tokens (want %d), %v want %v", err, usage.PromptTokens, limit, vec, want)
+	}
+	ids := tok.Encode(long, fakeOpts)
+	vec, usage, err, _ = embedResult(t, e, Request{TokenIDs: ids, Embed: &EmbedOptions{Pooling: PoolingLast, Truncate: true}})
+	if want := m.direct(ids[:limit], PoolingLast); err != nil || usage.PromptTokens != limit || !slices.Equal(vec, want) {
+		t.Fatalf("truncated ids: %v, %d tokens, %v want %v", err, usage.PromptTokens, vec, want)
+	}
+	short := "hello world"
+	vec, usage, err, _ = embedResult(t, e, Request{Prompt: short, Embed: &EmbedOptions{Pooling: PoolingMean, Truncate: true}})
+	if want := m.direct(tok.Encode(short, fakeOpts), PoolingMean); err != nil || usage.PromptTokens != len(short) || !slices.Equal(vec, want) {
+		t.Fatalf("a short text with truncate: %v, %v want %v", err, vec, want)
+	}
+	checkLedger(t, e)
+}
+
+// TestFitPrefix: the longest rune prefix that fits, never a cut inside a
+// rune, none when even the empty prefix is too long.
+func TestFitPrefix(t *testing.T) {
+	count := func(s string) (int, error) { return utf8.RuneCountInString(s) + 2, nil } // two specials
+	for _, tc := range []struct {
+		text  string
+		limit int
+		want  string
+		ok    bool
+	}{
+		{"héllo wörld", 7, "héllo", true},
+		{"héllo", 20, "héllo", true},
+		{"héllo", 2, "", true},
+		{"héllo", 1, "", false},
+		{"日本語のテキスト", 5, "日本語", true},
+	} {
+		cut, ok, err := fitPrefix(tc.text, tc.limit, count)
+		if err != nil || ok != tc.ok || ok && tc.text[:cut] != tc.want {
+			t.Errorf("fitPrefix(%q, %d) = %d (%q), %v, %v; want %q, %v", tc.text, tc.limit, cut, tc.text[:cut], ok, err, tc.want, tc.ok)
+		}
+	}
+	// A huge text is searched from a bounded prefix.
+	calls := 0
+	huge := strings.Repeat("é", 1<<20)
+	cut, ok, _ := fitPrefix(huge, 10, func(s string) (int, error) {
+		calls++
+		if len(s) > 10*maxTokenBytes {
+			t.Fatalf("encoded %d bytes for a limit of 10 tokens", len(s))
+		}
+		return utf8.RuneCountInString(s), nil
+	})
+	if !ok || cut != 20 || calls > 16 {
+		t.Fatalf("huge text: cut %d, ok %v, %d encodings", cut, ok, calls)
 	}
 }

@@ -293,3 +293,33 @@ func TestRerankTokenTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestRerankTruncate: a pair over the context is refused unless Truncate,
+// which keeps the query and the longest prefix of the document that fits
+// (found here by a plain scan from the end): the score is bit for bit
+// that pair's. A query that alone overflows is still refused.
+func TestRerankTruncate(t *testing.T) {
+	m, tok := loadEncoder(t, "tiny-bert-rerank-f16")
+	e := newRealEngine(t, Config{KVPages: 256}, m, tok)
+	limit := e.Limits().MaxOutputTokens + 1
+	pe := tok.(PairEncoder)
+	q := "What is the capital of France?"
+	doc := strings.Repeat("Paris is the capital and largest city of France, on the Seine. ", 60)
+	if _, _, err, _ := embedResult(t, e, Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: doc}}); err == nil || err.Code != CodeContextLengthExceeded {
+		t.Fatalf("a pair over the context without truncate: %v", err)
+	}
+	cut := len(doc)
+	for ; cut > 0; cut-- {
+		if ids, _, _ := pe.EncodePair(q, doc[:cut], true); len(ids) <= limit {
+			break
+		}
+	}
+	want, wu, werr, _ := embedResult(t, e, Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: doc[:cut]}})
+	got, gu, gerr, _ := embedResult(t, e, Request{Prompt: q, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: doc, Truncate: true}})
+	if werr != nil || gerr != nil || !slices.Equal(got, want) || gu.PromptTokens != wu.PromptTokens || gu.PromptTokens > limit || gu.PromptTokens < limit-4 {
+		t.Fatalf("truncated pair: %v %v, score %v want %v, %d tokens want %d (limit %d)", gerr, werr, got, want, gu.PromptTokens, wu.PromptTokens, limit)
+	}
+	if _, _, err, _ := embedResult(t, e, Request{Prompt: doc, Embed: &EmbedOptions{Pooling: PoolingRank, Pair: "x", Truncate: true}}); err == nil || err.Code != CodeContextLengthExceeded {
+		t.Fatalf("a query over the context with truncate: %v", err)
+	}
+}

@@ -182,9 +182,20 @@ func (e *Engine) prepare(r Request) (*request, error) {
 		if !ok {
 			return nil, newError(CodeUnsupportedFeature, "this tokenizer has no template for a pair of texts")
 		}
-		ids, second, err := pe.EncodePair(r.Prompt, r.Embed.Pair, true)
+		doc := r.Embed.Pair
+		ids, second, err := pe.EncodePair(r.Prompt, doc, true)
 		if err != nil {
 			return nil, wrapError(CodeUnsupportedFeature, err, "")
+		}
+		if limit := e.limits.MaxOutputTokens + 1; r.Embed.Truncate && len(ids) > limit {
+			// The query and the longest prefix of the document that fits.
+			cut, ok, _ := fitPrefix(doc, limit, func(d string) (int, error) {
+				ids, _, err := pe.EncodePair(r.Prompt, d, true)
+				return len(ids), err
+			})
+			if ok {
+				ids, second, _ = pe.EncodePair(r.Prompt, doc[:cut], true)
+			}
 		}
 		req.prompt = ids
 		if e.info.TokenTypes > 1 { // the pair's second text is segment B
@@ -192,8 +203,20 @@ func (e *Engine) prepare(r Request) (*request, error) {
 		}
 	} else if r.TokenIDs != nil {
 		req.prompt = slices.Clone(r.TokenIDs)
+		if limit := e.limits.MaxOutputTokens + 1; r.Embed != nil && r.Embed.Truncate && len(req.prompt) > limit {
+			req.prompt = req.prompt[:limit]
+		}
 	} else if r.Prompt != "" {
-		req.prompt = e.tok.Encode(r.Prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+		opts := tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}
+		req.prompt = e.tok.Encode(r.Prompt, opts)
+		if limit := e.limits.MaxOutputTokens + 1; r.Embed != nil && r.Embed.Truncate && len(req.prompt) > limit {
+			// The longest prefix of the text that fits, special tokens
+			// added as they are to the whole text.
+			cut, ok, _ := fitPrefix(r.Prompt, limit, func(t string) (int, error) { return len(e.tok.Encode(t, opts)), nil })
+			if ok {
+				req.prompt = e.tok.Encode(r.Prompt[:cut], opts)
+			}
+		}
 	}
 	for _, id := range req.prompt {
 		if id < 0 || int(id) >= e.info.Vocab {

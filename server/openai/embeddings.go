@@ -41,6 +41,10 @@ type embeddingRequest struct {
 	// Normalize (oengine): false returns the pooled vector as it is
 	// instead of scaled to unit length.
 	Normalize *bool `json:"normalize"`
+	// Truncate (oengine, as Hugging Face's text-embeddings-inference): an
+	// input longer than the model takes is cut to fit instead of refused
+	// (engine.EmbedOptions.Truncate).
+	Truncate bool `json:"truncate"`
 }
 
 // embeddings serves POST /v1/embeddings: each input is pooled into one
@@ -93,7 +97,7 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 	vecs := make([][]float32, len(ins))
 	build := func(i int) engine.Request {
 		return engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: ins[i].text, TokenIDs: ins[i].ids,
-			Embed: &engine.EmbedOptions{Pooling: pooling}}
+			Embed: &engine.EmbedOptions{Pooling: pooling, Truncate: req.Truncate}}
 	}
 	take := func(i int, vec []float32) *apiError {
 		if len(vec) != lim.EmbeddingDim {

@@ -458,6 +458,23 @@ func TestEncoderServed(t *testing.T) {
 	if resp.Usage.PromptTokens < 20 {
 		t.Fatalf("usage %+v", resp.Usage)
 	}
+	// An input over the context (512): refused, or cut to fit with
+	// truncate (oengine's field, sent through the SDK's extra fields).
+	long := strings.Repeat("Once upon a time, there was a little girl named Lily. ", 60)
+	_, err = c.Embeddings.New(ctx, oa.EmbeddingNewParams{Model: "tiny", Input: oa.EmbeddingNewParamsInputUnion{OfString: oa.String(long)}})
+	if apiErr := (*oa.Error)(nil); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "context_length_exceeded" {
+		t.Fatalf("an input over the context: %v", err)
+	}
+	resp, err = c.Embeddings.New(ctx, oa.EmbeddingNewParams{Model: "tiny", Input: oa.EmbeddingNewParamsInputUnion{OfString: oa.String(long)}},
+		option.WithJSONSet("truncate", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := h.engineDone(t, engine.Request{Prompt: long, Embed: &engine.EmbedOptions{Truncate: true}})
+	if err := sameFloats(resp.Data[0].Embedding, unit(ev.Embedding)); err != nil || resp.Usage.PromptTokens != int64(ev.Usage.PromptTokens) ||
+		resp.Usage.PromptTokens > 512 || resp.Usage.PromptTokens < 500 {
+		t.Fatalf("truncated input: %v, usage %+v (engine %+v)", err, resp.Usage, ev.Usage)
+	}
 	_, err = c.Chat.Completions.New(ctx, oa.ChatCompletionNewParams{Model: "tiny",
 		Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("hello")}})
 	var apiErr *oa.Error

@@ -28,6 +28,10 @@ type rerankRequest struct {
 	// RawScores (oengine, as Hugging Face's text-embeddings-inference):
 	// the relevance logits instead of their sigmoid.
 	RawScores bool `json:"raw_scores"`
+	// Truncate (oengine, as text-embeddings-inference): a pair longer
+	// than the model takes keeps the query and the longest prefix of the
+	// document that fits instead of being refused.
+	Truncate bool `json:"truncate"`
 }
 
 func (e *rerankRequest) modelName() string { return e.Model }
@@ -75,7 +79,7 @@ func (a *api) rerank(w http.ResponseWriter, r *http.Request) {
 	results := make([]rerankResult, len(docs))
 	build := func(i int) engine.Request {
 		return engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: *req.Query,
-			Embed: &engine.EmbedOptions{Pooling: engine.PoolingRank, Pair: docs[i]}}
+			Embed: &engine.EmbedOptions{Pooling: engine.PoolingRank, Pair: docs[i], Truncate: req.Truncate}}
 	}
 	take := func(i int, scores []float32) *apiError {
 		if len(scores) == 0 {

@@ -371,6 +371,17 @@ func TestRerankQwen3(t *testing.T) {
 			t.Fatalf("pair %d: status %d, %s; llama.cpp's P(yes) %g", i+2, status, body, p.Embedding[0])
 		}
 	}
+	// A document over the context (2048) is refused, or cut with truncate.
+	long := strings.Repeat("Paris is the capital of France. ", 120)
+	status, body = h.post(t, "/v1/rerank", `{"model":"tiny","query":"capital?","documents":[`+jsonString(long)+`]}`)
+	if status != 400 || !strings.Contains(string(body), "context_length_exceeded") {
+		t.Fatalf("a pair over the context: status %d, %s", status, body)
+	}
+	status, body = h.post(t, "/v1/rerank", `{"model":"tiny","query":"capital?","documents":[`+jsonString(long)+`],"truncate":true}`)
+	rep = rerankReply{}
+	if err := json.Unmarshal(body, &rep); err != nil || status != 200 || len(rep.Results) != 1 || rep.Usage.PromptTokens > 2048 || rep.Usage.PromptTokens < 2040 {
+		t.Fatalf("a truncated pair: status %d, %s", status, body)
+	}
 	status, body = h.post(t, "/v1/completions", `{"model":"tiny","prompt":"hello","max_tokens":4,"temperature":0}`)
 	if status != 200 || !strings.Contains(string(body), `"completion_tokens":4`) {
 		t.Fatalf("completion on the reranker: status %d, %s", status, body)
