@@ -42,7 +42,7 @@ var ErrUnsupported = errors.New("llama: unsupported model")
 
 // Config is the shape of a model, read from GGUF metadata.
 type Config struct {
-	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "modern-bert", "gemma-embedding"
+	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "nomic-bert-moe", "modern-bert", "gemma-embedding"
 	Dim     int    // embedding width
 	Layers  int    // transformer blocks
 	Heads   int    // query heads
@@ -115,6 +115,13 @@ type Config struct {
 	// run, and their outputs are summed weighted by those probabilities
 	// renormalized to sum 1 (moe.go). 0: a dense FFN.
 	Experts, ExpertsUsed, ExpertFFN int
+	// nomic-bert-moe (nomic-embed-text-v2-moe): layer l has the mixture
+	// when l%MoEEvery == 1, a dense FFN otherwise (MoEEvery 0: every
+	// layer has it); its experts are GELU networks without a gate
+	// (ffn_{up,down}_exps; ExpertGELU), weighted by their probabilities
+	// as they are, not renormalized (MoEKeepProbs).
+	MoEEvery                 int
+	ExpertGELU, MoEKeepProbs bool
 
 	// gpt-oss. AttnSinks: each layer has a learned logit per query head
 	// (attn_sinks) that joins the head's softmax as a position without a
@@ -199,6 +206,12 @@ func (c Config) Local(l int) bool {
 	return c.SWA > 0 && (c.SWAPattern == 0 || l%c.SWAPattern < c.SWAPattern-1)
 }
 
+// MoELayer reports whether layer l's feed-forward is the mixture of
+// experts.
+func (c Config) MoELayer(l int) bool {
+	return c.Experts > 0 && (c.MoEEvery == 0 || l%c.MoEEvery == 1)
+}
+
 // QDim is Heads*HeadDim, the width of the query projection.
 func (c Config) QDim() int { return c.Heads * c.HeadDim }
 
@@ -241,6 +254,8 @@ var archs = map[string]archTraits{
 	"bert":        {encoder: true, absPos: true},
 	"nomic-bert":  {neox: true, encoder: true},
 	"modern-bert": {neox: true, encoder: true, preNorm: true},
+	// nomic-embed-text-v2-moe: nomic-bert with experts on every other layer.
+	"nomic-bert-moe": {neox: true, encoder: true, moe: true},
 	// EmbeddingGemma: Gemma 3's block without the causal mask (encoder.go).
 	"gemma-embedding": {neox: true, qkNorm: true, gemma: true, encoder: true},
 }
@@ -258,7 +273,7 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3, gpt-oss, bert, nomic-bert, modern-bert or gemma-embedding)", ErrUnsupported, arch)
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3, gpt-oss, bert, nomic-bert, nomic-bert-moe, modern-bert or gemma-embedding)", ErrUnsupported, arch)
 	}
 	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma, FusedUp: tr.fusedUp,
 		Encoder: tr.encoder, AbsPos: tr.absPos, PreNorm: tr.preNorm}
@@ -405,6 +420,14 @@ func (c *Config) readExperts(f *gguf.File) error {
 	c.ExpertFFN = c.FFN / c.ExpertsUsed
 	if c.Arch == "llama" {
 		c.ExpertFFN = c.FFN
+	}
+	if c.Arch == "nomic-bert-moe" {
+		c.ExpertFFN, c.ExpertGELU, c.MoEKeepProbs = c.FFN, true, true
+		every, ok := f.Uint(key("moe_every_n_layers"))
+		if !ok || every > maxDim {
+			return fmt.Errorf("llama: %s missing or out of range", key("moe_every_n_layers"))
+		}
+		c.MoEEvery = int(every)
 	}
 	if v, ok := f.Uint(key("expert_feed_forward_length")); ok {
 		if v == 0 || v > maxDim {

@@ -28,8 +28,8 @@ func (c *Config) readEncoder(f *gguf.File) error {
 			return fmt.Errorf("%w: %s.attention.causal = %v (a causal %s)", ErrUnsupported, c.Arch, v, c.Arch)
 		}
 	}
-	if c.Experts > 0 || c.SWA > 0 && !c.Gemma {
-		return fmt.Errorf("%w: %s with experts or a sliding window", ErrUnsupported, c.Arch)
+	if c.SWA > 0 && !c.Gemma {
+		return fmt.Errorf("%w: %s with a sliding window", ErrUnsupported, c.Arch)
 	}
 	if c.Gemma {
 		// EmbeddingGemma: Gemma 3's five local layers of six see half the
@@ -124,13 +124,20 @@ func (m *Model) loadEncoder(ld *loader) {
 		l.bo = optional(p+"attn_output.bias", c.Dim)
 		l.attnOutNormW = ld.vector(p+"attn_output_norm.weight", c.Dim)
 		l.attnOutNormB = ld.vector(p+"attn_output_norm.bias", c.Dim)
-		if !c.AbsPos { // nomic-bert: SwiGLU
-			l.wGate = ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim)
+		switch {
+		case c.MoELayer(i): // nomic-bert-moe: GELU experts without a gate
+			l.router = ld.matrix(p+"ffn_gate_inp.weight", c.Experts, c.Dim)
+			l.upExps = ld.experts(p+"ffn_up_exps.weight", c.Experts, c.ExpertFFN, c.Dim)
+			l.downExps = ld.experts(p+"ffn_down_exps.weight", c.Experts, c.Dim, c.ExpertFFN)
+		default:
+			if c.Arch == "nomic-bert" { // SwiGLU
+				l.wGate = ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim)
+			}
+			l.wUp = ld.matrix(p+"ffn_up.weight", c.FFN, c.Dim)
+			l.bUp = optional(p+"ffn_up.bias", c.FFN)
+			l.wDown = ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN)
+			l.bDown = optional(p+"ffn_down.bias", c.Dim)
 		}
-		l.wUp = ld.matrix(p+"ffn_up.weight", c.FFN, c.Dim)
-		l.bUp = optional(p+"ffn_up.bias", c.FFN)
-		l.wDown = ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN)
-		l.bDown = optional(p+"ffn_down.bias", c.Dim)
 		l.outNormW = ld.vector(p+"layer_output_norm.weight", c.Dim)
 		l.outNormB = ld.vector(p+"layer_output_norm.bias", c.Dim)
 		if ld.err != nil {
@@ -277,7 +284,14 @@ func (m *Model) encoderLayer(l int) {
 	m.addNorm(w.bo, w.attnOutNormW, w.attnOutNormB)
 
 	// Feed-forward: xb = GELU(x·Wupᵀ + b)·Wdownᵀ + b (bert) or
-	// (silu(x·Wgᵀ) * x·Wuᵀ)·Wdᵀ (nomic-bert); x = LN(x + xb).
+	// (silu(x·Wgᵀ) * x·Wuᵀ)·Wdᵀ (nomic-bert), or the mixture of GELU
+	// experts (nomic-bert-moe's odd layers, moe.go); x = LN(x + xb).
+	if c.MoELayer(l) {
+		copy(f.xb[:T*D], f.x[:T*D])
+		m.moeFFN(w)
+		m.addNorm(nil, w.outNormW, w.outNormB)
+		return
+	}
 	hb, hb2 := f.hb[:T*F], f.hb2[:T*F]
 	if w.wGate.Rows > 0 {
 		f.gu[0], f.gu[1] = cpu.MatOp{Dst: hb, W: w.wGate}, cpu.MatOp{Dst: hb2, W: w.wUp}

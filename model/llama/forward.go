@@ -139,7 +139,7 @@ func (m *Model) layerForward(l int) {
 	// (Gemma: gelu for silu, and the result normed before the add).
 	F := c.FFN
 	m.forRows(rowAddNorm, w.ffnNorm, nil) // x += attention output; xb = norm(x)
-	if c.Experts > 0 {
+	if c.MoELayer(l) {
 		m.moeFFN(w) // xb = the mixture of experts of xb (moe.go)
 	} else {
 		f.gu[0], f.gu[1] = cpu.MatOp{Dst: f.hb[:T*F], W: w.wGate}, cpu.MatOp{Dst: f.hb2[:T*F], W: w.wUp}

@@ -254,10 +254,13 @@ func (m *Model) linearMatrices() []*cpu.Matrix {
 	for i := range m.layers {
 		l := &m.layers[i]
 		ws = append(ws, &l.wq, &l.wk, &l.wv, &l.wo)
-		if m.cfg.Experts > 0 {
+		if m.cfg.MoELayer(i) {
 			ws = append(ws, &l.router)
-			for e := range l.gateExps {
-				ws = append(ws, &l.gateExps[e], &l.upExps[e], &l.downExps[e])
+			for e := range l.upExps {
+				if l.gateExps != nil { // nomic-bert-moe's experts have none
+					ws = append(ws, &l.gateExps[e])
+				}
+				ws = append(ws, &l.upExps[e], &l.downExps[e])
 			}
 			continue
 		}

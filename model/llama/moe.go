@@ -15,7 +15,9 @@ import (
 // gpt-oss's mixture (Config.TopKSoftmax, ExpertBias, SwiGLUOAI) adds the
 // router's bias to its logits, takes the ExpertsUsed largest logits and
 // weighs them by their softmax (routeTopK), adds each expert projection's
-// bias and uses the clamped SwiGLU (cpu.SwiGLUOAI).
+// bias and uses the clamped SwiGLU (cpu.SwiGLUOAI). nomic-bert-moe's
+// (Config.ExpertGELU, MoEKeepProbs) runs down(GELU(up·x)), no gate, and
+// weighs the slots by their probabilities without renormalizing them.
 //
 // Each expert runs once per call on the tokens that chose it, gathered
 // into rows (a token's row gives the same bits in any batch: the matrix
@@ -39,7 +41,7 @@ func (m *Model) moeFFN(w *layer) {
 		if c.TopKSoftmax {
 			routeTopK(li, sel[i*K:(i+1)*K], wts[i*K:(i+1)*K])
 		} else {
-			route(li, sel[i*K:(i+1)*K], wts[i*K:(i+1)*K])
+			route(li, sel[i*K:(i+1)*K], wts[i*K:(i+1)*K], !c.MoEKeepProbs)
 		}
 	}
 	outs := f.moeOut[:T*K*D] // [T][K][Dim]: each slot's expert output
@@ -56,18 +58,25 @@ func (m *Model) moeFFN(w *layer) {
 			continue
 		}
 		g, u := f.moeG[:n*F], f.moeU[:n*F]
-		f.gu[0], f.gu[1] = cpu.MatOp{Dst: g, W: w.gateExps[e]}, cpu.MatOp{Dst: u, W: w.upExps[e]}
-		m.matMuls(f.gu[:], f.moeX[:n*D], n)
-		for r := 0; r < n; r++ {
-			gr, ur := g[r*F:(r+1)*F], u[r*F:(r+1)*F]
-			if w.gateExpsB != nil {
-				cpu.Add(gr, gr, w.gateExpsB[e*F:(e+1)*F])
-				cpu.Add(ur, ur, w.upExpsB[e*F:(e+1)*F])
+		if c.ExpertGELU { // no gate: g = GELU(x·upᵀ)
+			m.matMul(g, w.upExps[e], f.moeX[:n*D], n)
+			for r := 0; r < n; r++ {
+				cpu.GELU(g[r*F:(r+1)*F], g[r*F:(r+1)*F])
 			}
-			if c.SwiGLUOAI {
-				cpu.SwiGLUOAI(gr, gr, ur, swigluOAIAlpha, swigluOAILimit)
-			} else {
-				cpu.SwiGLU(gr, gr, ur)
+		} else {
+			f.gu[0], f.gu[1] = cpu.MatOp{Dst: g, W: w.gateExps[e]}, cpu.MatOp{Dst: u, W: w.upExps[e]}
+			m.matMuls(f.gu[:], f.moeX[:n*D], n)
+			for r := 0; r < n; r++ {
+				gr, ur := g[r*F:(r+1)*F], u[r*F:(r+1)*F]
+				if w.gateExpsB != nil {
+					cpu.Add(gr, gr, w.gateExpsB[e*F:(e+1)*F])
+					cpu.Add(ur, ur, w.upExpsB[e*F:(e+1)*F])
+				}
+				if c.SwiGLUOAI {
+					cpu.SwiGLUOAI(gr, gr, ur, swigluOAIAlpha, swigluOAILimit)
+				} else {
+					cpu.SwiGLU(gr, gr, ur)
+				}
 			}
 		}
 		d := f.moeD[:n*D]
@@ -100,9 +109,9 @@ func (m *Model) moeFFN(w *layer) {
 
 // route writes a token's slots: the len(sel) most probable experts of
 // softmax(logits) in order of probability (the lower index first among
-// equal ones) and their probabilities renormalized to sum 1. logits is
-// replaced by the probabilities.
-func route(logits []float32, sel []int32, wts []float32) {
+// equal ones) and their probabilities, renormalized to sum 1 when renorm.
+// logits is replaced by the probabilities.
+func route(logits []float32, sel []int32, wts []float32, renorm bool) {
 	cpu.Softmax(logits)
 	for k := range sel {
 		best := -1
@@ -113,6 +122,9 @@ func route(logits []float32, sel []int32, wts []float32) {
 			best = e
 		}
 		sel[k], wts[k] = int32(best), logits[best]
+	}
+	if !renorm { // nomic-bert-moe: the probabilities as they are
+		return
 	}
 	var sum float32
 	for _, p := range wts {

@@ -91,7 +91,7 @@ func PresetNames() []string {
 
 // Options selects what Build writes.
 type Options struct {
-	Arch string // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "modern-bert" or "gemma-embedding"
+	Arch string // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "nomic-bert-moe", "modern-bert" or "gemma-embedding"
 	// Type is the weight type of the 2-D matrices (norms stay F32; the zero
 	// value is F32). MXFP4, as llama-quantize's MXFP4_MOE writes it, is
 	// for the experts of gpt-oss, whose other matrices are then Q8_0.
@@ -204,7 +204,7 @@ func (o Options) Resolve() (Dims, error) {
 	if o.Type == ggml.TypeMXFP4 && o.Arch != "gpt-oss" {
 		return Dims{}, fmt.Errorf("%w: MXFP4 is for gpt-oss's experts", ErrOptions)
 	}
-	if o.Arch == "qwen3moe" || o.Arch == "gpt-oss" || o.Arch == "llama" && d.Experts > 0 {
+	if o.Arch == "qwen3moe" || o.Arch == "gpt-oss" || o.Arch == "nomic-bert-moe" || o.Arch == "llama" && d.Experts > 0 {
 		if d.Experts == 0 {
 			d.Experts, d.ExpertsUsed = 8, 2
 		}
@@ -242,9 +242,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		o.Arch = "llama"
 	}
 	switch o.Arch {
-	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "modern-bert", "gemma-embedding":
+	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "nomic-bert-moe", "modern-bert", "gemma-embedding":
 	default:
-		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert, modern-bert, gemma-embedding)", ErrOptions, o.Arch)
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert, nomic-bert-moe, modern-bert, gemma-embedding)", ErrOptions, o.Arch)
 	}
 	if !cpu.CanQuantize(o.Type) {
 		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
@@ -302,6 +302,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 	if d.Experts > 0 {
 		w.SetUint32(a+".expert_count", uint32(d.Experts))
 		w.SetUint32(a+".expert_used_count", uint32(d.ExpertsUsed))
+		if a == "nomic-bert-moe" {
+			w.SetUint32(a+".moe_every_n_layers", 2) // nomic-embed-text-v2-moe's: the odd layers
+		}
 		if a == "qwen3moe" || a == "gpt-oss" {
 			w.SetUint32(a+".expert_feed_forward_length", uint32(d.ExpertFFN))
 		}
@@ -520,7 +523,7 @@ type tensorSpec struct {
 
 // encoder reports the BERT-style architectures (encoderSpecs).
 func encoder(arch string) bool {
-	return arch == "bert" || arch == "nomic-bert" || arch == "modern-bert"
+	return arch == "bert" || arch == "nomic-bert" || arch == "nomic-bert-moe" || arch == "modern-bert"
 }
 
 func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
@@ -711,6 +714,26 @@ func encoderSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 				mat(p+"attn_output.weight", qDim, d.Dim, inv(qDim)), vec(p+"attn_output.bias", d.Dim, false, 0.1),
 				mat(p+"ffn_up.weight", d.Dim, d.FFN, inv(d.Dim)), vec(p+"ffn_up.bias", d.FFN, false, 0.1),
 				mat(p+"ffn_down.weight", d.FFN, d.Dim, inv(d.FFN)), vec(p+"ffn_down.bias", d.Dim, false, 0.1))
+		} else if arch == "nomic-bert-moe" {
+			// nomic-embed-text-v2-moe: Q, K, V in one matrix with a bias;
+			// the odd layers' feed-forward a mixture of GELU experts
+			// without a gate, the even ones' bert's.
+			specs = append(specs,
+				mat(p+"attn_qkv.weight", d.Dim, qDim+2*kvDim, 2*inv(d.Dim)), vec(p+"attn_qkv.bias", qDim+2*kvDim, false, 0.1),
+				mat(p+"attn_output.weight", qDim, d.Dim, inv(qDim)), vec(p+"attn_output.bias", d.Dim, false, 0.1))
+			if l%2 == 1 {
+				exps := func(name string, cols, rows int, std float32) tensorSpec {
+					s := mat(name, cols, rows, std)
+					s.dims = append(s.dims, uint64(d.Experts))
+					return s
+				}
+				specs = append(specs, f32(p+"ffn_gate_inp.weight", d.Dim, d.Experts, 2*inv(d.Dim)),
+					exps(p+"ffn_up_exps.weight", d.Dim, d.FFN, inv(d.Dim)), exps(p+"ffn_down_exps.weight", d.FFN, d.Dim, inv(d.FFN)))
+			} else {
+				specs = append(specs,
+					mat(p+"ffn_up.weight", d.Dim, d.FFN, inv(d.Dim)), vec(p+"ffn_up.bias", d.FFN, false, 0.1),
+					mat(p+"ffn_down.weight", d.FFN, d.Dim, inv(d.FFN)), vec(p+"ffn_down.bias", d.Dim, false, 0.1))
+			}
 		} else {
 			specs = append(specs,
 				mat(p+"attn_qkv.weight", d.Dim, qDim+2*kvDim, 2*inv(d.Dim)),
