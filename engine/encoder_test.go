@@ -46,7 +46,7 @@ func TestEncoderLlamaCppReference(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		cos, diff float64
-	}{{"tiny-bert-f16", 0.99999, 0.005}, {"tiny-nomic-bert-f16", 0.9999, 0.02}, {"tiny-xlmr-f16", 0.99999, 0.005}, {"tiny-modernbert-f16", 0.9999, 0.02}, {"tiny-gemma-embed-f16", 0.9999, 0.02}, {"tiny-nomic-moe-f16", 0.99985, 0.025}} {
+	}{{"tiny-bert-f16", 0.99999, 0.005}, {"tiny-nomic-bert-f16", 0.9999, 0.02}, {"tiny-xlmr-f16", 0.99999, 0.005}, {"tiny-modernbert-f16", 0.9999, 0.02}, {"tiny-gemma-embed-f16", 0.9999, 0.02}, {"tiny-nomic-moe-f16", 0.99985, 0.025}, {"tiny-jina-f16", 0.9999, 0.02}} {
 		m, tok := loadEncoder(t, tc.name)
 		e := newRealEngine(t, Config{KVPages: 256}, m, tok)
 		if l := e.Limits(); !l.EmbeddingsOnly || l.MaxBatchedTokens != l.ContextLen || l.MaxOutputTokens != l.ContextLen-1 {
@@ -147,6 +147,7 @@ func TestRerankLlamaCppReference(t *testing.T) {
 		{"tiny-xlmr-rerank-f16", " </s></s> ", PoolingCLS, false},
 		{"tiny-modernbert-rerank-f16", "\t", PoolingMean, false},
 		{"tiny-qwen3-rerank-f16", "\t", PoolingLast, true},
+		{"tiny-jina-rerank-f16", " </s></s> ", PoolingCLS, false},
 	} {
 		checkRerankRefs(t, tc)
 	}

@@ -320,7 +320,7 @@ func TestParseSynth(t *testing.T) {
 		{name: "bad preset", args: []string{"-o", "x", "--preset", "huge"}, err: `synth: --preset must be bge-small-en, gemma2-2b, gemma3-1b, gpt-oss-20b, llama3-8b, nomic-embed-text, phi3-mini, qwen3-0.6b, qwen3-30b-a3b, tiny or tinyllama-1.1b, got "huge"`},
 		{name: "bad dims", args: []string{"-o", "x", "--dims", "1,2"}, err: "synth: --dims wants"},
 		{name: "bad type", args: []string{"-o", "x", "--preset", "tiny", "--type", "q9"}, err: "synth: --type:"},
-		{name: "bad arch", args: []string{"-o", "x", "--preset", "tiny", "--arch", "gpt2"}, err: `synth: --arch must be llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert, nomic-bert-moe, modern-bert or gemma-embedding, got "gpt2"`},
+		{name: "bad arch", args: []string{"-o", "x", "--preset", "tiny", "--arch", "gpt2"}, err: `synth: --arch must be llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert, nomic-bert-moe, jina-bert-v2, modern-bert or gemma-embedding, got "gpt2"`},
 		{name: "negative ctx", args: []string{"-o", "x", "--preset", "tiny", "--ctx", "-1"}, err: "synth: --ctx must not be negative"},
 		{name: "leftover", args: []string{"-o", "x", "--preset", "tiny", "y.gguf"}, err: `synth: unexpected argument "y.gguf"`},
 		{name: "bad yarn", args: []string{"-o", "x", "--preset", "tiny", "--arch", "qwen3", "--yarn", "4"}, err: `synth: --yarn wants factor,original_context[,log_multiplier,beta_fast,beta_slow] (positive), got "4"`},

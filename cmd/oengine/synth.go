@@ -34,7 +34,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	c := &synthConfig{}
 	o := &c.opts
 	fs := newFlags("synth", nil)
-	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert, nomic-bert-moe, modern-bert or gemma-embedding (EmbeddingGemma)")
+	fs.StringVar(&o.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert, nomic-bert-moe, jina-bert-v2, modern-bert or gemma-embedding (EmbeddingGemma)")
 	yarn := fs.String("yarn", "", "YaRN rope scaling: `factor,original_context[,log_multiplier,beta_fast,beta_slow]`")
 	fs.Func("attn-temp", "mistral3's query temperature (attention.temperature_scale)", func(s string) error {
 		v, err := strconv.ParseFloat(s, 32)
@@ -67,7 +67,7 @@ func parseSynth(args []string) (*synthConfig, error) {
 	if c.out == "" {
 		return nil, errors.New("synth: -o out.gguf is required")
 	}
-	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "nomic-bert-moe", "modern-bert", "gemma-embedding"); err != nil {
+	if err := oneOf("synth", "arch", o.Arch, "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "modern-bert", "gemma-embedding"); err != nil {
 		return nil, err
 	}
 	o.Arch = strings.ToLower(o.Arch)

@@ -86,6 +86,22 @@ type AttnOpts struct {
 	// out = Σ_p e^(s_p−m)·v_p / (Σ_p e^(s_p−m) + e^(sink−m)), m the maximum
 	// of the scores and the sink.
 	Sinks []float32
+	// ALiBi, when set, holds one slope per query head of the call (laid
+	// out as Sinks), and QPos the query's position: each scaled score of
+	// position p gets −slope·|QPos − p| (ALiBi, jina-bert-v2's positions;
+	// the table starts at position 0). Not with Softcap.
+	ALiBi []float32
+	QPos  int
+}
+
+// alibiBias is ALiBi's term for a query at qpos and a key at p, rounded
+// as llama.cpp's soft_max adds slope·mask with mask = −|qpos − p|.
+func alibiBias(slope float32, qpos, p int) float32 {
+	d := qpos - p
+	if d < 0 {
+		d = -d
+	}
+	return float32(slope * float32(-d))
 }
 
 // raiseMax raises the maxima m of the g query heads from head first to
@@ -139,7 +155,7 @@ func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n in
 	if o.Skip < 0 || o.Skip >= n {
 		panic("cpu: attention window skips every position")
 	}
-	if attnZOk(g, len(q)/(kvh*g), k, v) {
+	if attnZOk(g, len(q)/(kvh*g), k, v) && o.ALiBi == nil {
 		attendGroupsZ(out, q, kvh, g, k, v, table, n, o, off, scale, scratch)
 		return
 	}
@@ -188,7 +204,7 @@ func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n in
 	}
 	for h := 0; h < kvh; h++ {
 		sh, hs := scores[h*n*g:(h+1)*n*g], h*g
-		attnScaleMax(sh, g, o.prepare(sh, g, scale), maxes[hs:hs+g]) // scores·scale in place, per-head maxima
+		attnScaleMax(sh, g, o.prepare(sh, g, hs, scale), maxes[hs:hs+g]) // scores·scale in place, per-head maxima
 		o.raiseMax(maxes[hs:hs+g], hs, g)
 		attnExp(sh, g, maxes[hs:hs+g], sums[hs:hs+g]) // e = exp(s − max), sums (attn_exp.go)
 		o.addSinks(sums[hs:hs+g], maxes[hs:hs+g], hs, g)
@@ -206,12 +222,19 @@ func attendGroups(out, q []float32, kvh, g int, k, v KVRows, table []int32, n in
 	attnNormalize(out, sums, d)
 }
 
-// prepare applies o to one head group's scores ([n][g], unscaled) and
-// returns the scale left for attnScaleMax: masked positions become −Inf
-// (they weigh e^−Inf = 0 in the softmax, expAttn, so the result is that
-// of the other positions alone); with Softcap, the others become
-// Softcap·tanh(scale·s/Softcap) and the scale left is 1.
-func (o AttnOpts) prepare(scores []float32, g int, scale float32) float32 {
+// prepare applies o to one head group's scores ([n][g], unscaled; first
+// is the group's first query head) and returns the scale left for
+// attnScaleMax: masked positions become −Inf (they weigh e^−Inf = 0 in the
+// softmax, expAttn, so the result is that of the other positions alone);
+// with Softcap, the others become Softcap·tanh(scale·s/Softcap), with
+// ALiBi scale·s + alibiBias, and the scale left is 1.
+func (o AttnOpts) prepare(scores []float32, g, first int, scale float32) float32 {
+	if o.ALiBi != nil {
+		for i := o.Skip * g; i < len(scores); i++ {
+			scores[i] = float32(scores[i]*scale) + alibiBias(o.ALiBi[first+i%g], o.QPos, i/g)
+		}
+		scale = 1
+	}
 	if o.Softcap > 0 {
 		c := float64(o.Softcap)
 		for i, s := range scores[o.Skip*g:] {

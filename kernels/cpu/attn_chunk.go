@@ -74,7 +74,7 @@ func AttendChunk(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0
 // one logit per query head, [kvh][g]): each token's result is bit for bit
 // AttendHeadsWindow's with those sinks. nil: AttendChunk.
 func AttendChunkSinks(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0 int, scale float32, sinks, scratch []float32) {
-	attendTiles(out, q, T, kvh, g, k, v, table, p0, -1, scale, sinks, scratch)
+	attendTiles(out, q, T, kvh, g, k, v, table, p0, -1, scale, sinks, nil, scratch)
 }
 
 // AttendFull is AttendChunk without the causal mask (an encoder's
@@ -83,13 +83,22 @@ func AttendChunkSinks(out, q []float32, T, kvh, g int, k, v KVRows, table []int3
 // AttendHeads' over n positions (TestAttendFullMatchesAttendHeads).
 // scratch must hold AttnChunkScratch(g, n, d) values.
 func AttendFull(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, n int, scale float32, scratch []float32) {
-	attendTiles(out, q, T, kvh, g, k, v, table, 0, n, scale, nil, scratch)
+	attendTiles(out, q, T, kvh, g, k, v, table, 0, n, scale, nil, nil, scratch)
+}
+
+// AttendFullALiBi is AttendFull with ALiBi (AttnOpts.ALiBi: slopes, one
+// per query head, [kvh][g]): the T query tokens are at positions qpos,
+// qpos+1, ..., and each token's result is bit for bit AttendHeadsWindow's
+// with those slopes and its position (TestAttendFullALiBi).
+func AttendFullALiBi(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, n, qpos int, scale float32, slopes, scratch []float32) {
+	attendTiles(out, q, T, kvh, g, k, v, table, qpos, n, scale, nil, slopes, scratch)
 }
 
 // attendTiles cuts T query tokens into tiles of AttnChunkTokens(g) and
 // runs each KV head's attendTile on them: causally from position p0
-// (full < 0), or every token over positions 0..full-1.
-func attendTiles(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0, full int, scale float32, sinks, scratch []float32) {
+// (full < 0), or every token over positions 0..full-1 (p0 is then the
+// first token's position, for ALiBi's slopes alibi; nil: none).
+func attendTiles(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0, full int, scale float32, sinks, alibi, scratch []float32) {
 	if T <= 0 {
 		return
 	}
@@ -104,16 +113,24 @@ func attendTiles(out, q []float32, T, kvh, g int, k, v KVRows, table []int32, p0
 			n0, nmax = full, full
 		}
 		for h := 0; h < kvh; h++ {
-			attendTile(o, qt, nt, g, d, qd, h, k, v, table, n0, nmax, scale, sinks, scratch)
+			attendTile(o, qt, nt, g, d, qd, h, k, v, table, n0, nmax, scale, sinks, alibiTile{alibi, p0 + t0}, scratch)
 		}
 	}
+}
+
+// alibiTile is a full-attention tile's ALiBi: the slopes ([kvh][g]; nil:
+// none) and the position of the tile's first token.
+type alibiTile struct {
+	slopes []float32
+	qpos   int
 }
 
 // attendTile computes KV head h's attention for the nt tokens of one tile:
 // token t attends to min(n0+t, nmax) positions (causal: nmax = n0+nt−1;
 // every token to n0: nmax = n0); q, out: [nt][qd] with the head's g
-// query heads at column h·g·d; sinks (nil: none) as AttendChunkSinks.
-func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int32, n0, nmax int, scale float32, sinks, scratch []float32) {
+// query heads at column h·g·d; sinks (nil: none) as AttendChunkSinks;
+// ab (full attention only) as AttendFullALiBi.
+func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int32, n0, nmax int, scale float32, sinks []float32, ab alibiTile, scratch []float32) {
 	L := attnTileLanes(nt * g) // lanes: lane t·g+j is query head j of token t, then padding
 	scores := scratch[:L*nmax] // [nmax][L]
 	o := L * nmax
@@ -155,7 +172,17 @@ func attendTile(out, q []float32, nt, g, d, qd, h int, k, v KVRows, table []int3
 
 	// Softmax per lane over the rows it attends to: rows [0, n0) for all
 	// lanes, row p ≥ n0 for the lanes from (p−n0+1)·g on.
-	attnScaleMax(scores[:n0*L], L, scale, m)
+	if ab.slopes != nil { // as AttnOpts.prepare: scale·s + bias, then the maxima
+		for p := 0; p < n0; p++ {
+			row := scores[p*L : (p+1)*L]
+			for l := 0; l < nt*g; l++ {
+				row[l] = float32(row[l]*scale) + alibiBias(ab.slopes[h*g+l%g], ab.qpos+l/g, p)
+			}
+		}
+		attnScaleMax(scores[:n0*L], L, 1, m)
+	} else {
+		attnScaleMax(scores[:n0*L], L, scale, m)
+	}
 	for p := n0; p < nmax; p++ {
 		row := scores[p*L : (p+1)*L]
 		for l := (p - n0 + 1) * g; l < L; l++ {

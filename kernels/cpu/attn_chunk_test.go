@@ -179,3 +179,84 @@ func TestAttendFullMatchesAttendHeads(t *testing.T) {
 		attnAVX2 = saved
 	}
 }
+
+// TestAttendFullALiBi: AttendFullALiBi gives each token bit for bit
+// AttendHeadsWindow's with the same slopes and its position, and that
+// is the float64 formula softmax(scale·q·k − slope·|i − p|)·v.
+func TestAttendFullALiBi(t *testing.T) {
+	for _, simd := range []bool{true, false} {
+		if simd && !attnAVX2 {
+			continue
+		}
+		saved := attnAVX2
+		attnAVX2 = simd
+		r := rand.New(rand.NewPCG(139, 140))
+		for _, c := range []struct{ kvh, g, d, page, T int }{
+			{12, 1, 32, 16, 1}, {12, 1, 32, 16, 77}, {2, 4, 64, 16, 40}, {3, 3, 24, 4, 9}, {1, 8, 128, 32, 130},
+		} {
+			for _, f16 := range []bool{true, false} {
+				name := fmt.Sprintf("simd%v_kvh%d_g%d_d%d_T%d_f16%v", simd, c.kvh, c.g, c.d, c.T, f16)
+				n, stride := c.T, c.kvh*c.d
+				k, table, _ := pagedStore(r, n, c.page, stride, f16)
+				v, _ := sameTable(r, k, table, n, f16)
+				qd := c.kvh * c.g * c.d
+				q := randVec(r, c.T*qd, 2)
+				slopes := make([]float32, c.kvh*c.g)
+				for i := range slopes {
+					slopes[i] = float32(math.Pow(2, -8*float64(i+1)/float64(len(slopes))))
+				}
+				got := make([]float32, c.T*qd)
+				AttendFullALiBi(got, q, c.T, c.kvh, c.g, k, v, table, n, 0, 0.125, slopes, make([]float32, AttnChunkScratch(c.g, n, c.d)))
+				want := make([]float32, qd)
+				scratch := make([]float32, AttnHeadsScratch(c.kvh, c.g, n, c.d))
+				for tok := 0; tok < c.T; tok++ {
+					AttendHeadsWindow(want, q[tok*qd:(tok+1)*qd], c.kvh, c.g, k, v, table, n, 0.125, AttnOpts{ALiBi: slopes, QPos: tok}, scratch)
+					if i := firstDiff(got[tok*qd:(tok+1)*qd], want); i >= 0 {
+						t.Fatalf("%s: token %d value %d: %g, AttendHeadsWindow %g", name, tok, i, got[tok*qd+i], want[i])
+					}
+					// The formula, in float64, for one query head.
+					hq := (tok*7 + 3) % (c.kvh * c.g)
+					kvHead := hq / c.g
+					row := func(kv KVRows, p int) []float64 {
+						out := make([]float64, c.d)
+						i := kv.index(table, p, kvHead*c.d)
+						for j := range out {
+							if f16 {
+								out[j] = float64(F16ToF32(kv.F16[i+j]))
+							} else {
+								out[j] = float64(kv.F32[i+j])
+							}
+						}
+						return out
+					}
+					qh := q[tok*qd+hq*c.d : tok*qd+(hq+1)*c.d]
+					w := make([]float64, n)
+					mx := math.Inf(-1)
+					for p := range w {
+						s := 0.0
+						for j, kv := range row(k, p) {
+							s += float64(qh[j]) * kv
+						}
+						w[p] = 0.125*s - float64(slopes[hq])*math.Abs(float64(tok-p))
+						mx = math.Max(mx, w[p])
+					}
+					sum := 0.0
+					for p := range w {
+						w[p] = math.Exp(w[p] - mx)
+						sum += w[p]
+					}
+					for j := 0; j < c.d; j++ {
+						o := 0.0
+						for p := range w {
+							o += w[p] / sum * row(v, p)[j]
+						}
+						if g := float64(got[tok*qd+hq*c.d+j]); math.Abs(g-o) > 1e-4*(1+math.Abs(o)) {
+							t.Fatalf("%s: token %d head %d value %d: %g, formula %g", name, tok, hq, j, g, o)
+						}
+					}
+				}
+			}
+		}
+		attnAVX2 = saved
+	}
+}

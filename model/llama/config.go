@@ -42,7 +42,7 @@ var ErrUnsupported = errors.New("llama: unsupported model")
 
 // Config is the shape of a model, read from GGUF metadata.
 type Config struct {
-	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "nomic-bert-moe", "modern-bert", "gemma-embedding"
+	Arch    string // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "modern-bert", "gemma-embedding"
 	Dim     int    // embedding width
 	Layers  int    // transformer blocks
 	Heads   int    // query heads
@@ -158,6 +158,11 @@ type Config struct {
 	// when l%SWAPattern == 0, SWADenseFirst) see the positions within
 	// SWA/2 either side of their own, and rotate with RopeBaseSWA.
 	PreNorm, EncoderSiLU, SWADenseFirst bool
+	// ALiBi: jina-bert-v2's positions, no RoPE nor learned rows: each
+	// head's scaled score of key p for query i gets −slope·|i − p|
+	// (slopes from max bias 8, llama.cpp's), and its feed-forward is
+	// GeGLU over ffn_up's two halves (gate first) with a bias on down.
+	ALiBi bool
 	// TokenTypes is the rows of an encoder's token_types table (BERT's
 	// segments; 0 without one): Batch.Types picks a row per token.
 	TokenTypes int
@@ -230,6 +235,7 @@ type archTraits struct {
 	// encoder: Config.Encoder; absPos: Config.AbsPos; preNorm:
 	// Config.PreNorm.
 	encoder, absPos, preNorm bool
+	alibi                    bool // Config.ALiBi
 }
 
 // ffnNormTensor is the suffix of a layer's feed-forward norm tensor.
@@ -254,6 +260,8 @@ var archs = map[string]archTraits{
 	"bert":        {encoder: true, absPos: true},
 	"nomic-bert":  {neox: true, encoder: true},
 	"modern-bert": {neox: true, encoder: true, preNorm: true},
+	// jina-embeddings-v2: bert without positions, ALiBi instead.
+	"jina-bert-v2": {encoder: true, alibi: true},
 	// nomic-embed-text-v2-moe: nomic-bert with experts on every other layer.
 	"nomic-bert-moe": {neox: true, encoder: true, moe: true},
 	// EmbeddingGemma: Gemma 3's block without the causal mask (encoder.go).
@@ -273,10 +281,10 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	}
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3, gpt-oss, bert, nomic-bert, nomic-bert-moe, modern-bert or gemma-embedding)", ErrUnsupported, arch)
+		return Config{}, fmt.Errorf("%w: architecture %q (want llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3, gpt-oss, bert, nomic-bert, nomic-bert-moe, jina-bert-v2, modern-bert or gemma-embedding)", ErrUnsupported, arch)
 	}
 	c := Config{Arch: arch, RopeNeoX: tr.neox, QKVBias: tr.qkvBias, QKNorm: tr.qkNorm, Gemma: tr.gemma, FusedUp: tr.fusedUp,
-		Encoder: tr.encoder, AbsPos: tr.absPos, PreNorm: tr.preNorm}
+		Encoder: tr.encoder, AbsPos: tr.absPos, PreNorm: tr.preNorm, ALiBi: tr.alibi}
 	get := func(key string, dst *int, required bool) error {
 		v, ok := f.Uint(arch + "." + key)
 		if !ok {

@@ -129,6 +129,17 @@ func (m *Model) loadEncoder(ld *loader) {
 			l.router = ld.matrix(p+"ffn_gate_inp.weight", c.Experts, c.Dim)
 			l.upExps = ld.experts(p+"ffn_up_exps.weight", c.Experts, c.ExpertFFN, c.Dim)
 			l.downExps = ld.experts(p+"ffn_down_exps.weight", c.Experts, c.Dim, c.ExpertFFN)
+		case c.ALiBi: // jina-bert-v2: GeGLU, the gate's rows first in ffn_up
+			for _, name := range []string{"attn_q_norm.weight", "attn_k_norm.weight", "attn_norm_2.weight", "ffn_gate.weight", "ffn_up.bias"} {
+				if _, ok := f.Tensor(p + name); ok && ld.err == nil {
+					ld.err = fmt.Errorf("%w: %s's %s%s (the jina-bert-v2 variants with it are not supported)", ErrUnsupported, c.Arch, p, name)
+				}
+			}
+			if gu := ld.rows(p+"ffn_up.weight", 2*c.FFN, c.Dim, []int{c.FFN, c.FFN}); gu != nil {
+				l.wGate, l.wUp = gu[0], gu[1]
+			}
+			l.wDown = ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN)
+			l.bDown = optional(p+"ffn_down.bias", c.Dim)
 		default:
 			if c.Arch == "nomic-bert" { // SwiGLU
 				l.wGate = ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim)
@@ -239,7 +250,7 @@ func (m *Model) encode(kv *KV, b *Batch, hidden []float32, maxN int) error {
 		} else {
 			cpu.LayerNorm(x, x, m.embNormW, m.embNormB, c.NormEps)
 		}
-		if !c.AbsPos {
+		if !c.AbsPos && !c.ALiBi {
 			m.ropeCache(f.cs[i*R:(i+1)*R], b.Pos[i])
 		}
 		if c.SWA > 0 {
@@ -301,6 +312,10 @@ func (m *Model) encoderLayer(l int) {
 	}
 	m.forTokens(func(i int) {
 		h := hb[i*F : (i+1)*F]
+		if w.wGate.Rows > 0 && c.ALiBi {
+			cpu.GeGLU(h, h, hb2[i*F:(i+1)*F])
+			return
+		}
 		if w.wGate.Rows > 0 {
 			cpu.SwiGLU(h, h, hb2[i*F:(i+1)*F])
 			return
@@ -342,7 +357,7 @@ func (m *Model) encoderAttention(w *layer, in []float32) {
 				cpu.RMSNorm(ki[h*HD:(h+1)*HD], ki[h*HD:(h+1)*HD], w.kNorm, c.NormEps)
 			}
 		}
-		if !c.AbsPos {
+		if !c.AbsPos && !c.ALiBi {
 			cs := f.cs[i*R : (i+1)*R]
 			if local {
 				cs = f.csLocal[i*R : (i+1)*R]
@@ -461,7 +476,12 @@ func (f *forward) encAttnSlots(lo, hi int) {
 			a := f.attnItems[it]
 			i, n, seq := int(a.i), int(a.n), b.Seq[a.i]
 			table, seqLen := b.Seqs[seq], int(f.seqLens[seq])
-			if !local {
+			switch {
+			case c.ALiBi:
+				cpu.AttendFullALiBi(f.att[i*QD:(i+n)*QD], f.q[i*QD:(i+n)*QD], n, c.KVHeads, g,
+					kv.k[0], kv.v[0], table, seqLen, int(b.Pos[i]), f.scale, f.m.alibi, f.attnScratch[s])
+				continue
+			case !local:
 				cpu.AttendFull(f.att[i*QD:(i+n)*QD], f.q[i*QD:(i+n)*QD], n, c.KVHeads, g,
 					kv.k[0], kv.v[0], table, seqLen, f.scale, f.attnScratch[s])
 				continue
@@ -477,6 +497,31 @@ func (f *forward) encAttnSlots(lo, hi int) {
 			}
 		}
 	}
+}
+
+// alibiMaxBias is jina-bert-v2's ALiBi maximum bias (llama.cpp's).
+const alibiMaxBias = 8
+
+// alibiSlopes are ALiBi's slopes of n heads with maximum bias maxBias,
+// as ggml computes them in float32: with n2 the largest power of two up
+// to n, m0 = 2^(−maxBias/n2) and m1 = 2^(−maxBias/2/n2), head h < n2 has
+// m0^(h+1), the others m1^(2(h−n2)+1).
+func alibiSlopes(n int, maxBias float32) []float32 {
+	n2 := 1
+	for n2*2 <= n {
+		n2 *= 2
+	}
+	m0 := float32(math.Pow(2, float64(-maxBias/float32(n2))))
+	m1 := float32(math.Pow(2, float64(-maxBias/2/float32(n2))))
+	s := make([]float32, n)
+	for h := range s {
+		if h < n2 {
+			s[h] = float32(math.Pow(float64(m0), float64(h+1)))
+		} else {
+			s[h] = float32(math.Pow(float64(m1), float64(2*(h-n2)+1)))
+		}
+	}
+	return s
 }
 
 // forTokens runs fn for each of the f.t tokens of the call in progress, on

@@ -88,6 +88,7 @@ type Model struct {
 	// [inner][Dim] with bias dense2B, dense3 [Dim][inner].
 	dense2, dense3 cpu.Matrix
 	dense2B        []float32
+	alibi          []float32 // Config.ALiBi's slope per query head
 
 	pool    *cpu.Pool
 	ownPool bool
@@ -106,6 +107,9 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{cfg: cfg}
+	if cfg.ALiBi {
+		m.alibi = alibiSlopes(cfg.Heads, alibiMaxBias)
+	}
 	if cfg.Yarn {
 		m.yarn = cfg.YaRN()
 		m.yarnSWA = cfg.yarnFor(cfg.RopeBaseSWA, cfg.RopeScaleSWA)

@@ -14,7 +14,8 @@ import (
 //
 //   - BERT and XLM-R cross-encoders (bge-reranker, ms-marco MiniLM): the
 //     first position's state, h = tanh(cls·x + b) where the file has cls,
-//     then cls.output·h + b;
+//     then cls.output·h + b (jina-bert-v2's rerankers have cls alone, one
+//     row: their score is tanh(cls·x + b), as llama.cpp computes it);
 //   - ModernBERT's (gte-reranker-modernbert): the mean of the states, then
 //     h = LN(GELU(cls·x + b)) with cls.norm's weight (and bias, if any),
 //     then cls.output·h + b;
@@ -68,15 +69,20 @@ func (m *Model) loadRankHead(ld *loader) {
 		}
 		return ld.vector(name, n)
 	}
+	_, out := f.Tensor("cls.output.weight")
 	if _, ok := f.Tensor("cls.weight"); ok && c.Encoder { // a dense layer first
-		m.clsW = ld.matrix("cls.weight", c.Dim, c.Dim)
-		m.clsB = optional("cls.bias", c.Dim)
+		rows := c.Dim
+		if !out { // the whole head (jina-bert-v2's rerankers: one output)
+			rows = c.RankOutputs
+		}
+		m.clsW = ld.matrix("cls.weight", rows, c.Dim)
+		m.clsB = optional("cls.bias", rows)
 		if c.PreNorm {
 			m.clsNormW = ld.vector("cls.norm.weight", c.Dim)
 			m.clsNormB = optional("cls.norm.bias", c.Dim)
 		}
 	}
-	if _, ok := f.Tensor("cls.output.weight"); ok {
+	if out {
 		n := c.RankOutputs
 		if c.RankLogOdds {
 			n = 2
@@ -100,7 +106,7 @@ func (m *Model) Rank(dst, x []float32) error {
 	}
 	h := x
 	if m.clsW.Rows > 0 {
-		h = make([]float32, c.Dim)
+		h = make([]float32, m.clsW.Rows)
 		m.pool.MatMul(h, m.clsW, x, 1)
 		if m.clsB != nil {
 			cpu.Add(h, h, m.clsB)

@@ -105,3 +105,23 @@ func TestRankHeads(t *testing.T) {
 		t.Fatalf("a state of 3 values: %v", err)
 	}
 }
+
+// TestAlibiSlopes: ALiBi's slopes with maximum bias 8 are 2^−1 … 2^−8 for
+// 8 heads; with 12, the first 8 as those and the others 2^−0.5, 2^−1.5,
+// 2^−2.5, 2^−3.5 (the odd powers of 2^−1/2, as in ALiBi's paper and ggml).
+func TestAlibiSlopes(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want []float64
+	}{
+		{8, []float64{-1, -2, -3, -4, -5, -6, -7, -8}},
+		{12, []float64{-1, -2, -3, -4, -5, -6, -7, -8, -0.5, -1.5, -2.5, -3.5}},
+	} {
+		got := alibiSlopes(tc.n, alibiMaxBias)
+		for h, e := range tc.want {
+			if w := math.Pow(2, e); math.Abs(float64(got[h])-w) > 1e-6*w {
+				t.Fatalf("%d heads: slope %d = %g, want 2^%g", tc.n, h, got[h], e)
+			}
+		}
+	}
+}

@@ -91,7 +91,7 @@ func PresetNames() []string {
 
 // Options selects what Build writes.
 type Options struct {
-	Arch string // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "nomic-bert-moe", "modern-bert" or "gemma-embedding"
+	Arch string // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "modern-bert" or "gemma-embedding"
 	// Type is the weight type of the 2-D matrices (norms stay F32; the zero
 	// value is F32). MXFP4, as llama-quantize's MXFP4_MOE writes it, is
 	// for the experts of gpt-oss, whose other matrices are then Q8_0.
@@ -242,9 +242,9 @@ func NewWriter(o Options) (*gguf.Writer, error) {
 		o.Arch = "llama"
 	}
 	switch o.Arch {
-	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "nomic-bert-moe", "modern-bert", "gemma-embedding":
+	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "phi3", "mistral3", "gpt-oss", "bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "modern-bert", "gemma-embedding":
 	default:
-		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert, nomic-bert-moe, modern-bert, gemma-embedding)", ErrOptions, o.Arch)
+		return nil, fmt.Errorf("%w: unknown arch %q (llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3, mistral3, gpt-oss, bert, nomic-bert, nomic-bert-moe, jina-bert-v2, modern-bert, gemma-embedding)", ErrOptions, o.Arch)
 	}
 	if !cpu.CanQuantize(o.Type) {
 		return nil, fmt.Errorf("%w: cannot write weights of type %s", ErrOptions, o.Type)
@@ -523,7 +523,7 @@ type tensorSpec struct {
 
 // encoder reports the BERT-style architectures (encoderSpecs).
 func encoder(arch string) bool {
-	return arch == "bert" || arch == "nomic-bert" || arch == "nomic-bert-moe" || arch == "modern-bert"
+	return arch == "bert" || arch == "nomic-bert" || arch == "nomic-bert-moe" || arch == "jina-bert-v2" || arch == "modern-bert"
 }
 
 func tensorSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
@@ -694,14 +694,14 @@ func encoderSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 	if arch == "modern-bert" {
 		return modernBERTSpecs(d, mat, vec)
 	}
-	bert := arch == "bert"
+	bert := arch == "bert" || arch == "jina-bert-v2"
 	specs := []tensorSpec{
 		mat("token_embd.weight", d.Dim, d.Vocab, 1),
 		f32("token_types.weight", d.Dim, 2, 0.5),
 		vec("token_embd_norm.weight", d.Dim, true, 0),
 		vec("token_embd_norm.bias", d.Dim, false, 0.1),
 	}
-	if bert {
+	if arch == "bert" {
 		specs = append(specs, f32("position_embd.weight", d.Dim, d.CtxLen, 0.5))
 	}
 	for l := 0; l < d.Layers; l++ {
@@ -711,9 +711,13 @@ func encoderSpecs(arch string, d Dims, t ggml.Type) []tensorSpec {
 				mat(p+"attn_q.weight", d.Dim, qDim, 2*inv(d.Dim)), vec(p+"attn_q.bias", qDim, false, 0.1),
 				mat(p+"attn_k.weight", d.Dim, kvDim, 2*inv(d.Dim)), vec(p+"attn_k.bias", kvDim, false, 0.1),
 				mat(p+"attn_v.weight", d.Dim, kvDim, inv(d.Dim)), vec(p+"attn_v.bias", kvDim, false, 0.1),
-				mat(p+"attn_output.weight", qDim, d.Dim, inv(qDim)), vec(p+"attn_output.bias", d.Dim, false, 0.1),
-				mat(p+"ffn_up.weight", d.Dim, d.FFN, inv(d.Dim)), vec(p+"ffn_up.bias", d.FFN, false, 0.1),
-				mat(p+"ffn_down.weight", d.FFN, d.Dim, inv(d.FFN)), vec(p+"ffn_down.bias", d.Dim, false, 0.1))
+				mat(p+"attn_output.weight", qDim, d.Dim, inv(qDim)), vec(p+"attn_output.bias", d.Dim, false, 0.1))
+			if arch == "jina-bert-v2" { // GeGLU: the gate's rows, then the up projection's, no bias
+				specs = append(specs, mat(p+"ffn_up.weight", d.Dim, 2*d.FFN, inv(d.Dim)))
+			} else {
+				specs = append(specs, mat(p+"ffn_up.weight", d.Dim, d.FFN, inv(d.Dim)), vec(p+"ffn_up.bias", d.FFN, false, 0.1))
+			}
+			specs = append(specs, mat(p+"ffn_down.weight", d.FFN, d.Dim, inv(d.FFN)), vec(p+"ffn_down.bias", d.Dim, false, 0.1))
 		} else if arch == "nomic-bert-moe" {
 			// nomic-embed-text-v2-moe: Q, K, V in one matrix with a bias;
 			// the odd layers' feed-forward a mixture of GELU experts
@@ -798,6 +802,8 @@ func rankHead(specs []tensorSpec, arch string, d Dims) []tensorSpec {
 	switch arch {
 	case "qwen3": // the output projection's rows of "yes" and "no"
 		return append(specs, f32("cls.output.weight", []uint64{dim, 2}, 4*inv))
+	case "jina-bert-v2": // one row, no output layer (jina-reranker-v1)
+		return append(specs, f32("cls.weight", []uint64{dim, 1}, 2*inv), f32("cls.bias", []uint64{1}, 0.1))
 	case "modern-bert":
 		return append(specs, f32("cls.weight", []uint64{dim, dim}, 2*inv),
 			tensorSpec{name: "cls.norm.weight", typ: ggml.TypeF32, dims: []uint64{dim}, ones: true, noise: 0.1},
