@@ -306,8 +306,9 @@ func attendGroupsZ(out, q []float32, kvh, g int, k, v KVRows, table []int32, n i
 	for h := range kvh {
 		sh, hs := scores[h*np*G:h*np*G+n*G], h*G
 		m, sm := maxes[hs:hs+G], sums[hs:hs+G]
-		attnScaleMax(sh, G, o.prepare(sh, G, hs, scale), m) // no ALiBi here (attendGroups)
-		o.raiseMax(m, h*g, g)                               // the padding heads have no sinks
+		// No ALiBi on this path (attendGroups does not take it here).
+		attnScaleMax(sh, G, o.prepare(sh, G, hs, scale), m)
+		o.raiseMax(m, h*g, g) // the padding heads have no sinks
 		clear(sm)
 		if full := n / p; full > 0 {
 			attnExpZ(G, &sh[0], full, &m[0], &sm[0])
