@@ -2,6 +2,7 @@
 // prompt of a file, as JSON. Written for oengine's tests; links llama.cpp's
 // library (built from llama.rn's vendored copy, see README.md).
 #include "llama.h"
+#include "rerank_pair.h"
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -49,47 +50,20 @@ int main(int argc, char **argv) {
     if (!ctx) return 1;
     printf("{\"model\":%s,\"pooling\":%s,\"dim\":%d,\"prompts\":[", jstr(argv[4]).c_str(), jstr(pool).c_str(), dim);
     for (size_t i = 0; i < prompts.size(); i++) {
-        std::string pr = prompts[i];
-        bool add_special = true;
-        // rank with a rerank template (tokenizer.chat_template.rerank):
-        // the prompt is "query<TAB>document", formatted as llama.cpp's
-        // server does (every {query}, then every {document} replaced; no
-        // BOS or EOS added, special tokens parsed).
-        const char *tmpl = llama_model_chat_template(model, "rerank");
+        const std::string &pr = prompts[i];
+        // rank: a prompt "query<TAB>document" is a pair, formed as
+        // llama.cpp's server forms it (rerank_pair.h).
         size_t tab = pr.find('\t');
-        if (pt == LLAMA_POOLING_TYPE_RANK && tmpl && tab != std::string::npos) {
-            std::string q = pr.substr(0, tab), d = pr.substr(tab + 1), t = tmpl;
-            for (size_t at; (at = t.find("{query}")) != std::string::npos;) t.replace(at, 7, q);
-            for (size_t at; (at = t.find("{document}")) != std::string::npos;) t.replace(at, 10, d);
-            pr = t;
-            add_special = false;
-        }
-        std::vector<llama_token> toks(pr.size() + 16);
-        int n = 0;
-        if (pt == LLAMA_POOLING_TYPE_RANK && !tmpl && tab != std::string::npos) {
-            // without a template: llama.cpp's server form, [BOS] query
-            // [EOS] [SEP] document [EOS], each as the vocabulary adds it.
-            auto tok = [&](const std::string &s) {
-                std::vector<llama_token> t(s.size() + 16);
-                t.resize(llama_tokenize(vocab, s.c_str(), s.size(), t.data(), t.size(), false, false));
-                return t;
-            };
-            llama_token eos = llama_vocab_eos(vocab);
-            if (eos == LLAMA_TOKEN_NULL) eos = llama_vocab_sep(vocab);
-            std::vector<llama_token> q = tok(pr.substr(0, tab)), d = tok(pr.substr(tab + 1));
-            toks.clear();
-            if (llama_vocab_get_add_bos(vocab)) toks.push_back(llama_vocab_bos(vocab));
-            toks.insert(toks.end(), q.begin(), q.end());
-            if (llama_vocab_get_add_eos(vocab)) toks.push_back(eos);
-            if (llama_vocab_get_add_sep(vocab)) toks.push_back(llama_vocab_sep(vocab));
-            toks.insert(toks.end(), d.begin(), d.end());
-            if (llama_vocab_get_add_eos(vocab)) toks.push_back(eos);
-            n = toks.size();
+        std::vector<llama_token> toks;
+        if (pt == LLAMA_POOLING_TYPE_RANK && tab != std::string::npos) {
+            toks = rerank_pair(model, pr.substr(0, tab), pr.substr(tab + 1));
         } else {
-            n = llama_tokenize(vocab, pr.c_str(), pr.size(), toks.data(), toks.size(), add_special, true);
-            if (n < 0) return 1;
-            toks.resize(n);
+            toks.resize(pr.size() + 16);
+            int m = llama_tokenize(vocab, pr.c_str(), pr.size(), toks.data(), toks.size(), true, true);
+            if (m < 0) return 1;
+            toks.resize(m);
         }
+        int n = toks.size();
         llama_memory_clear(llama_get_memory(ctx), true);
         llama_batch b = llama_batch_init(n, 0, 1);
         for (int j = 0; j < n; j++) {

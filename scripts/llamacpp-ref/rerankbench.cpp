@@ -8,6 +8,7 @@
 // a server batches its slots. Written for oengine's side-by-side
 // measurements.
 #include "llama.h"
+#include "rerank_pair.h"
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,24 +17,17 @@
 #include <string>
 #include <vector>
 static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-static std::vector<llama_token> tokenize(const llama_vocab *v, const std::string &s, bool parse_special) {
-    std::vector<llama_token> t(s.size() + 16);
-    t.resize(llama_tokenize(v, s.c_str(), s.size(), t.data(), t.size(), false, parse_special));
-    return t;
-}
 int main(int argc, char **argv) {
     if (argc < 4) { fprintf(stderr, "usage: [UBATCH=N] [SEQUENTIAL=1] [POOL=last] rerankbench MODEL PAIRS.txt REPS\n"); return 2; }
     int reps = atoi(argv[3]);
     llama_backend_init();
     llama_model *model = llama_model_load_from_file(argv[1], llama_model_default_params());
     if (!model) return 1;
-    const llama_vocab *vocab = llama_model_get_vocab(model);
     std::ifstream in(argv[2]);
     std::stringstream ss; ss << in.rdbuf();
     std::string all = ss.str();
     const std::string sep = "\n__prompt__\n";
     std::vector<std::vector<llama_token>> inputs;
-    const char *tmpl = llama_model_chat_template(model, "rerank");
     int total = 0;
     for (size_t p = 0; p < all.size();) {
         size_t q = all.find(sep, p);
@@ -42,24 +36,7 @@ int main(int argc, char **argv) {
         while (!pr.empty() && pr.back() == '\n') pr.pop_back();
         size_t tab = pr.find('\t');
         if (tab == std::string::npos) { fprintf(stderr, "a pair without a tab\n"); return 2; }
-        std::string qs = pr.substr(0, tab), ds = pr.substr(tab + 1);
-        std::vector<llama_token> toks;
-        if (tmpl) {
-            std::string t = tmpl;
-            for (size_t at; (at = t.find("{query}")) != std::string::npos;) t.replace(at, 7, qs);
-            for (size_t at; (at = t.find("{document}")) != std::string::npos;) t.replace(at, 10, ds);
-            toks = tokenize(vocab, t, true);
-        } else {
-            llama_token eos = llama_vocab_eos(vocab);
-            if (eos == LLAMA_TOKEN_NULL) eos = llama_vocab_sep(vocab);
-            std::vector<llama_token> a = tokenize(vocab, qs, false), d = tokenize(vocab, ds, false);
-            if (llama_vocab_get_add_bos(vocab)) toks.push_back(llama_vocab_bos(vocab));
-            toks.insert(toks.end(), a.begin(), a.end());
-            if (llama_vocab_get_add_eos(vocab)) toks.push_back(eos);
-            if (llama_vocab_get_add_sep(vocab)) toks.push_back(llama_vocab_sep(vocab));
-            toks.insert(toks.end(), d.begin(), d.end());
-            if (llama_vocab_get_add_eos(vocab)) toks.push_back(eos);
-        }
+        std::vector<llama_token> toks = rerank_pair(model, pr.substr(0, tab), pr.substr(tab + 1));
         total += toks.size();
         inputs.push_back(toks);
     }
