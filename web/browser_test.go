@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -512,4 +513,65 @@ func TestConsoleRetryOverloaded(t *testing.T) {
 		t.Fatalf("translation after Retry %q", got)
 	}
 	c.ledgerClean(t)
+}
+
+// TestConsoleRerank: on a reranker, an encoder, the page offers no chat
+// (a note says why) and its Rerank panel ranks the documents typed in,
+// one per line, as POST /v1/rerank does: the same order and scores.
+// Empty input is refused on the page, before any request.
+func TestConsoleRerank(t *testing.T) {
+	c := startConsole(t, consoleOpts{modelFile: "../engine/testdata/embed/tiny-bert-rerank-f16.gguf"})
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(c.base + "/"))
+	b.wait("the Rerank panel", `!document.getElementById('rank-panel').hidden && document.getElementById('rank-model').options.length > 0`)
+	if !b.truth(`document.querySelector('.chat').hidden && document.querySelector('.session').hidden && !document.getElementById('encoder-msg').hidden`) {
+		t.Fatal("an encoder's page offers a chat")
+	}
+	b.click("#rank-btn")
+	if msg := b.str(`document.getElementById('rank-msg').textContent`); !strings.Contains(msg, "needed") {
+		t.Fatalf("empty input: message %q", msg)
+	}
+	query := "What is the capital of France?"
+	docs := []string{"The Eiffel Tower was completed in 1889.", "Paris is the capital and largest city of France.",
+		"Photosynthesis converts light energy into chemical energy."}
+	b.run(chromedp.SendKeys(chromedp.ID("rank-query"), query))
+	b.exec(`document.getElementById('rank-docs').value = ` + jsString(strings.Join(docs, "\n")))
+	b.click("#rank-btn")
+	b.wait("the ranked documents", `document.querySelectorAll('#rank-results li').length === 3`)
+	b.screenshot("console-rerank.png")
+
+	body, _ := json.Marshal(map[string]any{"model": "think-test", "query": query, "documents": docs})
+	resp, err := c.do("POST", "/v1/rerank", string(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var want struct {
+		Results []struct {
+			Index          int     `json:"index"`
+			RelevanceScore float64 `json:"relevance_score"`
+		} `json:"results"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&want); err != nil || len(want.Results) != 3 {
+		t.Fatalf("/v1/rerank: %v, %+v", err, want)
+	}
+	for k, r := range want.Results {
+		li := fmt.Sprintf(`document.querySelectorAll('#rank-results li')[%d]`, k)
+		if got := b.str(li + `.dataset.index`); got != fmt.Sprint(r.Index) {
+			t.Fatalf("place %d: document %s on the page, %d from the API", k, got, r.Index)
+		}
+		if got := b.str(li + `.querySelector('.score').textContent`); got != fmt.Sprintf("%.4f", r.RelevanceScore) {
+			t.Fatalf("place %d: score %s on the page, %.4f from the API", k, got, r.RelevanceScore)
+		}
+		if got := b.str(li + `.querySelector('.doc').textContent`); got != docs[r.Index] {
+			t.Fatalf("place %d: text %q", k, got)
+		}
+	}
+	c.ledgerClean(t)
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -16,6 +16,7 @@ import (
 
 	"oengine/engine"
 	"oengine/model/gguf"
+	"oengine/model/llama"
 	"oengine/model/tokenizer"
 	"oengine/server"
 	"oengine/server/openai"
@@ -135,6 +136,9 @@ type console struct {
 type consoleOpts struct {
 	key                    string // API key; "": auth off
 	maxRunning, maxWaiting int    // engine admission (0: 8 and the engine default)
+	// modelFile, when set, serves that GGUF (a real model, run on the CPU)
+	// instead of the thinking model; console.model is then nil.
+	modelFile string
 }
 
 func startConsole(t testing.TB, o consoleOpts) *console {
@@ -143,12 +147,35 @@ func startConsole(t testing.TB, o consoleOpts) *console {
 	if o.maxRunning == 0 {
 		o.maxRunning = 8
 	}
-	tok := vocab(t)
-	m := newThinkModel(t, tok)
+	var (
+		tok *tokenizer.Tokenizer
+		m   *thinkModel
+		em  engine.Model
+	)
+	if o.modelFile != "" {
+		f, err := gguf.Open(o.modelFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if tok, err = tokenizer.FromGGUF(f); err != nil {
+			t.Fatal(err)
+		}
+		w, err := llama.Load(f, llama.Options{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Close)
+		em = engine.FromLlama(w, llama.KVF16)
+	} else {
+		tok = vocab(t)
+		m = newThinkModel(t, tok)
+		em = m
+	}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	const name = "think-test"
 	e, err := engine.New(engine.Config{ModelName: name, PageSize: 16, KVPages: 512, MaxRunning: o.maxRunning,
-		MaxWaiting: o.maxWaiting, GreedyDefault: true, CheckIntegrity: true, Logger: discard}, m, engine.WrapTokenizer(tok))
+		MaxWaiting: o.maxWaiting, GreedyDefault: true, CheckIntegrity: true, Logger: discard}, em, engine.WrapTokenizer(tok))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +192,9 @@ func startConsole(t testing.TB, o consoleOpts) *console {
 		cfg.Keys = keys
 	}
 	sm := server.NewModel(e, tok)
-	sm.ChatTemplate = thinkTemplate
+	if m != nil {
+		sm.ChatTemplate = thinkTemplate
+	}
 	s, err := server.New(cfg, sm)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +217,9 @@ func startConsole(t testing.TB, o consoleOpts) *console {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(context.Background()) }()
 	t.Cleanup(func() {
-		m.setDelay(0)
+		if m != nil {
+			m.setDelay(0)
+		}
 		_ = s.Shutdown(time.Second)
 		select {
 		case err := <-done:

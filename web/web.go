@@ -109,8 +109,12 @@ type ModelInfo struct {
 	Aliases []string `json:"aliases"`
 	// Auxiliary: a --fast-model, served for the SSE route but not listed
 	// to routers (the page does not offer it for sessions).
-	Auxiliary       bool `json:"auxiliary"`
-	ContextLen      int  `json:"context_len"`
+	Auxiliary  bool `json:"auxiliary"`
+	ContextLen int  `json:"context_len"`
+	// EmbeddingsOnly: an encoder, which generates nothing (no chat);
+	// Rerank: it has a classification head (POST /v1/rerank).
+	EmbeddingsOnly  bool `json:"embeddings_only"`
+	Rerank          bool `json:"rerank"`
 	MaxOutputTokens int  `json:"max_output_tokens"`
 	PageSize        int  `json:"page_size"`
 	// Session figures (0 when sessions are off).
@@ -153,6 +157,7 @@ func (ir *infoRoute) info() Info {
 		lim := m.Limits()
 		l := m.Backend.Load()
 		mi := ModelInfo{Name: m.Name, Aliases: append([]string{}, m.Aliases...), Auxiliary: m.Auxiliary, ContextLen: lim.ContextLen,
+			EmbeddingsOnly: lim.EmbeddingsOnly, Rerank: lim.RankOutputs > 0,
 			MaxOutputTokens: lim.MaxOutputTokens, PageSize: lim.PageSize,
 			Load: Load{Running: l.Running, Waiting: l.Waiting, KVPagesUsed: l.Pages.Used(), KVPagesTotal: l.Pages.Total,
 				KVPinned: l.Pages.Pinned}}

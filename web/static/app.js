@@ -7,6 +7,9 @@
 // fetch (EventSource cannot POST). The API key, when the server needs one,
 // lives in this module's memory only; the conversation (not the key, not
 // the translations) is kept in sessionStorage so a refresh resumes it.
+// For a reranker (a model with a classification head) a Rerank panel ranks
+// documents against a query (POST /v1/rerank); for an encoder, which
+// generates nothing, it replaces the chat.
 
 const $ = (id) => document.getElementById(id);
 const STORE = 'oengine.console.v1';
@@ -163,6 +166,7 @@ async function refreshInfo() {
 }
 
 function fillModels(info) {
+  fillRank(info);
   const sel = $('model-select');
   if (sel.options.length === 0) {
     for (const m of info.models.filter((x) => !x.auxiliary)) {
@@ -175,6 +179,63 @@ function fillModels(info) {
   $('open-btn').disabled = !info.sessions;
   if (!info.sessions) sessionMsg('Generation sessions are not enabled on this server.', true);
 }
+
+// ---------- rerank ----------
+
+function fillRank(info) {
+  const models = info.models.filter((x) => !x.auxiliary);
+  const rankers = models.filter((x) => x.rerank);
+  const sel = $('rank-model');
+  if (sel.options.length === 0) {
+    for (const m of rankers) for (const n of [m.name, ...m.aliases]) sel.add(new Option(n, n));
+  }
+  $('rank-panel').hidden = rankers.length === 0;
+  // Every model an encoder: no chat to offer.
+  const encoders = models.length > 0 && models.every((x) => x.embeddings_only);
+  $('encoder-msg').hidden = !encoders;
+  document.querySelector('.session').hidden = encoders;
+  document.querySelector('.chat').hidden = encoders;
+}
+
+function rankMsg(text, error) {
+  const p = $('rank-msg');
+  p.textContent = text || '';
+  p.classList.toggle('error', !!error);
+}
+
+$('rank-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const documents = $('rank-docs').value.split('\n').map((d) => d.trim()).filter((d) => d);
+  const query = $('rank-query').value.trim();
+  if (!query || documents.length === 0) { rankMsg('A query and at least one document are needed.', true); return; }
+  $('rank-btn').disabled = true;
+  rankMsg('Ranking…');
+  try {
+    const r = await json('POST', '/v1/rerank', { model: $('rank-model').value, query, documents, return_documents: true });
+    const ol = $('rank-results');
+    ol.replaceChildren();
+    for (const res of r.results) {
+      const li = document.createElement('li');
+      li.dataset.index = res.index;
+      const score = document.createElement('span');
+      score.className = 'score';
+      score.textContent = res.relevance_score.toFixed(4);
+      const bar = document.createElement('meter');
+      bar.min = 0; bar.max = 1; bar.value = res.relevance_score;
+      bar.setAttribute('aria-label', 'relevance');
+      const text = document.createElement('span');
+      text.className = 'doc';
+      text.textContent = res.document?.text ?? documents[res.index];
+      li.append(score, bar, text);
+      ol.append(li);
+    }
+    rankMsg(`${r.results.length} documents ranked (${r.usage.prompt_tokens} tokens).`);
+  } catch (err) {
+    rankMsg(plain(err), true);
+  } finally {
+    $('rank-btn').disabled = false;
+  }
+});
 
 // ---------- session ----------
 
