@@ -87,6 +87,9 @@ type OpenAI struct {
 	// Embeddings posts each request's prompt to /v1/embeddings as one
 	// input (no output tokens; the request's time is its E2E).
 	Embeddings bool
+	// RerankDocs > 0 posts each request's prompt to /v1/rerank: its first
+	// words as the query, the rest cut into RerankDocs documents (rerank).
+	RerankDocs int
 	client     *http.Client
 }
 
@@ -109,19 +112,29 @@ func NewOpenAIEmbeddings(base, model string) *OpenAI {
 	return o
 }
 
+// NewOpenAIRerank returns a /v1/rerank target: each request ranks docs
+// documents against a query, both cut from its prompt.
+func NewOpenAIRerank(base, model string, docs int) *OpenAI {
+	o := NewOpenAI(base, model)
+	o.RerankDocs = max(docs, 1)
+	return o
+}
+
 func (o *OpenAI) Name() string {
 	switch {
 	case o.Chat:
 		return "openai-chat"
 	case o.Embeddings:
 		return "openai-embeddings"
+	case o.RerankDocs > 0:
+		return "openai-rerank"
 	}
 	return "openai"
 }
 
-// AcceptsTokenIDs: completions and embeddings take token ids, chat does
-// not.
-func (o *OpenAI) AcceptsTokenIDs() bool { return !o.Chat }
+// AcceptsTokenIDs: completions and embeddings take token ids, chat and
+// rerank do not.
+func (o *OpenAI) AcceptsTokenIDs() bool { return !o.Chat && o.RerankDocs == 0 }
 
 func (o *OpenAI) Close() error { o.client.CloseIdleConnections(); return nil }
 
@@ -151,6 +164,9 @@ type completionChunk struct {
 func (o *OpenAI) Generate(ctx context.Context, req Request) Result {
 	if o.Embeddings {
 		return o.embed(ctx, req)
+	}
+	if o.RerankDocs > 0 {
+		return o.rerank(ctx, req)
 	}
 	return o.generate(ctx, req, nil)
 }
@@ -204,6 +220,79 @@ func (o *OpenAI) embed(ctx context.Context, req Request) Result {
 	case len(r.Data) != 1 || len(r.Data[0].Embedding) < 3:
 		m.fail(&KindError{Kind: "bad_response", Msg: fmt.Sprintf("bench: embeddings response with %d vectors for one input", len(r.Data))})
 	default:
+		m.usage(r.Usage.PromptTokens, 0, 0)
+	}
+	return m.done()
+}
+
+// rerankQueryWords is the query's length in words: a search query's.
+const rerankQueryWords = 12
+
+// rerankSplit cuts a prompt into a query (its first rerankQueryWords
+// words) and up to n documents of the remaining words, as equal as they
+// come (none empty; fewer when there are fewer words).
+func rerankSplit(prompt string, n int) (string, []string) {
+	w := strings.Fields(prompt)
+	q := min(rerankQueryWords, max(1, len(w)/2))
+	query, rest := strings.Join(w[:min(q, len(w))], " "), w[min(q, len(w)):]
+	n = min(n, len(rest))
+	docs := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		docs = append(docs, strings.Join(rest[i*len(rest)/n:(i+1)*len(rest)/n], " "))
+	}
+	return query, docs
+}
+
+// rerank posts req's prompt, cut into a query and documents
+// (rerankSplit), to /v1/rerank and checks that every document came back
+// scored; usage sets the input count (every pair's tokens).
+func (o *OpenAI) rerank(ctx context.Context, req Request) Result {
+	req.MaxTokens, req.IgnoreEOS = 0, false // nothing is generated
+	// The server counts every pair's tokens (the query once per document,
+	// and the pair template's): not the prompt's length, so no input check.
+	req.InputTokens = 0
+	ctx, m := startMeter(ctx, req)
+	query, docs := rerankSplit(req.Prompt, o.RerankDocs)
+	if len(docs) == 0 {
+		m.fail(&KindError{Kind: "bad_request", Msg: "bench: a rerank prompt needs more than one word"})
+		return m.done()
+	}
+	body, _ := json.Marshal(map[string]any{"model": o.Model, "query": query, "documents": docs})
+	resp, err := o.post(ctx, "/v1/rerank", body)
+	if err != nil {
+		m.fail(err)
+		return m.done()
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Results []struct {
+			Index          *int     `json:"index"`
+			RelevanceScore *float64 `json:"relevance_score"`
+		} `json:"results"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	seen := make([]bool, len(docs))
+	bad := ""
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		bad = "bench: rerank response: " + err.Error()
+	} else if len(r.Results) != len(docs) {
+		bad = fmt.Sprintf("bench: rerank response with %d results for %d documents", len(r.Results), len(docs))
+	}
+	for _, x := range r.Results {
+		if bad != "" {
+			break
+		}
+		if x.Index == nil || *x.Index < 0 || *x.Index >= len(docs) || seen[*x.Index] || x.RelevanceScore == nil {
+			bad = "bench: rerank response with a missing, repeated or unscored document"
+			break
+		}
+		seen[*x.Index] = true
+	}
+	if bad != "" {
+		m.fail(&KindError{Kind: "bad_response", Msg: bad})
+	} else {
 		m.usage(r.Usage.PromptTokens, 0, 0)
 	}
 	return m.done()

@@ -349,7 +349,7 @@ func runOne(ctx context.Context, t Target, cfg ServeConfig, l Load, r run, progr
 	switch t.Name() {
 	case "sse":
 		rep.OutputAsked = "server" // the SSE route has no max_tokens
-	case "openai-embeddings":
+	case "openai-embeddings", "openai-rerank":
 		rep.OutputAsked = "none" // nothing is generated
 	}
 	if len(cfg.Workload.Prompts) > 0 {

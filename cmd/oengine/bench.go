@@ -22,7 +22,7 @@ func init() {
 }
 
 const benchUsage = `usage:
-  oengine bench serve   [flags]          drive a running server (grpc, sse, openai, openai-chat or openai-embeddings target);
+  oengine bench serve   [flags]          drive a running server (grpc, sse, openai, openai-chat, openai-embeddings or openai-rerank target);
                                          exact input lengths, exit 1 beyond --max-error-rate (docs/bench.md)
   oengine bench model   [flags]          prefill / decode throughput of a GGUF file in this process
   oengine bench compare A.json B.json    B/A ratios of two runs (also: oengine bench --compare A B)
@@ -126,11 +126,12 @@ func intList(s string) ([]int, error) {
 
 func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench serve", stderr)
-	target := fs.String("target", "grpc", "grpc (OpenEngine Inference.Generate), sse (POST /session/{id}/generate), openai (/v1/completions), openai-chat (/v1/chat/completions) or openai-embeddings (/v1/embeddings: one input a request, no output)")
+	target := fs.String("target", "grpc", "grpc (OpenEngine Inference.Generate), sse (POST /session/{id}/generate), openai (/v1/completions), openai-chat (/v1/chat/completions), openai-embeddings (/v1/embeddings: one input a request, no output) or openai-rerank (/v1/rerank: a request's prompt cut into a query, its first 12 words, and --rerank-docs documents)")
 	addr := fs.String("addr", "127.0.0.1:50051", "gRPC address of the server (grpc and sse targets)")
 	url := fs.String("url", "http://127.0.0.1:8080", "HTTP base URL (openai and sse targets; /metrics for all)")
 	metricsURL := fs.String("metrics-url", "", "Prometheus endpoint scraped around each run (default: URL/metrics; \"none\": off)")
 	model := fs.String("model", "", "model name sent with requests (default: the server's default)")
+	rerankDocs := fs.Int("rerank-docs", 8, "documents per request of the openai-rerank target")
 	label := fs.String("label", "", "name of this target in reports and charts (default: the target kind)")
 	scenario := fs.String("scenario", "generate", "generate, multiturn, stream-input, cancel-storm or soak (docs/bench.md)")
 	inLen := fs.String("input-len", "128", "prompt length in tokens: N, MIN:MAX (uniform) or MEAN~STD (normal); exact with token ids, ±2% with calibrated text")
@@ -253,7 +254,10 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	t, describe, closeAll, err := openTarget(ctx, *target, *addr, *url, *model)
+	if *rerankDocs < 1 || *rerankDocs > 2048 {
+		return fmt.Errorf("bench serve: --rerank-docs %d out of range 1-2048", *rerankDocs)
+	}
+	t, describe, closeAll, err := openTarget(ctx, *target, *addr, *url, *model, *rerankDocs)
 	if err != nil {
 		return err
 	}
@@ -313,7 +317,7 @@ func targetAddress(target, addr, url string) string {
 }
 
 // openTarget connects the named target and describes the server.
-func openTarget(ctx context.Context, kind, addr, url, model string) (bench.Target, map[string]any, func(), error) {
+func openTarget(ctx context.Context, kind, addr, url, model string, rerankDocs int) (bench.Target, map[string]any, func(), error) {
 	switch kind {
 	case "grpc", "sse":
 		g, err := bench.DialGRPC(addr, model)
@@ -336,13 +340,15 @@ func openTarget(ctx context.Context, kind, addr, url, model string) (bench.Targe
 			return nil, nil, nil, err
 		}
 		return s, desc, func() { s.Close(); g.Close() }, nil
-	case "openai", "openai-chat", "openai-embeddings":
+	case "openai", "openai-chat", "openai-embeddings", "openai-rerank":
 		o := bench.NewOpenAI(url, model)
 		switch kind {
 		case "openai-chat":
 			o = bench.NewOpenAIChat(url, model)
 		case "openai-embeddings":
 			o = bench.NewOpenAIEmbeddings(url, model)
+		case "openai-rerank":
+			o = bench.NewOpenAIRerank(url, model, rerankDocs)
 		}
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		ids := o.Models(dctx)
@@ -353,7 +359,7 @@ func openTarget(ctx context.Context, kind, addr, url, model string) (bench.Targe
 		}
 		return o, desc, func() { o.Close() }, nil
 	}
-	return nil, nil, nil, fmt.Errorf("bench: unknown target %q (grpc, sse, openai, openai-chat or openai-embeddings)", kind)
+	return nil, nil, nil, fmt.Errorf("bench: unknown target %q (grpc, sse, openai, openai-chat, openai-embeddings or openai-rerank)", kind)
 }
 
 // guidedWorkload reads --guided-fraction and --guided-schema (nil when no

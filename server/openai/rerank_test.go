@@ -9,11 +9,13 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"oengine/bench"
 	"oengine/engine"
 	pb "oengine/proto/openengine/v1"
 	"oengine/server"
@@ -385,6 +387,29 @@ func TestRerankQwen3(t *testing.T) {
 	status, body = h.post(t, "/v1/completions", `{"model":"tiny","prompt":"hello","max_tokens":4,"temperature":0}`)
 	if status != 200 || !strings.Contains(string(body), `"completion_tokens":4`) {
 		t.Fatalf("completion on the reranker: status %d, %s", status, body)
+	}
+	h.idle(t, false)
+}
+
+// TestBenchRerankTarget: the load generator's rerank target (bench serve
+// --target openai-rerank) runs against this route: every request has its
+// documents scored, nothing is generated, and the report carries the
+// input throughput (every pair's tokens).
+func TestBenchRerankTarget(t *testing.T) {
+	h := startHarness(t, harnessOpts{modelFile: rerankModel})
+	tgt := bench.NewOpenAIRerank(h.base, h.name, 4)
+	defer tgt.Close()
+	in, _ := bench.ParseDist("200") // the tokens of a request's pairs, calibrated
+	reps, err := bench.RunServe(ctxT(t), tgt, bench.ServeConfig{Scenario: "generate",
+		Workload: bench.Workload{Input: in, Output: in, Seed: 1},
+		Load:     bench.Load{Concurrency: 3, Requests: 9, Seed: 1}, RequestTimeout: time.Minute}, bench.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reps[0]
+	if len(reps) != 1 || r.Target != "openai-rerank" || r.Succeeded != 9 || r.OutTokens != 0 || r.InputMismatches != 0 ||
+		r.InTokens < 9*180 || r.InTokens > 9*220 || r.OutputAsked != "none" || !(r.InTokPerS > 0) || r.E2Ems.P50 <= 0 || bench.CheckErrorRate(reps, 0) != nil {
+		t.Fatalf("report %+v", r)
 	}
 	h.idle(t, false)
 }
