@@ -13,12 +13,16 @@
 // query temperature over long contexts) and "gpt-oss" (OpenAI's gpt-oss:
 // qwen2's biases, attention sinks and a window on every other layer, and
 // a mixture of experts with biases, top-k softmax gating and a clamped
-// SwiGLU); and two encoders, whose final hidden states are text
-// embeddings: "bert" (BERT and its fine-tunes: bge, all-MiniLM,
+// SwiGLU); and encoders, whose final hidden states are text embeddings
+// (Config.Encoder): "bert" (BERT and its fine-tunes: bge, all-MiniLM,
 // mxbai-embed, snowflake-arctic-embed; XLM-RoBERTa's: bge-m3,
 // multilingual-e5), "nomic-bert" (nomic-embed-text: BERT's block with RoPE
-// and a SwiGLU feed-forward) and "modern-bert" (ModernBERT:
-// gte-modernbert, granite-embedding r2), Config.Encoder.
+// and a SwiGLU feed-forward), "nomic-bert-moe" (nomic-embed-text-v2-moe:
+// GELU experts on every other layer), "jina-bert-v2" (jina-embeddings-v2:
+// ALiBi and GeGLU), "modern-bert" (ModernBERT: gte-modernbert,
+// granite-embedding r2) and "gemma-embedding" (EmbeddingGemma: Gemma 3's
+// block without the causal mask). A classification head makes a model a
+// reranker (rank.go), a qwen3 decoder's too (Qwen3-Reranker).
 //
 // One forward pass serves prefill and decode: a Batch is a set of tokens,
 // each with its sequence and position, and attention reads keys and values
@@ -136,7 +140,8 @@ type Config struct {
 	// global ones (YaRN included).
 	AttnSinks, OutBias, ExpertBias, TopKSoftmax, SwiGLUOAI bool
 
-	// Encoder: a BERT-style encoder ("bert", "nomic-bert"; encoder.go).
+	// Encoder: a BERT-style encoder (encoder.go; the package comment
+	// lists them; below, "bert" and "nomic-bert").
 	// Every token attends to every position of its sequence (no causal
 	// mask), so a sequence is computed whole in one Forward. The
 	// embedding adds the first token-type row (token_types, when present)

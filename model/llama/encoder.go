@@ -8,8 +8,10 @@ import (
 	"oengine/model/gguf"
 )
 
-// The encoders (Config.Encoder): BERT's block and nomic-bert's
-// (encoderLayer), ModernBERT's (modernLayer, Config.PreNorm). A
+// The encoders (Config.Encoder): BERT's block and its kin's, nomic-bert's,
+// nomic-bert-moe's (its experts through moe.go) and jina-bert-v2's (ALiBi:
+// cpu.AttendFullALiBi) (encoderLayer), ModernBERT's (modernLayer,
+// Config.PreNorm) and EmbeddingGemma's (gemmaEncoderLayer). A
 // sequence's tokens attend to all of its positions, later ones included,
 // so Forward takes each sequence whole, positions 0 to n-1, and computes
 // hidden states only. Their K and V go through the pages like a
@@ -17,8 +19,8 @@ import (
 // layer's (kvLayers): layer l+1 writes over layer l's once every token of
 // the batch has attended to them. Attention reads them in tiles of tokens
 // over the whole sequence (cpu.AttendFull, the prefill tiles without the
-// causal mask), or, in ModernBERT's local layers, token by token over its
-// symmetric window.
+// causal mask), or, in ModernBERT's and EmbeddingGemma's local layers,
+// token by token over their symmetric windows.
 
 // readEncoder checks what an encoder's metadata may say: a causal one is
 // not an encoder this package runs.
