@@ -117,6 +117,7 @@ func Enable(s *server.Server, cfg Config) error {
 		{"POST " + RouteRerank, a.rerank},
 		{"POST /rerank", a.rerank},
 		{"POST /v2/rerank", a.rerank},
+		{"POST /v2/embed", a.cohereEmbed},
 		{"POST /v1/sessions", a.openSession},
 		{"GET /v1/sessions/{id}", a.getSession},
 		{"PATCH /v1/sessions/{id}", a.renewSession},
