@@ -413,33 +413,3 @@ func TestBenchRerankTarget(t *testing.T) {
 	}
 	h.idle(t, false)
 }
-
-// TestCohereEmbedSDK: Cohere's npm SDK embeds through /v2/embed: its
-// request is served, its parser takes the reply, the vectors are the
-// engine's normalized, a text over the context is cut (Cohere's default
-// truncate END) or refused (NONE), and unsupported inputs are the SDK's
-// 400 errors.
-func TestCohereEmbedSDK(t *testing.T) {
-	requireNode(t, "cohere-ai")
-	h := startHarness(t, harnessOpts{modelFile: "../../engine/testdata/embed/tiny-bert-f16.gguf"})
-	long := strings.Repeat("Once upon a time, there was a little girl named Lily. ", 60)
-	out := runNode(t, "embed.mjs", h.base, h.name, long)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var vecs [][]float32
-	var cutTokens int
-	if len(lines) < 2 || json.Unmarshal([]byte(lines[len(lines)-2]), &vecs) != nil || json.Unmarshal([]byte(lines[len(lines)-1]), &cutTokens) != nil || len(vecs) != 2 {
-		t.Fatalf("embed.mjs printed %s", out)
-	}
-	for i, text := range []string{"The capital of France is", "Once upon a time, there was a little girl named Lily."} {
-		want := unit(h.engineDone(t, engine.Request{Prompt: text, Embed: &engine.EmbedOptions{}}).Embedding)
-		for j := range want {
-			if math.Abs(float64(vecs[i][j]-want[j])) > 1e-6 {
-				t.Fatalf("text %d value %d: %g from the SDK, engine %g", i, j, vecs[i][j], want[j])
-			}
-		}
-	}
-	if cutTokens > 512 || cutTokens < 500 {
-		t.Fatalf("the truncated text counted %d tokens (context 512)", cutTokens)
-	}
-	h.idle(t, false)
-}
