@@ -42,7 +42,7 @@ func (a *api) cohereEmbed(w http.ResponseWriter, r *http.Request) {
 	var aerr *apiError
 	switch {
 	case lim.EmbeddingDim == 0:
-		aerr = unsupported("model", "model %q serves no embeddings: its backend (%s) does not return hidden states", ms.m.Name, lim.Device)
+		aerr = noEmbeddings(ms, lim)
 	case len(req.Texts) == 0:
 		aerr = invalid("texts", "texts must be a non-empty list of strings (images are not supported)")
 	case len(req.Texts) > MaxEmbeddingInputs:
@@ -53,8 +53,8 @@ func (a *api) cohereEmbed(w http.ResponseWriter, r *http.Request) {
 		aerr = invalid("input_type", "input_type %q: want search_document, search_query, classification or clustering", req.InputType)
 	case req.Truncate != "" && req.Truncate != "END" && req.Truncate != "NONE":
 		aerr = unsupported("truncate", "truncate %q: want END (keep each text's beginning) or NONE", req.Truncate)
-	case req.OutputDimension != nil && (*req.OutputDimension < 1 || *req.OutputDimension > lim.EmbeddingDim):
-		aerr = invalid("output_dimension", "output_dimension must be between 1 and %d (the model's embedding width), got %d", lim.EmbeddingDim, *req.OutputDimension)
+	default:
+		aerr = badDimensions("output_dimension", req.OutputDimension, lim)
 	}
 	for _, t := range req.EmbeddingTypes {
 		if aerr == nil && t != "float" {
@@ -70,25 +70,13 @@ func (a *api) cohereEmbed(w http.ResponseWriter, r *http.Request) {
 		a.reject(w, aerr)
 		return
 	}
-	dims := lim.EmbeddingDim
-	if req.OutputDimension != nil {
-		dims = *req.OutputDimension
-	}
 	id := requestID(r, "embd-")
 	p := server.PrincipalFrom(r.Context())
-	vecs := make([][]float32, len(req.Texts))
 	build := func(i int) engine.Request {
 		return engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: req.Texts[i],
 			Embed: &engine.EmbedOptions{Truncate: req.Truncate != "NONE"}}
 	}
-	take := func(i int, vec []float32) *apiError {
-		if len(vec) != lim.EmbeddingDim {
-			return errorf(http.StatusInternalServerError, "internal_error", "", "embedding of %d values, the model's width is %d", len(vec), lim.EmbeddingDim)
-		}
-		vecs[i] = vec[:dims]
-		unitLength(vecs[i])
-		return nil
-	}
+	vecs, take := embedVectors(lim, len(req.Texts), req.OutputDimension, true)
 	run, ok := a.runEmbeds(w, r, ms, RouteEmbeddings, id, start, len(req.Texts), false, build, take)
 	if !ok {
 		return

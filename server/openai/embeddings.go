@@ -64,10 +64,9 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	lim := ms.m.Backend.Limits()
 	pooling, err := engine.ParsePooling(req.Pooling)
-	dims := lim.EmbeddingDim
 	switch {
 	case lim.EmbeddingDim == 0:
-		aerr = unsupported("model", "model %q serves no embeddings: its backend (%s) does not return hidden states", ms.m.Name, lim.Device)
+		aerr = noEmbeddings(ms, lim)
 	case len(ins) > MaxEmbeddingInputs:
 		aerr = invalid("input", "%d inputs exceed the limit of %d per request", len(ins), MaxEmbeddingInputs)
 	case req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64":
@@ -76,8 +75,8 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 		aerr = invalid("pooling", "%v", err)
 	case pooling == engine.PoolingRank:
 		aerr = invalid("pooling", "rank pooling gives scores, not an embedding: use /v1/rerank")
-	case req.Dimensions != nil && (*req.Dimensions < 1 || *req.Dimensions > lim.EmbeddingDim):
-		aerr = invalid("dimensions", "dimensions must be between 1 and %d (the model's embedding width), got %d", lim.EmbeddingDim, *req.Dimensions)
+	default:
+		aerr = badDimensions("dimensions", req.Dimensions, lim)
 	}
 	if aerr != nil {
 		a.reject(w, aerr)
@@ -89,27 +88,13 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if req.Dimensions != nil {
-		dims = *req.Dimensions
-	}
 	id := requestID(r, "embd-")
 	p := server.PrincipalFrom(r.Context())
-	vecs := make([][]float32, len(ins))
 	build := func(i int) engine.Request {
 		return engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: ins[i].text, TokenIDs: ins[i].ids,
 			Embed: &engine.EmbedOptions{Pooling: pooling, Truncate: req.Truncate}}
 	}
-	take := func(i int, vec []float32) *apiError {
-		if len(vec) != lim.EmbeddingDim {
-			return errorf(http.StatusInternalServerError, "internal_error", "", "embedding of %d values, the model's width is %d", len(vec), lim.EmbeddingDim)
-		}
-		vec = vec[:dims]
-		if req.Normalize == nil || *req.Normalize {
-			unitLength(vec)
-		}
-		vecs[i] = vec
-		return nil
-	}
+	vecs, take := embedVectors(lim, len(ins), req.Dimensions, req.Normalize == nil || *req.Normalize)
 	run, ok := a.runEmbeds(w, r, ms, RouteEmbeddings, id, start, len(ins), false, build, take)
 	if !ok {
 		return
@@ -117,6 +102,43 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 	defer run.done()
 	run.rm.Done(time.Now())
 	writeEmbeddings(w, ms.m.Name, vecs, req.EncodingFormat == "base64", run.promptTokens)
+}
+
+// noEmbeddings is the refusal of an embedding request to a model whose
+// backend returns no hidden states.
+func noEmbeddings(ms *modelState, lim engine.Limits) *apiError {
+	return unsupported("model", "model %q serves no embeddings: its backend (%s) does not return hidden states", ms.m.Name, lim.Device)
+}
+
+// badDimensions checks a requested embedding width (param: the request's
+// field; nil: the model's width).
+func badDimensions(param string, dims *int, lim engine.Limits) *apiError {
+	if dims != nil && (*dims < 1 || *dims > lim.EmbeddingDim) {
+		return invalid(param, "%s must be between 1 and %d (the model's embedding width), got %d", param, lim.EmbeddingDim, *dims)
+	}
+	return nil
+}
+
+// embedVectors collects the n pooled vectors of an embedding request for
+// runEmbeds: take keeps each one's first dims values (nil: all) and, when
+// normalize, scales them to unit length.
+func embedVectors(lim engine.Limits, n int, dims *int, normalize bool) ([][]float32, func(int, []float32) *apiError) {
+	width := lim.EmbeddingDim
+	if dims != nil {
+		width = *dims
+	}
+	vecs := make([][]float32, n)
+	return vecs, func(i int, vec []float32) *apiError {
+		if len(vec) != lim.EmbeddingDim {
+			return errorf(http.StatusInternalServerError, "internal_error", "", "embedding of %d values, the model's width is %d", len(vec), lim.EmbeddingDim)
+		}
+		vec = vec[:width]
+		if normalize {
+			unitLength(vec)
+		}
+		vecs[i] = vec
+		return nil
+	}
 }
 
 // embedsRun is what runEmbeds leaves to its caller: the prompt tokens
