@@ -17,15 +17,9 @@ import (
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-
 	"oengine/bench"
 	"oengine/engine"
 	"oengine/model/tokenizer"
-	pb "oengine/proto/openengine/v1"
-	"oengine/server"
 )
 
 // engineEmbedding is the harness engine's own pooled vector of prompt.
@@ -389,21 +383,7 @@ func TestBenchEmbeddingsTarget(t *testing.T) {
 // abort one, another key cannot (the request completes).
 func TestEmbeddingsAbortIsolation(t *testing.T) {
 	h := startHarness(t, harnessOpts{})
-	keys, err := server.NewKeys([]server.Key{{Name: "alice", Secret: "alice-secret-0123456789"}, {Name: "bob", Secret: "bob-secret-0123456789"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.s.SetKeys(keys)
-	conn, err := grpc.NewClient(h.s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	abort := func(key, id string) bool {
-		ctx := metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer "+key)
-		resp, err := pb.NewControlClient(conn).Abort(ctx, &pb.AbortRequest{Target: &pb.AbortRequest_RequestId{RequestId: id}})
-		return err == nil && resp.GetStatus() == pb.AbortStatus_ABORT_STATUS_ABORTED
-	}
+	abort := h.twoKeys(t)
 	for _, tc := range []struct {
 		key     string
 		aborted bool

@@ -276,21 +276,7 @@ func TestRerankClientGone(t *testing.T) {
 // owner can.
 func TestRerankAbortIsolation(t *testing.T) {
 	h := startHarness(t, harnessOpts{modelFile: rerankModel})
-	keys, err := server.NewKeys([]server.Key{{Name: "alice", Secret: "alice-secret-0123456789"}, {Name: "bob", Secret: "bob-secret-0123456789"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.s.SetKeys(keys)
-	conn, err := grpc.NewClient(h.s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	abort := func(key, id string) bool {
-		ctx := metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer "+key)
-		resp, err := pb.NewControlClient(conn).Abort(ctx, &pb.AbortRequest{Target: &pb.AbortRequest_RequestId{RequestId: id}})
-		return err == nil && resp.GetStatus() == pb.AbortStatus_ABORT_STATUS_ABORTED
-	}
+	abort := h.twoKeys(t)
 	for _, tc := range []struct {
 		key     string
 		aborted bool
@@ -412,4 +398,26 @@ func TestBenchRerankTarget(t *testing.T) {
 		t.Fatalf("report %+v", r)
 	}
 	h.idle(t, false)
+}
+
+// twoKeys gives the harness the API keys alice-secret-0123456789 and
+// bob-secret-0123456789 and returns abort, which asks Control.Abort, as
+// key, for the request id and reports whether it was aborted.
+func (h *harness) twoKeys(t *testing.T) (abort func(key, id string) bool) {
+	t.Helper()
+	keys, err := server.NewKeys([]server.Key{{Name: "alice", Secret: "alice-secret-0123456789"}, {Name: "bob", Secret: "bob-secret-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.s.SetKeys(keys)
+	conn, err := grpc.NewClient(h.s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return func(key, id string) bool {
+		ctx := metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer "+key)
+		resp, err := pb.NewControlClient(conn).Abort(ctx, &pb.AbortRequest{Target: &pb.AbortRequest_RequestId{RequestId: id}})
+		return err == nil && resp.GetStatus() == pb.AbortStatus_ABORT_STATUS_ABORTED
+	}
 }
