@@ -40,6 +40,12 @@ func ggufVariant(t testing.TB, path string, set func(f *gguf.File, w *gguf.Write
 		}
 	}
 	set(f, w)
+	return parsed(t, w)
+}
+
+// parsed is w's GGUF image parsed back.
+func parsed(t testing.TB, w *gguf.Writer) *gguf.File {
+	t.Helper()
 	img, err := w.Bytes()
 	if err != nil {
 		t.Fatal(err)
@@ -240,15 +246,7 @@ func TestUGMVocab(t *testing.T) {
 	w.SetStrings(keyTokens, []string{"<pad>", "</s>", "<unk>", "▁", "a"})
 	w.SetInt32s(keyTypes, []int32{TypeControl, TypeControl, TypeUnknown, TypeNormal, TypeNormal})
 	w.SetFloat32s(keyScores, []float32{0, 0, 0, -1, -2})
-	img, err := w.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gguf.Parse(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := FromGGUF(g)
+	d, err := FromGGUF(parsed(t, w))
 	if err != nil {
 		t.Fatal(err)
 	}

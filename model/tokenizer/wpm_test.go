@@ -24,28 +24,7 @@ func bgeTok(t testing.TB) *Tokenizer { return localTokenizer(t, bgePath) }
 // striponly files were written for llama.cpp).
 func bgeVariant(t *testing.T, set func(w *gguf.Writer)) (*Vocab, error) {
 	t.Helper()
-	f, err := gguf.Open(bgePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := gguf.NewWriter()
-	for _, k := range f.Keys() {
-		v, _ := f.Value(k)
-		if err := w.Set(k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set(w)
-	img, err := w.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gguf.Parse(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return VocabFromGGUF(g)
+	return VocabFromGGUF(ggufVariant(t, bgePath, func(_ *gguf.File, w *gguf.Writer) { set(w) }))
 }
 
 func bgeVariantTok(t *testing.T, set func(w *gguf.Writer)) *Tokenizer {
