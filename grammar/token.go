@@ -1,13 +1,12 @@
 package grammar
 
 import (
-	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
-	"slices"
 	"sync/atomic"
+
+	"oengine/internal/bytetrie"
 )
 
 // ErrTokenRejected is returned by Advance for a token the mask forbids.
@@ -53,47 +52,16 @@ type Vocab struct {
 // tokenizer.Piece for every id) and the end-of-generation ids.
 func NewVocab(pieces [][]byte, eos []int32) *Vocab {
 	v := &Vocab{n: len(pieces), eos: append([]int32(nil), eos...), pieces: pieces}
-	// Sort the ids by piece: a trie node is then a run of ids sharing a
-	// prefix, its tokens first (their piece ends there), then its
-	// children in byte order. Nodes are numbered breadth first so that
-	// each node's edges are contiguous.
+	// The trie of the non-empty pieces (internal/bytetrie): a node's
+	// tokens are those whose piece ends there, in id order.
 	ids := make([]int32, 0, len(pieces))
 	for id, p := range pieces {
 		if len(p) > 0 {
 			ids = append(ids, int32(id))
 		}
 	}
-	slices.SortFunc(ids, func(a, b int32) int {
-		if c := bytes.Compare(pieces[a], pieces[b]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
-	type run struct{ lo, hi, depth int }
-	queue := []run{{0, len(ids), 0}}
-	for i := 0; i < len(queue); i++ {
-		r := queue[i]
-		v.edgeStart = append(v.edgeStart, int32(len(v.edgeByte)))
-		v.tokStart = append(v.tokStart, int32(len(v.tokIDs)))
-		j := r.lo
-		for j < r.hi && len(pieces[ids[j]]) == r.depth {
-			v.tokIDs = append(v.tokIDs, ids[j])
-			j++
-		}
-		for j < r.hi {
-			c := pieces[ids[j]][r.depth]
-			k := j + 1
-			for k < r.hi && pieces[ids[k]][r.depth] == c {
-				k++
-			}
-			v.edgeByte = append(v.edgeByte, c)
-			v.edgeNode = append(v.edgeNode, int32(len(queue)))
-			queue = append(queue, run{j, k, r.depth + 1})
-			j = k
-		}
-	}
-	v.edgeStart = append(v.edgeStart, int32(len(v.edgeByte)))
-	v.tokStart = append(v.tokStart, int32(len(v.tokIDs)))
+	t := bytetrie.Build(pieces, ids)
+	v.edgeStart, v.edgeByte, v.edgeNode, v.tokStart, v.tokIDs = t.EdgeStart, t.EdgeByte, t.EdgeNode, t.KeyStart, t.Keys
 	return v
 }
 

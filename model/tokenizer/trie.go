@@ -1,9 +1,6 @@
 package tokenizer
 
-import (
-	"slices"
-	"strings"
-)
+import "oengine/internal/bytetrie"
 
 // byteTrie is a trie over byte strings, flattened into arrays: node n's
 // children are the edges first[n]..first[n+1]-1, whose labels are sorted,
@@ -20,42 +17,20 @@ type byteTrie struct {
 
 // newByteTrie builds the trie of keys, keys[i] storing ids[i]. When a key
 // occurs twice, the later one's id is kept (a later insertion overwrites,
-// as in llama.cpp's naive_trie). Building sorts the keys and lays the
-// nodes out breadth first, each node's edges together.
+// as in llama.cpp's naive_trie).
 func newByteTrie(keys []string, ids []int32) *byteTrie {
-	order := make([]int32, len(keys))
-	for i := range order {
-		order[i] = int32(i)
+	all := make([]int32, len(keys))
+	for i := range all {
+		all[i] = int32(i)
 	}
-	slices.SortStableFunc(order, func(a, b int32) int { return strings.Compare(keys[a], keys[b]) })
-	// span is the node of the keys order[lo:hi], which share their first
-	// depth bytes.
-	type span struct{ lo, hi, depth int32 }
-	queue := []span{{0, int32(len(keys)), 0}}
-	tr := &byteTrie{}
-	for q := 0; q < len(queue); q++ {
-		sp := queue[q]
-		tr.first = append(tr.first, int32(len(tr.labels)))
-		val := int32(-1)
-		lo := sp.lo
-		for lo < sp.hi && int32(len(keys[order[lo]])) == sp.depth {
-			val = ids[order[lo]] // sorted stably: the last equal key wins
-			lo++
-		}
-		tr.value = append(tr.value, val)
-		for i := lo; i < sp.hi; {
-			c := keys[order[i]][sp.depth]
-			j := i + 1
-			for j < sp.hi && keys[order[j]][sp.depth] == c {
-				j++
-			}
-			tr.labels = append(tr.labels, c)
-			tr.child = append(tr.child, int32(len(queue)))
-			queue = append(queue, span{i, j, sp.depth + 1})
-			i = j
+	bt := bytetrie.Build(keys, all)
+	tr := &byteTrie{first: bt.EdgeStart, labels: bt.EdgeByte, child: bt.EdgeNode, value: make([]int32, len(bt.KeyStart)-1)}
+	for n := range tr.value {
+		tr.value[n] = -1
+		if lo, hi := bt.KeyStart[n], bt.KeyStart[n+1]; hi > lo {
+			tr.value[n] = ids[bt.Keys[hi-1]] // keys in index order: the last equal key wins
 		}
 	}
-	tr.first = append(tr.first, int32(len(tr.labels)))
 	for c := range tr.root {
 		tr.root[c] = tr.scan(0, byte(c))
 	}
