@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"oengine/ggml"
 	"oengine/model/gguf"
@@ -103,7 +104,13 @@ func TestEncoderBatching(t *testing.T) {
 			}
 		}
 	}
-	if s := e.Stats(); s.PromptTokens != uint64(total) || s.PrefixHits != 0 {
+	// The engine counts a step's tokens when the step ends, after it has
+	// sent the requests' terminal events: wait for the last step's count.
+	s := e.Stats()
+	for deadline := time.Now().Add(10 * time.Second); s.PromptTokens < uint64(total) && time.Now().Before(deadline); s = e.Stats() {
+		time.Sleep(time.Millisecond)
+	}
+	if s.PromptTokens != uint64(total) || s.PrefixHits != 0 {
 		t.Fatalf("%d prompt tokens computed, %d from the prefix cache; want all %d computed", s.PromptTokens, s.PrefixHits, total)
 	}
 }
