@@ -308,6 +308,9 @@ func (e *Engine) Cache() *kvcache.Cache { return e.cache }
 func (e *Engine) Load() LoadFigures {
 	e.mu.Lock()
 	l := e.load
+	// Submitted since the loop last took its inbox: they wait too, and
+	// Submit's queue limit counts them (admitLocked).
+	l.Waiting += len(e.pending)
 	e.mu.Unlock()
 	l.Pages = e.cache.Stats()
 	return l

@@ -411,6 +411,9 @@ func TestOverloaded(t *testing.T) {
 	streams := []*Stream{submit()}
 	waitUntil(t, func() bool { e.mu.Lock(); defer e.mu.Unlock(); return len(e.pending) == 0 })
 	streams = append(streams, submit(), submit())
+	if w := e.Load().Waiting; w != 2 {
+		t.Fatalf("Load().Waiting %d with two requests in the inbox", w)
+	}
 	if _, err := e.Submit(context.Background(), Request{Prompt: "abc"}); !errors.Is(err, ErrOverloaded) {
 		t.Fatalf("err %v", err)
 	} else if !err.(*Error).Retryable {

@@ -29,6 +29,16 @@ const (
 	embedWindow = 16
 )
 
+// windowFor is embedWindow within a quarter of the engine's queue limit
+// (at least 1): several multi-input requests in flight leave room in the
+// queue for other clients' first inputs.
+func windowFor(lim engine.Limits) int {
+	if lim.MaxWaiting <= 0 {
+		return embedWindow
+	}
+	return max(1, min(embedWindow, lim.MaxWaiting/4))
+}
+
 // embeddingRequest is POST /v1/embeddings (docs/api.md, "Embeddings").
 type embeddingRequest struct {
 	Model          string          `json:"model"`
@@ -151,14 +161,17 @@ type embedsRun struct {
 }
 
 // runEmbeds runs the n engine requests build(i) of one embeddings or
-// rerank request, at most embedWindow in the engine at once, and hands
+// rerank request, at most windowFor in the engine at once, and hands
 // each result, in order, to take. lead: the inputs share a prefix the
 // prefix cache can give (a causal reranker's prompt up to the document),
 // so the first runs alone and the others start once its pages are
 // published, reusing that prefix instead of each computing it in the same
-// step. A failure before any input was
-// accepted is answered as a rejection, one after as a failed request (the
-// metrics say which). ok false: the error response is written; otherwise
+// step. The engine's queue limit refuses the request only when its first
+// input is refused; once accepted, a full queue narrows the window to the
+// inputs in flight (or, with none, waits for room), so a request of more
+// inputs than the queue holds is never failed halfway. A failure before
+// any input was accepted is answered as a rejection, one after as a failed
+// request (the metrics say which). ok false: the error response is written; otherwise
 // the caller writes the response, ends run.rm and calls run.done.
 func (a *api) runEmbeds(w http.ResponseWriter, r *http.Request, ms *modelState, route, id string, start time.Time, n int, lead bool,
 	build func(i int) engine.Request, take func(i int, vec []float32) *apiError) (run embedsRun, ok bool) {
@@ -173,16 +186,30 @@ func (a *api) runEmbeds(w http.ResponseWriter, r *http.Request, ms *modelState, 
 	}()
 	read, next := 0, 0 // inputs read back, submitted
 	fill := func() *apiError {
-		window := embedWindow
+		window := windowFor(ms.m.Backend.Limits())
 		if lead && read == 0 {
 			window = 1
 		}
-		for ; next < n && next < read+window; next++ {
+		backoff := time.Millisecond
+		for next < n && next < read+window {
 			st, err := ms.m.Backend.Submit(r.Context(), build(next))
-			if err != nil {
+			switch {
+			case err == nil:
+				live[next] = st
+				next++
+				continue
+			case !errors.Is(err, engine.ErrOverloaded) || next == 0:
 				return classified(err)
+			case next > read:
+				return nil // the queue is full: the window narrows to what it holds
 			}
-			live[next] = st
+			// Accepted, nothing in flight and the queue full: wait for room.
+			select {
+			case <-r.Context().Done():
+				return classified(r.Context().Err())
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 50*time.Millisecond)
 		}
 		return nil
 	}

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -236,6 +237,70 @@ func TestEmbeddingsMany(t *testing.T) {
 	for i, d := range resp.Data {
 		if err := sameFloats(d.Embedding, unit(h.engineEmbedding(t, texts[i], engine.PoolingDefault))); err != nil || d.Index != int64(i) {
 			t.Fatalf("input %d (index %d): %v", i, d.Index, err)
+		}
+	}
+	h.idle(t, false)
+}
+
+// TestEmbeddingsQueueFull: the engine's queue limit refuses a request
+// whose first input finds the queue full (429 overloaded), never one
+// already accepted: a request of more inputs than the queue holds, sent
+// beside other clients' requests, returns every vector.
+func TestEmbeddingsQueueFull(t *testing.T) {
+	h := startHarness(t, harnessOpts{maxRunning: 1, maxWaiting: 1})
+	texts := make([]string, 3*embedWindow)
+	for i := range texts {
+		texts[i] = strings.Repeat("queue ", 1+i%7) + fmt.Sprint(i)
+	}
+	type result struct {
+		status int
+		body   []byte
+	}
+	post := func(input any) result {
+		body, _ := json.Marshal(map[string]any{"model": "tiny", "input": input})
+		resp, err := http.Post(h.base+"/v1/embeddings", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return result{0, []byte(err.Error())}
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return result{resp.StatusCode, b}
+	}
+	type reply struct {
+		Data []struct {
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		} `json:"data"`
+	}
+	const others = 4
+	big := make(chan result, 1)
+	small := make(chan result, others)
+	admitted := h.e.Stats().Requests
+	go func() { big <- post(texts) }()
+	// The others start once its first input is accepted.
+	eventually(t, "the first input accepted", func() bool { return h.e.Stats().Requests > admitted })
+	for i := range others {
+		go func() { small <- post(fmt.Sprintf("another client %d", i)) }()
+	}
+	r := <-big
+	var rep reply
+	if err := json.Unmarshal(r.body, &rep); err != nil || r.status != 200 || len(rep.Data) != len(texts) {
+		t.Fatalf("the request of %d inputs: status %d, %.300s", len(texts), r.status, r.body)
+	}
+	for i, d := range rep.Data {
+		if err := sameFloats(d.Embedding, unit(h.engineEmbedding(t, texts[i], engine.PoolingDefault))); err != nil || d.Index != i {
+			t.Fatalf("input %d (index %d): %v", i, d.Index, err)
+		}
+	}
+	for range others {
+		// Another client's single input is either computed or refused whole.
+		r := <-small
+		var rep reply
+		switch {
+		case r.status == http.StatusTooManyRequests && strings.Contains(string(r.body), `"code":"overloaded"`):
+		case r.status == 200 && json.Unmarshal(r.body, &rep) == nil && len(rep.Data) == 1:
+		default:
+			t.Fatalf("another client: status %d, %.300s", r.status, r.body)
 		}
 	}
 	h.idle(t, false)
