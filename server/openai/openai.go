@@ -118,6 +118,9 @@ func Enable(s *server.Server, cfg Config) error {
 		{"POST /rerank", a.rerank},
 		{"POST /v2/rerank", a.rerank},
 		{"POST /v2/embed", a.cohereEmbed},
+		{"POST /embed", a.teiEmbed},
+		{"POST /similarity", a.teiSimilarity},
+		{"POST /{$}", a.teiRoot},
 		{"POST /v1/sessions", a.openSession},
 		{"GET /v1/sessions/{id}", a.getSession},
 		{"PATCH /v1/sessions/{id}", a.renewSession},
@@ -292,6 +295,10 @@ func (a *api) reject(w http.ResponseWriter, e *apiError) {
 func writeError(w http.ResponseWriter, e *apiError) {
 	if e.retryIn || e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
+	}
+	if _, tei := w.(teiWriter); tei {
+		writeJSON(w, e.status, e.teiBody())
+		return
 	}
 	writeJSON(w, e.status, e.body())
 }

@@ -32,6 +32,12 @@ type rerankRequest struct {
 	// than the model takes keeps the query and the longest prefix of the
 	// document that fits instead of being refused.
 	Truncate bool `json:"truncate"`
+	// Texts, ReturnText and TruncationDirection: text-embeddings-inference's
+	// form of the request (texts instead of documents), answered in its
+	// form: a bare list of {index, score, text}, the most relevant first.
+	Texts               []string `json:"texts"`
+	ReturnText          bool     `json:"return_text"`
+	TruncationDirection string   `json:"truncation_direction"`
 }
 
 func (e *rerankRequest) modelName() string { return e.Model }
@@ -59,7 +65,17 @@ func (a *api) rerank(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	docs, aerr := rerankDocuments(req.Documents)
+	tei := req.Texts != nil && req.Documents == nil
+	var docs []string
+	var aerr *apiError
+	if tei {
+		w = teiWriter{w}
+		if docs, aerr = rerankTexts(req.Texts); aerr == nil {
+			aerr = teiTruncation(req.TruncationDirection, nil)
+		}
+	} else {
+		docs, aerr = rerankDocuments(req.Documents)
+	}
 	lim := ms.m.Backend.Limits()
 	switch {
 	case aerr != nil:
@@ -108,11 +124,38 @@ func (a *api) rerank(w http.ResponseWriter, r *http.Request) {
 		results = results[:*req.TopN]
 	}
 	run.rm.Done(time.Now())
+	if tei {
+		out := make([]teiRerankResult, len(results))
+		for i, res := range results {
+			out[i] = teiRerankResult{Index: res.Index, Score: res.RelevanceScore}
+			if req.ReturnText {
+				out[i].Text = &docs[res.Index]
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": id, "object": "list", "model": ms.m.Name, "results": results,
 		"usage": map[string]any{"prompt_tokens": run.promptTokens, "total_tokens": run.promptTokens,
 			"prompt_tokens_details": map[string]int{"cached_tokens": run.cachedTokens}},
 	})
+}
+
+// rerankTexts checks TEI's texts as rerankDocuments checks documents.
+func rerankTexts(texts []string) ([]string, *apiError) {
+	switch {
+	case len(texts) == 0:
+		return nil, invalid("texts", "texts must be a non-empty list")
+	case len(texts) > MaxEmbeddingInputs:
+		return nil, invalid("texts", "%d texts exceed the limit of %d per request", len(texts), MaxEmbeddingInputs)
+	}
+	for i, t := range texts {
+		if t == "" {
+			return nil, invalid("texts", "texts[%d] is empty", i)
+		}
+	}
+	return texts, nil
 }
 
 // rerankDocuments reads the documents: strings, or objects with a "text"
