@@ -360,6 +360,16 @@ func (t *Tokenizer) decode(ids []int32, special bool) []byte {
 	return out
 }
 
+// Token is the vocabulary's text of id as the file stores it
+// (SentencePiece's ▁ for a space, byte-level BPE's Ġ), what Hugging Face's
+// convert_ids_to_tokens gives; "" outside the vocabulary.
+func (t *Tokenizer) Token(id int32) string {
+	if id < 0 || int(id) >= len(t.v.Tokens) {
+		return ""
+	}
+	return t.v.Tokens[id]
+}
+
 // VocabSize is the number of tokens.
 func (t *Tokenizer) VocabSize() int { return len(t.v.Tokens) }
 

@@ -121,6 +121,8 @@ func Enable(s *server.Server, cfg Config) error {
 		{"POST /embed", a.teiEmbed},
 		{"POST /similarity", a.teiSimilarity},
 		{"POST /{$}", a.teiRoot},
+		{"POST /tokenize", a.tokenize},
+		{"POST /detokenize", a.detokenize},
 		{"POST /v1/sessions", a.openSession},
 		{"GET /v1/sessions/{id}", a.getSession},
 		{"PATCH /v1/sessions/{id}", a.renewSession},
