@@ -154,6 +154,22 @@ func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	a.serveChat(w, r, ms, &req, chatServing{start: start, idPrefix: "chatcmpl-", route: RouteChat, sink: a.sinkFor(w, req.Stream)})
+}
+
+// chatServing is what differs between the routes that run a chat request:
+// /v1/chat/completions and /v1/responses (responses.go).
+type chatServing struct {
+	start    time.Time
+	idPrefix string // of the response id
+	route    string // the metrics' route label
+	sink     sink
+}
+
+// serveChat runs a parsed chat request: its checks, the chat template,
+// tools and constraints, then the engine (or a session turn) into cs.sink.
+func (a *api) serveChat(w http.ResponseWriter, r *http.Request, ms *modelState, req *chatRequest, cs chatServing) {
+	start := cs.start
 	maxTokens := req.MaxCompletionTokens
 	if maxTokens == nil {
 		maxTokens = req.MaxTokens
@@ -230,7 +246,7 @@ func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	// generated, its markers included.
 	harmony := ms.harmony && (split || len(plan.tools) > 0)
 	er.SpecialText = ms.harmony
-	id := requestID(r, "chatcmpl-")
+	id := requestID(r, cs.idPrefix)
 	p := server.PrincipalFrom(r.Context())
 	er.ID = p.Scope(id)
 	er.TokenIDs = prompt.Tokens
@@ -254,8 +270,8 @@ func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", id)
 	o := runOpts{kind: kindChat, id: id, model: ms.m, created: start.Unix(), stream: req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		split:        split && !harmony, harmony: harmony, logprobs: er.Logprobs != nil, choices: j.n, route: RouteChat, start: start, tools: plan.parser}
-	a.newRunner(o, a.sinkFor(w, req.Stream)).run(r.Context(), j, func(int) (*job, *apiError) { return nil, nil })
+		split:        split && !harmony, harmony: harmony, logprobs: er.Logprobs != nil, choices: j.n, route: cs.route, start: start, tools: plan.parser}
+	a.newRunner(o, cs.sink).run(r.Context(), j, func(int) (*job, *apiError) { return nil, nil })
 }
 
 // beginTurn continues a session with the rendered conversation: the

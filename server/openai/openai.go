@@ -113,6 +113,7 @@ func Enable(s *server.Server, cfg Config) error {
 		{"GET /v1/models/{model...}", a.getModel},
 		{"POST " + RouteCompletions, a.completions},
 		{"POST " + RouteChat, a.chatCompletions},
+		{"POST " + RouteResponses, a.responses},
 		{"POST " + RouteEmbeddings, a.embeddings},
 		{"POST " + RouteRerank, a.rerank},
 		{"POST /rerank", a.rerank},
