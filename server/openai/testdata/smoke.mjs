@@ -108,6 +108,33 @@ expect(
 	"response_format json_schema", rf.choices[0],
 );
 
+// Responses API: the same conversation as chat gets the same text and
+// token counts, whole and as the typed event stream.
+const plain = await client.chat.completions.create({ model, messages, max_completion_tokens: 8, temperature: 0 });
+const rsp = await client.responses.create({
+	model, instructions: messages[0].content, input: messages[1].content, max_output_tokens: 8, temperature: 0,
+});
+expect(
+	rsp.object === "response" && rsp.output_text === plain.choices[0].message.content &&
+		rsp.usage.input_tokens === plain.usage.prompt_tokens && rsp.usage.output_tokens === plain.usage.completion_tokens &&
+		rsp.status === (plain.choices[0].finish_reason === "length" ? "incomplete" : "completed"),
+	"responses equals chat", { rsp, plain },
+);
+let rdeltas = "";
+const rtypes = [];
+let rfinal = null;
+const rstream = await client.responses.create({
+	model, instructions: messages[0].content, input: messages[1].content, max_output_tokens: 8, temperature: 0, stream: true,
+});
+for await (const ev of rstream) {
+	expect(ev.sequence_number === rtypes.length, "event numbering", ev);
+	rtypes.push(ev.type);
+	if (ev.type === "response.output_text.delta") rdeltas += ev.delta;
+	if (ev.type === "response.completed" || ev.type === "response.incomplete") rfinal = ev.response;
+}
+expect(rtypes[0] === "response.created" && rfinal && rdeltas === rsp.output_text && rfinal.status === rsp.status, "streamed response", { rtypes, rdeltas });
+await expectStatus(client.responses.create({ model, input: "a", previous_response_id: "resp_x" }), 400, "unsupported_feature", "previous_response_id");
+
 // Embeddings: the SDK asks for base64 unless told otherwise and decodes it
 // itself; the float form must carry the same float32 values.
 const inputs = ["The capital of France is", "Once upon a time"];
