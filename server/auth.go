@@ -166,6 +166,18 @@ func (s *Server) authenticate(header string) (Principal, *apiError) {
 	return p, nil
 }
 
+// httpCredentials is an HTTP request's Authorization header, or its
+// X-Api-Key as a bearer token when it has no Authorization.
+func httpCredentials(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		return h
+	}
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return "Bearer " + k
+	}
+	return ""
+}
+
 func unauthenticated(msg string) *apiError {
 	return &apiError{grpc: codes.Unauthenticated, reason: reasonUnauthenticated, engine: pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENT,
 		msg: "server: " + msg}
@@ -238,12 +250,13 @@ func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 }
 
 // Authenticated wraps an HTTP handler of a protocol surface: without a
-// valid `Authorization: Bearer KEY` (when keys are configured) it answers
-// 401 before the handler runs; the handler finds the principal with
+// valid `Authorization: Bearer KEY` or `X-Api-Key: KEY` (Anthropic's
+// clients send that one) when keys are configured, it answers 401 before
+// the handler runs; the handler finds the principal with
 // PrincipalFrom(r.Context()).
 func (s *Server) Authenticated(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, aerr := s.authenticate(r.Header.Get("Authorization"))
+		p, aerr := s.authenticate(httpCredentials(r))
 		if aerr != nil {
 			s.metrics.rejected(aerr.reason)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="oengine"`)
@@ -353,12 +366,12 @@ func randomHex(n int) string {
 }
 
 // Authenticate resolves the principal of an HTTP request from its
-// `Authorization: Bearer KEY` header; the error classifies as 401
+// `Authorization: Bearer KEY` (or `X-Api-Key: KEY`) header; the error classifies as 401
 // `unauthenticated` (Classify). Surfaces that must answer something before
 // authenticating (a CORS preflight) call it themselves; the others wrap
 // their handler with Authenticated.
 func (s *Server) Authenticate(r *http.Request) (Principal, error) {
-	p, aerr := s.authenticate(r.Header.Get("Authorization"))
+	p, aerr := s.authenticate(httpCredentials(r))
 	if aerr != nil {
 		s.metrics.rejected(aerr.reason)
 		return Principal{}, aerr

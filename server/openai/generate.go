@@ -63,6 +63,7 @@ type choiceState struct {
 	reason   []byte
 	logprobs []tokenLogprob
 	finish   string
+	stop     string // the stop string that ended it, if one did
 	done     bool
 	// Tool-call parsing (runOpts.tools): raw is the whole content so far,
 	// sent how much of it went out as content; calls the parsed calls.
@@ -273,6 +274,9 @@ func (r *runner) runJob(ctx context.Context, j *job) bool {
 		case engine.EventFinished:
 			if ev.Output < 0 || ev.Output >= j.n || ev.Finish == nil || ev.Finish.Reason == engine.FinishError {
 				continue
+			}
+			if ev.Finish.Kind == engine.StopString {
+				r.choices[j.base+ev.Output].stop = ev.Finish.Text
 			}
 			if err := r.finishChoice(j.base+ev.Output, finishName(ev.Finish)); err != nil {
 				return false

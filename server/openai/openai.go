@@ -114,6 +114,8 @@ func Enable(s *server.Server, cfg Config) error {
 		{"POST " + RouteCompletions, a.completions},
 		{"POST " + RouteChat, a.chatCompletions},
 		{"POST " + RouteResponses, a.responses},
+		{"POST " + RouteMessages, a.anthropicMessages},
+		{"POST /v1/messages/count_tokens", a.countTokens},
 		{"POST " + RouteEmbeddings, a.embeddings},
 		{"POST " + RouteRerank, a.rerank},
 		{"POST /rerank", a.rerank},
@@ -299,8 +301,12 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if e.retryIn || e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	if _, tei := w.(teiWriter); tei {
+	switch w.(type) {
+	case teiWriter:
 		writeJSON(w, e.status, e.teiBody())
+		return
+	case anthropicWriter:
+		writeJSON(w, e.status, e.anthropicBody())
 		return
 	}
 	writeJSON(w, e.status, e.body())

@@ -23,6 +23,9 @@ import (
 // clients read the message from.
 type teiWriter struct{ http.ResponseWriter }
 
+// Unwrap lets http.ResponseController reach the connection's controls.
+func (w teiWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // teiError is TEI's error body.
 type teiError struct {
 	Error     string `json:"error"`
