@@ -366,8 +366,8 @@ func randomHex(n int) string {
 }
 
 // Authenticate resolves the principal of an HTTP request from its
-// `Authorization: Bearer KEY` (or `X-Api-Key: KEY`) header; the error classifies as 401
-// `unauthenticated` (Classify). Surfaces that must answer something before
+// `Authorization: Bearer KEY` (or `X-Api-Key: KEY`) header; the error
+// classifies as 401 `unauthenticated` (Classify). Surfaces that must answer something before
 // authenticating (a CORS preflight) call it themselves; the others wrap
 // their handler with Authenticated.
 func (s *Server) Authenticate(r *http.Request) (Principal, error) {

@@ -2,6 +2,8 @@ package openai
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -231,4 +233,40 @@ func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// TestAnthropicFailure: an engine failure after acceptance answers
+// Anthropic's error form: the whole reply a 500 api_error, a stream one
+// error event after message_start and nothing after it.
+func TestAnthropicFailure(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	boom := errors.New("injected device failure")
+	h.model.fail.Store(&boom)
+	defer h.model.fail.Store(nil)
+	for _, stream := range []bool{false, true} {
+		body := fmt.Sprintf(`{"model":"tiny","max_tokens":8,"stream":%v,"messages":[{"role":"user","content":"go"}]}`, stream)
+		status, raw := h.post(t, "/v1/messages", body)
+		var e struct {
+			Type  string `json:"type"`
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		data := raw
+		if stream {
+			events := strings.Split(strings.TrimSpace(string(raw)), "\n\n")
+			last := events[len(events)-1]
+			if status != 200 || !strings.HasPrefix(events[0], "event: message_start\n") || !strings.HasPrefix(last, "event: error\n") {
+				t.Fatalf("stream: status %d\n%s", status, raw)
+			}
+			data = []byte(strings.TrimPrefix(last[strings.Index(last, "\n")+1:], "data: "))
+		} else if status != http.StatusInternalServerError {
+			t.Fatalf("status %d, %s", status, raw)
+		}
+		if json.Unmarshal(data, &e) != nil || e.Type != "error" || e.Error.Type != "api_error" || !strings.Contains(e.Error.Message, "injected device failure") {
+			t.Fatalf("stream %v: %s", stream, raw)
+		}
+	}
+	h.idle(t, false)
 }

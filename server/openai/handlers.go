@@ -158,7 +158,8 @@ func (a *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 }
 
 // chatServing is what differs between the routes that run a chat request:
-// /v1/chat/completions and /v1/responses (responses.go).
+// /v1/chat/completions, /v1/responses (responses.go) and /v1/messages
+// (anthropic.go).
 type chatServing struct {
 	start    time.Time
 	idPrefix string // of the response id

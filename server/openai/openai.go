@@ -296,7 +296,8 @@ func (a *api) reject(w http.ResponseWriter, e *apiError) {
 	writeError(w, e)
 }
 
-// writeError answers e (Retry-After for overload and draining).
+// writeError answers e (Retry-After for overload and draining) in the
+// route's form: OpenAI's, or TEI's or Anthropic's behind their writers.
 func writeError(w http.ResponseWriter, e *apiError) {
 	if e.retryIn || e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")

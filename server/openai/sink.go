@@ -166,10 +166,7 @@ func (b *bodySink) end(r *runner) error {
 }
 
 func (b *bodySink) fail(r *runner, e *apiError) error {
-	if e.retryIn {
-		b.w.Header().Set("Retry-After", "1")
-	}
-	writeJSON(b.w, e.status, e.body())
+	writeError(b.w, e) // in the route's form (an Anthropic or TEI writer)
 	return nil
 }
 
