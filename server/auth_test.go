@@ -65,7 +65,7 @@ func TestAuthRequired(t *testing.T) {
 	if _, err := healthpb.NewHealthClient(h.conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatalf("grpc.health without a key: %v", err)
 	}
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+	for _, path := range []string{"/healthz", "/readyz", "/health", "/metrics"} {
 		if code, _ := httpGet(t, h.http+path); code != 200 {
 			t.Fatalf("%s without a key: %d", path, code)
 		}

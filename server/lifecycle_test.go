@@ -33,9 +33,11 @@ func TestHTTPAndMetrics(t *testing.T) {
 		}
 	})
 	t.Run("readyz", func(t *testing.T) {
-		code, body := httpGet(t, h.http+"/readyz")
-		if code != http.StatusOK || !strings.Contains(body, `"status":"ready"`) {
-			t.Fatalf("%d %s", code, body)
+		for _, path := range []string{"/readyz", "/health"} {
+			code, body := httpGet(t, h.http+path)
+			if code != http.StatusOK || !strings.Contains(body, `"status":"ready"`) {
+				t.Fatalf("%s: %d %s", path, code, body)
+			}
 		}
 	})
 	t.Run("metrics", func(t *testing.T) {
@@ -133,8 +135,10 @@ func TestDrain(t *testing.T) {
 		if err != nil || hr.GetState() != pb.HealthState_HEALTH_STATE_DRAINING {
 			t.Fatalf("health %v, %v", hr, err)
 		}
-		if code, _ := httpGet(t, h.http+"/readyz"); code != http.StatusServiceUnavailable {
-			t.Fatalf("readyz %d while draining", code)
+		for _, path := range []string{"/readyz", "/health"} {
+			if code, _ := httpGet(t, h.http+path); code != http.StatusServiceUnavailable {
+				t.Fatalf("%s %d while draining", path, code)
+			}
 		}
 		gh, err := healthpb.NewHealthClient(h.conn).Check(ctx, &healthpb.HealthCheckRequest{})
 		if err != nil || gh.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {

@@ -127,6 +127,7 @@ func New(cfg Config, models ...Model) (*Server, error) {
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("GET /health", s.readyz) // vLLM's, llama.cpp's and TEI's path
 	s.http = &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: 10 * time.Second,
