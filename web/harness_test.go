@@ -139,6 +139,9 @@ type consoleOpts struct {
 	// modelFile, when set, serves that GGUF (a real model, run on the CPU)
 	// instead of the thinking model; console.model is then nil.
 	modelFile string
+	// corsOrigins are the other origins allowed to call the API from a
+	// browser (--cors-origin).
+	corsOrigins []string
 }
 
 func startConsole(t testing.TB, o consoleOpts) *console {
@@ -202,10 +205,10 @@ func startConsole(t testing.TB, o consoleOpts) *console {
 	if _, err := s.EnableSessions(server.ExtensionConfig{Sessions: sessions.Config{ReapInterval: time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := sse.Enable(s, sse.Config{}); err != nil {
+	if err := sse.Enable(s, sse.Config{CORSOrigins: o.corsOrigins}); err != nil {
 		t.Fatal(err)
 	}
-	if err := openai.Enable(s, openai.Config{}); err != nil {
+	if err := openai.Enable(s, openai.Config{CORSOrigins: o.corsOrigins}); err != nil {
 		t.Fatal(err)
 	}
 	if err := web.Enable(s, web.Config{Version: "test"}); err != nil {

@@ -81,7 +81,7 @@ func parseServe(args []string) (*serveConfig, error) {
 	fs.Float64Var(&c.sseTemp, "sse-temperature", -1, "temperature of SSE side generations (negative: --default-temperature)")
 	fs.DurationVar(&c.sseKeepAlive, "sse-keepalive", sse.DefaultKeepAlive, "interval of SSE keep-alive comments while no event is sent")
 	fs.DurationVar(&c.sseWriteTimeout, "sse-write-timeout", sse.DefaultWriteTimeout, "an SSE reader stalled longer than this is cancelled")
-	fs.Var(&c.corsOrigins, "cors-origin", "`origin` allowed to call the SSE route from a browser (repeatable; \"*\" any; none by default)")
+	fs.Var(&c.corsOrigins, "cors-origin", "`origin` whose pages may call the HTTP API and the SSE route from a browser (repeatable; \"*\" any; none by default)")
 	fs.StringVar(&c.chatTemplate, "chat-template", "", "Jinja chat template `file` replacing the GGUF's tokenizer.chat_template (OpenAI chat completions, SSE)")
 	fs.DurationVar(&c.templateTimeout, "chat-template-timeout", chat.DefaultRenderTimeout, "longest chat template render; a template that runs longer fails")
 	fs.BoolVar(&c.noReasoningSplit, "no-reasoning-split", false, "keep <think> blocks in the OpenAI content instead of reasoning_content")
@@ -228,7 +228,7 @@ func (c *serveConfig) run(stdout, stderr io.Writer) error {
 	if err := sse.Enable(srv, sc); err != nil {
 		return err
 	}
-	if err := openai.Enable(srv, openai.Config{TemplateLimits: limits, NoReasoningSplit: c.noReasoningSplit}); err != nil {
+	if err := openai.Enable(srv, openai.Config{TemplateLimits: limits, NoReasoningSplit: c.noReasoningSplit, CORSOrigins: corsOrigins}); err != nil {
 		return err
 	}
 	if err := web.Enable(srv, web.Config{Version: version}); err != nil {

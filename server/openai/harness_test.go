@@ -138,6 +138,7 @@ type harnessOpts struct {
 	writeBuffer            int    // server socket send buffer (0: system default)
 	eventQueue             int    // engine event queue per request (0: default)
 	modelFile              string // a GGUF of ../shared/testdata/models, or a path with a "/"; "": tiny-llama-f16.gguf
+	corsOrigins            []string
 }
 
 // clockT is a settable clock for lease tests.
@@ -216,7 +217,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 		Clock: o.clock, MaxSessions: o.maxSessions}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Enable(s, Config{MaxBodyBytes: o.maxBody, WriteTimeout: 5 * time.Second}); err != nil {
+	if err := Enable(s, Config{MaxBodyBytes: o.maxBody, WriteTimeout: 5 * time.Second, CORSOrigins: o.corsOrigins}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Listen(); err != nil {

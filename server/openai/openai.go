@@ -54,6 +54,10 @@ type Config struct {
 	Created time.Time
 	// OwnedBy is the models' owned_by; "": "oengine".
 	OwnedBy string
+	// CORSOrigins are the other origins whose pages may call the routes
+	// from a browser (--cors-origin; "*": any; server.CORS). A request
+	// from any other foreign origin is refused with 403.
+	CORSOrigins []string
 }
 
 func (c Config) withDefaults() Config {
@@ -82,6 +86,7 @@ type api struct {
 	// fingerprint is system_fingerprint: the same for every response of
 	// this process.
 	fingerprint string
+	cors        server.CORS // cfg.CORSOrigins
 }
 
 // modelState is what the API prepared for one served model.
@@ -101,7 +106,7 @@ type modelState struct {
 // server's sessions are enabled.
 func Enable(s *server.Server, cfg Config) error {
 	a := &api{s: s, log: s.Logger(), cfg: cfg.withDefaults(), models: map[*server.Model]*modelState{},
-		fingerprint: "fp_oengine_" + s.InstanceID()}
+		fingerprint: "fp_oengine_" + s.InstanceID(), cors: server.CORS{Origins: cfg.CORSOrigins}}
 	for _, m := range s.Models() {
 		a.models[m] = a.prepare(m)
 	}
@@ -131,12 +136,51 @@ func Enable(s *server.Server, cfg Config) error {
 		{"PATCH /v1/sessions/{id}", a.renewSession},
 		{"DELETE /v1/sessions/{id}", a.closeSession},
 	}
-	for _, r := range routes {
-		if err := s.HandleHTTP(r.pattern, s.Authenticated(r.h)); err != nil {
+	// Each path also answers the CORS preflight of its methods, without a
+	// key (a browser sends none with it).
+	methods := map[string][]string{}
+	var paths []string
+	for _, rt := range routes {
+		method, path, _ := strings.Cut(rt.pattern, " ")
+		if methods[path] == nil {
+			paths = append(paths, path)
+		}
+		methods[path] = append(methods[path], method)
+		if err := s.HandleHTTP(rt.pattern, a.fromOrigin(s.Authenticated(rt.h))); err != nil {
+			return err
+		}
+	}
+	for _, path := range paths {
+		allowed := strings.Join(methods[path], ", ")
+		if err := s.HandleHTTP("OPTIONS "+path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			origin, ok := a.cors.Check(w, r)
+			if !a.cors.Preflight(w, r, ok, allowed) {
+				a.reject(w, foreignOrigin(origin))
+			}
+		})); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fromOrigin refuses a browser request from a foreign origin that is not
+// allowed (Config.CORSOrigins) before h runs, and gives an allowed one
+// its CORS headers.
+func (a *api) fromOrigin(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin, ok := a.cors.Check(w, r); origin != "" && !ok {
+			a.reject(w, foreignOrigin(origin))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func foreignOrigin(origin string) *apiError {
+	e := errorf(http.StatusForbidden, "origin_not_allowed", "", "origin %q is not allowed to call this server from a browser (--cors-origin)", origin)
+	e.reason = "ORIGIN_NOT_ALLOWED"
+	return e
 }
 
 // prepare builds the chat encoder of a model.

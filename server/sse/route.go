@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"oengine/engine"
@@ -76,6 +74,7 @@ type sseRoute struct {
 	s       *server.Server
 	log     *slog.Logger
 	cfg     Config
+	cors    server.CORS // cfg.CORSOrigins
 	metrics *sseMetrics
 	// encoders by served model name; built once at Enable.
 	encoders map[string]promptEncoder
@@ -103,7 +102,7 @@ const Pattern = "/session/{id}/generate"
 // unknown).
 func Enable(s *server.Server, cfg Config) error {
 	cfg = cfg.withDefaults()
-	rt := &sseRoute{s: s, log: s.Logger(), cfg: cfg, encoders: map[string]promptEncoder{}}
+	rt := &sseRoute{s: s, log: s.Logger(), cfg: cfg, cors: server.CORS{Origins: cfg.CORSOrigins}, encoders: map[string]promptEncoder{}}
 	if cfg.FastModel != "" {
 		if _, ok := s.Lookup(cfg.FastModel); !ok {
 			rt.log.Warn("server: SSE fast model is not served; the session's model answers", "fast_model", cfg.FastModel)
@@ -150,7 +149,7 @@ func (rt *sseRoute) buildEncoder(md *server.Model) (promptEncoder, error) {
 // ServeHTTP answers the route: POST generates, OPTIONS is the CORS
 // preflight, anything else is 405.
 func (rt *sseRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	origin, originOK := rt.cors(w, r)
+	origin, originOK := rt.cors.Check(w, r)
 	switch r.Method {
 	case http.MethodPost:
 	case http.MethodOptions:
@@ -301,46 +300,12 @@ func cloneSampling(o sampling.Options) sampling.Options {
 	return out
 }
 
-// cors sets the CORS response headers for an allowed Origin. It returns
-// the request's origin ("" for none) and whether it is allowed. The
-// server's own origin (a page it serves, such as the web console) needs no
-// --cors-origin: browsers send Origin on a same-origin POST too.
-func (rt *sseRoute) cors(w http.ResponseWriter, r *http.Request) (string, bool) {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return "", false
-	}
-	if sameOrigin(r, origin) {
-		return "", false
-	}
-	w.Header().Add("Vary", "Origin")
-	if !slices.Contains(rt.cfg.CORSOrigins, origin) && !slices.Contains(rt.cfg.CORSOrigins, "*") {
-		return origin, false
-	}
-	w.Header().Set("Access-Control-Allow-Origin", origin)
-	return origin, true
-}
-
 // preflight answers OPTIONS: 204 with the allowed method and headers for a
 // configured origin, 403 otherwise.
 func (rt *sseRoute) preflight(w http.ResponseWriter, r *http.Request, origin string, ok bool) {
-	if !ok {
+	if !rt.cors.Preflight(w, r, ok, "POST") {
 		rt.reject(w, sseErrorf(http.StatusForbidden, "invalid_request", "CORS origin %q is not allowed", origin))
 		return
 	}
-	h := w.Header()
-	h.Set("Access-Control-Allow-Methods", "POST")
-	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
-	h.Set("Access-Control-Max-Age", "600")
-	w.WriteHeader(http.StatusNoContent)
 	rt.metrics.outcome("preflight")
-}
-
-// sameOrigin reports whether origin is the request's own scheme and host.
-func sameOrigin(r *http.Request, origin string) bool {
-	scheme := "http://"
-	if r.TLS != nil {
-		scheme = "https://"
-	}
-	return r.Host != "" && strings.EqualFold(origin, scheme+r.Host)
 }
