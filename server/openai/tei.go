@@ -14,9 +14,9 @@ import (
 
 // Hugging Face's text-embeddings-inference (TEI) routes: POST /embed,
 // POST /similarity, the TEI form of POST /rerank (texts, answered as a
-// bare list) and POST / choosing among them, so TEI's clients (huggingface_hub, @huggingface/inference,
-// LangChain's and LlamaIndex's TEI integrations) reach the engine as they
-// are (docs/api.md, "text-embeddings-inference routes").
+// bare list) and POST / choosing among them, so clients written for TEI
+// reach the engine as they are (docs/api.md, "text-embeddings-inference
+// routes").
 
 // teiWriter marks the response of a TEI route: writeError answers in
 // TEI's form, {"error": message, "error_type": kind}, the form its
