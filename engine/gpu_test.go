@@ -295,3 +295,26 @@ func tokenIDs(ev Event) []int32 {
 	}
 	return out
 }
+
+// TestGPULogitBias: a greedy request with a logit bias takes its choice on
+// the host, where the bias is applied (the device argmax never sees it):
+// +100 on a token makes every generated token that one.
+func TestGPULogitBias(t *testing.T) {
+	g, _, tok := tinyGPUModel(t, "tiny-llama-q8_0.gguf", 64)
+	gm := &greedyCounting{GreedyModel: FromGPU(g).(GreedyModel)}
+	e := newRealEngine(t, Config{}, gm, tok)
+	s := greedy()
+	s.LogitBias = []sampling.TokenBias{{ID: 500, Bias: 100}}
+	got := concurrent(t, e, []Request{{Prompt: "Once upon a time", MaxTokens: 4, Sampling: s, Stop: StopParams{IgnoreEOS: true}}})
+	if got[0].err != nil || len(got[0].tokens[0]) != 4 {
+		t.Fatalf("%v, tokens %v", got[0].err, got[0].tokens)
+	}
+	for _, tk := range got[0].tokens[0] {
+		if tk != 500 {
+			t.Fatalf("tokens %v, want 500 each (+100 bias)", got[0].tokens[0])
+		}
+	}
+	if gm.greedy.Load() != 0 {
+		t.Fatalf("%d steps took the device argmax with a logit bias in force", gm.greedy.Load())
+	}
+}

@@ -226,7 +226,7 @@ func (e *Engine) plainGreedy(plan *scheduler.Plan) bool {
 		o := it.Seq.Data.(*output)
 		req := o.req
 		r := &req.r
-		if !req.params.Greedy() || req.params.Penalised() || r.Logprobs != nil || req.promptLP != nil || o.guide != nil {
+		if !req.params.Greedy() || req.params.RewritesLogits() || r.Logprobs != nil || req.promptLP != nil || o.guide != nil {
 			return false
 		}
 		if len(o.tokens) < r.MinTokens && (len(r.Stop.TokenIDs) > 0 || (!r.Stop.IgnoreEOS && len(e.eog) > 0)) {

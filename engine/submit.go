@@ -161,6 +161,11 @@ func (e *Engine) prepare(r Request) (*request, error) {
 		return nil, wrapError(CodeInvalidArgument, err, "")
 	}
 	req.params = params
+	for _, b := range params.LogitBias {
+		if int(b.ID) >= e.info.Vocab {
+			return nil, invalid("logit_bias: token id %d outside the vocabulary (%d)", b.ID, e.info.Vocab)
+		}
+	}
 	for _, c := range []*sampling.Candidates{r.Logprobs, r.PromptLogprobs} {
 		if c != nil {
 			if err := c.Validate(e.info.Vocab, e.cfg.MaxLogprobs); err != nil {

@@ -65,7 +65,21 @@ type Params struct {
 	PresencePenalty   float64 // [-2, 2]; 0 = neutral
 	Seed              uint64  // used when HasSeed
 	HasSeed           bool    // false: a random seed per request
+	// LogitBias is added to the listed tokens' logits after the penalties
+	// (OpenAI's logit_bias); ids are distinct and inside the vocabulary
+	// (the engine checks that bound), biases in ±MaxLogitBias.
+	LogitBias []TokenBias
 }
+
+// TokenBias is one entry of Params.LogitBias.
+type TokenBias struct {
+	ID   int32
+	Bias float32
+}
+
+// MaxLogitBias bounds a logit bias (OpenAI's range): ±100 bans or forces a
+// token.
+const MaxLogitBias = 100
 
 // Defaults returns the neutral parameters of docs/design.md §2 with the given
 // default temperature (the server's --default-temperature, 1.0 unless set).
@@ -91,6 +105,10 @@ func (p Params) Greedy() bool { return p.Temperature < GreedyBelow }
 func (p Params) Penalised() bool {
 	return p.RepetitionPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0
 }
+
+// RewritesLogits reports whether the logits are rewritten before the
+// choice (a penalty or a logit bias), so the choice needs them on the host.
+func (p Params) RewritesLogits() bool { return p.Penalised() || len(p.LogitBias) > 0 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
@@ -126,6 +144,18 @@ func (p Params) Validate() error {
 	case p.PresencePenalty < MinAdditivePenalty || p.PresencePenalty > MaxAdditivePenalty:
 		return paramErr("presence_penalty", "must be in [-2, 2], got %v", p.PresencePenalty)
 	}
+	seen := make(map[int32]bool, len(p.LogitBias))
+	for _, b := range p.LogitBias {
+		switch {
+		case b.ID < 0:
+			return paramErr("logit_bias", "token id %d is negative", b.ID)
+		case seen[b.ID]:
+			return paramErr("logit_bias", "token id %d is listed twice", b.ID)
+		case !finite(float64(b.Bias)) || b.Bias < -MaxLogitBias || b.Bias > MaxLogitBias:
+			return paramErr("logit_bias", "the bias of token %d must be in [-100, 100], got %v", b.ID, b.Bias)
+		}
+		seen[b.ID] = true
+	}
 	return nil
 }
 
@@ -139,6 +169,7 @@ type Options struct {
 	FrequencyPenalty  *float64
 	PresencePenalty   *float64
 	Seed              *uint64 // absent: random per request
+	LogitBias         []TokenBias
 }
 
 // Resolve fills absent fields with the defaults of docs/design.md §2 and
@@ -162,6 +193,7 @@ func (o Options) Resolve(defaultTemperature float64) (Params, error) {
 	if o.Seed != nil {
 		p.Seed, p.HasSeed = *o.Seed, true
 	}
+	p.LogitBias = o.LogitBias
 	if err := p.Validate(); err != nil {
 		return Params{}, err
 	}

@@ -3,6 +3,7 @@ package sampling
 import (
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -85,6 +86,12 @@ func TestOptionsResolve(t *testing.T) {
 			RepetitionPenalty: f64(1.2), FrequencyPenalty: f64(0.5), PresencePenalty: f64(-0.5), Seed: u64(42)},
 			Params{Temperature: 0, TopP: 0.5, TopK: 7, MinP: 0.1, RepetitionPenalty: 1.2, FrequencyPenalty: 0.5, PresencePenalty: -0.5, Seed: 42, HasSeed: true}, ""},
 		{"present top_p 0 rejected", Options{TopP: f64(0)}, Params{}, "top_p"},
+		{"logit bias kept", Options{LogitBias: []TokenBias{{ID: 3, Bias: -100}, {ID: 9, Bias: 2.5}}},
+			Params{Temperature: 0.8, TopP: 1, RepetitionPenalty: 1, LogitBias: []TokenBias{{ID: 3, Bias: -100}, {ID: 9, Bias: 2.5}}}, ""},
+		{"logit bias above 100 rejected", Options{LogitBias: []TokenBias{{ID: 3, Bias: 101}}}, Params{}, "logit_bias"},
+		{"logit bias NaN rejected", Options{LogitBias: []TokenBias{{ID: 3, Bias: float32(math.NaN())}}}, Params{}, "logit_bias"},
+		{"logit bias negative id rejected", Options{LogitBias: []TokenBias{{ID: -1, Bias: 1}}}, Params{}, "logit_bias"},
+		{"logit bias id twice rejected", Options{LogitBias: []TokenBias{{ID: 4, Bias: 1}, {ID: 4, Bias: 2}}}, Params{}, "logit_bias"},
 		{"present NaN temperature rejected", Options{Temperature: f64(math.NaN())}, Params{}, "temperature"},
 	}
 	for _, tc := range tests {
@@ -97,7 +104,7 @@ func TestOptionsResolve(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != tc.want {
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("Resolve() = %+v, %v; want %+v", got, err, tc.want)
 			}
 		})

@@ -50,6 +50,20 @@ func (s *Sampler) resetCounts() {
 	s.promptSeen, s.outputSeen = 0, 0
 }
 
+// rewrite applies the penalties (counting h first) and then the logit
+// bias to z, a copy of the logits.
+func (s *Sampler) rewrite(z []float32, h History) {
+	if s.penalised {
+		s.observe(h, len(z))
+		s.applyPenalties(z)
+	}
+	for _, b := range s.p.LogitBias {
+		if int(b.ID) < len(z) {
+			z[b.ID] += b.Bias
+		}
+	}
+}
+
 // applyPenalties rewrites z ([vocab], a copy of the logits) at every token
 // seen so far:
 //

@@ -2,6 +2,7 @@ package sampling
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -111,5 +112,38 @@ func TestPenaltyChangesGreedyChoice(t *testing.T) {
 				t.Fatalf("Sample modified the caller's logits: %v", logits)
 			}
 		})
+	}
+}
+
+// TestLogitBias: the bias is added after the penalties, forces (+100) or
+// bans (-100) a token under greedy and sampling alike, and Distribution
+// (speculative verification) sees the same rewritten logits as Sample.
+func TestLogitBias(t *testing.T) {
+	logits := []float32{2, -1, 0.5, 3, 1, -2}
+	p := Params{Temperature: 1, TopP: 1, RepetitionPenalty: 2, LogitBias: []TokenBias{{ID: 0, Bias: 0.5}, {ID: 5, Bias: -1}, {ID: 99, Bias: 7}}}
+	s := New(p, 0)
+	z := append([]float32(nil), logits...)
+	s.rewrite(z, History{Prompt: []int32{0}})
+	if want := []float32{2.0/2 + 0.5, -1, 0.5, 3, 1, -3}; !slices.Equal(z, want) {
+		t.Fatalf("rewritten logits %v, want %v (penalty, then bias; id 99 outside ignored)", z, want)
+	}
+	for _, temp := range []float64{0, 1} {
+		force := New(Params{Temperature: temp, TopP: 1, RepetitionPenalty: 1, LogitBias: []TokenBias{{ID: 1, Bias: 100}}, HasSeed: true, Seed: 3}, 0)
+		ban := New(Params{Temperature: temp, TopP: 1, RepetitionPenalty: 1, LogitBias: []TokenBias{{ID: 3, Bias: -100}}, HasSeed: true, Seed: 3}, 0)
+		for range 50 {
+			if got := force.Sample(logits, History{}); got != 1 {
+				t.Fatalf("temperature %v: +100 on token 1 sampled %d", temp, got)
+			}
+			if got := ban.Sample(logits, History{}); got == 3 {
+				t.Fatalf("temperature %v: -100 on token 3 sampled it", temp)
+			}
+		}
+		d := force.Distribution(logits, History{}, Dist{})
+		if d.P(1) < 0.999 {
+			t.Fatalf("temperature %v: Distribution gives the forced token %v", temp, d.P(1))
+		}
+	}
+	if got := New(Params{TopP: 1, RepetitionPenalty: 1, LogitBias: []TokenBias{{ID: 3, Bias: -100}}}, 0).Sample(logits, History{}); got != 0 {
+		t.Fatalf("greedy with the argmax banned: %d, want the runner-up 0", got)
 	}
 }

@@ -26,6 +26,7 @@ type Sampler struct {
 	rng  rand.PCG
 
 	penalised  bool     // any penalty is not neutral
+	biased     bool     // Params.LogitBias is set
 	counts     []uint32 // [vocab] promptBit | output count; allocated on first use
 	touched    []int32  // ids whose counts entry is non-zero
 	promptSeen int      // len(History.Prompt) already counted
@@ -48,7 +49,7 @@ func New(p Params, outputIndex int) *Sampler {
 	s1 := splitmix64(s.seed)
 	s2 := splitmix64(s1 ^ splitmix64(uint64(outputIndex)+0x632be59bd9b4e019))
 	s.rng.Seed(s1, s2)
-	s.penalised = p.Penalised()
+	s.penalised, s.biased = p.Penalised(), len(p.LogitBias) > 0
 	return s
 }
 
@@ -72,7 +73,8 @@ func (s *Sampler) uniform() float64 {
 }
 
 // Sample picks the next token from logits ([vocab] scores of the next
-// position; never modified). It applies penalties, then temperature (greedy
+// position; never modified). It applies penalties and the logit bias,
+// then temperature (greedy
 // below GreedyBelow), min-p, top-k and top-p, and draws once from the
 // sequence's RNG.
 // NaN logits never win. If no logit is finite the result is the argmax with
@@ -85,13 +87,12 @@ func (s *Sampler) Sample(logits []float32, h History) int32 {
 	}
 	z := logits
 	var sc *scratch
-	if s.penalised {
-		s.observe(h, v)
+	if s.penalised || s.biased {
 		sc = getScratch(v)
 		defer putScratch(sc)
 		z = sc.z[:v]
 		copy(z, logits)
-		s.applyPenalties(z)
+		s.rewrite(z, h)
 	}
 	if s.p.Greedy() {
 		return argmax(z)

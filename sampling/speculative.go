@@ -29,7 +29,7 @@ func pointMass(dst Dist, id int32) Dist {
 }
 
 // Distribution returns the distribution Sample draws the next token from,
-// for the same logits and history: penalties, temperature, min-p, top-k and
+// for the same logits and history: penalties, logit bias, temperature, min-p, top-k and
 // top-p applied; a point mass on the argmax when sampling is greedy or no
 // logit is finite. It draws nothing (the RNG is untouched); dst's storage
 // is reused.
@@ -41,11 +41,10 @@ func (s *Sampler) Distribution(logits []float32, h History, dst Dist) Dist {
 	sc := getScratch(v)
 	defer putScratch(sc)
 	z := logits
-	if s.penalised {
-		s.observe(h, v)
+	if s.penalised || s.biased {
 		z = sc.z[:v]
 		copy(z, logits)
-		s.applyPenalties(z)
+		s.rewrite(z, h)
 	}
 	if s.p.Greedy() {
 		return pointMass(dst, argmax(z))

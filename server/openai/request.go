@@ -2,11 +2,15 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -38,9 +42,11 @@ type commonRequest struct {
 	StreamOptions     *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	// Fields that cannot be honoured: refused with 400, never ignored.
+	// LogitBias maps token ids (as strings) to a bias in [-100, 100]
+	// added to their logits (sampling.Params.LogitBias).
 	LogitBias map[string]float64 `json:"logit_bias"`
-	BestOf    *int               `json:"best_of"`
+	// Fields that cannot be honoured: refused with 400, never ignored.
+	BestOf *int `json:"best_of"`
 	// ResponseFormat constrains the output (structured.go).
 	ResponseFormat *responseFormat `json:"response_format"`
 }
@@ -124,13 +130,28 @@ func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) *apiErro
 
 // refuse reports fields that cannot be honoured.
 func (c *commonRequest) refuse() *apiError {
-	switch {
-	case len(c.LogitBias) > 0:
-		return unsupported("logit_bias", "logit_bias is not supported")
-	case c.BestOf != nil && *c.BestOf > 1 && (c.N == nil || *c.BestOf != *c.N):
+	if c.BestOf != nil && *c.BestOf > 1 && (c.N == nil || *c.BestOf != *c.N) {
 		return unsupported("best_of", "best_of other than n is not supported")
 	}
 	return nil
+}
+
+// logitBias decodes logit_bias: token ids as decimal keys, biases in
+// [-100, 100] (checked by sampling), ordered by id.
+func logitBias(m map[string]float64) ([]sampling.TokenBias, *apiError) {
+	out := make([]sampling.TokenBias, 0, len(m))
+	for k, v := range m {
+		id, err := strconv.ParseInt(k, 10, 32)
+		if err != nil {
+			return nil, invalid("logit_bias", "logit_bias key %q is not a token id", k)
+		}
+		if math.IsNaN(v) || v < -sampling.MaxLogitBias || v > sampling.MaxLogitBias {
+			return nil, invalid("logit_bias", "logit_bias of token %s must be in [-100, 100], got %v", k, v)
+		}
+		out = append(out, sampling.TokenBias{ID: int32(id), Bias: float32(v)})
+	}
+	slices.SortFunc(out, func(a, b sampling.TokenBias) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // stops decodes stop: a string or a list of strings.
@@ -187,6 +208,12 @@ func (c *commonRequest) engineRequest(maxTokens *int) (engine.Request, *apiError
 	if c.Seed != nil {
 		sd := uint64(*c.Seed)
 		r.Sampling.Seed = &sd
+	}
+	if len(c.LogitBias) > 0 {
+		var aerr *apiError
+		if r.Sampling.LogitBias, aerr = logitBias(c.LogitBias); aerr != nil {
+			return r, aerr
+		}
 	}
 	st, aerr := stops(c.Stop)
 	if aerr != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,6 +15,10 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"oengine/engine"
+	"oengine/model/tokenizer"
+	"oengine/sampling"
 )
 
 // familyTemplate reads a real chat template of the model/chat test set.
@@ -337,4 +342,71 @@ func TestToolCalls(t *testing.T) {
 			h.idle(t, false)
 		})
 	}
+}
+
+// TestLogitBias: logit_bias through the official SDK forces (+100) or bans
+// (-100) tokens in what the engine generates, and refuses bad maps.
+func TestLogitBias(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	c := h.client()
+	const prompt = "Once upon a time"
+	plain, err := c.Completions.New(ctxT(t), oa.CompletionNewParams{Model: "tiny", MaxTokens: oa.Int(4), Temperature: oa.Float(0),
+		Prompt: oa.CompletionNewParamsPromptUnion{OfString: oa.String(prompt)}, Logprobs: oa.Int(0)}, option.WithJSONSet("ignore_eos", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	force := h.tok.Encode(" cat", tokenizer.EncodeOptions{})
+	if len(force) == 0 {
+		t.Fatal("no token for the forced text")
+	}
+	id := force[len(force)-1]
+	forced, err := c.Completions.New(ctxT(t), oa.CompletionNewParams{Model: "tiny", MaxTokens: oa.Int(4), Temperature: oa.Float(1), Seed: oa.Int(5),
+		Prompt:    oa.CompletionNewParamsPromptUnion{OfString: oa.String(prompt)},
+		LogitBias: map[string]int64{strconv.Itoa(int(id)): 100}}, option.WithJSONSet("ignore_eos", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	piece := string(h.tok.Piece(id))
+	if want := strings.Repeat(piece, 4); forced.Choices[0].Text != want {
+		t.Fatalf("+100 on token %d (%q): %q, want %q", id, piece, forced.Choices[0].Text, want)
+	}
+	// Banning the greedy first token (its id from the engine itself)
+	// changes the first token.
+	first := plain.Choices[0].Logprobs.Tokens[0]
+	zero := 0.0
+	st, err := h.e.Submit(ctxT(t), engine.Request{Prompt: prompt, MaxTokens: 1, Sampling: sampling.Options{Temperature: &zero}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ban := int32(-1)
+	for ban < 0 {
+		ev, err := st.Next(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == engine.EventTokens && len(ev.Tokens) > 0 {
+			ban = ev.Tokens[0].ID
+		}
+	}
+	st.Cancel()
+	banned, err := c.Completions.New(ctxT(t), oa.CompletionNewParams{Model: "tiny", MaxTokens: oa.Int(1), Temperature: oa.Float(0),
+		Prompt: oa.CompletionNewParamsPromptUnion{OfString: oa.String(prompt)}, LogitBias: map[string]int64{strconv.Itoa(int(ban)): -100}},
+		option.WithJSONSet("ignore_eos", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if banned.Choices[0].Text == first || banned.Choices[0].Text == "" {
+		t.Fatalf("-100 on the greedy first token %d (%q): got %q", ban, first, banned.Choices[0].Text)
+	}
+	for _, c := range []struct{ bias, want string }{
+		{`{"abc":1}`, "not a token id"},
+		{`{"5":101}`, "[-100, 100]"},
+		{`{"32000":1}`, "outside the vocabulary"},
+	} {
+		status, body := h.post(t, "/v1/completions", `{"model":"tiny","prompt":"a","max_tokens":1,"logit_bias":`+c.bias+`}`)
+		if status != 400 || !strings.Contains(string(body), c.want) || !strings.Contains(string(body), "invalid_request") {
+			t.Fatalf("logit_bias %s: %d %s", c.bias, status, body)
+		}
+	}
+	h.idle(t, false)
 }
