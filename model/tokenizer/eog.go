@@ -54,13 +54,14 @@ func (t *Tokenizer) deriveSpecials() {
 		t.eom = find([]string{"<|eom_id|>"})
 		forceControl(t.eom)
 	}
-	fim := []int32{-1, -1, -1, v.FIMPad, v.FIMRep, v.FIMSep}
+	fim := []int32{v.FIMPre, v.FIMSuf, v.FIMMid, v.FIMPad, v.FIMRep, v.FIMSep}
 	for i, texts := range fimTexts {
 		if fim[i] < 0 {
 			fim[i] = find(texts)
 			forceControl(fim[i])
 		}
 	}
+	t.fimPre, t.fimSuf, t.fimMid = fim[0], fim[1], fim[2]
 	for id, s := range v.Tokens {
 		if t.attrs[id]&attrControl != 0 && strings.Contains(s, "unused") {
 			t.attrs[id] |= attrUnused

@@ -62,6 +62,8 @@ type Tokenizer struct {
 	maxSpecial     int // longest special text in bytes
 	eog            map[int32]bool
 	eot, eom       int32
+	// fill-in-the-middle framing tokens (FIM); -1 when absent
+	fimPre, fimSuf, fimMid int32
 
 	// SPM
 	addSpacePrefix bool
@@ -368,6 +370,15 @@ func (t *Tokenizer) Token(id int32) string {
 		return ""
 	}
 	return t.v.Tokens[id]
+}
+
+// FIM returns the fill-in-the-middle tokens that frame a code completion
+// between a prefix and a suffix (the file's fim_pre / fim_suf / fim_mid
+// ids, else the texts llama.cpp recognises: Qwen's <|fim_prefix|>,
+// StarCoder's <fim_prefix>, CodeLlama's <PRE>, DeepSeek's fim▁begin ...);
+// ok is false unless all three exist.
+func (t *Tokenizer) FIM() (pre, suf, mid int32, ok bool) {
+	return t.fimPre, t.fimSuf, t.fimMid, t.fimPre >= 0 && t.fimSuf >= 0 && t.fimMid >= 0
 }
 
 // VocabSize is the number of tokens.

@@ -233,3 +233,17 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestFIM: the fill-in-the-middle tokens come from the file's ids or, as
+// in llama.cpp, from their texts (Qwen3's vocabulary has the texts only);
+// a vocabulary without them reports none.
+func TestFIM(t *testing.T) {
+	tok := vocabTok(t, "qwen3")
+	pre, suf, mid, ok := tok.FIM()
+	if !ok || tok.Token(pre) != "<|fim_prefix|>" || tok.Token(suf) != "<|fim_suffix|>" || tok.Token(mid) != "<|fim_middle|>" {
+		t.Fatalf("qwen3: %d %d %d %v", pre, suf, mid, ok)
+	}
+	if _, _, _, ok := vocabTok(t, "gpt-2").FIM(); ok {
+		t.Fatal("gpt-2 has no FIM tokens")
+	}
+}

@@ -51,6 +51,9 @@ type Vocab struct {
 	// FIM tokens that llama.cpp counts as end of generation; -1 when absent
 	// (they are also recognised by their text, as llama.cpp does).
 	FIMPad, FIMRep, FIMSep int32
+	// FIMPre, FIMSuf and FIMMid frame a fill-in-the-middle prompt
+	// (Tokenizer.FIM); -1 when absent (also recognised by their text).
+	FIMPre, FIMSuf, FIMMid int32
 
 	AddBOS, AddEOS bool
 	AddSEP         bool // append SEP after the text (WordPiece: always, as llama.cpp does)
@@ -110,7 +113,7 @@ const (
 // and read add_space_prefix and remove_extra_whitespaces (both default
 // false) and the precompiled_charsmap (a UINT8 or INT8 array).
 func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
-	v := &Vocab{BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1, EOM: -1, SEP: -1, MASK: -1, FIMPad: -1, FIMRep: -1, FIMSep: -1}
+	v := &Vocab{BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1, EOM: -1, SEP: -1, MASK: -1, FIMPad: -1, FIMRep: -1, FIMSep: -1, FIMPre: -1, FIMSuf: -1, FIMMid: -1}
 	var ok bool
 	if v.Model, ok = f.String(keyModel); !ok {
 		return nil, fmt.Errorf("%w: %s missing", ErrInvalid, keyModel)
@@ -193,6 +196,9 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 		{"tokenizer.ggml.fim_pad_token_id", &v.FIMPad},
 		{"tokenizer.ggml.fim_rep_token_id", &v.FIMRep},
 		{"tokenizer.ggml.fim_sep_token_id", &v.FIMSep},
+		{"tokenizer.ggml.fim_pre_token_id", &v.FIMPre},
+		{"tokenizer.ggml.fim_suf_token_id", &v.FIMSuf},
+		{"tokenizer.ggml.fim_mid_token_id", &v.FIMMid},
 	} {
 		if int(*sk.id) >= n {
 			*sk.id = -1 // a default outside the vocabulary is disabled
@@ -241,7 +247,7 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 func ByteLevelVocab(extraMerges []string) *Vocab {
 	v := &Vocab{
 		Model: ModelBPE, Pre: "gpt-2",
-		BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1, EOM: -1, SEP: -1, MASK: -1, FIMPad: -1, FIMRep: -1, FIMSep: -1,
+		BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1, EOM: -1, SEP: -1, MASK: -1, FIMPad: -1, FIMRep: -1, FIMSep: -1, FIMPre: -1, FIMSuf: -1, FIMMid: -1,
 		AddBOS: true,
 	}
 	have := make(map[string]bool, 256+len(extraMerges)+2)

@@ -9,6 +9,7 @@ import (
 
 	"oengine/engine"
 	"oengine/model/chat"
+	"oengine/model/tokenizer"
 	"oengine/sampling"
 	"oengine/server"
 	"oengine/sessions"
@@ -49,6 +50,42 @@ func (a *api) admit(w http.ResponseWriter) bool {
 	return true
 }
 
+// fillInTheMiddle frames each text prompt as a code completion between it
+// and suffix, as llama.cpp's infill does in its prefix-suffix-middle
+// order: [BOS, as the vocabulary adds it] FIM_PRE prefix FIM_SUF suffix
+// FIM_MID, the texts tokenized without special tokens; the model then
+// writes the middle.
+func fillInTheMiddle(m *server.Model, ps []promptInput, suffix string, echo bool) ([]promptInput, *apiError) {
+	tok := m.Tokenizer
+	if tok == nil {
+		return nil, unsupported("suffix", "model %q has no tokenizer to frame a fill-in-the-middle prompt", m.Name)
+	}
+	pre, suf, mid, ok := tok.FIM()
+	switch {
+	case !ok:
+		return nil, unsupported("suffix", "model %q has no fill-in-the-middle tokens (a code model's GGUF has them)", m.Name)
+	case echo:
+		return nil, unsupported("echo", "echo with suffix is not supported")
+	}
+	sufIDs := tok.Encode(suffix, tokenizer.EncodeOptions{})
+	out := make([]promptInput, len(ps))
+	for i, p := range ps {
+		if p.ids != nil {
+			return nil, unsupported("suffix", "suffix needs text prompts: a token-id prompt cannot be framed")
+		}
+		var ids []int32
+		if bos := tok.BOS(); bos >= 0 && tok.AddBOS() {
+			ids = append(ids, bos)
+		}
+		ids = append(ids, pre)
+		ids = append(ids, tok.Encode(p.text, tokenizer.EncodeOptions{})...)
+		ids = append(ids, suf)
+		ids = append(ids, sufIDs...)
+		out[i] = promptInput{ids: append(ids, mid)}
+	}
+	return out, nil
+}
+
 // completions serves POST /v1/completions.
 func (a *api) completions(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -71,14 +108,16 @@ func (a *api) completions(w http.ResponseWriter, r *http.Request) {
 		a.reject(w, aerr)
 		return
 	}
-	if req.Suffix != nil && *req.Suffix != "" {
-		a.reject(w, unsupported("suffix", "suffix is not supported"))
-		return
-	}
 	ps, aerr := prompts(req.Prompt)
 	if aerr != nil {
 		a.reject(w, aerr)
 		return
+	}
+	if req.Suffix != nil && *req.Suffix != "" {
+		if ps, aerr = fillInTheMiddle(ms.m, ps, *req.Suffix, req.Echo); aerr != nil {
+			a.reject(w, aerr)
+			return
+		}
 	}
 	if req.Logprobs != nil {
 		if *req.Logprobs < 0 {
