@@ -31,6 +31,9 @@ type job struct {
 	base  int    // choice index of the job's output 0
 	n     int
 	echo  string // completions echo: the prompt text, sent first
+	// echoLP: echo with logprobs: the echo waits for the prompt's
+	// logprobs (EventPrompt) and carries them.
+	echoLP bool
 	// inReasoning: the prompt opened a reasoning block (split only).
 	inReasoning bool
 }
@@ -77,6 +80,9 @@ type tokenLogprob struct {
 	id      int32
 	logprob float64
 	top     []altLogprob
+	// none: the token has no logprob (a prompt's first: nothing precedes
+	// it); completions show null.
+	none bool
 }
 
 type altLogprob struct {
@@ -223,7 +229,7 @@ func (r *runner) runJob(ctx context.Context, j *job) bool {
 		case r.o.split:
 			c.filter = chat.NewReasoningFilter(j.inReasoning)
 		}
-		if j.echo != "" {
+		if j.echo != "" && !j.echoLP {
 			if err := r.sink.delta(r, j.base+k, j.echo, "", nil); err != nil {
 				return false
 			}
@@ -245,6 +251,16 @@ func (r *runner) runJob(ctx context.Context, j *job) bool {
 			return false
 		}
 		switch ev.Kind {
+		case engine.EventPrompt:
+			if !j.echoLP || ev.Prompt == nil {
+				continue
+			}
+			lps := promptLogprobs(ev.Prompt)
+			for k := 0; k < j.n; k++ {
+				if err := r.sink.delta(r, j.base+k, j.echo, "", lps); err != nil {
+					return false
+				}
+			}
 		case engine.EventTokens:
 			if ev.Output < 0 || ev.Output >= j.n {
 				continue
@@ -393,6 +409,24 @@ func logprobsOf(toks []engine.Token) []tokenLogprob {
 			tl.top = append(tl.top, altLogprob{id: c.Token, logprob: finite(c.Logprob)})
 		}
 		out = append(out, tl)
+	}
+	return out
+}
+
+// promptLogprobs is the prompt's tokens with their logprobs (echo), the
+// first without one.
+func promptLogprobs(p *engine.PromptInfo) []tokenLogprob {
+	out := make([]tokenLogprob, len(p.Tokens))
+	for i, id := range p.Tokens {
+		out[i] = tokenLogprob{id: id, none: i == 0 || i >= len(p.Logprobs)}
+		if out[i].none {
+			continue
+		}
+		lp := p.Logprobs[i]
+		out[i].logprob = finite(lp.Chosen.Logprob)
+		for _, c := range lp.Candidates {
+			out[i].top = append(out[i].top, altLogprob{id: c.Token, logprob: finite(c.Logprob)})
+		}
 	}
 	return out
 }

@@ -124,11 +124,12 @@ func (a *api) completions(w http.ResponseWriter, r *http.Request) {
 			a.reject(w, invalid("logprobs", "logprobs must be >= 0, got %d", *req.Logprobs))
 			return
 		}
-		if req.Echo {
-			a.reject(w, unsupported("echo", "echo with logprobs is not supported"))
-			return
-		}
 		er.Logprobs = candidates(*req.Logprobs)
+		if req.Echo {
+			// The prompt's own logprobs come first (evaluation harnesses
+			// score texts this way).
+			er.PromptLogprobs = candidates(*req.Logprobs)
+		}
 	}
 	n := max(er.N, 1)
 	id := requestID(r, "cmpl-")
@@ -147,7 +148,7 @@ func (a *api) completions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, classified(err)
 		}
-		j := &job{st: st, base: i * n, n: n}
+		j := &job{st: st, base: i * n, n: n, echoLP: req.Echo && req.Logprobs != nil}
 		if req.Echo {
 			j.echo = ps[i].text
 			if ps[i].ids != nil && ms.m.Tokenizer != nil {

@@ -28,8 +28,8 @@ type (
 	}
 	completionLogprobs struct {
 		Tokens        []string             `json:"tokens"`
-		TokenLogprobs []float64            `json:"token_logprobs"`
-		TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+		TokenLogprobs []*float64           `json:"token_logprobs"` // null: an echoed prompt's first token
+		TopLogprobs   []map[string]float64 `json:"top_logprobs"`   // null likewise
 		TextOffset    []int                `json:"text_offset"`
 	}
 	message struct {
@@ -78,17 +78,21 @@ func (r *runner) chatLP(lps []tokenLogprob) *chatLogprobs {
 // completionLP converts logprobs for completions; offset is the choice's
 // text length before these tokens.
 func (r *runner) completionLP(lps []tokenLogprob, offset int) *completionLogprobs {
-	out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
+	out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
 	m := r.o.model
 	for _, t := range lps {
 		text := tokenText(m, t.id)
 		out.Tokens = append(out.Tokens, text)
-		out.TokenLogprobs = append(out.TokenLogprobs, t.logprob)
-		top := map[string]float64{}
-		for _, a := range t.top {
-			top[tokenText(m, a.id)] = a.logprob
+		if t.none {
+			out.TokenLogprobs, out.TopLogprobs = append(out.TokenLogprobs, nil), append(out.TopLogprobs, nil)
+		} else {
+			lp := t.logprob
+			top := map[string]float64{}
+			for _, a := range t.top {
+				top[tokenText(m, a.id)] = a.logprob
+			}
+			out.TokenLogprobs, out.TopLogprobs = append(out.TokenLogprobs, &lp), append(out.TopLogprobs, top)
 		}
-		out.TopLogprobs = append(out.TopLogprobs, top)
 		out.TextOffset = append(out.TextOffset, offset)
 		offset += len(text)
 	}
