@@ -374,38 +374,31 @@ func (b *anthBodySink) end(r *runner) error {
 type anthStreamSink struct {
 	*streamSink
 	block int    // index of the next block
-	open  string // type of the open block; "": none
+	cur   string // type of the open block; "": none
 	said  bool   // a text block or a tool use was streamed
 }
 
+// event writes one Anthropic event: its type repeated in the data.
 func (s *anthStreamSink) event(typ string, fields map[string]any) error {
 	fields["type"] = typ
-	b, err := json.Marshal(fields)
-	if err != nil {
-		return err
-	}
-	return s.write([]byte("event: " + typ + "\ndata: " + string(b) + "\n\n"))
+	return s.named(typ, fields)
 }
 
 func (s *anthStreamSink) begin(r *runner) error {
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
+	s.open()
 	return s.event("message_start", map[string]any{"message": map[string]any{"id": r.o.id, "type": "message", "role": "assistant",
 		"model": r.o.model.Name, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": anthropicUsage(usage{})}})
 }
 
 // openBlock makes a block of kind ("thinking" or "text") the open one.
 func (s *anthStreamSink) openBlock(kind string) error {
-	if s.open == kind {
+	if s.cur == kind {
 		return nil
 	}
 	if err := s.closeBlock(); err != nil {
 		return err
 	}
-	s.open = kind
+	s.cur = kind
 	block := map[string]any{"type": "text", "text": ""}
 	if kind == "thinking" {
 		block = map[string]any{"type": "thinking", "thinking": "", "signature": ""}
@@ -416,15 +409,15 @@ func (s *anthStreamSink) openBlock(kind string) error {
 }
 
 func (s *anthStreamSink) closeBlock() error {
-	if s.open == "" {
+	if s.cur == "" {
 		return nil
 	}
-	if s.open == "thinking" {
+	if s.cur == "thinking" {
 		if err := s.event("content_block_delta", map[string]any{"index": s.block, "delta": map[string]string{"type": "signature_delta", "signature": ""}}); err != nil {
 			return err
 		}
 	}
-	s.open = ""
+	s.cur = ""
 	s.block++
 	return s.event("content_block_stop", map[string]any{"index": s.block - 1})
 }
@@ -487,7 +480,7 @@ func (s *anthStreamSink) end(r *runner) error {
 	if err := s.event("message_stop", map[string]any{}); err != nil {
 		return err
 	}
-	_ = s.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
+	s.finished()
 	return nil
 }
 

@@ -424,30 +424,24 @@ type respStreamSink struct {
 	*streamSink
 	out  *respOutput
 	seq  int
-	open map[string]any // the output item being streamed; nil: none
+	item map[string]any // the output item being streamed; nil: none
 	text strings.Builder
 	// said: a message item or a function call was streamed (else the
 	// finish adds an empty message, as the body has one).
 	said bool
 }
 
+// event writes one Responses API event: its type repeated in the data,
+// numbered from 0.
 func (s *respStreamSink) event(typ string, fields map[string]any) error {
 	fields["type"] = typ
 	fields["sequence_number"] = s.seq
 	s.seq++
-	b, err := json.Marshal(fields)
-	if err != nil {
-		return err
-	}
-	return s.write([]byte("event: " + typ + "\ndata: " + string(b) + "\n\n"))
+	return s.named(typ, fields)
 }
 
 func (s *respStreamSink) begin(r *runner) error {
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
+	s.open()
 	if err := s.event("response.created", map[string]any{"response": s.out.object(r, "in_progress", nil)}); err != nil {
 		return err
 	}
@@ -457,7 +451,7 @@ func (s *respStreamSink) begin(r *runner) error {
 // openItem makes an item of kind ("reasoning" or "message") the open one,
 // closing another.
 func (s *respStreamSink) openItem(kind string) error {
-	if s.open != nil && s.open["type"] == kind {
+	if s.item != nil && s.item["type"] == kind {
 		return nil
 	}
 	if err := s.closeItem("completed"); err != nil {
@@ -465,26 +459,26 @@ func (s *respStreamSink) openItem(kind string) error {
 	}
 	idx := len(s.out.items)
 	if kind == "reasoning" {
-		s.open = reasoningItem(newID("rs_"), "in_progress", "")
-		return s.event("response.output_item.added", map[string]any{"output_index": idx, "item": s.open})
+		s.item = reasoningItem(newID("rs_"), "in_progress", "")
+		return s.event("response.output_item.added", map[string]any{"output_index": idx, "item": s.item})
 	}
-	s.open, s.said = messageItem(newID("msg_"), "in_progress", []map[string]any{}), true
-	if err := s.event("response.output_item.added", map[string]any{"output_index": idx, "item": s.open}); err != nil {
+	s.item, s.said = messageItem(newID("msg_"), "in_progress", []map[string]any{}), true
+	if err := s.event("response.output_item.added", map[string]any{"output_index": idx, "item": s.item}); err != nil {
 		return err
 	}
-	return s.event("response.content_part.added", map[string]any{"item_id": s.open["id"], "output_index": idx,
+	return s.event("response.content_part.added", map[string]any{"item_id": s.item["id"], "output_index": idx,
 		"content_index": 0, "part": outputText("")})
 }
 
 // closeItem ends the open item with its done events and keeps it, with
 // status completed or (cut by the token limit) incomplete.
 func (s *respStreamSink) closeItem(status string) error {
-	if s.open == nil {
+	if s.item == nil {
 		return nil
 	}
-	idx, id, text := len(s.out.items), s.open["id"], s.text.String()
+	idx, id, text := len(s.out.items), s.item["id"], s.text.String()
 	var item map[string]any
-	if s.open["type"] == "reasoning" {
+	if s.item["type"] == "reasoning" {
 		item = reasoningItem(id.(string), status, text)
 		if err := s.event("response.reasoning_text.done", map[string]any{"item_id": id, "output_index": idx, "content_index": 0, "text": text}); err != nil {
 			return err
@@ -500,7 +494,7 @@ func (s *respStreamSink) closeItem(status string) error {
 			return err
 		}
 	}
-	s.open = nil
+	s.item = nil
 	s.text.Reset()
 	s.out.items = append(s.out.items, item)
 	return s.event("response.output_item.done", map[string]any{"output_index": idx, "item": item})
@@ -512,7 +506,7 @@ func (s *respStreamSink) delta(r *runner, idx int, content, reasoning string, lp
 			return err
 		}
 		s.text.WriteString(reasoning)
-		if err := s.event("response.reasoning_text.delta", map[string]any{"item_id": s.open["id"], "output_index": len(s.out.items),
+		if err := s.event("response.reasoning_text.delta", map[string]any{"item_id": s.item["id"], "output_index": len(s.out.items),
 			"content_index": 0, "delta": reasoning}); err != nil {
 			return err
 		}
@@ -524,7 +518,7 @@ func (s *respStreamSink) delta(r *runner, idx int, content, reasoning string, lp
 		return err
 	}
 	s.text.WriteString(content)
-	return s.event("response.output_text.delta", map[string]any{"item_id": s.open["id"], "output_index": len(s.out.items),
+	return s.event("response.output_text.delta", map[string]any{"item_id": s.item["id"], "output_index": len(s.out.items),
 		"content_index": 0, "delta": content, "logprobs": []any{}})
 }
 
@@ -571,7 +565,7 @@ func (s *respStreamSink) end(r *runner) error {
 	if err := s.event("response."+status, map[string]any{"response": s.out.object(r, status, &u)}); err != nil {
 		return err
 	}
-	_ = s.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
+	s.finished()
 	return nil
 }
 

@@ -190,12 +190,21 @@ func newStreamSink(w http.ResponseWriter, timeout time.Duration) *streamSink {
 	return &streamSink{w: w, rc: http.NewResponseController(w), timeout: timeout}
 }
 
-func (s *streamSink) begin(r *runner) error {
+// open answers 200 with the event stream's headers.
+func (s *streamSink) open() {
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	s.w.WriteHeader(http.StatusOK)
+}
+
+// finished clears the write deadline after the stream's last event: the
+// connection may serve another request.
+func (s *streamSink) finished() { _ = s.rc.SetWriteDeadline(time.Time{}) }
+
+func (s *streamSink) begin(r *runner) error {
+	s.open()
 	s.offsets = make([]int, len(r.choices))
 	if r.o.kind != kindChat {
 		return s.rc.Flush()
@@ -277,7 +286,7 @@ func (s *streamSink) end(r *runner) error {
 	}
 	err := s.write([]byte("data: [DONE]\n\n"))
 	if err == nil {
-		_ = s.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
+		s.finished()
 	}
 	return err
 }
@@ -287,9 +296,21 @@ func (s *streamSink) fail(r *runner, e *apiError) error {
 	return s.chunk(e.body())
 }
 
-func (s *streamSink) chunk(v any) error {
+// chunk writes one `data: {v}` event.
+func (s *streamSink) chunk(v any) error { return s.frame("", v) }
+
+// named writes one event of a type, `event: typ` then `data: {v}` (the
+// Responses and Messages APIs' events).
+func (s *streamSink) named(typ string, v any) error { return s.frame(typ, v) }
+
+func (s *streamSink) frame(typ string, v any) error {
 	buf := bytebufferpool.Get()
 	defer bytebufferpool.Put(buf)
+	if typ != "" {
+		buf.B = append(buf.B, "event: "...)
+		buf.B = append(buf.B, typ...)
+		buf.B = append(buf.B, '\n')
+	}
 	buf.B = append(buf.B, "data: "...)
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
