@@ -3,11 +3,9 @@ package openai
 import (
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"oengine/engine"
-	"oengine/server"
 )
 
 // cohereEmbedRequest is Cohere's v2 embed request (POST /v2/embed), the
@@ -39,14 +37,16 @@ func (a *api) cohereEmbed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lim := ms.m.Backend.Limits()
+	ins := textInputs(req.Texts)
+	ierr := inputsCheck("texts", "texts", ins)
 	var aerr *apiError
 	switch {
 	case lim.EmbeddingDim == 0:
 		aerr = noEmbeddings(ms, lim)
 	case len(req.Texts) == 0:
 		aerr = invalid("texts", "texts must be a non-empty list of strings (images are not supported)")
-	case len(req.Texts) > MaxEmbeddingInputs:
-		aerr = invalid("texts", "%d texts exceed the limit of %d per request", len(req.Texts), MaxEmbeddingInputs)
+	case ierr != nil:
+		aerr = ierr
 	case req.InputType == "image":
 		aerr = unsupported("input_type", "input_type \"image\": this model embeds text only")
 	case req.InputType != "" && !slices.Contains([]string{"search_document", "search_query", "classification", "clustering"}, req.InputType):
@@ -61,28 +61,15 @@ func (a *api) cohereEmbed(w http.ResponseWriter, r *http.Request) {
 			aerr = unsupported("embedding_types", "embedding type %q: only \"float\" is served", t)
 		}
 	}
-	for i, t := range req.Texts {
-		if aerr == nil && t == "" {
-			aerr = invalid("texts", "texts[%d] is empty", i)
-		}
-	}
 	if aerr != nil {
 		a.reject(w, aerr)
 		return
 	}
-	id := requestID(r, "embd-")
-	p := server.PrincipalFrom(r.Context())
-	build := func(i int) engine.Request {
-		return engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: req.Texts[i],
-			Embed: &engine.EmbedOptions{Truncate: req.Truncate != "NONE"}}
-	}
-	vecs, take := embedVectors(lim, len(req.Texts), req.OutputDimension, true)
-	run, ok := a.runEmbeds(w, r, ms, RouteEmbeddings, id, start, len(req.Texts), false, build, take)
+	vecs, run, id, ok := a.embedEach(w, r, ms, start, ins, engine.EmbedOptions{Truncate: req.Truncate != "NONE"}, req.OutputDimension, true)
 	if !ok {
 		return
 	}
 	defer run.done()
-	run.rm.Done(time.Now())
 	writeJSON(w, http.StatusOK, map[string]any{
 		"response_type": "embeddings_by_type", "id": id,
 		"embeddings": map[string]any{"float": vecs}, "texts": req.Texts,

@@ -74,11 +74,12 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	lim := ms.m.Backend.Limits()
 	pooling, err := engine.ParsePooling(req.Pooling)
+	ierr := inputsCheck("input", "inputs", ins)
 	switch {
 	case lim.EmbeddingDim == 0:
 		aerr = noEmbeddings(ms, lim)
-	case len(ins) > MaxEmbeddingInputs:
-		aerr = invalid("input", "%d inputs exceed the limit of %d per request", len(ins), MaxEmbeddingInputs)
+	case ierr != nil:
+		aerr = ierr
 	case req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64":
 		aerr = invalid("encoding_format", "encoding_format must be \"float\" or \"base64\", got %q", req.EncodingFormat)
 	case err != nil:
@@ -92,26 +93,56 @@ func (a *api) embeddings(w http.ResponseWriter, r *http.Request) {
 		a.reject(w, aerr)
 		return
 	}
-	for i, in := range ins {
-		if in.text == "" && in.ids == nil {
-			a.reject(w, invalid("input", "input[%d] is empty", i))
-			return
-		}
-	}
-	id := requestID(r, "embd-")
-	p := server.PrincipalFrom(r.Context())
-	build := func(i int) engine.Request {
-		return engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: ins[i].text, TokenIDs: ins[i].ids,
-			Embed: &engine.EmbedOptions{Pooling: pooling, Truncate: req.Truncate}}
-	}
-	vecs, take := embedVectors(lim, len(ins), req.Dimensions, req.Normalize == nil || *req.Normalize)
-	run, ok := a.runEmbeds(w, r, ms, RouteEmbeddings, id, start, len(ins), false, build, take)
+	vecs, run, _, ok := a.embedEach(w, r, ms, start, ins, engine.EmbedOptions{Pooling: pooling, Truncate: req.Truncate},
+		req.Dimensions, req.Normalize == nil || *req.Normalize)
 	if !ok {
 		return
 	}
 	defer run.done()
-	run.rm.Done(time.Now())
 	writeEmbeddings(w, ms.m.Name, vecs, req.EncodingFormat == "base64", run.promptTokens)
+}
+
+// inputsCheck refuses more than MaxEmbeddingInputs inputs (noun names
+// them in the message) and an empty one (field[i]).
+func inputsCheck(field, noun string, ins []promptInput) *apiError {
+	if len(ins) > MaxEmbeddingInputs {
+		return invalid(field, "%d %s exceed the limit of %d per request", len(ins), noun, MaxEmbeddingInputs)
+	}
+	for i, in := range ins {
+		if in.text == "" && in.ids == nil {
+			return invalid(field, "%s[%d] is empty", field, i)
+		}
+	}
+	return nil
+}
+
+// textInputs are texts as inputs.
+func textInputs(texts []string) []promptInput {
+	ins := make([]promptInput, len(texts))
+	for i, t := range texts {
+		ins[i].text = t
+	}
+	return ins
+}
+
+// embedEach runs one embedding per input of an embeddings route: engine
+// requests id-i scoped to the client with opts, each vector cut to dims
+// and, with normalize, scaled to unit length (embedVectors). ok false: the
+// error response is written; otherwise the request's metrics are done and
+// the caller writes its reply, then calls run.done.
+func (a *api) embedEach(w http.ResponseWriter, r *http.Request, ms *modelState, start time.Time, ins []promptInput,
+	opts engine.EmbedOptions, dims *int, normalize bool) (vecs [][]float32, run embedsRun, id string, ok bool) {
+	id = requestID(r, "embd-")
+	p := server.PrincipalFrom(r.Context())
+	build := func(i int) engine.Request {
+		o := opts
+		return engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: ins[i].text, TokenIDs: ins[i].ids, Embed: &o}
+	}
+	vecs, take := embedVectors(ms.m.Backend.Limits(), len(ins), dims, normalize)
+	if run, ok = a.runEmbeds(w, r, ms, RouteEmbeddings, id, start, len(ins), false, build, take); ok {
+		run.rm.Done(time.Now())
+	}
+	return vecs, run, id, ok
 }
 
 // noEmbeddings is the refusal of an embedding request to a model whose

@@ -144,18 +144,10 @@ func (a *api) rerank(w http.ResponseWriter, r *http.Request) {
 
 // rerankTexts checks TEI's texts as rerankDocuments checks documents.
 func rerankTexts(texts []string) ([]string, *apiError) {
-	switch {
-	case len(texts) == 0:
+	if len(texts) == 0 {
 		return nil, invalid("texts", "texts must be a non-empty list")
-	case len(texts) > MaxEmbeddingInputs:
-		return nil, invalid("texts", "%d texts exceed the limit of %d per request", len(texts), MaxEmbeddingInputs)
 	}
-	for i, t := range texts {
-		if t == "" {
-			return nil, invalid("texts", "texts[%d] is empty", i)
-		}
-	}
-	return texts, nil
+	return texts, inputsCheck("texts", "texts", textInputs(texts))
 }
 
 // rerankDocuments reads the documents: strings, or objects with a "text"

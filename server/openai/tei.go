@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"oengine/engine"
-	"oengine/server"
 )
 
 // Hugging Face's text-embeddings-inference (TEI) routes: POST /embed,
@@ -121,35 +119,23 @@ func (a *api) teiEmbed(w http.ResponseWriter, r *http.Request) {
 	case aerr != nil:
 	case lim.EmbeddingDim == 0:
 		aerr = noEmbeddings(ms, lim)
-	case len(ins) > MaxEmbeddingInputs:
-		aerr = invalid("inputs", "%d inputs exceed the limit of %d per request", len(ins), MaxEmbeddingInputs)
 	default:
-		if aerr = teiTruncation(req.TruncationDirection, req.PromptName); aerr == nil {
-			aerr = badDimensions("dimensions", req.Dimensions, lim)
-		}
-	}
-	for i, in := range ins {
-		if aerr == nil && in.text == "" && in.ids == nil {
-			aerr = invalid("inputs", "inputs[%d] is empty", i)
+		if aerr = inputsCheck("inputs", "inputs", ins); aerr == nil {
+			if aerr = teiTruncation(req.TruncationDirection, req.PromptName); aerr == nil {
+				aerr = badDimensions("dimensions", req.Dimensions, lim)
+			}
 		}
 	}
 	if aerr != nil {
 		a.reject(w, aerr)
 		return
 	}
-	id := requestID(r, "embd-")
-	p := server.PrincipalFrom(r.Context())
-	build := func(i int) engine.Request {
-		return engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: ins[i].text, TokenIDs: ins[i].ids,
-			Embed: &engine.EmbedOptions{Truncate: req.Truncate}}
-	}
-	vecs, take := embedVectors(lim, len(ins), req.Dimensions, req.Normalize == nil || *req.Normalize)
-	run, ok := a.runEmbeds(w, r, ms, RouteEmbeddings, id, start, len(ins), false, build, take)
+	vecs, run, _, ok := a.embedEach(w, r, ms, start, ins, engine.EmbedOptions{Truncate: req.Truncate}, req.Dimensions,
+		req.Normalize == nil || *req.Normalize)
 	if !ok {
 		return
 	}
 	defer run.done()
-	run.rm.Done(time.Now())
 	writeJSON(w, http.StatusOK, vecs)
 }
 
@@ -204,20 +190,12 @@ func (a *api) teiSimilarity(w http.ResponseWriter, r *http.Request) {
 		a.reject(w, aerr)
 		return
 	}
-	texts := append([]string{*in.SourceSentence}, in.Sentences...)
-	id := requestID(r, "embd-")
-	p := server.PrincipalFrom(r.Context())
-	build := func(i int) engine.Request {
-		return engine.Request{ID: p.Scope(id + "-" + strconv.Itoa(i)), Prompt: texts[i],
-			Embed: &engine.EmbedOptions{Truncate: par.Truncate}}
-	}
-	vecs, take := embedVectors(lim, len(texts), nil, true)
-	run, ok := a.runEmbeds(w, r, ms, RouteEmbeddings, id, start, len(texts), false, build, take)
+	ins := textInputs(append([]string{*in.SourceSentence}, in.Sentences...))
+	vecs, run, _, ok := a.embedEach(w, r, ms, start, ins, engine.EmbedOptions{Truncate: par.Truncate}, nil, true)
 	if !ok {
 		return
 	}
 	defer run.done()
-	run.rm.Done(time.Now())
 	writeJSON(w, http.StatusOK, cosines(vecs[0], vecs[1:]))
 }
 
