@@ -124,7 +124,7 @@ func (q *messagesRequest) chat(counting bool) (*chatRequest, *apiError) {
 		case "any":
 			c.ToolChoice = jsonText("required")
 		case "tool":
-			c.ToolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": tc.Name}})
+			c.ToolChoice = namedToolChoice(tc.Name)
 		default:
 			return nil, invalid("tool_choice", "tool_choice.type %q: want auto, any, tool or none", tc.Type)
 		}
@@ -133,11 +133,7 @@ func (q *messagesRequest) chat(counting bool) (*chatRequest, *apiError) {
 		if oc.Format.Type != "json_schema" {
 			return nil, unsupported("output_config.format", "output_config.format.type %q: want json_schema", oc.Format.Type)
 		}
-		c.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: &struct {
-			Name   string          `json:"name"`
-			Schema json.RawMessage `json:"schema"`
-			Strict *bool           `json:"strict"`
-		}{Name: "output", Schema: oc.Format.Schema}}
+		c.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: &jsonSchemaFormat{Name: "output", Schema: oc.Format.Schema}}
 	}
 	return c, nil
 }
@@ -239,15 +235,7 @@ func blocksText(raw json.RawMessage, field string) (string, *apiError) {
 // to chat's function tools; Anthropic's server tools (web search, code
 // execution, ...) are refused.
 func anthropicTools(tools []json.RawMessage) (json.RawMessage, *apiError) {
-	if len(tools) == 0 {
-		return nil, nil
-	}
-	type fn struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-	}
-	out := make([]map[string]any, len(tools))
+	fns := make([]toolFunction, len(tools))
 	for i, raw := range tools {
 		var t struct {
 			Type        string          `json:"type"`
@@ -261,13 +249,9 @@ func anthropicTools(tools []json.RawMessage) (json.RawMessage, *apiError) {
 		if t.Type != "" && t.Type != "custom" {
 			return nil, unsupported("tools", "tools[%d].type %q: only client tools (name, input_schema) are served", i, t.Type)
 		}
-		out[i] = map[string]any{"type": "function", "function": fn{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}}
+		fns[i] = toolFunction{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, invalid("tools", "%v", err)
-	}
-	return b, nil
+	return functionTools(fns)
 }
 
 // anthropicMessages serves POST /v1/messages.

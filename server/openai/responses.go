@@ -210,24 +210,11 @@ func isEmptyText(raw json.RawMessage) bool {
 // name, description, parameters, strict}) to chat's form; other tool
 // types (web search, files, ...) are refused.
 func responsesTools(tools []json.RawMessage) (json.RawMessage, *apiError) {
-	if len(tools) == 0 {
-		return nil, nil
-	}
-	type fn struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-		Strict      *bool           `json:"strict,omitempty"`
-	}
-	type chatTool struct {
-		Type     string `json:"type"`
-		Function fn     `json:"function"`
-	}
-	out := make([]chatTool, len(tools))
+	fns := make([]toolFunction, len(tools))
 	for i, raw := range tools {
 		var t struct {
 			Type string `json:"type"`
-			fn
+			toolFunction
 		}
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return nil, invalid("tools", "tools[%d]: %v", i, err)
@@ -235,13 +222,9 @@ func responsesTools(tools []json.RawMessage) (json.RawMessage, *apiError) {
 		if t.Type != "function" {
 			return nil, unsupported("tools", "tools[%d].type %q: only function tools are served", i, t.Type)
 		}
-		out[i] = chatTool{Type: "function", Function: t.fn}
+		fns[i] = t.toolFunction
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, invalid("tools", "%v", err)
-	}
-	return b, nil
+	return functionTools(fns)
 }
 
 // responsesToolChoice converts tool_choice: "auto", "none" and "required"
@@ -258,8 +241,7 @@ func responsesToolChoice(raw json.RawMessage) (json.RawMessage, *apiError) {
 	if err := json.Unmarshal(t, &c); err != nil || c.Type != "function" || c.Name == "" {
 		return nil, unsupported("tool_choice", "tool_choice: want auto, none, required or {\"type\": \"function\", \"name\": ...}")
 	}
-	b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
-	return b, nil
+	return namedToolChoice(c.Name), nil
 }
 
 // responsesFormat converts text.format ({type: text | json_object |
@@ -279,11 +261,7 @@ func responsesFormat(raw json.RawMessage) (*responseFormat, *apiError) {
 	}
 	rf := &responseFormat{Type: f.Type}
 	if f.Type == "json_schema" {
-		rf.JSONSchema = &struct {
-			Name   string          `json:"name"`
-			Schema json.RawMessage `json:"schema"`
-			Strict *bool           `json:"strict"`
-		}{f.Name, f.Schema, f.Strict}
+		rf.JSONSchema = &jsonSchemaFormat{f.Name, f.Schema, f.Strict}
 	}
 	return rf, nil
 }

@@ -17,12 +17,15 @@ import (
 // responseFormat is the request's response_format (docs/api.md,
 // "Structured outputs").
 type responseFormat struct {
-	Type       string `json:"type"`
-	JSONSchema *struct {
-		Name   string          `json:"name"`
-		Schema json.RawMessage `json:"schema"`
-		Strict *bool           `json:"strict"`
-	} `json:"json_schema"`
+	Type       string            `json:"type"`
+	JSONSchema *jsonSchemaFormat `json:"json_schema"`
+}
+
+// jsonSchemaFormat is response_format's json_schema.
+type jsonSchemaFormat struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict *bool           `json:"strict"`
 }
 
 // spec maps response_format to a constraint; nil: free text.
@@ -63,13 +66,39 @@ func constraint(m *server.Model, spec *grammar.Spec, field string) (grammar.Cons
 
 // toolDef is one entry of tools.
 type toolDef struct {
-	Type     string `json:"type"`
-	Function *struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-		Strict      *bool           `json:"strict"`
-	} `json:"function"`
+	Type     string        `json:"type"`
+	Function *toolFunction `json:"function"`
+}
+
+// toolFunction is a function tool's definition.
+type toolFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// functionTools is chat's tools for fns: the form the Responses and
+// Messages APIs' own tool lists are converted to.
+func functionTools(fns []toolFunction) (json.RawMessage, *apiError) {
+	if len(fns) == 0 {
+		return nil, nil
+	}
+	defs := make([]toolDef, len(fns))
+	for i := range fns {
+		defs[i] = toolDef{Type: "function", Function: &fns[i]}
+	}
+	b, err := json.Marshal(defs)
+	if err != nil {
+		return nil, invalid("tools", "%v", err)
+	}
+	return b, nil
+}
+
+// namedToolChoice is chat's tool_choice forcing the function name.
+func namedToolChoice(name string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": name}})
+	return b
 }
 
 // toolPlan is what a chat request's tools ask of the generation.
