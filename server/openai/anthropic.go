@@ -285,9 +285,6 @@ func (a *api) countTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, aerr := q.chat(true)
-	if aerr == nil && ms.m.Tokenizer == nil {
-		aerr = unsupported("model", "model %q has no tokenizer", ms.m.Name)
-	}
 	var ids []int32
 	if aerr == nil {
 		ids, aerr = a.renderChat(ms, &tokenizeRequest{Messages: req.Messages, Tools: req.Tools})

@@ -18,6 +18,15 @@ import (
 
 const aliceKey = "alice-secret-0123456789"
 
+// anthropicError is Anthropic's error body.
+type anthropicError struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
 // anthropicClient is Anthropic's official Go SDK pointed at the harness,
 // authenticating as alice (it sends X-Api-Key).
 func (h *harness) anthropicClient() anthropic.Client {
@@ -157,13 +166,7 @@ func TestAnthropicSDK(t *testing.T) {
 		{`{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":"hi"}],"tool_choice":{"type":"some"}}`, "tool_choice"},
 	} {
 		status, body := post(aliceKey, c.body)
-		var e struct {
-			Type  string `json:"type"`
-			Error struct {
-				Type    string `json:"type"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
+		var e anthropicError
 		if status != http.StatusBadRequest || json.Unmarshal(body, &e) != nil || e.Type != "error" ||
 			e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, c.want) {
 			t.Fatalf("%s: status %d, %s (want 400 naming %q)", c.body, status, body, c.want)
@@ -246,13 +249,7 @@ func TestAnthropicFailure(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		body := fmt.Sprintf(`{"model":"tiny","max_tokens":8,"stream":%v,"messages":[{"role":"user","content":"go"}]}`, stream)
 		status, raw := h.post(t, "/v1/messages", body)
-		var e struct {
-			Type  string `json:"type"`
-			Error struct {
-				Type    string `json:"type"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
+		var e anthropicError
 		data := raw
 		if stream {
 			events := strings.Split(strings.TrimSpace(string(raw)), "\n\n")

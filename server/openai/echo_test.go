@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,24 +16,10 @@ import (
 // each prompt token's logprob where llama.cpp's reference lists it among
 // its position's top 8.
 func TestCompletionEchoLogprobs(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(testdata(t), "models", "tiny-llama-f16.ref.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref struct {
-		Cases []struct {
-			Prompt     string         `json:"prompt"`
-			Tokens     []int32        `json:"tokens"`
-			PromptTopK [][][3]float64 `json:"prompt_topk"`
-			Greedy     []int32        `json:"greedy"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(b, &ref); err != nil {
-		t.Fatal(err)
-	}
+	cases := llamaCppReference(t)
 	h := startHarness(t, harnessOpts{})
 	checked := 0
-	for _, c := range ref.Cases[:3] {
+	for _, c := range cases[:3] {
 		for _, stream := range []bool{false, true} {
 			body, _ := json.Marshal(map[string]any{"model": "tiny", "prompt": c.Tokens, "echo": true, "logprobs": 3,
 				"max_tokens": 1, "temperature": 0, "stream": stream})

@@ -58,7 +58,7 @@ func (a *api) tokenize(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	tok := ms.m.Tokenizer
+	tok, aerr := tokenizerOf(ms)
 	forms := 0
 	for _, set := range []bool{req.Prompt != nil, req.Messages != nil, req.Content != nil} {
 		if set {
@@ -66,8 +66,8 @@ func (a *api) tokenize(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
-	case tok == nil:
-		a.reject(w, unsupported("model", "model %q has no tokenizer", ms.m.Name))
+	case aerr != nil:
+		a.reject(w, aerr)
 		return
 	case forms != 1:
 		a.reject(w, invalid("", "give exactly one of prompt, messages (vLLM's form) or content (llama.cpp's)"))
@@ -99,7 +99,6 @@ func (a *api) tokenize(w http.ResponseWriter, r *http.Request) {
 		ids = tok.Encode(*req.Prompt, tokenizer.EncodeOptions{
 			AddSpecial: req.AddSpecialTokens == nil || *req.AddSpecialTokens, ParseSpecial: true})
 	} else {
-		var aerr *apiError
 		if ids, aerr = a.renderChat(ms, &req); aerr != nil {
 			a.reject(w, aerr)
 			return
@@ -118,8 +117,8 @@ func (a *api) tokenize(w http.ResponseWriter, r *http.Request) {
 // renderChat is the prompt tokens of req's messages as /v1/chat/completions
 // renders them (tools offered, add_generation_prompt true by default).
 func (a *api) renderChat(ms *modelState, req *tokenizeRequest) ([]int32, *apiError) {
-	if ms.enc == nil {
-		return nil, unsupported("model", "model %q has no chat template encoder", ms.m.Name)
+	if ms.enc == nil { // a model without a tokenizer (prepare)
+		return nil, unsupported("model", "model %q has no tokenizer", ms.m.Name)
 	}
 	msgs, aerr := messages(req.Messages)
 	if aerr != nil {
@@ -158,9 +157,9 @@ func (a *api) detokenize(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	tok := ms.m.Tokenizer
-	if tok == nil {
-		a.reject(w, unsupported("model", "model %q has no tokenizer", ms.m.Name))
+	tok, aerr := tokenizerOf(ms)
+	if aerr != nil {
+		a.reject(w, aerr)
 		return
 	}
 	for i, id := range req.Tokens {
@@ -171,6 +170,15 @@ func (a *api) detokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	text := strings.ToValidUTF8(string(tok.DecodeSpecial(req.Tokens)), "\uFFFD")
 	writeJSON(w, http.StatusOK, map[string]string{"prompt": text, "content": text})
+}
+
+// tokenizerOf is the model's tokenizer, or the refusal of a model without
+// one.
+func tokenizerOf(ms *modelState) (*tokenizer.Tokenizer, *apiError) {
+	if ms.m.Tokenizer == nil {
+		return nil, unsupported("model", "model %q has no tokenizer", ms.m.Name)
+	}
+	return ms.m.Tokenizer, nil
 }
 
 // nonNil is ids, or an empty list for none (JSON [] rather than null).

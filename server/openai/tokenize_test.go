@@ -9,22 +9,25 @@ import (
 	"testing"
 )
 
-// llamaCppTokens are the prompts of the tiny model's llama.cpp reference
-// and the tokens llama.cpp gave them (BOS first).
-func llamaCppTokens(t *testing.T) []struct {
-	Prompt string  `json:"prompt"`
-	Tokens []int32 `json:"tokens"`
-} {
+// refCase is one case of the tiny model's llama.cpp reference: the
+// prompt, llama.cpp's tokens of it (BOS first), the top 8 [id, logit,
+// logprob] of each prompt position and its greedy continuation.
+type refCase struct {
+	Prompt     string         `json:"prompt"`
+	Tokens     []int32        `json:"tokens"`
+	PromptTopK [][][3]float64 `json:"prompt_topk"`
+	Greedy     []int32        `json:"greedy"`
+}
+
+// llamaCppReference reads tiny-llama-f16's llama.cpp reference cases.
+func llamaCppReference(t *testing.T) []refCase {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testdata(t), "models", "tiny-llama-f16.ref.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ref struct {
-		Cases []struct {
-			Prompt string  `json:"prompt"`
-			Tokens []int32 `json:"tokens"`
-		} `json:"cases"`
+		Cases []refCase `json:"cases"`
 	}
 	if err := json.Unmarshal(b, &ref); err != nil || len(ref.Cases) == 0 {
 		t.Fatalf("reference: %v", err)
@@ -38,7 +41,7 @@ func llamaCppTokens(t *testing.T) []struct {
 // them, and clear refusals.
 func TestTokenize(t *testing.T) {
 	h := startHarness(t, harnessOpts{})
-	for _, c := range llamaCppTokens(t) {
+	for _, c := range llamaCppReference(t) {
 		body, _ := json.Marshal(map[string]any{"content": c.Prompt, "add_special": true})
 		status, raw := h.post(t, "/tokenize", string(body))
 		var cpp struct{ Tokens []int32 }
