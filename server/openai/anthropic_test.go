@@ -267,3 +267,51 @@ func TestAnthropicFailure(t *testing.T) {
 	}
 	h.idle(t, false)
 }
+
+// TestChatRoutesAbortIsolation: a Responses or Messages request is its
+// client's: another API key cannot abort it by its id (it completes), its
+// owner can (the reply then ends normally, cut short).
+func TestChatRoutesAbortIsolation(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	abort := h.twoKeys(t)
+	routes := []struct{ path, body string }{
+		{"/v1/responses", `{"model":"tiny","input":"go","max_output_tokens":6}`},
+		{"/v1/messages", `{"model":"tiny","max_tokens":6,"messages":[{"role":"user","content":"go"}]}`},
+	}
+	for _, rt := range routes {
+		for _, tc := range []struct {
+			key     string
+			aborted bool
+		}{{"bob-secret-0123456789", false}, {aliceKey, true}} {
+			release := h.model.hold()
+			before := h.e.Stats().Requests
+			type reply struct {
+				status int
+				err    error
+			}
+			done := make(chan reply, 1)
+			go func() {
+				req, _ := http.NewRequestWithContext(ctxT(t), http.MethodPost, h.base+rt.path, strings.NewReader(rt.body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-Api-Key", aliceKey)
+				req.Header.Set("X-Request-Id", "chat-shared")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					done <- reply{0, err}
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				done <- reply{resp.StatusCode, nil}
+			}()
+			eventually(t, "request admitted", func() bool { return h.e.Stats().Requests > before })
+			got := abort(tc.key, "chat-shared")
+			release()
+			r := <-done
+			if got != tc.aborted || r.err != nil || r.status != 200 {
+				t.Fatalf("%s: %s aborting alice's request: %v (want %v); alice got %d %v", rt.path, tc.key, got, tc.aborted, r.status, r.err)
+			}
+			h.idle(t, false)
+		}
+	}
+}
